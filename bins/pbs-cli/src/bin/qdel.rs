@@ -1,0 +1,6 @@
+//! `qdel`: placeholder until the command is written.
+
+fn main() -> std::process::ExitCode {
+    eprintln!("qdel: not implemented yet");
+    std::process::ExitCode::from(1)
+}

@@ -1,0 +1,6 @@
+//! `qmgr`: placeholder until the command is written.
+
+fn main() -> std::process::ExitCode {
+    eprintln!("qmgr: not implemented yet");
+    std::process::ExitCode::from(1)
+}

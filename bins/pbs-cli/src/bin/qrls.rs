@@ -1,0 +1,6 @@
+//! `qrls`: placeholder until the command is written.
+
+fn main() -> std::process::ExitCode {
+    eprintln!("qrls: not implemented yet");
+    std::process::ExitCode::from(1)
+}

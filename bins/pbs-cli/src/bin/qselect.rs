@@ -1,0 +1,6 @@
+//! `qselect`: placeholder until the command is written.
+
+fn main() -> std::process::ExitCode {
+    eprintln!("qselect: not implemented yet");
+    std::process::ExitCode::from(1)
+}

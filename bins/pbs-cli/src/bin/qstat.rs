@@ -1,0 +1,6 @@
+//! `qstat`: placeholder until the command is written.
+
+fn main() -> std::process::ExitCode {
+    eprintln!("qstat: not implemented yet");
+    std::process::ExitCode::from(1)
+}

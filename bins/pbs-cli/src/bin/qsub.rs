@@ -1,0 +1,6 @@
+//! `qsub`: placeholder until the command is written.
+
+fn main() -> std::process::ExitCode {
+    eprintln!("qsub: not implemented yet");
+    std::process::ExitCode::from(1)
+}

@@ -1,0 +1,81 @@
+//! What every q-command shares: loading pbs.conf, connecting, turning job ids typed by a user
+//! into full ids, printing errors in OpenPBS's form and exiting with its status.
+
+use std::process::ExitCode;
+
+use pbs_client::{Client, ClientError};
+use pbs_core::conf::{DEFAULT_CONF_FILE, PbsConf};
+use pbs_core::JobId;
+
+pub mod timefmt;
+
+/// Reads pbs.conf from `PBS_CONF_FILE` (default `/etc/pbs.conf`), with `PBS_*` environment
+/// overrides. A missing file means all defaults, as OpenPBS commands tolerate.
+pub fn load_conf() -> anyhow::Result<PbsConf> {
+    let path = std::env::var("PBS_CONF_FILE").unwrap_or_else(|_| DEFAULT_CONF_FILE.to_string());
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(anyhow::anyhow!("cannot read {path}: {e}")),
+    };
+    let env: Vec<(String, String)> = std::env::vars().filter(|(k, _)| k.starts_with("PBS_")).collect();
+    Ok(PbsConf::parse(&text, &env)?)
+}
+
+/// Connects to the server of pbs.conf; on failure prints OpenPBS's message for `cmd`
+/// (`qstat: cannot connect to server h (errno=111)`) and returns the exit code to use.
+pub fn connect(cmd: &str) -> Result<Client, ExitCode> {
+    let conf = match load_conf() {
+        Ok(conf) => conf,
+        Err(e) => {
+            eprintln!("{cmd}: {e:#}");
+            return Err(ExitCode::from(2));
+        }
+    };
+    match Client::connect(&conf) {
+        Ok(client) => Ok(client),
+        Err(ClientError::Connect { errno, .. }) => {
+            let server = conf.server.clone().unwrap_or_else(|| local_host_name());
+            eprintln!("{cmd}: cannot connect to server {server} (errno={errno})");
+            Err(exit_code(pbs_core::Pbse::NOSERVER.0))
+        }
+        Err(e) => {
+            eprintln!("{cmd}: {e}");
+            Err(exit_code(e.pbse().0))
+        }
+    }
+}
+
+/// The exit status a command uses for a PBSE code: its low byte, as OpenPBS's `exit(pbs_errno)`.
+pub fn exit_code(code: u32) -> ExitCode {
+    ExitCode::from((code & 0xff) as u8)
+}
+
+/// Completes a job id typed by the user with the server name (`12` -> `12.server`), the way
+/// OpenPBS's `get_server` does. Returns `None` if it is not a job id at all.
+pub fn full_job_id(typed: &str, server_name: &str) -> Option<String> {
+    let id: JobId = typed.parse().ok()?;
+    Some(id.with_server(server_name).to_string())
+}
+
+/// This host's name.
+pub fn local_host_name() -> String {
+    nix::unistd::gethostname()
+        .ok()
+        .and_then(|h| h.into_string().ok())
+        .unwrap_or_else(|| "localhost".to_string())
+}
+
+/// Prints a per-job error the way `prt_job_err` does: `<cmd>: <message> <jobid>`.
+pub fn print_job_error(cmd: &str, message: &str, job_id: &str) {
+    eprintln!("{cmd}: {message} {job_id}");
+}
+
+/// Makes a command die quietly on a closed pipe (`qstat | head`) instead of panicking;
+/// only the commands do this, never the daemons.
+pub fn reset_sigpipe() {
+    // SAFETY: setting a signal disposition to its default has no preconditions.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}

@@ -1,0 +1,277 @@
+//! The client library every command, the bench and the tests use to talk to pbs_server.
+//!
+//! It is blocking on purpose: a command sends one or two requests and exits, so a plain
+//! socket beats starting an async runtime. Local clients use the Unix socket, where the
+//! server learns who they are from the kernel; daemons use TCP and prove the cluster key.
+
+use std::io::{self, BufReader, BufWriter};
+use std::net::TcpStream;
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+
+use pbs_core::conf::PbsConf;
+use pbs_core::Pbse;
+use pbs_proto::{
+    Attr, AuthProof, Criterion, FrameError, Hello, HelloReply, IdError, MAX_REPLY_FRAME_LEN,
+    MgrAttr, MgrCommand, MgrObject, PROTOCOL_VERSION, Reply, ReplyBody, Request, RequestFrame,
+    Role, StatusObject, read_frame, write_frame,
+};
+
+/// Errors of the client library.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// The server could not be reached (commands print `cannot connect to server`).
+    #[error("cannot connect to server {server} (errno={errno})")]
+    Connect {
+        /// Server name or socket path.
+        server: String,
+        /// The OS error number.
+        errno: i32,
+    },
+    /// The connection broke or carried something that is not a valid frame.
+    #[error("{0}")]
+    Frame(#[from] FrameError),
+    /// The server refused the handshake.
+    #[error("{message}")]
+    Refused {
+        /// PBSE code.
+        code: Pbse,
+        /// Text.
+        message: String,
+    },
+    /// The server answered the request with an error.
+    #[error("{message}")]
+    Server {
+        /// PBSE code.
+        code: Pbse,
+        /// Text to print after `<cmd>: `.
+        message: String,
+    },
+    /// The server answered with a reply that does not fit the request.
+    #[error("Batch protocol error")]
+    Protocol,
+}
+
+impl ClientError {
+    /// The PBSE code a command exits with (low byte), `PBSE_PROTOCOL` for transport trouble.
+    pub fn pbse(&self) -> Pbse {
+        match self {
+            ClientError::Server { code, .. } | ClientError::Refused { code, .. } => *code,
+            ClientError::Connect { .. } => Pbse::NOSERVER,
+            ClientError::Frame(_) | ClientError::Protocol => Pbse::PROTOCOL,
+        }
+    }
+}
+
+/// Result alias of this crate.
+pub type Result<T> = std::result::Result<T, ClientError>;
+
+trait Stream: io::Read + io::Write + Send {}
+impl<T: io::Read + io::Write + Send> Stream for T {}
+
+/// A connection to pbs_server.
+pub struct Client {
+    reader: BufReader<Box<dyn Stream>>,
+    writer: BufWriter<Box<dyn Stream>>,
+    server_name: String,
+    next_id: u64,
+}
+
+/// The status of some objects plus the names that failed.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StatusReply {
+    /// Objects found, in server order.
+    pub objects: Vec<StatusObject>,
+    /// Per-name failures.
+    pub errors: Vec<IdError>,
+}
+
+impl Client {
+    /// Connects to the server named by pbs.conf over its local Unix socket.
+    pub fn connect(conf: &PbsConf) -> Result<Client> {
+        let path = conf.server_socket();
+        let server = conf.server.clone().unwrap_or_else(|| path.display().to_string());
+        Client::connect_unix(&path, &server)
+    }
+
+    /// Connects over a Unix socket at `path`; `server` names it in error messages.
+    pub fn connect_unix(path: &Path, server: &str) -> Result<Client> {
+        let stream = UnixStream::connect(path).map_err(|e| ClientError::Connect {
+            server: server.to_string(),
+            errno: e.raw_os_error().unwrap_or(0),
+        })?;
+        let read_half = stream.try_clone().map_err(|e| ClientError::Frame(e.into()))?;
+        Client::handshake(Box::new(read_half), Box::new(stream), Role::Client, None)
+    }
+
+    /// Connects over TCP as a daemon, proving the cluster key.
+    pub fn connect_tcp(addr: &str, role: Role, key: &[u8]) -> Result<Client> {
+        let stream = TcpStream::connect(addr).map_err(|e| ClientError::Connect {
+            server: addr.to_string(),
+            errno: e.raw_os_error().unwrap_or(0),
+        })?;
+        // Requests are small and answered at once: Nagle would only add latency.
+        stream.set_nodelay(true).map_err(|e| ClientError::Frame(e.into()))?;
+        let read_half = stream.try_clone().map_err(|e| ClientError::Frame(e.into()))?;
+        Client::handshake(Box::new(read_half), Box::new(stream), role, Some(key))
+    }
+
+    fn handshake(
+        read_half: Box<dyn Stream>,
+        write_half: Box<dyn Stream>,
+        role: Role,
+        key: Option<&[u8]>,
+    ) -> Result<Client> {
+        let mut client = Client {
+            reader: BufReader::new(read_half),
+            writer: BufWriter::new(write_half),
+            server_name: String::new(),
+            next_id: 1,
+        };
+        write_frame(&mut client.writer, &Hello { version: PROTOCOL_VERSION, role })?;
+        loop {
+            let reply: HelloReply = read_frame(&mut client.reader, MAX_REPLY_FRAME_LEN)?
+                .ok_or(ClientError::Protocol)?;
+            match reply {
+                HelloReply::Welcome { server_name, .. } => {
+                    client.server_name = server_name;
+                    return Ok(client);
+                }
+                HelloReply::Challenge { nonce } => {
+                    let proof = pbs_proto::auth::proof(key.unwrap_or_default(), &nonce);
+                    write_frame(&mut client.writer, &AuthProof { proof })?;
+                }
+                HelloReply::Refused { code, message } => {
+                    return Err(ClientError::Refused { code: Pbse(code), message });
+                }
+            }
+        }
+    }
+
+    /// The server's name, the suffix of its job ids.
+    pub fn server_name(&self) -> &str {
+        &self.server_name
+    }
+
+    /// Sends a request and returns its reply, joining streamed parts. An error code becomes
+    /// [`ClientError::Server`], except for replies that carry per-id results.
+    pub fn request(&mut self, request: Request) -> Result<Reply> {
+        let id = self.next_id;
+        self.next_id += 1;
+        write_frame(&mut self.writer, &RequestFrame { id, request })?;
+        let mut whole: Option<Reply> = None;
+        loop {
+            let part: Reply =
+                read_frame(&mut self.reader, MAX_REPLY_FRAME_LEN)?.ok_or(ClientError::Protocol)?;
+            if part.id != id {
+                return Err(ClientError::Protocol);
+            }
+            let more = part.more;
+            whole = Some(match whole {
+                None => part,
+                Some(mut acc) => {
+                    merge_part(&mut acc.body, part.body)?;
+                    acc.code = part.code;
+                    acc.message = part.message;
+                    acc
+                }
+            });
+            if !more {
+                break;
+            }
+        }
+        let reply = whole.ok_or(ClientError::Protocol)?;
+        let carries_results = matches!(reply.body, ReplyBody::PerId(_) | ReplyBody::Status { .. });
+        if reply.code != 0 && !carries_results {
+            return Err(ClientError::Server { code: Pbse(reply.code), message: reply.message });
+        }
+        Ok(reply)
+    }
+
+    /// Submits a job; returns its id.
+    pub fn submit(&mut self, attrs: Vec<Attr>, script: String, destination: Option<String>) -> Result<String> {
+        match self.request(Request::QueueJob { attrs, script, destination })?.body {
+            ReplyBody::JobId(id) => Ok(id),
+            _ => Err(ClientError::Protocol),
+        }
+    }
+
+    /// Status of jobs.
+    pub fn status_jobs(
+        &mut self,
+        ids: Vec<String>,
+        queues: Vec<String>,
+        attrs: Vec<String>,
+        history: bool,
+        subjobs: bool,
+    ) -> Result<StatusReply> {
+        self.status(Request::StatusJob { ids, queues, attrs, history, subjobs })
+    }
+
+    /// Any status request (`StatusServer`, `StatusQueue`, `StatusNode`, ...).
+    pub fn status(&mut self, request: Request) -> Result<StatusReply> {
+        let reply = self.request(request)?;
+        match reply.body {
+            ReplyBody::Status { objects, errors } => Ok(StatusReply { objects, errors }),
+            _ if reply.code != 0 => {
+                Err(ClientError::Server { code: Pbse(reply.code), message: reply.message })
+            }
+            _ => Err(ClientError::Protocol),
+        }
+    }
+
+    /// Ids of jobs matching all criteria.
+    pub fn select(
+        &mut self,
+        criteria: Vec<Criterion>,
+        history: bool,
+        subjobs: bool,
+        arrays_only: bool,
+    ) -> Result<Vec<String>> {
+        match self.request(Request::SelectJobs { criteria, history, subjobs, arrays_only })?.body {
+            ReplyBody::Ids(ids) => Ok(ids),
+            _ => Err(ClientError::Protocol),
+        }
+    }
+
+    /// A request over several job ids (ModifyJob, DeleteJob, HoldJob, ReleaseJob); returns
+    /// the ids that failed with their errors.
+    pub fn per_id(&mut self, request: Request) -> Result<Vec<IdError>> {
+        let reply = self.request(request)?;
+        match reply.body {
+            ReplyBody::PerId(errors) => Ok(errors),
+            ReplyBody::None if reply.code == 0 => Ok(Vec::new()),
+            _ => Err(ClientError::Protocol),
+        }
+    }
+
+    /// A qmgr command.
+    pub fn manager(
+        &mut self,
+        command: MgrCommand,
+        object: MgrObject,
+        names: Vec<String>,
+        attrs: Vec<MgrAttr>,
+    ) -> Result<()> {
+        self.request(Request::Manager { command, object, names, attrs })?;
+        Ok(())
+    }
+}
+
+fn merge_part(acc: &mut ReplyBody, part: ReplyBody) -> Result<()> {
+    match (acc, part) {
+        (
+            ReplyBody::Status { objects, errors },
+            ReplyBody::Status { objects: more_objects, errors: more_errors },
+        ) => {
+            objects.extend(more_objects);
+            errors.extend(more_errors);
+            Ok(())
+        }
+        (ReplyBody::Ids(ids), ReplyBody::Ids(more)) => {
+            ids.extend(more);
+            Ok(())
+        }
+        _ => Err(ClientError::Protocol),
+    }
+}

@@ -1,0 +1,23 @@
+//! The domain model of the batch system: values (durations, sizes), resources, `select` and
+//! `place`, job ids and array ranges, job states, attribute tables with their permissions,
+//! PBSE error codes, and pbs.conf. Nothing here does I/O.
+
+pub mod attr;
+pub mod conf;
+// pub mod duration;
+// pub mod jobid;
+pub mod pbse;
+// pub mod range;
+// pub mod resource;
+// pub mod select;
+// pub mod size;
+pub mod state;
+
+pub use attr::{AttrDef, AttrType, ObjectKind, Privilege};
+// pub use duration::Duration;
+// pub use jobid::{ArrayPart, JobId};
+pub use pbse::Pbse;
+// pub use range::ArrayRange;
+// pub use select::{Place, Select};
+// pub use size::Size;
+pub use state::{JobState, Substate};

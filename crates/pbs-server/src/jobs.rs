@@ -1,0 +1,867 @@
+//! Job requests: submit, alter, delete, hold, release, select, and the job half of status.
+//!
+//! Each handler is a function over `&mut State` that returns the reply and the store
+//! operations to commit, with no I/O, so the rules are unit-tested without sockets.
+
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+use pbs_core::attr::{AttrType, ObjectKind, Privilege, bool_text, parse_bool, split_name};
+use pbs_core::jobid::ArrayPart;
+use pbs_core::{ArrayRange, Duration, JobId, JobState, Pbse, Place, Select, Size, Substate};
+use pbs_proto::{Attr, CompareOp, Criterion, IdError, StatusObject};
+
+use crate::attrlist::{AttrList, resolve};
+use crate::error::ReqError;
+use crate::identity::Identity;
+use crate::state::{Job, State, idx};
+use crate::store::StoreOp;
+
+/// Who asks, with which privilege, and when.
+pub struct Ctx<'a> {
+    /// The requester.
+    pub who: &'a Identity,
+    /// Their privilege now.
+    pub privilege: Privilege,
+    /// Seconds since the epoch.
+    pub now: i64,
+}
+
+fn job_idx(name: &str) -> u8 {
+    idx(ObjectKind::Job, name)
+}
+
+/// Validates one attribute a client wants to set on a job and returns (def, resource,
+/// canonical value). Errors carry OpenPBS's `<text> <attribute>` message.
+pub fn check_job_attr(
+    state: &State,
+    ctx: &Ctx<'_>,
+    name: &str,
+    value: &str,
+) -> Result<(u8, Option<String>, String), ReqError> {
+    let (base, resource) = split_name(name);
+    let Some((index, def)) = ObjectKind::Job.find(base) else {
+        return Err(ReqError::attr(Pbse::NOATTR, name));
+    };
+    if !def.writable_by(ctx.privilege) {
+        return Err(ReqError::attr(Pbse::ATTRRO, name));
+    }
+    let index = u8::try_from(index).map_err(|_| ReqError::new(Pbse::INTERNAL))?;
+    if def.atype == AttrType::Resources {
+        let Some(resource) = resource else {
+            return Err(ReqError::attr(Pbse::BADATVAL, name));
+        };
+        let Some(rdef) = state.resources.get(resource) else {
+            return Err(ReqError::attr(Pbse::UNKRESC, name));
+        };
+        if rdef.manager_only_set && ctx.privilege < Privilege::Manager {
+            return Err(ReqError::attr(Pbse::ATTRRO, name));
+        }
+        let canonical = rdef.normalize(value).map_err(|_| ReqError::attr(Pbse::BADATVAL, name))?;
+        return Ok((index, Some(rdef.name.clone()), canonical));
+    }
+    if resource.is_some() {
+        return Err(ReqError::attr(Pbse::NOATTR, name));
+    }
+    let canonical = normalize_value(def.atype, value).ok_or_else(|| ReqError::attr(Pbse::BADATVAL, name))?;
+    let valid = match def.name {
+        "Priority" => canonical.parse::<i64>().is_ok_and(|p| (-1024..=1023).contains(&p)),
+        "Hold_Types" => !canonical.is_empty() && canonical.chars().all(|c| "uosnp".contains(c)),
+        "Join_Path" => matches!(canonical.as_str(), "oe" | "eo" | "n"),
+        "Keep_Files" => canonical.chars().all(|c| "oedn".contains(c)),
+        "max_run_subjobs" => canonical.parse::<i64>().is_ok_and(|n| n >= 0),
+        "array_indices_submitted" => canonical.parse::<ArrayRange>().is_ok(),
+        _ => true,
+    };
+    if !valid {
+        return Err(ReqError::attr(Pbse::BADATVAL, name));
+    }
+    Ok((index, None, canonical))
+}
+
+/// Canonical text of a value of a given type, `None` if it does not parse.
+pub fn normalize_value(atype: AttrType, value: &str) -> Option<String> {
+    match atype {
+        AttrType::Long => value.trim().parse::<i64>().ok().map(|v| v.to_string()),
+        AttrType::Float => value.trim().parse::<f64>().ok().map(|_| value.trim().to_string()),
+        AttrType::Bool => parse_bool(value.trim()).map(|b| bool_text(b).to_string()),
+        AttrType::Time => value.trim().parse::<i64>().ok().map(|v| v.to_string()),
+        AttrType::Duration => value.parse::<Duration>().ok().map(|d| d.to_string()),
+        AttrType::Size => value.parse::<Size>().ok().map(|s| s.to_string()),
+        AttrType::Char | AttrType::Str | AttrType::List | AttrType::Env | AttrType::Resources => {
+            Some(value.to_string())
+        }
+    }
+}
+
+/// Handles QueueJob: validates, applies defaults and limits, and creates the job.
+pub fn queue_job(
+    state: &mut State,
+    ctx: &Ctx<'_>,
+    attrs: &[Attr],
+    script: String,
+    destination: Option<&str>,
+) -> Result<(String, Vec<StoreOp>), ReqError> {
+    let queue_name = match destination.map(|d| d.split('@').next().unwrap_or("")).filter(|d| !d.is_empty()) {
+        Some(q) => q.to_string(),
+        None => state
+            .server_attr("default_queue", None)
+            .map(str::to_string)
+            .ok_or_else(|| ReqError::new(Pbse::QUENODFLT))?,
+    };
+    let queue_index = state.queue_index(&queue_name).ok_or_else(|| ReqError::new(Pbse::UNKQUE))?;
+    let queue_flag = |name: &str| {
+        state.queues[queue_index]
+            .attrs
+            .get_named(ObjectKind::Queue, name, None)
+            .and_then(parse_bool)
+            .unwrap_or(false)
+    };
+    if !queue_flag("enabled") {
+        return Err(ReqError::new(Pbse::QUNOENB));
+    }
+    if ctx.who.uid == 0 && !ctx.who.daemon {
+        let allowed = state
+            .server_attr("acl_roots", None)
+            .is_some_and(|list| crate::identity::acl_matches(list, &ctx.who.user, &ctx.who.host));
+        if !allowed {
+            return Err(ReqError::new(Pbse::BADUSER));
+        }
+    }
+
+    let mut list = AttrList::new();
+    for Attr(name, value) in attrs {
+        let (def, resource, canonical) = check_job_attr(state, ctx, name, value)?;
+        let resource = resource.map(|r| state.interner.intern(&r));
+        list.set(def, resource, canonical);
+    }
+    let is_array = list.get(job_idx("array_indices_submitted"), None).is_some();
+    if let Some(range) = list.get(job_idx("array_indices_submitted"), None) {
+        let count = range.parse::<ArrayRange>().map(|r| r.count()).unwrap_or(0) as i64;
+        let max = state
+            .server_attr("max_array_size", None)
+            .and_then(|v| v.parse::<i64>().ok())
+            .unwrap_or(10_000);
+        let queue_max = state.queues[queue_index]
+            .attrs
+            .get_named(ObjectKind::Queue, "max_array_size", None)
+            .and_then(|v| v.parse::<i64>().ok());
+        if count > max || queue_max.is_some_and(|q| count > q) {
+            return Err(ReqError::new(Pbse::MAXARRAYSIZE));
+        }
+        list.set(job_idx("array"), None, "True");
+    }
+    if list.get(job_idx("max_run_subjobs"), None).is_some() && !is_array {
+        return Err(ReqError::new(Pbse::NOTARRAY_ATTR));
+    }
+
+    apply_resource_defaults(state, queue_index, &mut list)?;
+    check_resource_rules(&list, is_array)?;
+    check_queue_limits(state, queue_index, &list)?;
+
+    let seq = state.allocate_seq().ok_or_else(|| ReqError::new(Pbse::SYSTEM))?;
+    let now = ctx.now.to_string();
+    let host = ctx.who.host.clone();
+    let set = |list: &mut AttrList, name: &str, value: &str| list.set(job_idx(name), None, value);
+    let set_default = |list: &mut AttrList, name: &str, value: &str| {
+        if list.get(job_idx(name), None).is_none() {
+            list.set(job_idx(name), None, value);
+        }
+    };
+    set_default(&mut list, "Job_Name", "none");
+    set(&mut list, "Job_Owner", &ctx.who.user_at_host());
+    set(&mut list, "euser", &ctx.who.user);
+    set(&mut list, "egroup", &ctx.who.group);
+    for (name, value) in [
+        ("Checkpoint", "u"),
+        ("Hold_Types", "n"),
+        ("Join_Path", "n"),
+        ("Keep_Files", "n"),
+        ("Mail_Points", "a"),
+        ("Priority", "0"),
+        ("Rerunable", "True"),
+        ("project", "_pbs_project_default"),
+    ] {
+        set_default(&mut list, name, value);
+    }
+    for name in ["ctime", "mtime", "qtime", "etime"] {
+        set(&mut list, name, &now);
+    }
+    set(&mut list, "Submit_Host", &host);
+    set(&mut list, "queue_type", "E");
+    set(&mut list, "queue_rank", &seq.to_string());
+
+    let mut variables = list.get(job_idx("Variable_List"), None).unwrap_or("").to_string();
+    let workdir = env_value(&variables, "PBS_O_WORKDIR").unwrap_or_default();
+    for (key, value) in [("PBS_O_QUEUE", queue_name.as_str()), ("PBS_O_HOST", host.as_str())] {
+        if env_value(&variables, key).is_none() {
+            if !variables.is_empty() {
+                variables.push(',');
+            }
+            variables.push_str(&format!("{key}={value}"));
+        }
+    }
+    set(&mut list, "Variable_List", &variables);
+
+    let job_name = list.get(job_idx("Job_Name"), None).unwrap_or("none").to_string();
+    for (attr, letter) in [("Output_Path", 'o'), ("Error_Path", 'e')] {
+        let default_file = format!("{job_name}.{letter}{seq}");
+        let path = match list.get(job_idx(attr), None) {
+            None => format!("{host}:{workdir}/{default_file}"),
+            Some(given) if given.ends_with('/') => format!("{given}{default_file}"),
+            Some(given) => given.to_string(),
+        };
+        set(&mut list, attr, &path);
+    }
+
+    let hold = list.get(job_idx("Hold_Types"), None).unwrap_or("n");
+    let exec_time = list.get(job_idx("Execution_Time"), None).and_then(|v| v.parse::<i64>().ok());
+    let job_state = if hold != "n" {
+        JobState::Held
+    } else if exec_time.is_some_and(|t| t > ctx.now) {
+        JobState::Waiting
+    } else {
+        JobState::Queued
+    };
+    if is_array {
+        if let Some(range) = list.get(job_idx("array_indices_submitted"), None).map(str::to_string) {
+            set(&mut list, "array_indices_remaining", &range);
+            let count = range.parse::<ArrayRange>().map(|r| r.count()).unwrap_or(0);
+            set(&mut list, "array_state_count", &format!("Queued:{count} Running:0 Exiting:0 Expired:0 "));
+        }
+    }
+    let queue: Arc<str> = state.interner.intern(&queue_name);
+    let job = Job {
+        seq,
+        array: is_array,
+        state: job_state,
+        substate: job_state.default_substate(),
+        queue,
+        attrs: list,
+    };
+    let id = job.id(&state.server_name);
+    let ops = vec![
+        job.put_op(Some(script)),
+        StoreOp::SetMeta { key: "next_seq", value: state.next_seq.to_string() },
+    ];
+    state.jobs.insert(seq, job);
+    Ok((id, ops))
+}
+
+/// The value of `KEY` in a `KEY=value,KEY2=value` list.
+pub fn env_value(list: &str, key: &str) -> Option<String> {
+    list.split(',').find_map(|item| {
+        let (k, v) = item.split_once('=')?;
+        (k == key).then(|| v.to_string())
+    })
+}
+
+/// Fills `Resource_List` from queue then server `resources_default`, builds `select` from
+/// job-wide resources when absent, applies `default_chunk`, and derives the job-wide sums
+/// (`ncpus`, `mem`, `nodect`) from `select`, as OpenPBS does.
+pub fn apply_resource_defaults(state: &mut State, queue_index: usize, list: &mut AttrList) -> Result<(), ReqError> {
+    let rl = job_idx("Resource_List");
+    let queue_defaults: Vec<(String, String)> = resources_of(&state.queues[queue_index].attrs, ObjectKind::Queue, "resources_default");
+    let server_defaults: Vec<(String, String)> = resources_of(&state.server, ObjectKind::Server, "resources_default");
+    let had_select = list.get(rl, Some("select")).is_some();
+    for (resource, value) in queue_defaults.iter().chain(server_defaults.iter()) {
+        if list.get(rl, Some(resource)).is_none() {
+            // A job-wide default that a given select already implies must not override it.
+            if had_select && is_chunk_resource(state, resource) {
+                continue;
+            }
+            let shared = state.interner.intern(resource);
+            list.set(rl, Some(shared), value.as_str());
+        }
+    }
+    let mut chunk_defaults = resources_of(&state.queues[queue_index].attrs, ObjectKind::Queue, "default_chunk");
+    for (resource, value) in resources_of(&state.server, ObjectKind::Server, "default_chunk") {
+        if !chunk_defaults.iter().any(|(r, _)| *r == resource) {
+            chunk_defaults.push((resource, value));
+        }
+    }
+    let select_text = match list.get(rl, Some("select")) {
+        Some(text) => text.to_string(),
+        None => {
+            let mut chunk = String::from("1");
+            let job_wide: Vec<(String, String)> =
+                list.resources(rl).map(|(r, v)| (r.to_string(), v.to_string())).collect();
+            for (resource, value) in job_wide {
+                if is_chunk_resource(state, &resource) {
+                    chunk.push_str(&format!(":{resource}={value}"));
+                }
+            }
+            if list.get(rl, Some("place")).is_none() {
+                let place = state.interner.intern("place");
+                list.set(rl, Some(place), "pack");
+            }
+            chunk
+        }
+    };
+    let select: Select = select_text
+        .parse()
+        .map_err(|_| ReqError::attr(Pbse::BADATVAL, "Resource_List.select"))?;
+    for chunk in select.chunks() {
+        for (resource, _) in chunk.resources() {
+            let Some(def) = state.resources.get(resource) else {
+                return Err(ReqError::attr(Pbse::UNKRESC, &format!("Resource_List.{resource}")));
+            };
+            if !def.flags.host_level && !def.builtin {
+                return Err(ReqError::attr(Pbse::INVALSELECTRESC, &format!("Resource_List.{resource}")));
+            }
+        }
+    }
+    let select = select.with_default_chunk(&chunk_defaults);
+    let select_value = select.to_string();
+    let select_key = state.interner.intern("select");
+    list.set(rl, Some(select_key), select_value);
+    if list.get(rl, Some("place")).is_none() {
+        let place = state.interner.intern("place");
+        list.set(rl, Some(place), "free");
+    }
+    if let Some(place) = list.get(rl, Some("place")) {
+        place
+            .parse::<Place>()
+            .map_err(|_| ReqError::attr(Pbse::BADATVAL, "Resource_List.place"))?;
+    }
+    let nodect = state.interner.intern("nodect");
+    list.set(rl, Some(nodect), select.nodect().to_string());
+    for summed in ["ncpus", "ngpus", "mpiprocs"] {
+        if let Some(total) = select.total(summed) {
+            if total > 0 || summed == "ncpus" {
+                let key = state.interner.intern(summed);
+                list.set(rl, Some(key), total.to_string());
+            }
+        }
+    }
+    for sized in ["mem", "vmem"] {
+        let mut total: Option<u64> = None;
+        for chunk in select.chunks() {
+            if let Some((_, value)) = chunk.resources().iter().find(|(r, _)| r == sized) {
+                let bytes = value.parse::<Size>().map(|s| s.to_bytes()).unwrap_or(0);
+                total = Some(total.unwrap_or(0) + bytes * u64::from(chunk.count()));
+            }
+        }
+        if let Some(bytes) = total {
+            let key = state.interner.intern(sized);
+            list.set(rl, Some(key), Size::from_bytes(bytes).to_string());
+        }
+    }
+    Ok(())
+}
+
+fn is_chunk_resource(state: &State, resource: &str) -> bool {
+    state.resources.get(resource).is_some_and(|d| d.flags.host_level)
+}
+
+fn resources_of(list: &AttrList, kind: ObjectKind, name: &str) -> Vec<(String, String)> {
+    match resolve(kind, name) {
+        Some((def, _)) => list.resources(def).map(|(r, v)| (r.to_string(), v.to_string())).collect(),
+        None => Vec::new(),
+    }
+}
+
+/// The soft_walltime, shrink-to-fit and array rules between resources of one job.
+pub fn check_resource_rules(list: &AttrList, is_array: bool) -> Result<(), ReqError> {
+    let rl = job_idx("Resource_List");
+    let secs = |r: &str| list.get(rl, Some(r)).and_then(|v| v.parse::<Duration>().ok()).map(|d| d.as_secs());
+    let soft = secs("soft_walltime");
+    let hard = secs("walltime");
+    let min = secs("min_walltime");
+    let max = secs("max_walltime");
+    if soft.is_some() && min.is_some() {
+        return Err(ReqError::new(Pbse::SOFTWT_STF));
+    }
+    if let (Some(soft), Some(hard)) = (soft, hard) {
+        if soft > hard {
+            return Err(ReqError::new(Pbse::BADATVAL));
+        }
+    }
+    if max.is_some() && min.is_none() {
+        return Err(ReqError::new(Pbse::MAX_NO_MINWT));
+    }
+    if let (Some(min), Some(max)) = (min, max) {
+        if min > max {
+            return Err(ReqError::new(Pbse::MIN_GT_MAXWT));
+        }
+    }
+    if is_array && min.is_some() {
+        return Err(ReqError::new(Pbse::NOSTF_JOBARRAY));
+    }
+    Ok(())
+}
+
+/// Compares two resource values of the same resource: sizes by bytes, durations by
+/// seconds, numbers numerically, anything else as text.
+pub fn compare_values(a: &str, b: &str) -> Option<Ordering> {
+    if let (Ok(x), Ok(y)) = (a.parse::<i64>(), b.parse::<i64>()) {
+        return Some(x.cmp(&y));
+    }
+    if let (Ok(x), Ok(y)) = (a.parse::<f64>(), b.parse::<f64>()) {
+        return x.partial_cmp(&y);
+    }
+    if let (Ok(x), Ok(y)) = (a.parse::<Duration>(), b.parse::<Duration>()) {
+        return Some(x.cmp(&y));
+    }
+    if let (Ok(x), Ok(y)) = (a.parse::<Size>(), b.parse::<Size>()) {
+        return Some(x.cmp(&y));
+    }
+    if a.parse::<f64>().is_ok() || b.parse::<f64>().is_ok() {
+        return None;
+    }
+    Some(a.cmp(b))
+}
+
+/// `resources_max` / `resources_min` of the queue and the server, and the queue's job
+/// count limit.
+pub fn check_queue_limits(state: &State, queue_index: usize, list: &AttrList) -> Result<(), ReqError> {
+    let rl = job_idx("Resource_List");
+    let queue = &state.queues[queue_index];
+    let mut limits: Vec<(Vec<(String, String)>, Ordering)> = Vec::new();
+    limits.push((resources_of(&queue.attrs, ObjectKind::Queue, "resources_max"), Ordering::Greater));
+    limits.push((resources_of(&queue.attrs, ObjectKind::Queue, "resources_min"), Ordering::Less));
+    limits.push((resources_of(&state.server, ObjectKind::Server, "resources_max"), Ordering::Greater));
+    for (bounds, violation) in limits {
+        for (resource, bound) in bounds {
+            if let Some(value) = list.get(rl, Some(&resource)) {
+                if compare_values(value, &bound) == Some(violation) {
+                    return Err(ReqError::new(Pbse::EXCQRESC));
+                }
+            }
+        }
+    }
+    if let Some(limit) = queue.attrs.get_named(ObjectKind::Queue, "max_queued", None) {
+        if let Some(max) = parse_overall_limit(limit) {
+            let queued = state
+                .jobs
+                .values()
+                .filter(|j| *j.queue == *queue.name && !j.state.is_history())
+                .count() as u64;
+            if queued >= max {
+                return Err(ReqError::with_message(
+                    Pbse::MAXQUED,
+                    format!("Maximum number of jobs already in queue {}", queue.name),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Reads the overall count of an OpenPBS limit (`[o:PBS_ALL=10]`) or a plain number.
+pub fn parse_overall_limit(text: &str) -> Option<u64> {
+    if let Ok(n) = text.trim().parse::<u64>() {
+        return Some(n);
+    }
+    text.split(']').find_map(|part| {
+        let inner = part.trim().trim_start_matches(',').trim().strip_prefix('[')?;
+        let value = inner.strip_prefix("o:PBS_ALL=")?;
+        value.trim().parse().ok()
+    })
+}
+
+/// Finds a job by a full or short id; errors as OpenPBS replies them.
+pub fn find_job<'s>(state: &'s State, id: &str) -> Result<&'s Job, ReqError> {
+    let seq = parse_seq(id)?;
+    state.jobs.get(&seq).ok_or_else(|| ReqError::new(Pbse::UNKJOBID))
+}
+
+fn parse_seq(id: &str) -> Result<u64, ReqError> {
+    let parsed: JobId = id.parse().map_err(|_| ReqError::new(Pbse::UNKJOBID))?;
+    match parsed.array() {
+        ArrayPart::None | ArrayPart::Parent => Ok(parsed.seq()),
+        _ => Err(ReqError::new(Pbse::UNKJOBID)),
+    }
+}
+
+/// Whether the requester may act on (alter, hold, delete) this job.
+fn may_act_on(ctx: &Ctx<'_>, job: &Job) -> bool {
+    ctx.privilege >= Privilege::Operator || job.owner() == ctx.who.user
+}
+
+/// Whether the requester may see this job at all.
+pub fn may_see(state: &State, ctx: &Ctx<'_>, job: &Job) -> bool {
+    may_act_on(ctx, job) || state.server_flag("query_other_jobs", true)
+}
+
+fn per_id<F>(state: &mut State, ctx: &Ctx<'_>, ids: &[String], mut action: F) -> (Vec<IdError>, Vec<StoreOp>)
+where
+    F: FnMut(&mut State, &Ctx<'_>, u64) -> Result<Vec<StoreOp>, ReqError>,
+{
+    let mut errors = Vec::new();
+    let mut ops = Vec::new();
+    for id in ids {
+        let result = find_job(state, id).and_then(|job| {
+            if !may_act_on(ctx, job) {
+                return Err(ReqError::new(Pbse::PERM));
+            }
+            Ok(job.seq)
+        });
+        match result.and_then(|seq| action(state, ctx, seq)) {
+            Ok(more) => ops.extend(more),
+            Err(e) => errors.push(IdError { id: id.clone(), code: e.code.0, message: e.message }),
+        }
+    }
+    (errors, ops)
+}
+
+/// Handles ModifyJob (qalter) over several ids.
+pub fn modify_jobs(state: &mut State, ctx: &Ctx<'_>, ids: &[String], attrs: &[Attr]) -> (Vec<IdError>, Vec<StoreOp>) {
+    per_id(state, ctx, ids, |state, ctx, seq| {
+        let mut checked = Vec::new();
+        for Attr(name, value) in attrs {
+            checked.push(check_job_attr(state, ctx, name, value)?);
+        }
+        let Some(job) = state.jobs.get(&seq) else {
+            return Err(ReqError::new(Pbse::UNKJOBID));
+        };
+        if job.state.is_history() {
+            return Err(ReqError::new(Pbse::HISTJOBID));
+        }
+        let running = matches!(job.state, JobState::Running | JobState::Suspended | JobState::Exiting);
+        let mut list = job.attrs.clone();
+        for ((def, resource, value), Attr(name, _)) in checked.into_iter().zip(attrs) {
+            let alter_running = ObjectKind::Job.attributes().get(def as usize).is_some_and(|d| d.alter_running);
+            if running && !alter_running {
+                return Err(ReqError::attr(Pbse::MODATRRUN, name));
+            }
+            let resource = resource.map(|r| state.interner.intern(&r));
+            list.set(def, resource, value);
+        }
+        if list.get(job_idx("max_run_subjobs"), None).is_some() && !job.array {
+            return Err(ReqError::new(Pbse::NOTARRAY_ATTR));
+        }
+        check_resource_rules(&list, job.array)?;
+        let select_changed = attrs.iter().any(|a| a.0 == "Resource_List.select");
+        let queue_index = state.queue_index(&job.queue).unwrap_or(0);
+        if select_changed {
+            apply_resource_defaults(state, queue_index, &mut list)?;
+        }
+        check_queue_limits(state, queue_index, &list)?;
+        list.set(job_idx("mtime"), None, ctx.now.to_string());
+        let Some(job) = state.jobs.get_mut(&seq) else {
+            return Err(ReqError::new(Pbse::UNKJOBID));
+        };
+        job.attrs = list;
+        if matches!(job.state, JobState::Queued | JobState::Held | JobState::Waiting) {
+            settle_queued_state(job, ctx.now);
+        }
+        Ok(vec![job.put_op(None)])
+    })
+}
+
+/// Puts a not-running job in Q, H or W from its holds and execution time.
+fn settle_queued_state(job: &mut Job, now: i64) {
+    let held = job.get("Hold_Types", None).is_some_and(|h| h != "n");
+    let waiting = job.get("Execution_Time", None).and_then(|t| t.parse::<i64>().ok()).is_some_and(|t| t > now);
+    let new_state = if held {
+        JobState::Held
+    } else if waiting {
+        JobState::Waiting
+    } else {
+        JobState::Queued
+    };
+    if new_state != job.state {
+        job.state = new_state;
+        job.substate = new_state.default_substate();
+    }
+}
+
+/// Handles DeleteJob (qdel) over several ids.
+pub fn delete_jobs(
+    state: &mut State,
+    ctx: &Ctx<'_>,
+    ids: &[String],
+    purge_history: bool,
+) -> (Vec<IdError>, Vec<StoreOp>) {
+    let history = state.server_flag("job_history_enable", false);
+    per_id(state, ctx, ids, |state, ctx, seq| {
+        let Some(job) = state.jobs.get_mut(&seq) else {
+            return Err(ReqError::new(Pbse::UNKJOBID));
+        };
+        if job.state.is_history() {
+            if !purge_history {
+                return Err(ReqError::new(Pbse::HISTJOBID));
+            }
+            state.jobs.remove(&seq);
+            return Ok(vec![StoreOp::DeleteJob { seq }]);
+        }
+        if history && !purge_history {
+            job.state = JobState::Finished;
+            job.substate = Substate::TERMINATED;
+            let now = ctx.now.to_string();
+            job.attrs.set(job_idx("mtime"), None, now.as_str());
+            job.attrs.set(job_idx("obittime"), None, now.as_str());
+            job.attrs.set(job_idx("history_timestamp"), None, now.as_str());
+            return Ok(vec![job.put_op(None)]);
+        }
+        state.jobs.remove(&seq);
+        Ok(vec![StoreOp::DeleteJob { seq }])
+    })
+}
+
+/// The hold letters a privilege may set or clear: `u` for owners, `o` for operators, `s`
+/// (and `p`) for managers.
+fn hold_allowed(privilege: Privilege, letter: char) -> bool {
+    match letter {
+        'u' => true,
+        'o' => privilege >= Privilege::Operator,
+        's' | 'p' => privilege >= Privilege::Manager,
+        _ => false,
+    }
+}
+
+/// Handles HoldJob (`hold = true`) and ReleaseJob (`hold = false`).
+pub fn hold_jobs(
+    state: &mut State,
+    ctx: &Ctx<'_>,
+    ids: &[String],
+    hold_types: &str,
+    hold: bool,
+) -> (Vec<IdError>, Vec<StoreOp>) {
+    let letters: Vec<char> = if hold_types.is_empty() { vec!['u'] } else { hold_types.chars().collect() };
+    per_id(state, ctx, ids, |state, ctx, seq| {
+        if letters.iter().any(|c| !"uosnp".contains(*c)) {
+            return Err(ReqError::new(Pbse::BADATVAL));
+        }
+        if letters.iter().any(|c| *c != 'n' && !hold_allowed(ctx.privilege, *c)) {
+            return Err(ReqError::new(Pbse::PERM));
+        }
+        let Some(job) = state.jobs.get_mut(&seq) else {
+            return Err(ReqError::new(Pbse::UNKJOBID));
+        };
+        if job.state.is_history() {
+            return Err(ReqError::new(Pbse::HISTJOBID));
+        }
+        let current = job.get("Hold_Types", None).unwrap_or("n").to_string();
+        let mut set: Vec<char> = current.chars().filter(|c| *c != 'n').collect();
+        for letter in &letters {
+            if *letter == 'n' {
+                continue;
+            }
+            if hold {
+                if !set.contains(letter) {
+                    set.push(*letter);
+                }
+            } else {
+                set.retain(|c| c != letter);
+            }
+        }
+        // OpenPBS prints hold letters in a fixed order.
+        let ordered: String = "uosp".chars().filter(|c| set.contains(c)).collect();
+        let value = if ordered.is_empty() { "n".to_string() } else { ordered };
+        job.attrs.set(job_idx("Hold_Types"), None, value.as_str());
+        job.attrs.set(job_idx("mtime"), None, ctx.now.to_string());
+        if matches!(job.state, JobState::Queued | JobState::Held | JobState::Waiting) {
+            settle_queued_state(job, ctx.now);
+        }
+        Ok(vec![job.put_op(None)])
+    })
+}
+
+/// Handles SelectJobs (qselect): the ids of visible jobs matching every criterion.
+pub fn select_jobs(
+    state: &State,
+    ctx: &Ctx<'_>,
+    criteria: &[Criterion],
+    history: bool,
+    arrays_only: bool,
+) -> Vec<String> {
+    state
+        .jobs
+        .values()
+        .filter(|job| history || !job.state.is_history())
+        .filter(|job| !arrays_only || job.array)
+        .filter(|job| may_see(state, ctx, job))
+        .filter(|job| criteria.iter().all(|c| criterion_holds(job, c)))
+        .map(|job| job.id(&state.server_name))
+        .collect()
+}
+
+fn criterion_holds(job: &Job, criterion: &Criterion) -> bool {
+    let (base, resource) = split_name(&criterion.attr);
+    let holds = |ord: Option<Ordering>| match (criterion.op, ord) {
+        (_, None) => false,
+        (CompareOp::Eq, Some(o)) => o == Ordering::Equal,
+        (CompareOp::Ne, Some(o)) => o != Ordering::Equal,
+        (CompareOp::Gt, Some(o)) => o == Ordering::Greater,
+        (CompareOp::Ge, Some(o)) => o != Ordering::Less,
+        (CompareOp::Lt, Some(o)) => o == Ordering::Less,
+        (CompareOp::Le, Some(o)) => o != Ordering::Greater,
+    };
+    match base {
+        "job_state" => {
+            let inside = criterion.value.chars().any(|c| JobState::from_letter(c) == Some(job.state));
+            if criterion.op == CompareOp::Ne { !inside } else { inside }
+        }
+        "queue" => holds(Some(job.queue.as_ref().cmp(criterion.value.split('@').next().unwrap_or("")))),
+        "Job_Owner" | "euser" => {
+            let wanted = criterion.value.split(',').any(|entry| {
+                let (user, _host) = entry.split_once('@').unwrap_or((entry, ""));
+                user == job.owner()
+            });
+            if criterion.op == CompareOp::Ne { !wanted } else { wanted }
+        }
+        "Hold_Types" => {
+            let current = job.get("Hold_Types", None).unwrap_or("n");
+            let mut a: Vec<char> = current.chars().collect();
+            let mut b: Vec<char> = criterion.value.chars().collect();
+            a.sort_unstable();
+            b.sort_unstable();
+            holds(Some(a.cmp(&b)))
+        }
+        _ => match job.get(base, resource) {
+            Some(value) => holds(compare_values(value, &criterion.value)),
+            None => criterion.op == CompareOp::Ne,
+        },
+    }
+}
+
+/// Decides which jobs a StatusJob covers: (sequence numbers to report, per-id errors).
+pub fn status_plan(
+    state: &State,
+    ctx: &Ctx<'_>,
+    ids: &[String],
+    queues: &[String],
+    history: bool,
+) -> (Vec<u64>, Vec<IdError>) {
+    let mut seqs = Vec::new();
+    let mut errors = Vec::new();
+    if ids.is_empty() && queues.is_empty() {
+        seqs.extend(
+            state
+                .jobs
+                .values()
+                .filter(|j| history || !j.state.is_history())
+                .filter(|j| may_see(state, ctx, j))
+                .map(|j| j.seq),
+        );
+        return (seqs, errors);
+    }
+    for id in ids {
+        let result = find_job(state, id).and_then(|job| {
+            if !may_see(state, ctx, job) {
+                return Err(ReqError::new(Pbse::PERM));
+            }
+            if job.state.is_history() && !history {
+                return Err(ReqError::new(Pbse::HISTJOBID));
+            }
+            Ok(job.seq)
+        });
+        match result {
+            Ok(seq) => seqs.push(seq),
+            Err(e) => errors.push(IdError { id: id.clone(), code: e.code.0, message: e.message }),
+        }
+    }
+    for queue in queues {
+        let name = queue.split('@').next().unwrap_or("");
+        if name.is_empty() {
+            seqs.extend(
+                state
+                    .jobs
+                    .values()
+                    .filter(|j| history || !j.state.is_history())
+                    .filter(|j| may_see(state, ctx, j))
+                    .map(|j| j.seq),
+            );
+            continue;
+        }
+        if state.queue_index(name).is_none() {
+            errors.push(IdError { id: queue.clone(), code: Pbse::UNKQUE.0, message: "Unknown queue".into() });
+            continue;
+        }
+        seqs.extend(
+            state
+                .jobs
+                .values()
+                .filter(|j| *j.queue == *name)
+                .filter(|j| history || !j.state.is_history())
+                .filter(|j| may_see(state, ctx, j))
+                .map(|j| j.seq),
+        );
+    }
+    (seqs, errors)
+}
+
+/// Whether a requested attribute list asks for `full` (a dotted name) or its base.
+pub fn wanted(filter: &[String], full: &str) -> bool {
+    filter.is_empty()
+        || filter.iter().any(|f| f == full || split_name(full).0 == f.as_str())
+}
+
+/// The status object of one job, attributes in report order, filtered by read privilege
+/// and the requested names.
+pub fn job_status(state: &State, job: &Job, privilege: Privilege, filter: &[String]) -> StatusObject {
+    let table = ObjectKind::Job.attributes();
+    let computed: [(u8, String); 4] = [
+        (job_idx("job_state"), job.state.letter().to_string()),
+        (job_idx("queue"), job.queue.to_string()),
+        (job_idx("server"), state.server_name.clone()),
+        (job_idx("substate"), job.substate.to_string()),
+    ];
+    let mut attrs = Vec::with_capacity(job.attrs.len() + computed.len());
+    let mut pending = computed.iter().peekable();
+    for stored in job.attrs.iter() {
+        while let Some((def, value)) = pending.peek() {
+            if *def > stored.def {
+                break;
+            }
+            push_if(&mut attrs, table, *def, None, value, privilege, filter);
+            pending.next();
+        }
+        push_if(&mut attrs, table, stored.def, stored.resource.as_deref(), &stored.value, privilege, filter);
+    }
+    for (def, value) in pending {
+        push_if(&mut attrs, table, *def, None, value, privilege, filter);
+    }
+    StatusObject { name: job.id(&state.server_name), attrs }
+}
+
+fn push_if(
+    out: &mut Vec<Attr>,
+    table: &[pbs_core::AttrDef],
+    def: u8,
+    resource: Option<&str>,
+    value: &str,
+    privilege: Privilege,
+    filter: &[String],
+) {
+    let Some(def) = table.get(def as usize) else { return };
+    if !def.readable_by(privilege) {
+        return;
+    }
+    let full = match resource {
+        Some(r) => format!("{}.{}", def.name, r),
+        None => def.name.to_string(),
+    };
+    if wanted(filter, &full) {
+        out.push(Attr(full, value.to_string()));
+    }
+}
+
+/// Removes history jobs older than `job_history_duration` (default two weeks).
+pub fn purge_history(state: &mut State, now: i64) -> Vec<StoreOp> {
+    let duration = state
+        .server_attr("job_history_duration", None)
+        .and_then(|v| v.parse::<Duration>().ok())
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(14 * 24 * 3600);
+    let expired: Vec<u64> = state
+        .jobs
+        .values()
+        .filter(|j| j.state.is_history())
+        .filter(|j| {
+            j.get("history_timestamp", None)
+                .and_then(|t| t.parse::<i64>().ok())
+                .is_some_and(|t| now - t >= duration)
+        })
+        .map(|j| j.seq)
+        .collect();
+    expired
+        .into_iter()
+        .map(|seq| {
+            state.jobs.remove(&seq);
+            StoreOp::DeleteJob { seq }
+        })
+        .collect()
+}

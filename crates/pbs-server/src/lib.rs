@@ -1,0 +1,348 @@
+//! pbs_server as a library: the in-memory state, request handlers with their permission
+//! checks, the SQLite store, and the socket front end. `bins/pbs_server` is a thin main.
+//!
+//! Entry points: [`Server::open`] rebuilds the state from disk, [`bind`] opens the sockets,
+//! [`run`] serves until the shutdown future completes.
+
+pub mod attrlist;
+pub mod error;
+pub mod identity;
+pub mod jobs;
+pub mod logging;
+pub mod manager;
+pub mod net;
+pub mod state;
+pub mod store;
+
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use pbs_core::attr::ObjectKind;
+use pbs_core::Pbse;
+use pbs_proto::{Reply, ReplyBody, Request};
+use tokio::net::{TcpListener, UnixListener};
+use tokio::sync::{Semaphore, oneshot};
+
+use crate::error::ReqError;
+use crate::identity::Identity;
+use crate::jobs::Ctx;
+use crate::state::State;
+use crate::store::Store;
+
+/// How this server runs (from pbs.conf and flags, not from qmgr).
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    /// Suffix of job ids (`PBS_SERVER`, default the host name).
+    pub server_name: String,
+    /// This host's name: the `@host` of local users and `server_host`.
+    pub host: String,
+    /// `PBS_HOME`.
+    pub home: PathBuf,
+    /// The Unix socket local commands connect to.
+    pub socket_path: PathBuf,
+    /// The cluster key daemons must prove over TCP; TCP is refused to everyone without it.
+    pub cluster_key: Option<Vec<u8>>,
+}
+
+/// Errors starting the server.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    /// A directory, socket or key file could not be set up.
+    #[error("{context}: {source}")]
+    Io {
+        /// What was being done.
+        context: String,
+        /// The OS error.
+        source: io::Error,
+    },
+    /// The database could not be opened or read.
+    #[error("{0}")]
+    Store(#[from] store::StoreError),
+    /// The first-start set-up could not be committed.
+    #[error("cannot commit the initial set-up: {0}")]
+    Init(String),
+}
+
+fn io_err(context: impl Into<String>) -> impl FnOnce(io::Error) -> ServerError {
+    let context = context.into();
+    move |source| ServerError::Io { context, source }
+}
+
+/// A running server's shared parts.
+pub struct Server {
+    /// Configuration.
+    pub config: ServerConfig,
+    /// The state; locked only for short, I/O-free sections.
+    pub state: Mutex<State>,
+    /// The store writer.
+    pub store: Store,
+}
+
+impl Server {
+    /// Creates `PBS_HOME`'s server directories, opens the database and rebuilds the state,
+    /// creating OpenPBS's default set-up on first start.
+    pub async fn open(config: ServerConfig) -> Result<Server, ServerError> {
+        let home = &config.home;
+        for (dir, mode) in [("", 0o755), ("server_priv", 0o750), ("server_logs", 0o755), ("spool", 0o1777)] {
+            let path = home.join(dir);
+            std::fs::create_dir_all(&path).map_err(io_err(format!("creating {}", path.display())))?;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode))
+                .map_err(io_err(format!("setting permissions of {}", path.display())))?;
+        }
+        let db_path = home.join("server_priv").join("serverdb.sqlite");
+        let (store, loaded) = Store::open(&db_path)?;
+        let n_jobs = loaded.jobs.len();
+        let (state, ops) = State::from_loaded(loaded, &config.server_name, &config.host, &home.display().to_string());
+        if !ops.is_empty() {
+            store.commit(ops).await.map_err(|e| ServerError::Init(e.to_string()))?.map_err(ServerError::Init)?;
+            tracing::info!("Created the default set-up: queue workq, default scheduler");
+        }
+        tracing::info!(n_jobs, "Server state recovered");
+        Ok(Server { config, state: Mutex::new(state), store })
+    }
+
+    /// The request context of `who` against the current state.
+    pub fn ctx<'a>(&self, state: &State, who: &'a Identity) -> Ctx<'a> {
+        let privilege = who.privilege(state.server_attr("managers", None), state.server_attr("operators", None));
+        Ctx { who, privilege, now: chrono::Utc::now().timestamp() }
+    }
+
+    /// Handles every request but StatusJob (which is streamed): returns the reply and, for
+    /// changes, the commit to wait for before sending it.
+    pub fn handle(
+        &self,
+        who: &Identity,
+        id: u64,
+        request: Request,
+    ) -> (Reply, Option<oneshot::Receiver<Result<(), String>>>) {
+        let Ok(mut state) = self.state.lock() else {
+            return (Reply::error(id, Pbse::INTERNAL.0, Pbse::INTERNAL.to_string()), None);
+        };
+        let ctx = self.ctx(&state, who);
+        let state = &mut *state;
+        let fail = |e: ReqError| (Reply::error(id, e.code.0, e.message), None);
+        let per_id = |(errors, ops): (Vec<pbs_proto::IdError>, Vec<store::StoreOp>)| {
+            let code = errors.last().map(|e| e.code).unwrap_or(0);
+            let message = errors.last().map(|e| e.message.clone()).unwrap_or_default();
+            let reply = Reply { id, code, message, body: ReplyBody::PerId(errors), more: false };
+            (reply, Some(self.store.commit(ops)))
+        };
+        match request {
+            Request::QueueJob { attrs, script, destination } => {
+                match jobs::queue_job(state, &ctx, &attrs, script, destination.as_deref()) {
+                    Ok((job_id, ops)) => {
+                        tracing::info!(
+                            object_type = "Job",
+                            object_name = job_id.as_str(),
+                            "Job Queued at request of {}, owner = {}, job name = {}, queue = {}",
+                            who.user_at_host(),
+                            who.user_at_host(),
+                            state.jobs.values().next_back().and_then(|j| j.get("Job_Name", None)).unwrap_or(""),
+                            state.jobs.values().next_back().map(|j| j.queue.to_string()).unwrap_or_default()
+                        );
+                        (Reply::ok(id, ReplyBody::JobId(job_id)), Some(self.store.commit(ops)))
+                    }
+                    Err(e) => fail(e),
+                }
+            }
+            Request::ModifyJob { ids, attrs } => per_id(jobs::modify_jobs(state, &ctx, &ids, &attrs)),
+            Request::DeleteJob { ids, force: _, purge_history } => {
+                per_id(jobs::delete_jobs(state, &ctx, &ids, purge_history))
+            }
+            Request::HoldJob { ids, hold_types } => per_id(jobs::hold_jobs(state, &ctx, &ids, &hold_types, true)),
+            Request::ReleaseJob { ids, hold_types } => {
+                per_id(jobs::hold_jobs(state, &ctx, &ids, &hold_types, false))
+            }
+            Request::SelectJobs { criteria, history, subjobs: _, arrays_only } => {
+                let ids = jobs::select_jobs(state, &ctx, &criteria, history, arrays_only);
+                (Reply::ok(id, ReplyBody::Ids(ids)), None)
+            }
+            Request::StatusJob { ids, queues, attrs, history, .. } => {
+                let (seqs, errors) = jobs::status_plan(state, &ctx, &ids, &queues, history);
+                let objects = seqs
+                    .iter()
+                    .filter_map(|s| state.jobs.get(s))
+                    .map(|j| jobs::job_status(state, j, ctx.privilege, &attrs))
+                    .collect();
+                (Reply::ok(id, ReplyBody::Status { objects, errors }), None)
+            }
+            Request::StatusServer { attrs } => {
+                let object = manager::server_status(state, ctx.privilege, &attrs);
+                (Reply::ok(id, ReplyBody::Status { objects: vec![object], errors: Vec::new() }), None)
+            }
+            Request::StatusQueue { names, attrs } => {
+                status_reply(id, manager::named_status(state, ObjectKind::Queue, &names, ctx.privilege, &attrs))
+            }
+            Request::StatusNode { names } => {
+                status_reply(id, manager::named_status(state, ObjectKind::Node, &names, ctx.privilege, &[]))
+            }
+            Request::StatusSched { names } => {
+                status_reply(id, manager::named_status(state, ObjectKind::Sched, &names, ctx.privilege, &[]))
+            }
+            Request::StatusHook { names } => {
+                if ctx.privilege < pbs_core::Privilege::Manager {
+                    return fail(ReqError::new(Pbse::PERM));
+                }
+                status_reply(id, manager::named_status(state, ObjectKind::Hook, &names, ctx.privilege, &[]))
+            }
+            Request::StatusResource { names } => status_reply(id, manager::resource_status(state, &names)),
+            Request::Manager { command, object, names, attrs } => {
+                match manager::manager(state, &ctx, command, object, &names, &attrs) {
+                    Ok(ops) => {
+                        tracing::info!(
+                            object_type = "Server",
+                            "{:?} {:?} {} by {}",
+                            command,
+                            object,
+                            names.join(","),
+                            who.user_at_host()
+                        );
+                        (Reply::ok(id, ReplyBody::None), Some(self.store.commit(ops)))
+                    }
+                    Err(e) => fail(e),
+                }
+            }
+        }
+    }
+}
+
+fn status_reply(id: u64, result: Result<Vec<pbs_proto::StatusObject>, ReqError>) -> (Reply, Option<oneshot::Receiver<Result<(), String>>>) {
+    match result {
+        Ok(objects) => (Reply::ok(id, ReplyBody::Status { objects, errors: Vec::new() }), None),
+        Err(e) => (Reply::error(id, e.code.0, e.message), None),
+    }
+}
+
+/// The server's listening sockets.
+pub struct Listeners {
+    /// Local commands.
+    pub unix: UnixListener,
+    /// Daemons (and nothing else without the cluster key).
+    pub tcp: Option<TcpListener>,
+}
+
+/// Binds the Unix socket (world-connectable: the kernel tells us who connects) and the TCP
+/// port. A stale socket file from a previous run is replaced.
+pub async fn bind(config: &ServerConfig, tcp_addr: Option<SocketAddr>) -> Result<Listeners, ServerError> {
+    let _ = std::fs::remove_file(&config.socket_path);
+    let unix = UnixListener::bind(&config.socket_path)
+        .map_err(io_err(format!("binding {}", config.socket_path.display())))?;
+    std::fs::set_permissions(&config.socket_path, std::fs::Permissions::from_mode(0o666))
+        .map_err(io_err("setting socket permissions"))?;
+    let tcp = match tcp_addr {
+        Some(addr) => Some(TcpListener::bind(addr).await.map_err(io_err(format!("binding {addr}")))?),
+        None => None,
+    };
+    Ok(Listeners { unix, tcp })
+}
+
+/// Most connections served at once; more wait in the listen backlog.
+const MAX_CONNECTIONS: usize = 4096;
+
+/// Serves until `shutdown` completes, then stops accepting and gives open connections a
+/// moment to finish their current request.
+pub async fn run(server: Arc<Server>, listeners: Listeners, shutdown: impl Future<Output = ()>) {
+    let limit = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let housekeeping = tokio::spawn(housekeeping(server.clone()));
+    let unix_loop = {
+        let server = server.clone();
+        let limit = limit.clone();
+        async move {
+            loop {
+                let Ok(permit) = limit.clone().acquire_owned().await else { return };
+                match listeners.unix.accept().await {
+                    Ok((stream, _)) => {
+                        let cred = stream.peer_cred();
+                        let server = server.clone();
+                        tokio::spawn(async move {
+                            if let Ok(cred) = cred {
+                                let peer = net::Peer::Unix { uid: cred.uid(), gid: cred.gid() };
+                                net::serve(server, stream, peer).await;
+                            }
+                            drop(permit);
+                        });
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "Accept failed on the local socket");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                }
+            }
+        }
+    };
+    let tcp_loop = {
+        let server = server.clone();
+        let limit = limit.clone();
+        let tcp = listeners.tcp;
+        async move {
+            let Some(tcp) = tcp else {
+                std::future::pending::<()>().await;
+                return;
+            };
+            loop {
+                let Ok(permit) = limit.clone().acquire_owned().await else { return };
+                match tcp.accept().await {
+                    Ok((stream, addr)) => {
+                        let _ = stream.set_nodelay(true);
+                        let server = server.clone();
+                        tokio::spawn(async move {
+                            net::serve(server, stream, net::Peer::Tcp(addr.to_string())).await;
+                            drop(permit);
+                        });
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "Accept failed on the TCP port");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                }
+            }
+        }
+    };
+    tokio::select! {
+        _ = unix_loop => {}
+        _ = tcp_loop => {}
+        _ = shutdown => {}
+    }
+    housekeeping.abort();
+    // Let connections that are mid-request get their reply out.
+    let _ = tokio::time::timeout(Duration::from_secs(2), limit.acquire_many(MAX_CONNECTIONS as u32)).await;
+    tracing::info!("Server shut down");
+}
+
+/// Periodic work: purging job history past `job_history_duration`.
+async fn housekeeping(server: Arc<Server>) {
+    let mut tick = tokio::time::interval(Duration::from_secs(30));
+    loop {
+        tick.tick().await;
+        let Ok(mut state) = server.state.lock() else { return };
+        let ops = jobs::purge_history(&mut state, chrono::Utc::now().timestamp());
+        if !ops.is_empty() {
+            tracing::info!(n_jobs = ops.len(), "Purged expired job history");
+            server.store.commit_detached(ops);
+        }
+    }
+}
+
+/// Reads the cluster key, creating a random one readable only by root on first start.
+pub fn load_or_create_cluster_key(path: &std::path::Path) -> Result<Vec<u8>, ServerError> {
+    match std::fs::read(path) {
+        Ok(key) if !key.is_empty() => Ok(key),
+        _ => {
+            let key = pbs_proto::auth::new_nonce()
+                .map_err(|e| ServerError::Io { context: "generating the cluster key".into(), source: io::Error::other(e.to_string()) })?
+                .into_bytes();
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent).map_err(io_err("creating the key directory"))?;
+            }
+            std::fs::write(path, &key).map_err(io_err(format!("writing {}", path.display())))?;
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+                .map_err(io_err("setting key permissions"))?;
+            Ok(key)
+        }
+    }
+}

@@ -1,0 +1,118 @@
+//! Daemon logs in PBS's line format, one file per day under `PBS_HOME/<daemon>_logs/`:
+//! `MM/DD/YYYY HH:MM:SS;EVENT;daemon;object type;object name;message`, plus a terse copy on
+//! stderr. Events name their object with the `object_type` and `object_name` fields.
+
+use std::fmt::Write as _;
+use std::fs::{File, OpenOptions};
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use chrono::Local;
+use tracing::field::{Field, Visit};
+use tracing::{Event, Level, Subscriber};
+use tracing_subscriber::EnvFilter;
+use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
+use tracing_subscriber::util::SubscriberInitExt;
+
+/// A tracing layer writing PBS-format daily log files.
+pub struct PbsLogLayer {
+    dir: PathBuf,
+    daemon: String,
+    default_object: String,
+    file: Mutex<Option<(String, File)>>,
+}
+
+#[derive(Default)]
+struct Fields {
+    message: String,
+    object_type: Option<String>,
+    object_name: Option<String>,
+    event: Option<String>,
+    rest: String,
+}
+
+impl Visit for Fields {
+    fn record_str(&mut self, field: &Field, value: &str) {
+        match field.name() {
+            "message" => self.message = value.to_string(),
+            "object_type" => self.object_type = Some(value.to_string()),
+            "object_name" => self.object_name = Some(value.to_string()),
+            "event" => self.event = Some(value.to_string()),
+            other => {
+                let _ = write!(self.rest, " {other}={value}");
+            }
+        }
+    }
+
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        self.record_str(field, &format!("{value:?}"));
+    }
+}
+
+impl PbsLogLayer {
+    /// Logs of `daemon` (`Server`, `Scheduler`, `MoM`) go into `dir`; events without an
+    /// object name are attributed to `default_object` (e.g. `Server@host`).
+    pub fn new(dir: PathBuf, daemon: &str, default_object: &str) -> PbsLogLayer {
+        PbsLogLayer {
+            dir,
+            daemon: daemon.to_string(),
+            default_object: default_object.to_string(),
+            file: Mutex::new(None),
+        }
+    }
+}
+
+fn event_code(level: &Level, object_type: &str) -> &'static str {
+    match *level {
+        Level::ERROR => "0001",
+        Level::WARN => "0002",
+        Level::INFO if object_type == "Job" => "0008",
+        Level::INFO => "0002",
+        Level::DEBUG => "0080",
+        Level::TRACE => "0100",
+    }
+}
+
+impl<S: Subscriber> Layer<S> for PbsLogLayer {
+    fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
+        let mut fields = Fields::default();
+        event.record(&mut fields);
+        let now = Local::now();
+        let object_type = fields.object_type.unwrap_or_else(|| self.daemon.clone());
+        let object_name = fields.object_name.unwrap_or_else(|| self.default_object.clone());
+        let code = fields.event.unwrap_or_else(|| event_code(event.metadata().level(), &object_type).to_string());
+        let line = format!(
+            "{};{};{};{};{};{}{}\n",
+            now.format("%m/%d/%Y %H:%M:%S"),
+            code,
+            self.default_object,
+            object_type,
+            object_name,
+            fields.message,
+            fields.rest
+        );
+        let day = now.format("%Y%m%d").to_string();
+        let Ok(mut guard) = self.file.lock() else { return };
+        if guard.as_ref().is_none_or(|(d, _)| *d != day) {
+            let path = self.dir.join(&day);
+            *guard = OpenOptions::new().create(true).append(true).open(path).ok().map(|f| (day, f));
+        }
+        if let Some((_, file)) = guard.as_mut() {
+            let _ = file.write_all(line.as_bytes());
+        }
+    }
+}
+
+/// Installs the PBS file layer plus a terse stderr layer. `RUST_LOG` overrides the
+/// `default_filter` (e.g. `info`, or `debug` with `--debug`).
+pub fn init(dir: PathBuf, daemon: &str, default_object: &str, default_filter: &str) {
+    let _ = std::fs::create_dir_all(&dir);
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_filter));
+    let stderr = tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_target(false).compact();
+    let _ = tracing_subscriber::registry()
+        .with(filter)
+        .with(PbsLogLayer::new(dir, daemon, default_object))
+        .with(stderr)
+        .try_init();
+}

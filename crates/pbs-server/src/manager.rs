@@ -1,0 +1,486 @@
+//! qmgr's requests (create, delete, set, unset of server, queue, node, scheduler, resource
+//! and hook objects) and the status of those objects.
+
+use pbs_core::attr::{AttrType, ObjectKind, Privilege, Write};
+use pbs_core::resource::ResourceDef;
+use pbs_core::Pbse;
+use pbs_proto::{Attr, MgrAttr, MgrCommand, MgrObject, MgrOp, StatusObject};
+
+use crate::attrlist::{AttrList, resolve};
+use crate::error::ReqError;
+use crate::jobs::{Ctx, normalize_value, wanted};
+use crate::state::{Named, PBS_VERSION, State, set_named, store_kind};
+use crate::store::StoreOp;
+
+fn kind_of(object: MgrObject) -> ObjectKind {
+    match object {
+        MgrObject::Server => ObjectKind::Server,
+        MgrObject::Queue => ObjectKind::Queue,
+        MgrObject::Node => ObjectKind::Node,
+        MgrObject::Sched => ObjectKind::Sched,
+        MgrObject::Resource => ObjectKind::Resource,
+        MgrObject::Hook => ObjectKind::Hook,
+    }
+}
+
+fn unknown_object(kind: ObjectKind) -> ReqError {
+    match kind {
+        ObjectKind::Queue => ReqError::new(Pbse::UNKQUE),
+        ObjectKind::Node => ReqError::new(Pbse::UNKNODE),
+        ObjectKind::Sched => ReqError::new(Pbse::UNKSCHED),
+        ObjectKind::Resource => ReqError::new(Pbse::UNKRESC),
+        _ => ReqError::with_message(Pbse::HOOKERROR, "hook error".into()),
+    }
+}
+
+/// Handles a Manager request.
+pub fn manager(
+    state: &mut State,
+    ctx: &Ctx<'_>,
+    command: MgrCommand,
+    object: MgrObject,
+    names: &[String],
+    attrs: &[MgrAttr],
+) -> Result<Vec<StoreOp>, ReqError> {
+    let kind = kind_of(object);
+    // Operators may set a few attributes; everything else needs a manager.
+    let structural = matches!(command, MgrCommand::Create | MgrCommand::Delete);
+    if ctx.privilege < Privilege::Operator || (structural && ctx.privilege < Privilege::Manager) {
+        return Err(ReqError::new(Pbse::PERM));
+    }
+    if kind == ObjectKind::Resource {
+        return manage_resource(state, command, names, attrs);
+    }
+    if kind == ObjectKind::Server {
+        if structural {
+            return Err(ReqError::new(Pbse::IVALREQ));
+        }
+        let mut list = state.server.clone();
+        apply_attrs(state, ctx, kind, &mut list, command, attrs)?;
+        if let Some(queue) = list.get_named(ObjectKind::Server, "default_queue", None) {
+            if state.queue_index(queue).is_none() {
+                return Err(ReqError::new(Pbse::UNKQUE));
+            }
+        }
+        if let Some(max) = list.get_named(ObjectKind::Server, "max_job_sequence_id", None) {
+            if !max.parse::<u64>().is_ok_and(|m| (9_999_999..=999_999_999_999).contains(&m)) {
+                return Err(ReqError::new(Pbse::INVALID_MAX_JOB_SEQUENCE_ID));
+            }
+        }
+        state.server = list;
+        let mut ops = vec![state.server_op()];
+        ops.extend(sync_scheduling(state, ObjectKind::Server, attrs));
+        return Ok(ops);
+    }
+    let default_name = if kind == ObjectKind::Sched { vec!["default".to_string()] } else { Vec::new() };
+    let names = if names.is_empty() { &default_name } else { names };
+    if names.is_empty() {
+        return Err(ReqError::new(Pbse::IVALREQ));
+    }
+    let mut ops = Vec::new();
+    for name in names {
+        let position = state.named(kind).iter().position(|n| n.name == *name);
+        match command {
+            MgrCommand::Create => {
+                if position.is_some() {
+                    return Err(ReqError::new(match kind {
+                        ObjectKind::Queue => Pbse::QUEEXIST,
+                        ObjectKind::Node => Pbse::NODEEXIST,
+                        ObjectKind::Sched => Pbse::SCHEDEXIST,
+                        _ => Pbse::HOOKERROR,
+                    }));
+                }
+                if !valid_object_name(name) {
+                    return Err(ReqError::new(Pbse::IVAL_OBJ_NAME));
+                }
+                let mut list = initial_attrs(state, kind, name);
+                apply_attrs(state, ctx, kind, &mut list, MgrCommand::Set, attrs)?;
+                state.named_mut(kind).push(Named { name: name.clone(), attrs: list });
+                ops.push(state.named_op(kind, state.named(kind).len() - 1));
+            }
+            MgrCommand::Delete => {
+                let index = position.ok_or_else(|| unknown_object(kind))?;
+                if kind == ObjectKind::Queue && state.jobs.values().any(|j| *j.queue == **name) {
+                    return Err(ReqError::new(Pbse::OBJBUSY));
+                }
+                if kind == ObjectKind::Sched && name == "default" {
+                    return Err(ReqError::new(Pbse::SCHED_NO_DEL));
+                }
+                if kind == ObjectKind::Queue
+                    && state.server_attr("default_queue", None) == Some(name.as_str())
+                {
+                    state.server.unset(resolve(ObjectKind::Server, "default_queue").map(|r| r.0).unwrap_or(0), None);
+                    ops.push(state.server_op());
+                }
+                state.named_mut(kind).remove(index);
+                ops.push(StoreOp::DeleteObject { kind: store_kind(kind), name: name.clone() });
+            }
+            MgrCommand::Set | MgrCommand::Unset => {
+                let index = position.ok_or_else(|| unknown_object(kind))?;
+                let mut list = state.named(kind)[index].attrs.clone();
+                apply_attrs(state, ctx, kind, &mut list, command, attrs)?;
+                state.named_mut(kind)[index].attrs = list;
+                ops.push(state.named_op(kind, index));
+                if kind == ObjectKind::Sched && name == "default" {
+                    ops.extend(sync_scheduling(state, ObjectKind::Sched, attrs));
+                }
+            }
+        }
+    }
+    Ok(ops)
+}
+
+fn valid_object_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 236
+        && name.chars().next().is_some_and(|c| c.is_ascii_alphanumeric())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
+}
+
+/// The attributes a new object starts with, as OpenPBS creates them.
+fn initial_attrs(state: &mut State, kind: ObjectKind, name: &str) -> AttrList {
+    let mut list = AttrList::new();
+    let defaults: Vec<(&str, String)> = match kind {
+        ObjectKind::Node => vec![
+            ("Mom", name.to_string()),
+            ("Port", "15002".into()),
+            ("ntype", "PBS".into()),
+            ("state", "state-unknown,down".into()),
+            ("resources_available.host", name.to_string()),
+            ("resources_available.vnode", name.to_string()),
+            ("resv_enable", "True".into()),
+            ("sharing", "default_shared".into()),
+        ],
+        ObjectKind::Sched => vec![
+            ("sched_host", state.host.clone()),
+            ("sched_cycle_length", "00:20:00".into()),
+            ("scheduling", "False".into()),
+            ("scheduler_iteration", "600".into()),
+            ("state", "down".into()),
+            ("preempt_queue_prio", "150".into()),
+            ("preempt_prio", "express_queue, normal_jobs".into()),
+            ("preempt_order", "SCR".into()),
+            ("preempt_sort", "min_time_since_start".into()),
+            ("log_events", "767".into()),
+            ("server_dyn_res_alarm", "30".into()),
+        ],
+        ObjectKind::Hook => vec![
+            ("type", "site".into()),
+            ("enabled", "True".into()),
+            ("event", String::new()),
+            ("user", "pbsadmin".into()),
+            ("alarm", "30".into()),
+            ("order", "1".into()),
+            ("debug", "False".into()),
+            ("fail_action", "none".into()),
+        ],
+        _ => Vec::new(),
+    };
+    for (attr, value) in defaults {
+        set_named(&mut list, kind, attr, &value, &mut state.interner);
+    }
+    list
+}
+
+/// Applies set/unset attributes to a copy of an object's list, checking each one.
+fn apply_attrs(
+    state: &mut State,
+    ctx: &Ctx<'_>,
+    kind: ObjectKind,
+    list: &mut AttrList,
+    command: MgrCommand,
+    attrs: &[MgrAttr],
+) -> Result<(), ReqError> {
+    for attr in attrs {
+        let (base, resource) = pbs_core::attr::split_name(&attr.name);
+        let Some((index, def)) = kind.find(base) else {
+            return Err(ReqError::attr(Pbse::NOATTR, &attr.name));
+        };
+        let index = u8::try_from(index).map_err(|_| ReqError::new(Pbse::INTERNAL))?;
+        if !def.writable_by(ctx.privilege) {
+            return Err(match def.write {
+                Write::ReadOnly => ReqError::attr(Pbse::ATTRRO, &attr.name),
+                Write::AtLeast(_) => ReqError::new(Pbse::PERM),
+            });
+        }
+        let resource_name = match (def.atype, resource) {
+            (AttrType::Resources, Some(r)) => {
+                if state.resources.get(r).is_none() {
+                    return Err(ReqError::attr(Pbse::UNKRESC, &attr.name));
+                }
+                Some(state.interner.intern(r))
+            }
+            (AttrType::Resources, None) if command == MgrCommand::Unset => {
+                list.unset_all(index);
+                continue;
+            }
+            (AttrType::Resources, None) | (_, Some(_)) => {
+                return Err(ReqError::attr(Pbse::NOATTR, &attr.name));
+            }
+            (_, None) => None,
+        };
+        if command == MgrCommand::Unset {
+            list.unset(index, resource_name.as_deref());
+            continue;
+        }
+        let canonical = match (&resource_name, def.atype) {
+            (Some(r), _) => state
+                .resources
+                .get(r)
+                .ok_or_else(|| ReqError::attr(Pbse::UNKRESC, &attr.name))?
+                .normalize(&attr.value)
+                .map_err(|_| ReqError::attr(Pbse::BADATVAL, &attr.name))?,
+            (None, atype) => normalize_value(atype, &attr.value)
+                .ok_or_else(|| ReqError::attr(Pbse::BADATVAL, &attr.name))?,
+        };
+        let canonical = if kind == ObjectKind::Queue && def.name == "queue_type" {
+            match canonical.to_ascii_lowercase().as_str() {
+                "e" | "execution" => "Execution".to_string(),
+                "r" | "route" => "Route".to_string(),
+                _ => return Err(ReqError::attr(Pbse::BADATVAL, &attr.name)),
+            }
+        } else {
+            canonical
+        };
+        let current = list.get(index, resource_name.as_deref()).map(str::to_string);
+        let value = match (attr.op, def.atype) {
+            (MgrOp::Set, _) => canonical,
+            (MgrOp::Incr, AttrType::List) => {
+                let mut items: Vec<String> = current.iter().flat_map(|c| c.split(',')).map(str::to_string).collect();
+                for item in canonical.split(',') {
+                    if !items.iter().any(|i| i == item) {
+                        items.push(item.to_string());
+                    }
+                }
+                items.join(",")
+            }
+            (MgrOp::Decr, AttrType::List) => {
+                let remove: Vec<&str> = canonical.split(',').collect();
+                let items: Vec<&str> = current
+                    .as_deref()
+                    .unwrap_or("")
+                    .split(',')
+                    .filter(|i| !i.is_empty() && !remove.contains(i))
+                    .collect();
+                items.join(",")
+            }
+            (op, _) => {
+                let old: i64 = current.as_deref().and_then(|c| c.parse().ok()).unwrap_or(0);
+                let delta: i64 =
+                    canonical.parse().map_err(|_| ReqError::attr(Pbse::BADATVAL, &attr.name))?;
+                if op == MgrOp::Incr { old + delta } else { old - delta }.to_string()
+            }
+        };
+        if value.is_empty() && def.atype == AttrType::List {
+            list.unset(index, resource_name.as_deref());
+        } else {
+            list.set(index, resource_name, value);
+        }
+    }
+    Ok(())
+}
+
+/// `scheduling` and `scheduler_iteration` are the same setting on the server and on the
+/// default scheduler in OpenPBS: changing one changes the other.
+fn sync_scheduling(state: &mut State, from: ObjectKind, attrs: &[MgrAttr]) -> Vec<StoreOp> {
+    let Some(sched_index) = state.scheds.iter().position(|s| s.name == "default") else {
+        return Vec::new();
+    };
+    let mut changed = false;
+    for name in ["scheduling", "scheduler_iteration"] {
+        if !attrs.iter().any(|a| a.name.eq_ignore_ascii_case(name)) {
+            continue;
+        }
+        let value = match from {
+            ObjectKind::Server => state.server.get_named(ObjectKind::Server, name, None),
+            _ => state.scheds[sched_index].attrs.get_named(ObjectKind::Sched, name, None),
+        }
+        .map(str::to_string);
+        let (target_kind, target) = match from {
+            ObjectKind::Server => (ObjectKind::Sched, &mut state.scheds[sched_index].attrs),
+            _ => (ObjectKind::Server, &mut state.server),
+        };
+        let Some((def, _)) = resolve(target_kind, name) else { continue };
+        match value {
+            Some(v) => target.set(def, None, v),
+            None => {
+                target.unset(def, None);
+            }
+        }
+        changed = true;
+    }
+    if !changed {
+        return Vec::new();
+    }
+    match from {
+        ObjectKind::Server => vec![state.named_op(ObjectKind::Sched, sched_index)],
+        _ => vec![state.server_op()],
+    }
+}
+
+fn manage_resource(
+    state: &mut State,
+    command: MgrCommand,
+    names: &[String],
+    attrs: &[MgrAttr],
+) -> Result<Vec<StoreOp>, ReqError> {
+    let mut ops = Vec::new();
+    let value_of = |name: &str| attrs.iter().find(|a| a.name.eq_ignore_ascii_case(name)).map(|a| a.value.clone());
+    for attr in attrs {
+        if ObjectKind::Resource.find(&attr.name).is_none() {
+            return Err(ReqError::attr(Pbse::NOATTR, &attr.name));
+        }
+    }
+    for name in names {
+        match command {
+            MgrCommand::Create => {
+                if state.resources.get(name).is_some() {
+                    return Err(ReqError::new(Pbse::DUPLIST));
+                }
+                let rtype = value_of("type").unwrap_or_else(|| "string".into());
+                let flags = value_of("flag").unwrap_or_default();
+                let def = ResourceDef::custom(name, &rtype, &flags)
+                    .map_err(|_| ReqError::new(Pbse::BADATVAL))?;
+                ops.push(State::resource_op(&def));
+                state.resources.define(def).map_err(|_| ReqError::new(Pbse::DUPLIST))?;
+            }
+            MgrCommand::Delete => {
+                let def = state.resources.get(name).ok_or_else(|| ReqError::new(Pbse::UNKRESC))?;
+                if def.builtin {
+                    return Err(ReqError::new(Pbse::PERM));
+                }
+                let in_use = state.jobs.values().any(|j| {
+                    j.attrs.iter().any(|a| a.resource.as_deref() == Some(name.as_str()))
+                });
+                if in_use {
+                    return Err(ReqError::new(Pbse::RESCBUSY));
+                }
+                state.resources.remove(name).map_err(|_| ReqError::new(Pbse::UNKRESC))?;
+                ops.push(StoreOp::DeleteObject { kind: "resource", name: name.clone() });
+            }
+            MgrCommand::Set | MgrCommand::Unset => {
+                let current = state.resources.get(name).ok_or_else(|| ReqError::new(Pbse::UNKRESC))?;
+                if current.builtin {
+                    return Err(ReqError::new(Pbse::PERM));
+                }
+                let rtype = value_of("type").unwrap_or_else(|| current.rtype.to_string());
+                let flags = if command == MgrCommand::Unset && value_of("flag").is_some() {
+                    String::new()
+                } else {
+                    value_of("flag").unwrap_or_else(|| current.flags.to_string())
+                };
+                let def = ResourceDef::custom(name, &rtype, &flags).map_err(|_| ReqError::new(Pbse::BADATVAL))?;
+                state.resources.remove(name).map_err(|_| ReqError::new(Pbse::UNKRESC))?;
+                ops.push(State::resource_op(&def));
+                state.resources.define(def).map_err(|_| ReqError::new(Pbse::DUPLIST))?;
+            }
+        }
+    }
+    Ok(ops)
+}
+
+fn filtered(list: &AttrList, kind: ObjectKind, privilege: Privilege, filter: &[String], computed: Vec<(&str, String)>) -> Vec<Attr> {
+    let table = kind.attributes();
+    let mut entries: Vec<(u8, Option<String>, String)> = list
+        .iter()
+        .map(|a| (a.def, a.resource.as_deref().map(str::to_string), a.value.to_string()))
+        .collect();
+    for (name, value) in computed {
+        if let Some((def, resource)) = resolve(kind, name) {
+            entries.push((def, resource.map(str::to_string), value));
+        }
+    }
+    entries.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
+    entries
+        .into_iter()
+        .filter_map(|(def, resource, value)| {
+            let d = table.get(def as usize)?;
+            if !d.readable_by(privilege) {
+                return None;
+            }
+            let full = match resource {
+                Some(r) => format!("{}.{}", d.name, r),
+                None => d.name.to_string(),
+            };
+            wanted(filter, &full).then_some(Attr(full, value))
+        })
+        .collect()
+}
+
+/// Status of the server object.
+pub fn server_status(state: &State, privilege: Privilege, filter: &[String]) -> StatusObject {
+    let counts = state.state_counts(None);
+    let computed = vec![
+        ("server_state", "Active".to_string()),
+        ("server_host", state.host.clone()),
+        ("total_jobs", counts.total.to_string()),
+        ("state_count", counts.text()),
+        ("license_count", "Avail_Global:1000000 Avail_Local:1000000 Used:0 High_Use:0".to_string()),
+        ("pbs_version", PBS_VERSION.to_string()),
+        ("power_provisioning", "False".to_string()),
+    ];
+    StatusObject {
+        name: state.server_name.clone(),
+        attrs: filtered(&state.server, ObjectKind::Server, privilege, filter, computed),
+    }
+}
+
+/// Status of queues, nodes, schedulers or hooks by name (all when `names` is empty).
+pub fn named_status(
+    state: &State,
+    kind: ObjectKind,
+    names: &[String],
+    privilege: Privilege,
+    filter: &[String],
+) -> Result<Vec<StatusObject>, ReqError> {
+    let objects = state.named(kind);
+    let selected: Vec<&Named> = if names.is_empty() {
+        objects.iter().collect()
+    } else {
+        let mut out = Vec::new();
+        for name in names {
+            let found = objects.iter().find(|o| o.name == *name).ok_or_else(|| unknown_object(kind))?;
+            out.push(found);
+        }
+        out
+    };
+    Ok(selected
+        .into_iter()
+        .map(|object| {
+            let computed = if kind == ObjectKind::Queue {
+                let counts = state.state_counts(Some(&object.name));
+                vec![("total_jobs", counts.total.to_string()), ("state_count", counts.text())]
+            } else {
+                Vec::new()
+            };
+            StatusObject {
+                name: object.name.clone(),
+                attrs: filtered(&object.attrs, kind, privilege, filter, computed),
+            }
+        })
+        .collect())
+}
+
+/// Status of resource definitions: the named ones, or every custom one.
+pub fn resource_status(state: &State, names: &[String]) -> Result<Vec<StatusObject>, ReqError> {
+    let defs: Vec<&ResourceDef> = if names.is_empty() {
+        state.resources.customs().collect()
+    } else {
+        let mut out = Vec::new();
+        for name in names {
+            out.push(state.resources.get(name).ok_or_else(|| ReqError::new(Pbse::UNKRESC))?);
+        }
+        out
+    };
+    Ok(defs
+        .into_iter()
+        .map(|def| {
+            let mut attrs = vec![Attr::new("type", def.rtype.to_string())];
+            let flags = def.flags.to_string();
+            if !flags.is_empty() {
+                attrs.push(Attr::new("flag", flags));
+            }
+            StatusObject { name: def.name.clone(), attrs }
+        })
+        .collect())
+}

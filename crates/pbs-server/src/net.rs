@@ -1,0 +1,268 @@
+//! Connections: the Unix socket for local commands (identity from SO_PEERCRED) and TCP for
+//! daemons (HMAC proof of the cluster key), the handshake, framing, and request dispatch.
+//!
+//! A malformed frame gets an error reply and the connection goes on; an oversized or torn
+//! frame closes the connection. Nothing a peer sends can panic the server.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::{SinkExt, StreamExt};
+use pbs_core::Pbse;
+use pbs_proto::codec::length_codec;
+use pbs_proto::{
+    AuthProof, Hello, HelloReply, MAX_REQUEST_FRAME_LEN, PROTOCOL_VERSION, Reply, ReplyBody, Request,
+    RequestFrame, Role,
+};
+use serde::Serialize;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio_util::codec::{Framed, LengthDelimitedCodec};
+
+use crate::Server;
+use crate::identity::Identity;
+
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How the peer reached us.
+pub enum Peer {
+    /// Local socket, with the kernel's credentials.
+    Unix {
+        /// Peer uid.
+        uid: u32,
+        /// Peer gid.
+        gid: u32,
+    },
+    /// TCP, address for logs.
+    Tcp(String),
+}
+
+type Conn<S> = Framed<S, LengthDelimitedCodec>;
+
+async fn send<S, T>(conn: &mut Conn<S>, message: &T) -> bool
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+    T: Serialize,
+{
+    match serde_json::to_vec(message) {
+        Ok(bytes) => conn.send(bytes.into()).await.is_ok(),
+        Err(_) => false,
+    }
+}
+
+async fn recv_json<S, T>(conn: &mut Conn<S>) -> Option<T>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+    T: serde::de::DeserializeOwned,
+{
+    match tokio::time::timeout(HANDSHAKE_TIMEOUT, conn.next()).await {
+        Ok(Some(Ok(bytes))) => serde_json::from_slice(&bytes).ok(),
+        _ => None,
+    }
+}
+
+/// Serves one connection until the peer closes it or breaks the protocol.
+pub async fn serve<S>(server: Arc<Server>, stream: S, peer: Peer)
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let mut conn = Framed::new(stream, length_codec(MAX_REQUEST_FRAME_LEN));
+    let Some(hello) = recv_json::<S, Hello>(&mut conn).await else {
+        let _ = send(
+            &mut conn,
+            &HelloReply::Refused { code: Pbse::PROTOCOL.0, message: Pbse::PROTOCOL.to_string() },
+        )
+        .await;
+        return;
+    };
+    if hello.version != PROTOCOL_VERSION {
+        let message = format!(
+            "protocol version {} is not supported (server speaks {PROTOCOL_VERSION})",
+            hello.version
+        );
+        let _ = send(&mut conn, &HelloReply::Refused { code: Pbse::PROTOCOL.0, message }).await;
+        return;
+    }
+    let who = match peer {
+        Peer::Unix { uid, gid } => Identity::from_uid(uid, gid, &server.config.host),
+        Peer::Tcp(addr) => {
+            let authenticated = match &server.config.cluster_key {
+                Some(key) => challenge(&mut conn, key).await,
+                None => false,
+            };
+            if !authenticated {
+                tracing::warn!(peer = %addr, "Refused TCP peer without the cluster key");
+                let _ = send(
+                    &mut conn,
+                    &HelloReply::Refused { code: Pbse::BADCRED.0, message: Pbse::BADCRED.to_string() },
+                )
+                .await;
+                return;
+            }
+            Identity::daemon(&server.config.host)
+        }
+    };
+    if !matches!(hello.role, Role::Client) && !who.daemon && who.uid != 0 {
+        let _ = send(
+            &mut conn,
+            &HelloReply::Refused { code: Pbse::PERM.0, message: Pbse::PERM.to_string() },
+        )
+        .await;
+        return;
+    }
+    let welcome = HelloReply::Welcome { version: PROTOCOL_VERSION, server_name: server.config.server_name.clone() };
+    if !send(&mut conn, &welcome).await {
+        return;
+    }
+    loop {
+        let bytes = match conn.next().await {
+            None => return,
+            Some(Ok(bytes)) => bytes,
+            Some(Err(e)) => {
+                // An oversized or torn frame leaves the stream out of step: say why, then close.
+                let _ = send(&mut conn, &Reply::error(0, Pbse::PROTOCOL.0, format!("{} ({e})", Pbse::PROTOCOL))).await;
+                return;
+            }
+        };
+        let frame = match serde_json::from_slice::<RequestFrame>(&bytes) {
+            Ok(frame) => frame,
+            Err(_) => {
+                let reply = malformed_reply(&bytes);
+                if !send(&mut conn, &reply).await {
+                    return;
+                }
+                continue;
+            }
+        };
+        tracing::debug!(
+            object_type = "Req",
+            object_name = "",
+            "Type {} request received from {}, sock=0",
+            frame.request.type_number(),
+            who.user_at_host()
+        );
+        if !dispatch(&server, &who, frame, &mut conn).await {
+            return;
+        }
+    }
+}
+
+async fn challenge<S>(conn: &mut Conn<S>, key: &[u8]) -> bool
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let Ok(nonce) = pbs_proto::auth::new_nonce() else { return false };
+    if !send(conn, &HelloReply::Challenge { nonce: nonce.clone() }).await {
+        return false;
+    }
+    match recv_json::<S, AuthProof>(conn).await {
+        Some(proof) => pbs_proto::auth::verify(key, &nonce, &proof.proof),
+        None => false,
+    }
+}
+
+/// The reply to a frame that is not a valid request: `Unknown request` when it names a kind
+/// we do not have, `Batch protocol error` for anything else; the id is echoed if readable.
+fn malformed_reply(bytes: &[u8]) -> Reply {
+    let value: Option<serde_json::Value> = serde_json::from_slice(bytes).ok();
+    let id = value.as_ref().and_then(|v| v.get("id")).and_then(|v| v.as_u64()).unwrap_or(0);
+    let kind = value
+        .as_ref()
+        .and_then(|v| v.get("request"))
+        .and_then(|r| r.get("kind"))
+        .and_then(|k| k.as_str());
+    let known = kind.is_some_and(|k| {
+        serde_json::from_value::<Request>(serde_json::json!({ "kind": k })).is_ok()
+            || KNOWN_KINDS.contains(&k)
+    });
+    match kind {
+        Some(_) if !known => Reply::error(id, Pbse::UNKREQ.0, Pbse::UNKREQ.to_string()),
+        _ => Reply::error(id, Pbse::PROTOCOL.0, Pbse::PROTOCOL.to_string()),
+    }
+}
+
+const KNOWN_KINDS: &[&str] = &[
+    "QueueJob",
+    "StatusJob",
+    "SelectJobs",
+    "ModifyJob",
+    "DeleteJob",
+    "HoldJob",
+    "ReleaseJob",
+    "StatusServer",
+    "StatusQueue",
+    "StatusNode",
+    "StatusSched",
+    "StatusResource",
+    "StatusHook",
+    "Manager",
+];
+
+/// Jobs per status reply frame: keeps the state lock short and frames small.
+const STATUS_CHUNK: usize = 2000;
+
+async fn dispatch<S>(server: &Arc<Server>, who: &Identity, frame: RequestFrame, conn: &mut Conn<S>) -> bool
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let id = frame.id;
+    if let Request::StatusJob { ids, queues, attrs, history, subjobs: _ } = &frame.request {
+        return stream_job_status(server, who, id, ids, queues, attrs, *history, conn).await;
+    }
+    let (reply, ack) = server.handle(who, id, frame.request);
+    let reply = match ack {
+        None => reply,
+        Some(ack) => match ack.await {
+            Ok(Ok(())) => reply,
+            Ok(Err(e)) => Reply::error(id, Pbse::SYSTEM.0, format!("{}{e}", Pbse::SYSTEM)),
+            Err(_) => Reply::error(id, Pbse::SYSTEM.0, format!("{}store unavailable", Pbse::SYSTEM)),
+        },
+    };
+    send(conn, &reply).await
+}
+
+#[allow(clippy::too_many_arguments)] // the fields of one request, passed through
+async fn stream_job_status<S>(
+    server: &Arc<Server>,
+    who: &Identity,
+    id: u64,
+    ids: &[String],
+    queues: &[String],
+    attrs: &[String],
+    history: bool,
+    conn: &mut Conn<S>,
+) -> bool
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let (seqs, errors, privilege) = {
+        let Ok(state) = server.state.lock() else { return false };
+        let ctx = server.ctx(&state, who);
+        let (seqs, errors) = crate::jobs::status_plan(&state, &ctx, ids, queues, history);
+        (seqs, errors, ctx.privilege)
+    };
+    let code = errors.last().map(|e| e.code).unwrap_or(0);
+    let message = errors.last().map(|e| e.message.clone()).unwrap_or_default();
+    let mut chunks = seqs.chunks(STATUS_CHUNK).peekable();
+    let mut errors = Some(errors);
+    if chunks.peek().is_none() {
+        let body = ReplyBody::Status { objects: Vec::new(), errors: errors.take().unwrap_or_default() };
+        return send(conn, &Reply { id, code, message, body, more: false }).await;
+    }
+    while let Some(chunk) = chunks.next() {
+        let objects = {
+            let Ok(state) = server.state.lock() else { return false };
+            chunk
+                .iter()
+                .filter_map(|seq| state.jobs.get(seq))
+                .map(|job| crate::jobs::job_status(&state, job, privilege, attrs))
+                .collect()
+        };
+        let last = chunks.peek().is_none();
+        let body = ReplyBody::Status { objects, errors: if last { errors.take().unwrap_or_default() } else { Vec::new() } };
+        let reply = Reply { id, code, message: message.clone(), body, more: !last };
+        if !send(conn, &reply).await {
+            return false;
+        }
+    }
+    true
+}

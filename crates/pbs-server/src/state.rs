@@ -1,0 +1,451 @@
+//! The server's in-memory state: jobs, queues, nodes, schedulers, hooks, resource
+//! definitions and server attributes, with their storage records and first-start defaults.
+//!
+//! **Invariant:** this is the only copy of the truth while the server runs; the store
+//! holds what every acknowledged request changed, so a restart rebuilds the same state.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use pbs_core::attr::{ObjectKind, bool_text};
+use pbs_core::resource::{ResourceDef, ResourceRegistry};
+use pbs_core::{JobState, Substate};
+use serde::{Deserialize, Serialize};
+
+use crate::attrlist::{AttrList, Interner, resolve};
+use crate::store::{Loaded, StoreOp};
+
+/// The `pbs_version` this server reports.
+pub const PBS_VERSION: &str = concat!("rpbs-", env!("CARGO_PKG_VERSION"));
+
+/// A job (or an array parent).
+#[derive(Clone, Debug)]
+pub struct Job {
+    /// Sequence number, the numeric part of the id.
+    pub seq: u64,
+    /// An array parent (`12[]`).
+    pub array: bool,
+    /// `job_state`.
+    pub state: JobState,
+    /// `substate`.
+    pub substate: Substate,
+    /// The queue it is in.
+    pub queue: Arc<str>,
+    /// All other attributes.
+    pub attrs: AttrList,
+}
+
+#[derive(Serialize, Deserialize)]
+struct JobRecord {
+    seq: u64,
+    array: bool,
+    state: char,
+    substate: u16,
+    queue: String,
+    attrs: Vec<(String, String)>,
+}
+
+/// A named object with only attributes (queue, node, scheduler, hook).
+#[derive(Clone, Debug)]
+pub struct Named {
+    /// Its name.
+    pub name: String,
+    /// Its attributes.
+    pub attrs: AttrList,
+}
+
+#[derive(Serialize, Deserialize)]
+struct CustomResourceRecord {
+    rtype: String,
+    flags: String,
+}
+
+/// The whole server state.
+pub struct State {
+    /// The suffix of job ids.
+    pub server_name: String,
+    /// This host's name.
+    pub host: String,
+    /// Server attributes.
+    pub server: AttrList,
+    /// Queues in creation order.
+    pub queues: Vec<Named>,
+    /// Nodes in creation order.
+    pub nodes: Vec<Named>,
+    /// Scheduler objects (`default` first).
+    pub scheds: Vec<Named>,
+    /// Hooks.
+    pub hooks: Vec<Named>,
+    /// Resource definitions, built in and custom.
+    pub resources: ResourceRegistry,
+    /// Jobs by sequence number.
+    pub jobs: BTreeMap<u64, Job>,
+    /// The next sequence number to hand out.
+    pub next_seq: u64,
+    /// Shared resource-name strings.
+    pub interner: Interner,
+}
+
+/// Looks up an attribute index that must exist in a table (a typo here is a bug).
+pub fn idx(kind: ObjectKind, name: &str) -> u8 {
+    resolve(kind, name).map(|(i, _)| i).unwrap_or(u8::MAX)
+}
+
+impl Job {
+    /// The full id, `12.server` or `12[].server`.
+    pub fn id(&self, server_name: &str) -> String {
+        if self.array {
+            format!("{}[].{}", self.seq, server_name)
+        } else {
+            format!("{}.{}", self.seq, server_name)
+        }
+    }
+
+    /// A job attribute by base name (and resource).
+    pub fn get(&self, name: &str, resource: Option<&str>) -> Option<&str> {
+        self.attrs.get_named(ObjectKind::Job, name, resource)
+    }
+
+    /// The owner's user name (`euser`).
+    pub fn owner(&self) -> &str {
+        self.get("euser", None).unwrap_or("")
+    }
+
+    /// The storage record.
+    pub fn to_record(&self) -> String {
+        let record = JobRecord {
+            seq: self.seq,
+            array: self.array,
+            state: self.state.letter(),
+            substate: self.substate.0,
+            queue: self.queue.to_string(),
+            attrs: self.attrs.to_pairs(ObjectKind::Job),
+        };
+        serde_json::to_string(&record).unwrap_or_default()
+    }
+
+    /// The store operation that saves this job.
+    pub fn put_op(&self, script: Option<String>) -> StoreOp {
+        StoreOp::PutJob { seq: self.seq, record: self.to_record(), script }
+    }
+}
+
+impl Named {
+    fn record(&self, kind: ObjectKind) -> String {
+        serde_json::to_string(&self.attrs.to_pairs(kind)).unwrap_or_default()
+    }
+}
+
+/// The storage kind word of an object kind.
+pub fn store_kind(kind: ObjectKind) -> &'static str {
+    kind.qmgr_name()
+}
+
+impl State {
+    /// Rebuilds the state from what the store loaded; a fresh store gets OpenPBS's
+    /// first-start set-up. Returns the state and the operations that persist any set-up.
+    pub fn from_loaded(
+        loaded: Loaded,
+        server_name: &str,
+        host: &str,
+        pbs_home: &str,
+    ) -> (State, Vec<StoreOp>) {
+        let mut state = State {
+            server_name: server_name.to_string(),
+            host: host.to_string(),
+            server: AttrList::new(),
+            queues: Vec::new(),
+            nodes: Vec::new(),
+            scheds: Vec::new(),
+            hooks: Vec::new(),
+            resources: ResourceRegistry::new(),
+            jobs: BTreeMap::new(),
+            next_seq: 0,
+            interner: Interner::default(),
+        };
+        let fresh = !loaded.meta.iter().any(|(k, _)| k == "initialized");
+        for (key, value) in &loaded.meta {
+            if key == "next_seq" {
+                state.next_seq = value.parse().unwrap_or(0);
+            }
+        }
+        for (kind, name, record) in &loaded.objects {
+            let pairs: Vec<(String, String)> = serde_json::from_str(record).unwrap_or_default();
+            let object_kind = match kind.as_str() {
+                "server" => ObjectKind::Server,
+                "queue" => ObjectKind::Queue,
+                "node" => ObjectKind::Node,
+                "sched" => ObjectKind::Sched,
+                "hook" => ObjectKind::Hook,
+                "resource" => {
+                    if let Ok(rec) = serde_json::from_str::<CustomResourceRecord>(record) {
+                        if let Ok(def) = ResourceDef::custom(name, &rec.rtype, &rec.flags) {
+                            let _ = state.resources.define(def);
+                        }
+                    }
+                    continue;
+                }
+                _ => continue,
+            };
+            let (attrs, unknown) = AttrList::from_pairs(object_kind, &pairs, &mut state.interner);
+            for name in unknown {
+                tracing::warn!(attribute = %name, "Ignoring unknown stored attribute");
+            }
+            let named = Named { name: name.clone(), attrs };
+            match object_kind {
+                ObjectKind::Server => state.server = named.attrs,
+                ObjectKind::Queue => state.queues.push(named),
+                ObjectKind::Node => state.nodes.push(named),
+                ObjectKind::Sched => state.scheds.push(named),
+                ObjectKind::Hook => state.hooks.push(named),
+                _ => {}
+            }
+        }
+        for (seq, record) in &loaded.jobs {
+            match serde_json::from_str::<JobRecord>(record) {
+                Ok(rec) => {
+                    let (attrs, _) =
+                        AttrList::from_pairs(ObjectKind::Job, &rec.attrs, &mut state.interner);
+                    let job_state = JobState::from_letter(rec.state).unwrap_or(JobState::Queued);
+                    let queue = state.interner.intern(&rec.queue);
+                    state.jobs.insert(
+                        *seq,
+                        Job {
+                            seq: *seq,
+                            array: rec.array,
+                            state: job_state,
+                            substate: Substate(rec.substate),
+                            queue,
+                            attrs,
+                        },
+                    );
+                    state.next_seq = state.next_seq.max(seq + 1);
+                }
+                Err(e) => tracing::error!(seq, error = %e, "Unreadable job record skipped"),
+            }
+        }
+        let mut ops = Vec::new();
+        if fresh {
+            ops = state.first_start(pbs_home);
+        }
+        (state, ops)
+    }
+
+    fn first_start(&mut self, pbs_home: &str) -> Vec<StoreOp> {
+        let server_defaults: &[(&str, &str)] = &[
+            ("scheduling", "True"),
+            ("default_queue", "workq"),
+            ("log_events", "511"),
+            ("mailer", "/usr/sbin/sendmail"),
+            ("mail_from", "adm"),
+            ("query_other_jobs", "True"),
+            ("resources_default.ncpus", "1"),
+            ("default_chunk.ncpus", "1"),
+            ("scheduler_iteration", "600"),
+            ("resv_enable", "True"),
+            ("node_fail_requeue", "310"),
+            ("max_array_size", "10000"),
+            ("resend_term_delay", "5"),
+            ("pbs_license_min", "0"),
+            ("pbs_license_max", "2147483647"),
+            ("pbs_license_linger_time", "31536000"),
+            ("eligible_time_enable", "False"),
+            ("max_concurrent_provision", "5"),
+            ("clear_topjob_estimates_enable", "False"),
+            ("max_job_sequence_id", "9999999"),
+        ];
+        for (name, value) in server_defaults {
+            self.set_attr(ObjectKind::Server, None, name, value);
+        }
+        let mut workq = Named { name: "workq".into(), attrs: AttrList::new() };
+        for (name, value) in [("queue_type", "Execution"), ("enabled", "True"), ("started", "True")] {
+            set_named(&mut workq.attrs, ObjectKind::Queue, name, value, &mut self.interner);
+        }
+        self.queues.push(workq);
+        let mut sched = Named { name: "default".into(), attrs: AttrList::new() };
+        let sched_priv = format!("{pbs_home}/sched_priv");
+        let sched_log = format!("{pbs_home}/sched_logs");
+        let host = self.host.clone();
+        for (name, value) in [
+            ("sched_host", host.as_str()),
+            ("sched_cycle_length", "00:20:00"),
+            ("throughput_mode", "True"),
+            ("job_run_wait", "runjob_hook"),
+            ("partition", "pbs-default"),
+            ("sched_priv", sched_priv.as_str()),
+            ("sched_log", sched_log.as_str()),
+            ("scheduling", "True"),
+            ("scheduler_iteration", "600"),
+            ("state", "idle"),
+            ("preempt_queue_prio", "150"),
+            ("preempt_prio", "express_queue, normal_jobs"),
+            ("preempt_order", "SCR"),
+            ("preempt_sort", "min_time_since_start"),
+            ("log_events", "767"),
+            ("server_dyn_res_alarm", "30"),
+        ] {
+            set_named(&mut sched.attrs, ObjectKind::Sched, name, value, &mut self.interner);
+        }
+        self.scheds.push(sched);
+        vec![
+            self.server_op(),
+            self.named_op(ObjectKind::Queue, 0),
+            self.named_op(ObjectKind::Sched, 0),
+            StoreOp::SetMeta { key: "initialized", value: "1".into() },
+        ]
+    }
+
+    /// Sets an attribute by full dotted name on the server or the named object list.
+    fn set_attr(&mut self, kind: ObjectKind, index: Option<usize>, name: &str, value: &str) {
+        let list = match (kind, index) {
+            (ObjectKind::Server, _) => &mut self.server,
+            (ObjectKind::Queue, Some(i)) => &mut self.queues[i].attrs,
+            _ => return,
+        };
+        set_named(list, kind, name, value, &mut self.interner);
+    }
+
+    /// The store operation saving the server attributes.
+    pub fn server_op(&self) -> StoreOp {
+        StoreOp::PutObject {
+            kind: "server",
+            name: "server".into(),
+            record: serde_json::to_string(&self.server.to_pairs(ObjectKind::Server)).unwrap_or_default(),
+        }
+    }
+
+    /// The objects of a kind (queues, nodes, schedulers, hooks).
+    pub fn named(&self, kind: ObjectKind) -> &Vec<Named> {
+        match kind {
+            ObjectKind::Queue => &self.queues,
+            ObjectKind::Node => &self.nodes,
+            ObjectKind::Sched => &self.scheds,
+            _ => &self.hooks,
+        }
+    }
+
+    /// Mutable access to the objects of a kind.
+    pub fn named_mut(&mut self, kind: ObjectKind) -> &mut Vec<Named> {
+        match kind {
+            ObjectKind::Queue => &mut self.queues,
+            ObjectKind::Node => &mut self.nodes,
+            ObjectKind::Sched => &mut self.scheds,
+            _ => &mut self.hooks,
+        }
+    }
+
+    /// The store operation saving one named object.
+    pub fn named_op(&self, kind: ObjectKind, index: usize) -> StoreOp {
+        let named = &self.named(kind)[index];
+        StoreOp::PutObject { kind: store_kind(kind), name: named.name.clone(), record: named.record(kind) }
+    }
+
+    /// The store operation saving a custom resource definition.
+    pub fn resource_op(def: &ResourceDef) -> StoreOp {
+        let record = CustomResourceRecord { rtype: def.rtype.to_string(), flags: def.flags.to_string() };
+        StoreOp::PutObject {
+            kind: "resource",
+            name: def.name.clone(),
+            record: serde_json::to_string(&record).unwrap_or_default(),
+        }
+    }
+
+    /// Index of a queue by name.
+    pub fn queue_index(&self, name: &str) -> Option<usize> {
+        self.queues.iter().position(|q| q.name == name)
+    }
+
+    /// A server attribute by base name (and resource).
+    pub fn server_attr(&self, name: &str, resource: Option<&str>) -> Option<&str> {
+        self.server.get_named(ObjectKind::Server, name, resource)
+    }
+
+    /// A boolean server attribute, `default` when unset.
+    pub fn server_flag(&self, name: &str, default: bool) -> bool {
+        self.server_attr(name, None)
+            .and_then(pbs_core::attr::parse_bool)
+            .unwrap_or(default)
+    }
+
+    /// Counts jobs of a queue (or all queues) by state, for `state_count` and `total_jobs`.
+    pub fn state_counts(&self, queue: Option<&str>) -> StateCounts {
+        let mut counts = StateCounts::default();
+        for job in self.jobs.values() {
+            if queue.is_some_and(|q| &*job.queue != q) {
+                continue;
+            }
+            match job.state {
+                JobState::Transit => counts.transit += 1,
+                JobState::Queued => counts.queued += 1,
+                JobState::Held => counts.held += 1,
+                JobState::Waiting => counts.waiting += 1,
+                JobState::Running | JobState::Suspended | JobState::UserBusy => counts.running += 1,
+                JobState::Exiting => counts.exiting += 1,
+                JobState::Begun => counts.begun += 1,
+                JobState::Finished | JobState::Moved | JobState::Expired => continue,
+            }
+            counts.total += 1;
+        }
+        counts
+    }
+
+    /// Allocates the next job sequence number, wrapping at `max_job_sequence_id` and
+    /// skipping numbers still in use, so an id is never handed out twice.
+    pub fn allocate_seq(&mut self) -> Option<u64> {
+        let max = self
+            .server_attr("max_job_sequence_id", None)
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(9_999_999);
+        for _ in 0..=max {
+            let seq = if self.next_seq > max { 0 } else { self.next_seq };
+            self.next_seq = seq + 1;
+            if !self.jobs.contains_key(&seq) {
+                return Some(seq);
+            }
+        }
+        None
+    }
+
+    /// Text of a boolean for attribute values.
+    pub fn bool_value(value: bool) -> &'static str {
+        bool_text(value)
+    }
+}
+
+/// Sets `name` (full dotted) on a list, ignoring names the table does not know.
+pub fn set_named(list: &mut AttrList, kind: ObjectKind, name: &str, value: &str, interner: &mut Interner) {
+    if let Some((def, resource)) = resolve(kind, name) {
+        list.set(def, resource.map(|r| interner.intern(r)), value);
+    }
+}
+
+/// Job counts by state.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StateCounts {
+    /// All non-history jobs.
+    pub total: u64,
+    /// T.
+    pub transit: u64,
+    /// Q.
+    pub queued: u64,
+    /// H.
+    pub held: u64,
+    /// W.
+    pub waiting: u64,
+    /// R, S, U.
+    pub running: u64,
+    /// E.
+    pub exiting: u64,
+    /// B.
+    pub begun: u64,
+}
+
+impl StateCounts {
+    /// OpenPBS's `state_count` text, trailing space included.
+    pub fn text(&self) -> String {
+        format!(
+            "Transit:{} Queued:{} Held:{} Waiting:{} Running:{} Exiting:{} Begun:{} ",
+            self.transit, self.queued, self.held, self.waiting, self.running, self.exiting, self.begun
+        )
+    }
+}

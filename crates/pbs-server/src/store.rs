@@ -1,0 +1,257 @@
+//! The durable store: SQLite in WAL mode under `PBS_HOME/server_priv/`, written by one
+//! thread that groups the changes of concurrent requests into one transaction (one fsync).
+//!
+//! Request handlers change the in-memory state, hand the matching [`StoreOp`]s to
+//! [`Store::commit`] and reply only once the returned receiver reports the commit.
+
+use std::path::Path;
+use std::sync::mpsc;
+use std::thread;
+
+use rusqlite::{Connection, OptionalExtension, params};
+use tokio::sync::oneshot;
+
+/// Errors of the store.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// SQLite failed; the request that needed the write fails with PBSE_SYSTEM.
+    #[error("database error: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    /// The writer thread is gone (the server is shutting down).
+    #[error("store writer stopped")]
+    WriterGone,
+}
+
+/// One change to persist.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StoreOp {
+    /// Insert or replace a job record (JSON), and its script when given.
+    PutJob {
+        /// Sequence number, the primary key.
+        seq: u64,
+        /// JSON record.
+        record: String,
+        /// The script, stored once at submission.
+        script: Option<String>,
+    },
+    /// Remove a job and its script.
+    DeleteJob {
+        /// Sequence number.
+        seq: u64,
+    },
+    /// Insert or replace a server object (`server`, `queue`, `node`, `sched`, `hook`,
+    /// `resource`).
+    PutObject {
+        /// Object kind.
+        kind: &'static str,
+        /// Object name.
+        name: String,
+        /// JSON record.
+        record: String,
+    },
+    /// Remove a server object.
+    DeleteObject {
+        /// Object kind.
+        kind: &'static str,
+        /// Object name.
+        name: String,
+    },
+    /// Set a key of the meta table (e.g. the next job sequence number).
+    SetMeta {
+        /// Key.
+        key: &'static str,
+        /// Value.
+        value: String,
+    },
+}
+
+/// Everything read back at start.
+#[derive(Debug, Default)]
+pub struct Loaded {
+    /// (seq, JSON record) of every job.
+    pub jobs: Vec<(u64, String)>,
+    /// (kind, name, JSON record) of every other object, in insertion order.
+    pub objects: Vec<(String, String, String)>,
+    /// Meta keys.
+    pub meta: Vec<(String, String)>,
+}
+
+type Ack = oneshot::Sender<Result<(), String>>;
+
+/// Handle to the writer thread.
+#[derive(Clone)]
+pub struct Store {
+    tx: mpsc::Sender<(Vec<StoreOp>, Option<Ack>)>,
+}
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS jobs (seq INTEGER PRIMARY KEY, record TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS job_scripts (seq INTEGER PRIMARY KEY, script TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS objects (
+    kind TEXT NOT NULL, name TEXT NOT NULL, record TEXT NOT NULL, PRIMARY KEY (kind, name)
+);
+";
+
+fn open_connection(path: &Path) -> Result<Connection, StoreError> {
+    let conn = Connection::open(path)?;
+    // WAL lets the writer commit without blocking readers; synchronous=FULL fsyncs every
+    // commit, which group commit makes affordable.
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    conn.pragma_update(None, "synchronous", "FULL")?;
+    conn.execute_batch(SCHEMA)?;
+    Ok(conn)
+}
+
+impl Store {
+    /// Opens (creating if needed) the database, reads everything back and starts the
+    /// writer thread.
+    pub fn open(path: &Path) -> Result<(Store, Loaded), StoreError> {
+        let conn = open_connection(path)?;
+        let loaded = load(&conn)?;
+        let (tx, rx) = mpsc::channel::<(Vec<StoreOp>, Option<Ack>)>();
+        thread::Builder::new()
+            .name("store-writer".into())
+            .spawn(move || writer_loop(conn, rx))
+            .map_err(|_| StoreError::WriterGone)?;
+        Ok((Store { tx }, loaded))
+    }
+
+    /// Queues changes; the receiver fires once they are committed. Call it while holding
+    /// the state lock so changes reach the disk in the order they were made in memory.
+    pub fn commit(&self, ops: Vec<StoreOp>) -> oneshot::Receiver<Result<(), String>> {
+        let (ack_tx, ack_rx) = oneshot::channel();
+        if ops.is_empty() {
+            let _ = ack_tx.send(Ok(()));
+        } else if let Err(mpsc::SendError((_, Some(ack)))) = self.tx.send((ops, Some(ack_tx))) {
+            let _ = ack.send(Err("store writer stopped".into()));
+        }
+        ack_rx
+    }
+
+    /// Queues changes nobody waits for (housekeeping such as history purges).
+    pub fn commit_detached(&self, ops: Vec<StoreOp>) {
+        if !ops.is_empty() {
+            let _ = self.tx.send((ops, None));
+        }
+    }
+
+    /// Reads a job's script.
+    pub fn read_script(path: &Path, seq: u64) -> Result<Option<String>, StoreError> {
+        let conn = Connection::open(path)?;
+        Ok(conn
+            .query_row("SELECT script FROM job_scripts WHERE seq = ?1", params![seq as i64], |r| {
+                r.get(0)
+            })
+            .optional()?)
+    }
+}
+
+fn load(conn: &Connection) -> Result<Loaded, StoreError> {
+    let mut loaded = Loaded::default();
+    let mut stmt = conn.prepare("SELECT seq, record FROM jobs ORDER BY seq")?;
+    loaded.jobs = stmt
+        .query_map([], |r| Ok((r.get::<_, i64>(0)? as u64, r.get(1)?)))?
+        .collect::<Result<_, _>>()?;
+    let mut stmt = conn.prepare("SELECT kind, name, record FROM objects ORDER BY rowid")?;
+    loaded.objects =
+        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?.collect::<Result<_, _>>()?;
+    let mut stmt = conn.prepare("SELECT key, value FROM meta")?;
+    loaded.meta = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<_, _>>()?;
+    Ok(loaded)
+}
+
+fn writer_loop(mut conn: Connection, rx: mpsc::Receiver<(Vec<StoreOp>, Option<Ack>)>) {
+    while let Ok(first) = rx.recv() {
+        // Everything that queued up while the previous commit was on disk goes into this
+        // one transaction: that is the group commit.
+        let mut batch = vec![first];
+        while let Ok(more) = rx.try_recv() {
+            batch.push(more);
+            if batch.len() >= 4096 {
+                break;
+            }
+        }
+        let result = apply(&mut conn, &batch).map_err(|e| e.to_string());
+        if let Err(e) = &result {
+            tracing::error!(error = %e, "Store commit failed");
+        }
+        for (_, ack) in batch {
+            if let Some(ack) = ack {
+                let _ = ack.send(result.clone());
+            }
+        }
+    }
+}
+
+fn apply(conn: &mut Connection, batch: &[(Vec<StoreOp>, Option<Ack>)]) -> Result<(), StoreError> {
+    let tx = conn.transaction()?;
+    {
+        let mut put_job = tx.prepare_cached("INSERT OR REPLACE INTO jobs (seq, record) VALUES (?1, ?2)")?;
+        let mut put_script =
+            tx.prepare_cached("INSERT OR REPLACE INTO job_scripts (seq, script) VALUES (?1, ?2)")?;
+        let mut del_job = tx.prepare_cached("DELETE FROM jobs WHERE seq = ?1")?;
+        let mut del_script = tx.prepare_cached("DELETE FROM job_scripts WHERE seq = ?1")?;
+        let mut put_object = tx.prepare_cached(
+            "INSERT INTO objects (kind, name, record) VALUES (?1, ?2, ?3)
+             ON CONFLICT (kind, name) DO UPDATE SET record = excluded.record",
+        )?;
+        let mut del_object = tx.prepare_cached("DELETE FROM objects WHERE kind = ?1 AND name = ?2")?;
+        let mut set_meta = tx.prepare_cached("INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)")?;
+        for (ops, _) in batch {
+            for op in ops {
+                match op {
+                    StoreOp::PutJob { seq, record, script } => {
+                        put_job.execute(params![*seq as i64, record])?;
+                        if let Some(script) = script {
+                            put_script.execute(params![*seq as i64, script])?;
+                        }
+                    }
+                    StoreOp::DeleteJob { seq } => {
+                        del_job.execute(params![*seq as i64])?;
+                        del_script.execute(params![*seq as i64])?;
+                    }
+                    StoreOp::PutObject { kind, name, record } => {
+                        put_object.execute(params![kind, name, record])?;
+                    }
+                    StoreOp::DeleteObject { kind, name } => {
+                        del_object.execute(params![kind, name])?;
+                    }
+                    StoreOp::SetMeta { key, value } => {
+                        set_meta.execute(params![key, value])?;
+                    }
+                }
+            }
+        }
+    }
+    tx.commit()?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn committed_ops_are_read_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pbs.db");
+        {
+            let (store, loaded) = Store::open(&path).unwrap();
+            assert!(loaded.jobs.is_empty());
+            let ack = store.commit(vec![
+                StoreOp::PutJob { seq: 1, record: "{}".into(), script: Some("echo".into()) },
+                StoreOp::PutJob { seq: 2, record: "{}".into(), script: None },
+                StoreOp::DeleteJob { seq: 2 },
+                StoreOp::PutObject { kind: "queue", name: "workq".into(), record: "[]".into() },
+                StoreOp::SetMeta { key: "next_seq", value: "3".into() },
+            ]);
+            ack.await.unwrap().unwrap();
+        }
+        let (_store, loaded) = Store::open(&path).unwrap();
+        assert_eq!(loaded.jobs, vec![(1, "{}".to_string())]);
+        assert_eq!(loaded.objects.len(), 1);
+        assert_eq!(loaded.meta, vec![("next_seq".to_string(), "3".to_string())]);
+        assert_eq!(Store::read_script(&path, 1).unwrap().as_deref(), Some("echo"));
+    }
+}
