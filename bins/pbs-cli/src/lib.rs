@@ -4,8 +4,8 @@
 use std::process::ExitCode;
 
 use pbs_client::{Client, ClientError};
-use pbs_core::conf::{DEFAULT_CONF_FILE, PbsConf};
 use pbs_core::JobId;
+use pbs_core::conf::{DEFAULT_CONF_FILE, PbsConf};
 
 pub mod timefmt;
 
@@ -35,7 +35,7 @@ pub fn connect(cmd: &str) -> Result<Client, ExitCode> {
     match Client::connect(&conf) {
         Ok(client) => Ok(client),
         Err(ClientError::Connect { errno, .. }) => {
-            let server = conf.server.clone().unwrap_or_else(|| local_host_name());
+            let server = conf.server.clone().unwrap_or_else(local_host_name);
             eprintln!("{cmd}: cannot connect to server {server} (errno={errno})");
             Err(exit_code(pbs_core::Pbse::NOSERVER.0))
         }
@@ -60,10 +60,7 @@ pub fn full_job_id(typed: &str, server_name: &str) -> Option<String> {
 
 /// This host's name.
 pub fn local_host_name() -> String {
-    nix::unistd::gethostname()
-        .ok()
-        .and_then(|h| h.into_string().ok())
-        .unwrap_or_else(|| "localhost".to_string())
+    nix::unistd::gethostname().ok().and_then(|h| h.into_string().ok()).unwrap_or_else(|| "localhost".to_string())
 }
 
 /// Prints a per-job error the way `prt_job_err` does: `<cmd>: <message> <jobid>`.

@@ -30,10 +30,7 @@ struct Args {
 }
 
 fn host_name() -> String {
-    nix::unistd::gethostname()
-        .ok()
-        .and_then(|h| h.into_string().ok())
-        .unwrap_or_else(|| "localhost".to_string())
+    nix::unistd::gethostname().ok().and_then(|h| h.into_string().ok()).unwrap_or_else(|| "localhost".to_string())
 }
 
 fn main() -> ExitCode {
@@ -62,12 +59,7 @@ fn run(args: Args) -> anyhow::Result<()> {
     let host = host_name();
     let server_name = conf.server.clone().unwrap_or_else(|| host.clone());
     let filter = if args.debug { "debug" } else { "info" };
-    pbs_server::logging::init(
-        conf.home.join("server_logs"),
-        "Server",
-        &format!("Server@{host}"),
-        filter,
-    );
+    pbs_server::logging::init(conf.home.join("server_logs"), "Server", &format!("Server@{host}"), filter);
     let cluster_key = pbs_server::load_or_create_cluster_key(&conf.cluster_key_file())?;
     let config = ServerConfig {
         server_name,

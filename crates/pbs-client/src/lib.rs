@@ -9,12 +9,11 @@ use std::net::TcpStream;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 
-use pbs_core::conf::PbsConf;
 use pbs_core::Pbse;
+use pbs_core::conf::PbsConf;
 use pbs_proto::{
-    Attr, AuthProof, Criterion, FrameError, Hello, HelloReply, IdError, MAX_REPLY_FRAME_LEN,
-    MgrAttr, MgrCommand, MgrObject, PROTOCOL_VERSION, Reply, ReplyBody, Request, RequestFrame,
-    Role, StatusObject, read_frame, write_frame,
+    Attr, AuthProof, Criterion, FrameError, Hello, HelloReply, IdError, MAX_REPLY_FRAME_LEN, MgrAttr, MgrCommand,
+    MgrObject, PROTOCOL_VERSION, Reply, ReplyBody, Request, RequestFrame, Role, StatusObject, read_frame, write_frame,
 };
 
 /// Errors of the client library.
@@ -96,20 +95,16 @@ impl Client {
 
     /// Connects over a Unix socket at `path`; `server` names it in error messages.
     pub fn connect_unix(path: &Path, server: &str) -> Result<Client> {
-        let stream = UnixStream::connect(path).map_err(|e| ClientError::Connect {
-            server: server.to_string(),
-            errno: e.raw_os_error().unwrap_or(0),
-        })?;
+        let stream = UnixStream::connect(path)
+            .map_err(|e| ClientError::Connect { server: server.to_string(), errno: e.raw_os_error().unwrap_or(0) })?;
         let read_half = stream.try_clone().map_err(|e| ClientError::Frame(e.into()))?;
         Client::handshake(Box::new(read_half), Box::new(stream), Role::Client, None)
     }
 
     /// Connects over TCP as a daemon, proving the cluster key.
     pub fn connect_tcp(addr: &str, role: Role, key: &[u8]) -> Result<Client> {
-        let stream = TcpStream::connect(addr).map_err(|e| ClientError::Connect {
-            server: addr.to_string(),
-            errno: e.raw_os_error().unwrap_or(0),
-        })?;
+        let stream = TcpStream::connect(addr)
+            .map_err(|e| ClientError::Connect { server: addr.to_string(), errno: e.raw_os_error().unwrap_or(0) })?;
         // Requests are small and answered at once: Nagle would only add latency.
         stream.set_nodelay(true).map_err(|e| ClientError::Frame(e.into()))?;
         let read_half = stream.try_clone().map_err(|e| ClientError::Frame(e.into()))?;
@@ -130,8 +125,8 @@ impl Client {
         };
         write_frame(&mut client.writer, &Hello { version: PROTOCOL_VERSION, role })?;
         loop {
-            let reply: HelloReply = read_frame(&mut client.reader, MAX_REPLY_FRAME_LEN)?
-                .ok_or(ClientError::Protocol)?;
+            let reply: HelloReply =
+                read_frame(&mut client.reader, MAX_REPLY_FRAME_LEN)?.ok_or(ClientError::Protocol)?;
             match reply {
                 HelloReply::Welcome { server_name, .. } => {
                     client.server_name = server_name;
@@ -161,8 +156,7 @@ impl Client {
         write_frame(&mut self.writer, &RequestFrame { id, request })?;
         let mut whole: Option<Reply> = None;
         loop {
-            let part: Reply =
-                read_frame(&mut self.reader, MAX_REPLY_FRAME_LEN)?.ok_or(ClientError::Protocol)?;
+            let part: Reply = read_frame(&mut self.reader, MAX_REPLY_FRAME_LEN)?.ok_or(ClientError::Protocol)?;
             if part.id != id {
                 return Err(ClientError::Protocol);
             }
@@ -213,9 +207,7 @@ impl Client {
         let reply = self.request(request)?;
         match reply.body {
             ReplyBody::Status { objects, errors } => Ok(StatusReply { objects, errors }),
-            _ if reply.code != 0 => {
-                Err(ClientError::Server { code: Pbse(reply.code), message: reply.message })
-            }
+            _ if reply.code != 0 => Err(ClientError::Server { code: Pbse(reply.code), message: reply.message }),
             _ => Err(ClientError::Protocol),
         }
     }
@@ -260,10 +252,7 @@ impl Client {
 
 fn merge_part(acc: &mut ReplyBody, part: ReplyBody) -> Result<()> {
     match (acc, part) {
-        (
-            ReplyBody::Status { objects, errors },
-            ReplyBody::Status { objects: more_objects, errors: more_errors },
-        ) => {
+        (ReplyBody::Status { objects, errors }, ReplyBody::Status { objects: more_objects, errors: more_errors }) => {
             objects.extend(more_objects);
             errors.extend(more_errors);
             Ok(())

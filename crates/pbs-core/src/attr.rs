@@ -65,10 +65,7 @@ impl ObjectKind {
 
     /// Looks an attribute up by name; names are case-insensitive as in OpenPBS.
     pub fn find(self, name: &str) -> Option<(usize, &'static AttrDef)> {
-        self.attributes()
-            .iter()
-            .enumerate()
-            .find(|(_, def)| def.name.eq_ignore_ascii_case(name))
+        self.attributes().iter().enumerate().find(|(_, def)| def.name.eq_ignore_ascii_case(name))
     }
 }
 
@@ -392,10 +389,7 @@ pub static SCHED_ATTRS: &[AttrDef] = &[
 ];
 
 /// Resource definition attributes (`qmgr list resource`).
-pub static RESOURCE_ATTRS: &[AttrDef] = &[
-    def("type", T::Str, U, MW),
-    def("flag", T::Str, U, MW),
-];
+pub static RESOURCE_ATTRS: &[AttrDef] = &[def("type", T::Str, U, MW), def("flag", T::Str, U, MW)];
 
 /// Hook attributes (`qmgr list hook`).
 pub static HOOK_ATTRS: &[AttrDef] = &[

@@ -78,19 +78,16 @@ impl PbsConf {
         let port = |key: &str, default: u16| -> Result<u16, ConfError> {
             match raw.get(key) {
                 None => Ok(default),
-                Some(value) => value.parse().map_err(|_| ConfError::BadPort {
-                    key: key.to_string(),
-                    value: value.clone(),
-                }),
+                Some(value) => {
+                    value.parse().map_err(|_| ConfError::BadPort { key: key.to_string(), value: value.clone() })
+                }
             }
         };
         let flag = |key: &str| raw.get(key).is_some_and(|v| v.trim() == "1");
         let text_value = |key: &str| raw.get(key).filter(|v| !v.is_empty()).cloned();
         Ok(PbsConf {
             server: text_value("PBS_SERVER"),
-            home: text_value("PBS_HOME")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| PathBuf::from(DEFAULT_PBS_HOME)),
+            home: text_value("PBS_HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from(DEFAULT_PBS_HOME)),
             exec: text_value("PBS_EXEC").map(PathBuf::from),
             batch_port: port("PBS_BATCH_SERVICE_PORT", DEFAULT_BATCH_PORT)?,
             mom_port: port("PBS_MOM_SERVICE_PORT", DEFAULT_MOM_PORT)?,

@@ -4,20 +4,20 @@
 
 pub mod attr;
 pub mod conf;
-// pub mod duration;
-// pub mod jobid;
+pub mod duration;
+pub mod jobid;
 pub mod pbse;
-// pub mod range;
-// pub mod resource;
-// pub mod select;
-// pub mod size;
+pub mod range;
+pub mod resource;
+pub mod select;
+pub mod size;
 pub mod state;
 
 pub use attr::{AttrDef, AttrType, ObjectKind, Privilege};
-// pub use duration::Duration;
-// pub use jobid::{ArrayPart, JobId};
+pub use duration::Duration;
+pub use jobid::{ArrayPart, JobId};
 pub use pbse::Pbse;
-// pub use range::ArrayRange;
-// pub use select::{Place, Select};
-// pub use size::Size;
+pub use range::ArrayRange;
+pub use select::{Place, Select};
+pub use size::Size;
 pub use state::{JobState, Substate};

@@ -612,10 +612,7 @@ mod tests {
     fn messages_and_exit_status_match_openpbs() {
         assert_eq!(Pbse::UNKJOBID.message(), Some("Unknown Job Id"));
         assert_eq!(Pbse::UNKJOBID.exit_status(), 153);
-        assert_eq!(
-            Pbse::ATTRRO.message(),
-            Some("Cannot set attribute, read only or insufficient permission ")
-        );
+        assert_eq!(Pbse::ATTRRO.message(), Some("Cannot set attribute, read only or insufficient permission "));
         assert_eq!(Pbse::ATTRRO.exit_status(), 155);
         assert_eq!(Pbse::BADATVAL.exit_status(), 166);
         assert_eq!(Pbse::SOFTWT_STF.exit_status(), 76);

@@ -30,11 +30,7 @@ pub enum FrameError {
 
 /// A codec with the frame layout of this protocol and the given size limit.
 pub fn length_codec(max_frame_len: usize) -> LengthDelimitedCodec {
-    LengthDelimitedCodec::builder()
-        .big_endian()
-        .length_field_length(4)
-        .max_frame_length(max_frame_len)
-        .new_codec()
+    LengthDelimitedCodec::builder().big_endian().length_field_length(4).max_frame_length(max_frame_len).new_codec()
 }
 
 /// Serialises `message` into a complete frame (length prefix included).
@@ -56,10 +52,7 @@ pub fn write_frame<T: Serialize>(writer: &mut impl Write, message: &T) -> Result
 }
 
 /// Reads one frame. `Ok(None)` is a clean end of stream between frames.
-pub fn read_frame<T: DeserializeOwned>(
-    reader: &mut impl Read,
-    max_len: usize,
-) -> Result<Option<T>, FrameError> {
+pub fn read_frame<T: DeserializeOwned>(reader: &mut impl Read, max_len: usize) -> Result<Option<T>, FrameError> {
     let mut len_buf = [0u8; 4];
     let mut filled = 0;
     while filled < 4 {

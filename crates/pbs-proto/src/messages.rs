@@ -402,10 +402,8 @@ mod tests {
 
     #[test]
     fn request_json_shape_is_stable() {
-        let frame = RequestFrame {
-            id: 3,
-            request: Request::HoldJob { ids: vec!["1.s".into()], hold_types: "u".into() },
-        };
+        let frame =
+            RequestFrame { id: 3, request: Request::HoldJob { ids: vec!["1.s".into()], hold_types: "u".into() } };
         let text = serde_json::to_string(&frame).unwrap();
         assert_eq!(text, r#"{"id":3,"request":{"kind":"HoldJob","ids":["1.s"],"hold_types":"u"}}"#);
         let back: RequestFrame = serde_json::from_str(&text).unwrap();
@@ -416,10 +414,8 @@ mod tests {
     fn unknown_kind_and_fields_are_rejected() {
         assert!(serde_json::from_str::<RequestFrame>(r#"{"id":1,"request":{"kind":"Nope"}}"#).is_err());
         assert!(
-            serde_json::from_str::<RequestFrame>(
-                r#"{"id":1,"request":{"kind":"StatusServer","attrs":[],"x":1}}"#
-            )
-            .is_err()
+            serde_json::from_str::<RequestFrame>(r#"{"id":1,"request":{"kind":"StatusServer","attrs":[],"x":1}}"#)
+                .is_err()
         );
     }
 

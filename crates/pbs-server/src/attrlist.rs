@@ -38,9 +38,7 @@ impl AttrList {
     }
 
     fn position(&self, def: u8, resource: Option<&str>) -> Result<usize, usize> {
-        self.attrs.binary_search_by(|a| {
-            (a.def, a.resource.as_deref()).cmp(&(def, resource))
-        })
+        self.attrs.binary_search_by(|a| (a.def, a.resource.as_deref()).cmp(&(def, resource)))
     }
 
     /// The value of an attribute.
@@ -83,10 +81,7 @@ impl AttrList {
 
     /// All (resource, value) pairs of a resource-list attribute.
     pub fn resources(&self, def: u8) -> impl Iterator<Item = (&str, &str)> {
-        self.attrs
-            .iter()
-            .filter(move |a| a.def == def)
-            .filter_map(|a| a.resource.as_deref().map(|r| (r, &*a.value)))
+        self.attrs.iter().filter(move |a| a.def == def).filter_map(|a| a.resource.as_deref().map(|r| (r, &*a.value)))
     }
 
     /// Every stored attribute in order.
@@ -129,9 +124,7 @@ impl AttrList {
         let mut unknown = Vec::new();
         for (name, value) in pairs {
             match resolve(kind, name) {
-                Some((def, resource)) => {
-                    list.set(def, resource.map(|r| interner.intern(r)), value.as_str())
-                }
+                Some((def, resource)) => list.set(def, resource.map(|r| interner.intern(r)), value.as_str()),
                 None => unknown.push(name.clone()),
             }
         }

@@ -36,13 +36,7 @@ impl Identity {
 
     /// A daemon authenticated with the cluster key.
     pub fn daemon(host: &str) -> Identity {
-        Identity {
-            user: "root".into(),
-            group: "root".into(),
-            uid: 0,
-            host: host.to_string(),
-            daemon: true,
-        }
+        Identity { user: "root".into(), group: "root".into(), uid: 0, host: host.to_string(), daemon: true }
     }
 
     /// `user@host`, the form of `Job_Owner` and of ACL entries.

@@ -111,11 +111,7 @@ pub fn queue_job(
     };
     let queue_index = state.queue_index(&queue_name).ok_or_else(|| ReqError::new(Pbse::UNKQUE))?;
     let queue_flag = |name: &str| {
-        state.queues[queue_index]
-            .attrs
-            .get_named(ObjectKind::Queue, name, None)
-            .and_then(parse_bool)
-            .unwrap_or(false)
+        state.queues[queue_index].attrs.get_named(ObjectKind::Queue, name, None).and_then(parse_bool).unwrap_or(false)
     };
     if !queue_flag("enabled") {
         return Err(ReqError::new(Pbse::QUNOENB));
@@ -138,10 +134,7 @@ pub fn queue_job(
     let is_array = list.get(job_idx("array_indices_submitted"), None).is_some();
     if let Some(range) = list.get(job_idx("array_indices_submitted"), None) {
         let count = range.parse::<ArrayRange>().map(|r| r.count()).unwrap_or(0) as i64;
-        let max = state
-            .server_attr("max_array_size", None)
-            .and_then(|v| v.parse::<i64>().ok())
-            .unwrap_or(10_000);
+        let max = state.server_attr("max_array_size", None).and_then(|v| v.parse::<i64>().ok()).unwrap_or(10_000);
         let queue_max = state.queues[queue_index]
             .attrs
             .get_named(ObjectKind::Queue, "max_array_size", None)
@@ -231,19 +224,10 @@ pub fn queue_job(
         }
     }
     let queue: Arc<str> = state.interner.intern(&queue_name);
-    let job = Job {
-        seq,
-        array: is_array,
-        state: job_state,
-        substate: job_state.default_substate(),
-        queue,
-        attrs: list,
-    };
+    let job =
+        Job { seq, array: is_array, state: job_state, substate: job_state.default_substate(), queue, attrs: list };
     let id = job.id(&state.server_name);
-    let ops = vec![
-        job.put_op(Some(script)),
-        StoreOp::SetMeta { key: "next_seq", value: state.next_seq.to_string() },
-    ];
+    let ops = vec![job.put_op(Some(script)), StoreOp::SetMeta { key: "next_seq", value: state.next_seq.to_string() }];
     state.jobs.insert(seq, job);
     Ok((id, ops))
 }
@@ -261,7 +245,8 @@ pub fn env_value(list: &str, key: &str) -> Option<String> {
 /// (`ncpus`, `mem`, `nodect`) from `select`, as OpenPBS does.
 pub fn apply_resource_defaults(state: &mut State, queue_index: usize, list: &mut AttrList) -> Result<(), ReqError> {
     let rl = job_idx("Resource_List");
-    let queue_defaults: Vec<(String, String)> = resources_of(&state.queues[queue_index].attrs, ObjectKind::Queue, "resources_default");
+    let queue_defaults: Vec<(String, String)> =
+        resources_of(&state.queues[queue_index].attrs, ObjectKind::Queue, "resources_default");
     let server_defaults: Vec<(String, String)> = resources_of(&state.server, ObjectKind::Server, "resources_default");
     let had_select = list.get(rl, Some("select")).is_some();
     for (resource, value) in queue_defaults.iter().chain(server_defaults.iter()) {
@@ -298,9 +283,7 @@ pub fn apply_resource_defaults(state: &mut State, queue_index: usize, list: &mut
             chunk
         }
     };
-    let select: Select = select_text
-        .parse()
-        .map_err(|_| ReqError::attr(Pbse::BADATVAL, "Resource_List.select"))?;
+    let select: Select = select_text.parse().map_err(|_| ReqError::attr(Pbse::BADATVAL, "Resource_List.select"))?;
     for chunk in select.chunks() {
         for (resource, _) in chunk.resources() {
             let Some(def) = state.resources.get(resource) else {
@@ -320,9 +303,7 @@ pub fn apply_resource_defaults(state: &mut State, queue_index: usize, list: &mut
         list.set(rl, Some(place), "free");
     }
     if let Some(place) = list.get(rl, Some("place")) {
-        place
-            .parse::<Place>()
-            .map_err(|_| ReqError::attr(Pbse::BADATVAL, "Resource_List.place"))?;
+        place.parse::<Place>().map_err(|_| ReqError::attr(Pbse::BADATVAL, "Resource_List.place"))?;
     }
     let nodect = state.interner.intern("nodect");
     list.set(rl, Some(nodect), select.nodect().to_string());
@@ -417,10 +398,11 @@ pub fn compare_values(a: &str, b: &str) -> Option<Ordering> {
 pub fn check_queue_limits(state: &State, queue_index: usize, list: &AttrList) -> Result<(), ReqError> {
     let rl = job_idx("Resource_List");
     let queue = &state.queues[queue_index];
-    let mut limits: Vec<(Vec<(String, String)>, Ordering)> = Vec::new();
-    limits.push((resources_of(&queue.attrs, ObjectKind::Queue, "resources_max"), Ordering::Greater));
-    limits.push((resources_of(&queue.attrs, ObjectKind::Queue, "resources_min"), Ordering::Less));
-    limits.push((resources_of(&state.server, ObjectKind::Server, "resources_max"), Ordering::Greater));
+    let limits = [
+        (resources_of(&queue.attrs, ObjectKind::Queue, "resources_max"), Ordering::Greater),
+        (resources_of(&queue.attrs, ObjectKind::Queue, "resources_min"), Ordering::Less),
+        (resources_of(&state.server, ObjectKind::Server, "resources_max"), Ordering::Greater),
+    ];
     for (bounds, violation) in limits {
         for (resource, bound) in bounds {
             if let Some(value) = list.get(rl, Some(&resource)) {
@@ -432,11 +414,8 @@ pub fn check_queue_limits(state: &State, queue_index: usize, list: &AttrList) ->
     }
     if let Some(limit) = queue.attrs.get_named(ObjectKind::Queue, "max_queued", None) {
         if let Some(max) = parse_overall_limit(limit) {
-            let queued = state
-                .jobs
-                .values()
-                .filter(|j| *j.queue == *queue.name && !j.state.is_history())
-                .count() as u64;
+            let queued =
+                state.jobs.values().filter(|j| *j.queue == *queue.name && !j.state.is_history()).count() as u64;
             if queued >= max {
                 return Err(ReqError::with_message(
                     Pbse::MAXQUED,
@@ -785,8 +764,7 @@ pub fn status_plan(
 
 /// Whether a requested attribute list asks for `full` (a dotted name) or its base.
 pub fn wanted(filter: &[String], full: &str) -> bool {
-    filter.is_empty()
-        || filter.iter().any(|f| f == full || split_name(full).0 == f.as_str())
+    filter.is_empty() || filter.iter().any(|f| f == full || split_name(full).0 == f.as_str())
 }
 
 /// The status object of one job, attributes in report order, filtered by read privilege
@@ -851,9 +829,7 @@ pub fn purge_history(state: &mut State, now: i64) -> Vec<StoreOp> {
         .values()
         .filter(|j| j.state.is_history())
         .filter(|j| {
-            j.get("history_timestamp", None)
-                .and_then(|t| t.parse::<i64>().ok())
-                .is_some_and(|t| now - t >= duration)
+            j.get("history_timestamp", None).and_then(|t| t.parse::<i64>().ok()).is_some_and(|t| now - t >= duration)
         })
         .map(|j| j.seq)
         .collect();

@@ -22,8 +22,8 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use pbs_core::attr::ObjectKind;
 use pbs_core::Pbse;
+use pbs_core::attr::ObjectKind;
 use pbs_proto::{Reply, ReplyBody, Request};
 use tokio::net::{TcpListener, UnixListener};
 use tokio::sync::{Semaphore, oneshot};
@@ -155,9 +155,7 @@ impl Server {
                 per_id(jobs::delete_jobs(state, &ctx, &ids, purge_history))
             }
             Request::HoldJob { ids, hold_types } => per_id(jobs::hold_jobs(state, &ctx, &ids, &hold_types, true)),
-            Request::ReleaseJob { ids, hold_types } => {
-                per_id(jobs::hold_jobs(state, &ctx, &ids, &hold_types, false))
-            }
+            Request::ReleaseJob { ids, hold_types } => per_id(jobs::hold_jobs(state, &ctx, &ids, &hold_types, false)),
             Request::SelectJobs { criteria, history, subjobs: _, arrays_only } => {
                 let ids = jobs::select_jobs(state, &ctx, &criteria, history, arrays_only);
                 (Reply::ok(id, ReplyBody::Ids(ids)), None)
@@ -211,7 +209,10 @@ impl Server {
     }
 }
 
-fn status_reply(id: u64, result: Result<Vec<pbs_proto::StatusObject>, ReqError>) -> (Reply, Option<oneshot::Receiver<Result<(), String>>>) {
+fn status_reply(
+    id: u64,
+    result: Result<Vec<pbs_proto::StatusObject>, ReqError>,
+) -> (Reply, Option<oneshot::Receiver<Result<(), String>>>) {
     match result {
         Ok(objects) => (Reply::ok(id, ReplyBody::Status { objects, errors: Vec::new() }), None),
         Err(e) => (Reply::error(id, e.code.0, e.message), None),
@@ -230,8 +231,8 @@ pub struct Listeners {
 /// port. A stale socket file from a previous run is replaced.
 pub async fn bind(config: &ServerConfig, tcp_addr: Option<SocketAddr>) -> Result<Listeners, ServerError> {
     let _ = std::fs::remove_file(&config.socket_path);
-    let unix = UnixListener::bind(&config.socket_path)
-        .map_err(io_err(format!("binding {}", config.socket_path.display())))?;
+    let unix =
+        UnixListener::bind(&config.socket_path).map_err(io_err(format!("binding {}", config.socket_path.display())))?;
     std::fs::set_permissions(&config.socket_path, std::fs::Permissions::from_mode(0o666))
         .map_err(io_err("setting socket permissions"))?;
     let tcp = match tcp_addr {
@@ -334,7 +335,10 @@ pub fn load_or_create_cluster_key(path: &std::path::Path) -> Result<Vec<u8>, Ser
         Ok(key) if !key.is_empty() => Ok(key),
         _ => {
             let key = pbs_proto::auth::new_nonce()
-                .map_err(|e| ServerError::Io { context: "generating the cluster key".into(), source: io::Error::other(e.to_string()) })?
+                .map_err(|e| ServerError::Io {
+                    context: "generating the cluster key".into(),
+                    source: io::Error::other(e.to_string()),
+                })?
                 .into_bytes();
             if let Some(parent) = path.parent() {
                 std::fs::create_dir_all(parent).map_err(io_err("creating the key directory"))?;

@@ -1,9 +1,9 @@
 //! qmgr's requests (create, delete, set, unset of server, queue, node, scheduler, resource
 //! and hook objects) and the status of those objects.
 
+use pbs_core::Pbse;
 use pbs_core::attr::{AttrType, ObjectKind, Privilege, Write};
 use pbs_core::resource::ResourceDef;
-use pbs_core::Pbse;
 use pbs_proto::{Attr, MgrAttr, MgrCommand, MgrObject, MgrOp, StatusObject};
 
 use crate::attrlist::{AttrList, resolve};
@@ -106,9 +106,7 @@ pub fn manager(
                 if kind == ObjectKind::Sched && name == "default" {
                     return Err(ReqError::new(Pbse::SCHED_NO_DEL));
                 }
-                if kind == ObjectKind::Queue
-                    && state.server_attr("default_queue", None) == Some(name.as_str())
-                {
+                if kind == ObjectKind::Queue && state.server_attr("default_queue", None) == Some(name.as_str()) {
                     state.server.unset(resolve(ObjectKind::Server, "default_queue").map(|r| r.0).unwrap_or(0), None);
                     ops.push(state.server_op());
                 }
@@ -230,8 +228,9 @@ fn apply_attrs(
                 .ok_or_else(|| ReqError::attr(Pbse::UNKRESC, &attr.name))?
                 .normalize(&attr.value)
                 .map_err(|_| ReqError::attr(Pbse::BADATVAL, &attr.name))?,
-            (None, atype) => normalize_value(atype, &attr.value)
-                .ok_or_else(|| ReqError::attr(Pbse::BADATVAL, &attr.name))?,
+            (None, atype) => {
+                normalize_value(atype, &attr.value).ok_or_else(|| ReqError::attr(Pbse::BADATVAL, &attr.name))?
+            }
         };
         let canonical = if kind == ObjectKind::Queue && def.name == "queue_type" {
             match canonical.to_ascii_lowercase().as_str() {
@@ -266,8 +265,7 @@ fn apply_attrs(
             }
             (op, _) => {
                 let old: i64 = current.as_deref().and_then(|c| c.parse().ok()).unwrap_or(0);
-                let delta: i64 =
-                    canonical.parse().map_err(|_| ReqError::attr(Pbse::BADATVAL, &attr.name))?;
+                let delta: i64 = canonical.parse().map_err(|_| ReqError::attr(Pbse::BADATVAL, &attr.name))?;
                 if op == MgrOp::Incr { old + delta } else { old - delta }.to_string()
             }
         };
@@ -339,8 +337,7 @@ fn manage_resource(
                 }
                 let rtype = value_of("type").unwrap_or_else(|| "string".into());
                 let flags = value_of("flag").unwrap_or_default();
-                let def = ResourceDef::custom(name, &rtype, &flags)
-                    .map_err(|_| ReqError::new(Pbse::BADATVAL))?;
+                let def = ResourceDef::custom(name, &rtype, &flags).map_err(|_| ReqError::new(Pbse::BADATVAL))?;
                 ops.push(State::resource_op(&def));
                 state.resources.define(def).map_err(|_| ReqError::new(Pbse::DUPLIST))?;
             }
@@ -349,9 +346,8 @@ fn manage_resource(
                 if def.builtin {
                     return Err(ReqError::new(Pbse::PERM));
                 }
-                let in_use = state.jobs.values().any(|j| {
-                    j.attrs.iter().any(|a| a.resource.as_deref() == Some(name.as_str()))
-                });
+                let in_use =
+                    state.jobs.values().any(|j| j.attrs.iter().any(|a| a.resource.as_deref() == Some(name.as_str())));
                 if in_use {
                     return Err(ReqError::new(Pbse::RESCBUSY));
                 }
@@ -379,12 +375,16 @@ fn manage_resource(
     Ok(ops)
 }
 
-fn filtered(list: &AttrList, kind: ObjectKind, privilege: Privilege, filter: &[String], computed: Vec<(&str, String)>) -> Vec<Attr> {
+fn filtered(
+    list: &AttrList,
+    kind: ObjectKind,
+    privilege: Privilege,
+    filter: &[String],
+    computed: Vec<(&str, String)>,
+) -> Vec<Attr> {
     let table = kind.attributes();
-    let mut entries: Vec<(u8, Option<String>, String)> = list
-        .iter()
-        .map(|a| (a.def, a.resource.as_deref().map(str::to_string), a.value.to_string()))
-        .collect();
+    let mut entries: Vec<(u8, Option<String>, String)> =
+        list.iter().map(|a| (a.def, a.resource.as_deref().map(str::to_string), a.value.to_string())).collect();
     for (name, value) in computed {
         if let Some((def, resource)) = resolve(kind, name) {
             entries.push((def, resource.map(str::to_string), value));

@@ -11,8 +11,8 @@ use futures::{SinkExt, StreamExt};
 use pbs_core::Pbse;
 use pbs_proto::codec::length_codec;
 use pbs_proto::{
-    AuthProof, Hello, HelloReply, MAX_REQUEST_FRAME_LEN, PROTOCOL_VERSION, Reply, ReplyBody, Request,
-    RequestFrame, Role,
+    AuthProof, Hello, HelloReply, MAX_REQUEST_FRAME_LEN, PROTOCOL_VERSION, Reply, ReplyBody, Request, RequestFrame,
+    Role,
 };
 use serde::Serialize;
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -44,7 +44,7 @@ where
     T: Serialize,
 {
     match serde_json::to_vec(message) {
-        Ok(bytes) => conn.send(bytes.into()).await.is_ok(),
+        Ok(bytes) => conn.send(bytes::Bytes::from(bytes)).await.is_ok(),
         Err(_) => false,
     }
 }
@@ -67,18 +67,12 @@ where
 {
     let mut conn = Framed::new(stream, length_codec(MAX_REQUEST_FRAME_LEN));
     let Some(hello) = recv_json::<S, Hello>(&mut conn).await else {
-        let _ = send(
-            &mut conn,
-            &HelloReply::Refused { code: Pbse::PROTOCOL.0, message: Pbse::PROTOCOL.to_string() },
-        )
-        .await;
+        let _ =
+            send(&mut conn, &HelloReply::Refused { code: Pbse::PROTOCOL.0, message: Pbse::PROTOCOL.to_string() }).await;
         return;
     };
     if hello.version != PROTOCOL_VERSION {
-        let message = format!(
-            "protocol version {} is not supported (server speaks {PROTOCOL_VERSION})",
-            hello.version
-        );
+        let message = format!("protocol version {} is not supported (server speaks {PROTOCOL_VERSION})", hello.version);
         let _ = send(&mut conn, &HelloReply::Refused { code: Pbse::PROTOCOL.0, message }).await;
         return;
     }
@@ -91,22 +85,16 @@ where
             };
             if !authenticated {
                 tracing::warn!(peer = %addr, "Refused TCP peer without the cluster key");
-                let _ = send(
-                    &mut conn,
-                    &HelloReply::Refused { code: Pbse::BADCRED.0, message: Pbse::BADCRED.to_string() },
-                )
-                .await;
+                let _ =
+                    send(&mut conn, &HelloReply::Refused { code: Pbse::BADCRED.0, message: Pbse::BADCRED.to_string() })
+                        .await;
                 return;
             }
             Identity::daemon(&server.config.host)
         }
     };
     if !matches!(hello.role, Role::Client) && !who.daemon && who.uid != 0 {
-        let _ = send(
-            &mut conn,
-            &HelloReply::Refused { code: Pbse::PERM.0, message: Pbse::PERM.to_string() },
-        )
-        .await;
+        let _ = send(&mut conn, &HelloReply::Refused { code: Pbse::PERM.0, message: Pbse::PERM.to_string() }).await;
         return;
     }
     let welcome = HelloReply::Welcome { version: PROTOCOL_VERSION, server_name: server.config.server_name.clone() };
@@ -165,14 +153,9 @@ where
 fn malformed_reply(bytes: &[u8]) -> Reply {
     let value: Option<serde_json::Value> = serde_json::from_slice(bytes).ok();
     let id = value.as_ref().and_then(|v| v.get("id")).and_then(|v| v.as_u64()).unwrap_or(0);
-    let kind = value
-        .as_ref()
-        .and_then(|v| v.get("request"))
-        .and_then(|r| r.get("kind"))
-        .and_then(|k| k.as_str());
+    let kind = value.as_ref().and_then(|v| v.get("request")).and_then(|r| r.get("kind")).and_then(|k| k.as_str());
     let known = kind.is_some_and(|k| {
-        serde_json::from_value::<Request>(serde_json::json!({ "kind": k })).is_ok()
-            || KNOWN_KINDS.contains(&k)
+        serde_json::from_value::<Request>(serde_json::json!({ "kind": k })).is_ok() || KNOWN_KINDS.contains(&k)
     });
     match kind {
         Some(_) if !known => Reply::error(id, Pbse::UNKREQ.0, Pbse::UNKREQ.to_string()),
@@ -258,7 +241,8 @@ where
                 .collect()
         };
         let last = chunks.peek().is_none();
-        let body = ReplyBody::Status { objects, errors: if last { errors.take().unwrap_or_default() } else { Vec::new() } };
+        let body =
+            ReplyBody::Status { objects, errors: if last { errors.take().unwrap_or_default() } else { Vec::new() } };
         let reply = Reply { id, code, message: message.clone(), body, more: !last };
         if !send(conn, &reply).await {
             return false;

@@ -94,11 +94,7 @@ pub fn idx(kind: ObjectKind, name: &str) -> u8 {
 impl Job {
     /// The full id, `12.server` or `12[].server`.
     pub fn id(&self, server_name: &str) -> String {
-        if self.array {
-            format!("{}[].{}", self.seq, server_name)
-        } else {
-            format!("{}.{}", self.seq, server_name)
-        }
+        if self.array { format!("{}[].{}", self.seq, server_name) } else { format!("{}.{}", self.seq, server_name) }
     }
 
     /// A job attribute by base name (and resource).
@@ -144,12 +140,7 @@ pub fn store_kind(kind: ObjectKind) -> &'static str {
 impl State {
     /// Rebuilds the state from what the store loaded; a fresh store gets OpenPBS's
     /// first-start set-up. Returns the state and the operations that persist any set-up.
-    pub fn from_loaded(
-        loaded: Loaded,
-        server_name: &str,
-        host: &str,
-        pbs_home: &str,
-    ) -> (State, Vec<StoreOp>) {
+    pub fn from_loaded(loaded: Loaded, server_name: &str, host: &str, pbs_home: &str) -> (State, Vec<StoreOp>) {
         let mut state = State {
             server_name: server_name.to_string(),
             host: host.to_string(),
@@ -204,8 +195,7 @@ impl State {
         for (seq, record) in &loaded.jobs {
             match serde_json::from_str::<JobRecord>(record) {
                 Ok(rec) => {
-                    let (attrs, _) =
-                        AttrList::from_pairs(ObjectKind::Job, &rec.attrs, &mut state.interner);
+                    let (attrs, _) = AttrList::from_pairs(ObjectKind::Job, &rec.attrs, &mut state.interner);
                     let job_state = JobState::from_letter(rec.state).unwrap_or(JobState::Queued);
                     let queue = state.interner.intern(&rec.queue);
                     state.jobs.insert(
@@ -362,9 +352,7 @@ impl State {
 
     /// A boolean server attribute, `default` when unset.
     pub fn server_flag(&self, name: &str, default: bool) -> bool {
-        self.server_attr(name, None)
-            .and_then(pbs_core::attr::parse_bool)
-            .unwrap_or(default)
+        self.server_attr(name, None).and_then(pbs_core::attr::parse_bool).unwrap_or(default)
     }
 
     /// Counts jobs of a queue (or all queues) by state, for `state_count` and `total_jobs`.
@@ -392,10 +380,8 @@ impl State {
     /// Allocates the next job sequence number, wrapping at `max_job_sequence_id` and
     /// skipping numbers still in use, so an id is never handed out twice.
     pub fn allocate_seq(&mut self) -> Option<u64> {
-        let max = self
-            .server_attr("max_job_sequence_id", None)
-            .and_then(|v| v.parse::<u64>().ok())
-            .unwrap_or(9_999_999);
+        let max =
+            self.server_attr("max_job_sequence_id", None).and_then(|v| v.parse::<u64>().ok()).unwrap_or(9_999_999);
         for _ in 0..=max {
             let seq = if self.next_seq > max { 0 } else { self.next_seq };
             self.next_seq = seq + 1;

@@ -140,9 +140,7 @@ impl Store {
     pub fn read_script(path: &Path, seq: u64) -> Result<Option<String>, StoreError> {
         let conn = Connection::open(path)?;
         Ok(conn
-            .query_row("SELECT script FROM job_scripts WHERE seq = ?1", params![seq as i64], |r| {
-                r.get(0)
-            })
+            .query_row("SELECT script FROM job_scripts WHERE seq = ?1", params![seq as i64], |r| r.get(0))
             .optional()?)
     }
 }
@@ -150,12 +148,9 @@ impl Store {
 fn load(conn: &Connection) -> Result<Loaded, StoreError> {
     let mut loaded = Loaded::default();
     let mut stmt = conn.prepare("SELECT seq, record FROM jobs ORDER BY seq")?;
-    loaded.jobs = stmt
-        .query_map([], |r| Ok((r.get::<_, i64>(0)? as u64, r.get(1)?)))?
-        .collect::<Result<_, _>>()?;
+    loaded.jobs = stmt.query_map([], |r| Ok((r.get::<_, i64>(0)? as u64, r.get(1)?)))?.collect::<Result<_, _>>()?;
     let mut stmt = conn.prepare("SELECT kind, name, record FROM objects ORDER BY rowid")?;
-    loaded.objects =
-        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?.collect::<Result<_, _>>()?;
+    loaded.objects = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?.collect::<Result<_, _>>()?;
     let mut stmt = conn.prepare("SELECT key, value FROM meta")?;
     loaded.meta = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<_, _>>()?;
     Ok(loaded)
@@ -188,8 +183,7 @@ fn apply(conn: &mut Connection, batch: &[(Vec<StoreOp>, Option<Ack>)]) -> Result
     let tx = conn.transaction()?;
     {
         let mut put_job = tx.prepare_cached("INSERT OR REPLACE INTO jobs (seq, record) VALUES (?1, ?2)")?;
-        let mut put_script =
-            tx.prepare_cached("INSERT OR REPLACE INTO job_scripts (seq, script) VALUES (?1, ?2)")?;
+        let mut put_script = tx.prepare_cached("INSERT OR REPLACE INTO job_scripts (seq, script) VALUES (?1, ?2)")?;
         let mut del_job = tx.prepare_cached("DELETE FROM jobs WHERE seq = ?1")?;
         let mut del_script = tx.prepare_cached("DELETE FROM job_scripts WHERE seq = ?1")?;
         let mut put_object = tx.prepare_cached(

@@ -1,0 +1,355 @@
+//! Resource definitions: the built-in resources, custom ones made with `qmgr create
+//! resource`, their types and flags, and how a value of each type is checked and written.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+
+use crate::attr::{bool_text, parse_bool};
+use crate::duration::Duration;
+use crate::select::{Place, Select};
+use crate::size::Size;
+
+/// The value type of a resource.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResourceType {
+    Long,
+    Float,
+    Size,
+    Str,
+    StringArray,
+    Boolean,
+    /// Seconds, written `HH:MM:SS` (built-in time resources only).
+    Duration,
+}
+
+impl fmt::Display for ResourceType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ResourceType::Long => "long",
+            ResourceType::Float => "float",
+            ResourceType::Size => "size",
+            ResourceType::Str => "string",
+            ResourceType::StringArray => "string_array",
+            ResourceType::Boolean => "boolean",
+            ResourceType::Duration => "duration",
+        })
+    }
+}
+
+/// A resource definition that cannot be made.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ResourceError {
+    #[error("illegal resource name {0}")]
+    BadName(String),
+    #[error("illegal resource type {0}")]
+    BadType(String),
+    #[error("illegal resource flag {0}")]
+    BadFlags(String),
+    #[error("resource {0} already exists")]
+    Exists(String),
+    #[error("unknown resource {0}")]
+    Unknown(String),
+    #[error("resource {0} is built in")]
+    BuiltIn(String),
+    #[error("illegal value for resource {0}")]
+    BadValue(String),
+}
+
+impl FromStr for ResourceType {
+    type Err = ResourceError;
+
+    fn from_str(text: &str) -> Result<Self, ResourceError> {
+        match text {
+            "long" => Ok(ResourceType::Long),
+            "float" => Ok(ResourceType::Float),
+            "size" => Ok(ResourceType::Size),
+            "string" => Ok(ResourceType::Str),
+            "string_array" => Ok(ResourceType::StringArray),
+            "boolean" => Ok(ResourceType::Boolean),
+            _ => Err(ResourceError::BadType(text.to_string())),
+        }
+    }
+}
+
+/// The `flag` letters of a resource.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ResourceFlags {
+    /// `h`: requested per chunk and matched against vnodes.
+    pub host_level: bool,
+    /// `n`: consumable, tracked per vnode.
+    pub consumable: bool,
+    /// `f`: consumable, taken from the first vnode of the chunk only.
+    pub consumable_first: bool,
+    /// `q`: counted against queue and server `resources_assigned`.
+    pub queue_assigned: bool,
+    /// `i`: invisible to unprivileged users.
+    pub invisible: bool,
+    /// `r`: read-only for unprivileged users.
+    pub read_only: bool,
+    /// `m`: reported by MoM as a dynamic resource.
+    pub mom_dynamic: bool,
+}
+
+/// Letter and field, in the order OpenPBS lists them.
+const FLAG_LETTERS: [char; 7] = ['q', 'f', 'n', 'h', 'i', 'r', 'm'];
+
+impl ResourceFlags {
+    fn slot(&mut self, letter: char) -> Option<&mut bool> {
+        Some(match letter {
+            'h' => &mut self.host_level,
+            'n' => &mut self.consumable,
+            'f' => &mut self.consumable_first,
+            'q' => &mut self.queue_assigned,
+            'i' => &mut self.invisible,
+            'r' => &mut self.read_only,
+            'm' => &mut self.mom_dynamic,
+            _ => return None,
+        })
+    }
+
+    fn get(&self, letter: char) -> bool {
+        let mut copy = *self;
+        copy.slot(letter).is_some_and(|v| *v)
+    }
+}
+
+impl FromStr for ResourceFlags {
+    type Err = ResourceError;
+
+    /// Parses flag letters; `n` and `f` exclude each other and need `h`, as in OpenPBS.
+    fn from_str(text: &str) -> Result<Self, ResourceError> {
+        let mut flags = ResourceFlags::default();
+        for letter in text.chars() {
+            match flags.slot(letter) {
+                Some(slot) => *slot = true,
+                None => return Err(ResourceError::BadFlags(text.to_string())),
+            }
+        }
+        if (flags.consumable && flags.consumable_first)
+            || ((flags.consumable || flags.consumable_first) && !flags.host_level)
+        {
+            return Err(ResourceError::BadFlags(text.to_string()));
+        }
+        Ok(flags)
+    }
+}
+
+impl fmt::Display for ResourceFlags {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for letter in FLAG_LETTERS {
+            if self.get(letter) {
+                write!(f, "{letter}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One resource.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResourceDef {
+    pub name: String,
+    pub rtype: ResourceType,
+    pub flags: ResourceFlags,
+    pub builtin: bool,
+    /// Only managers may set it on a job (`soft_walltime`).
+    pub manager_only_set: bool,
+}
+
+fn is_resource_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    name.len() <= 256
+        && chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+impl ResourceDef {
+    /// A custom resource as `qmgr create resource <name> type=<t>,flag=<f>` defines it.
+    pub fn custom(name: &str, rtype: &str, flags: &str) -> Result<Self, ResourceError> {
+        if !is_resource_name(name) {
+            return Err(ResourceError::BadName(name.to_string()));
+        }
+        let rtype: ResourceType = rtype.parse()?;
+        let flags: ResourceFlags = flags.parse()?;
+        // Consumable resources must be countable.
+        if (flags.consumable || flags.consumable_first || flags.queue_assigned)
+            && !matches!(rtype, ResourceType::Long | ResourceType::Float | ResourceType::Size)
+        {
+            return Err(ResourceError::BadFlags(flags.to_string()));
+        }
+        Ok(ResourceDef { name: name.to_string(), rtype, flags, builtin: false, manager_only_set: false })
+    }
+
+    fn builtin(name: &str, rtype: ResourceType, flags: &str) -> Self {
+        let flags = flags.parse().unwrap_or_default();
+        ResourceDef { name: name.to_string(), rtype, flags, builtin: true, manager_only_set: name == "soft_walltime" }
+    }
+
+    /// Checks a value against the resource's type and returns it in canonical form.
+    pub fn normalize(&self, value: &str) -> Result<String, ResourceError> {
+        let bad = || ResourceError::BadValue(self.name.clone());
+        let trimmed = value.trim();
+        match self.name.as_str() {
+            "select" => return value.parse::<Select>().map(|s| s.to_string()).map_err(|_| bad()),
+            "place" => return value.parse::<Place>().map(|_| value.to_string()).map_err(|_| bad()),
+            _ => {}
+        }
+        match self.rtype {
+            ResourceType::Long => {
+                let n: i64 = trimmed.parse().map_err(|_| bad())?;
+                if n < 0 && self.builtin {
+                    return Err(bad());
+                }
+                Ok(n.to_string())
+            }
+            ResourceType::Float => {
+                let x: f64 = trimmed.parse().map_err(|_| bad())?;
+                if !x.is_finite() {
+                    return Err(bad());
+                }
+                Ok(trimmed.to_string())
+            }
+            ResourceType::Size => trimmed.parse::<Size>().map(|s| s.to_string()).map_err(|_| bad()),
+            ResourceType::Duration => trimmed.parse::<Duration>().map(|d| d.to_string()).map_err(|_| bad()),
+            ResourceType::Boolean => parse_bool(trimmed).map(|b| bool_text(b).to_string()).ok_or_else(bad),
+            ResourceType::Str | ResourceType::StringArray => {
+                if value.is_empty() {
+                    return Err(bad());
+                }
+                Ok(value.to_string())
+            }
+        }
+    }
+}
+
+/// All known resources, built-in and custom, by name.
+#[derive(Debug, Clone)]
+pub struct ResourceRegistry {
+    defs: BTreeMap<String, ResourceDef>,
+}
+
+impl Default for ResourceRegistry {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ResourceRegistry {
+    /// The built-in resources only.
+    pub fn new() -> Self {
+        use ResourceType::*;
+        let builtins = [
+            ("ncpus", Long, "nh"),
+            ("mem", Size, "nh"),
+            ("vmem", Size, "nh"),
+            ("ngpus", Long, "nh"),
+            ("mpiprocs", Long, "h"),
+            ("ompthreads", Long, "h"),
+            ("naccelerators", Long, "nh"),
+            ("accelerator", Boolean, "h"),
+            ("accelerator_model", Str, "h"),
+            ("accelerator_memory", Size, "nh"),
+            ("hbmem", Size, "nh"),
+            ("host", Str, "h"),
+            ("vnode", Str, "h"),
+            ("arch", Str, "h"),
+            ("aoe", Str, "h"),
+            ("walltime", Duration, ""),
+            ("soft_walltime", Duration, ""),
+            ("min_walltime", Duration, ""),
+            ("max_walltime", Duration, ""),
+            ("cput", Duration, ""),
+            ("pcput", Duration, ""),
+            ("pmem", Size, ""),
+            ("pvmem", Size, ""),
+            ("file", Size, ""),
+            ("nice", Long, ""),
+            ("cpupercent", Long, ""),
+            ("select", Str, ""),
+            ("place", Str, ""),
+            ("nodect", Long, ""),
+            ("nodes", Str, ""),
+            ("software", Str, ""),
+            ("site", Str, ""),
+            ("start_time", Long, ""),
+            ("preempt_targets", StringArray, ""),
+            ("eoe", Str, ""),
+        ];
+        let defs = builtins
+            .into_iter()
+            .map(|(name, rtype, flags)| (name.to_string(), ResourceDef::builtin(name, rtype, flags)))
+            .collect();
+        ResourceRegistry { defs }
+    }
+
+    pub fn get(&self, name: &str) -> Option<&ResourceDef> {
+        self.defs.get(name)
+    }
+
+    pub fn define(&mut self, def: ResourceDef) -> Result<(), ResourceError> {
+        if self.defs.contains_key(&def.name) {
+            return Err(ResourceError::Exists(def.name));
+        }
+        self.defs.insert(def.name.clone(), def);
+        Ok(())
+    }
+
+    /// Removes a custom resource; built-in ones cannot be removed.
+    pub fn remove(&mut self, name: &str) -> Result<ResourceDef, ResourceError> {
+        match self.defs.get(name) {
+            None => Err(ResourceError::Unknown(name.to_string())),
+            Some(def) if def.builtin => Err(ResourceError::BuiltIn(name.to_string())),
+            Some(_) => self.defs.remove(name).ok_or_else(|| ResourceError::Unknown(name.to_string())),
+        }
+    }
+
+    /// Custom resources in name order.
+    pub fn customs(&self) -> impl Iterator<Item = &ResourceDef> {
+        self.defs.values().filter(|d| !d.builtin)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(resource: &str, value: &str, expected: Option<&str>) {
+        let registry = ResourceRegistry::new();
+        let def = registry.get(resource).unwrap();
+        assert_eq!(def.normalize(value).ok().as_deref(), expected, "{resource}={value}");
+    }
+
+    #[test]
+    fn normalizes_builtin_values() {
+        check("walltime", "3600", Some("01:00:00"));
+        check("walltime", "abc", None);
+        check("soft_walltime", "-1", None);
+        check("mem", "1GB", Some("1gb"));
+        check("ncpus", "4", Some("4"));
+        check("ncpus", "-1", None);
+        check("ncpus", "x", None);
+        check("select", "2:ncpus=1", Some("2:ncpus=1"));
+        check("select", "abc", None);
+        check("place", "scatter", Some("scatter"));
+        check("place", "nowhere", None);
+    }
+
+    #[test]
+    fn custom_resources() {
+        let mut registry = ResourceRegistry::new();
+        let def = ResourceDef::custom("scratch", "size", "nh").unwrap();
+        assert_eq!(def.flags.to_string(), "nh");
+        registry.define(def).unwrap();
+        assert!(registry.define(ResourceDef::custom("scratch", "long", "").unwrap()).is_err());
+        assert_eq!(registry.customs().count(), 1);
+        assert!(registry.remove("ncpus").is_err());
+        assert!(registry.remove("scratch").is_ok());
+        assert!(ResourceDef::custom("x", "bogus", "").is_err());
+        assert!(ResourceDef::custom("x", "long", "n").is_err());
+        assert!(ResourceDef::custom("x", "string", "nh").is_err());
+        assert!(ResourceDef::custom("1x", "long", "").is_err());
+        assert!(ResourceDef::custom("x", "long", "z").is_err());
+        assert!(registry.get("soft_walltime").unwrap().manager_only_set);
+    }
+}
