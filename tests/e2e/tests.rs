@@ -1,1 +1,5 @@
-//! E2E tests.
+//! End-to-end tests: each starts a real pbs_server in a temporary PBS_HOME and drives it with
+//! the real command binaries or raw protocol frames.
+
+mod durability;
+mod protocol;
