@@ -1,5 +1,7 @@
 //! A one-host test cluster: a real `pbs_server` in a temporary PBS_HOME, and the real
 //! command binaries run against it, as root or as the unprivileged user `nobody`.
+// A harness failure is a test failure: panicking with a message is the right report.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
 
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
