@@ -1,12 +1,16 @@
 //! Daemon logs in PBS's line format, one file per day under `PBS_HOME/<daemon>_logs/`:
-//! `MM/DD/YYYY HH:MM:SS;EVENT;daemon;object type;object name;message`, plus a terse copy on
-//! stderr. Events name their object with the `object_type` and `object_name` fields.
+//! `MM/DD/YYYY HH:MM:SS;EVENT;daemon;object type;object name;message`, and the same lines
+//! on stderr. Events name their object with the `object_type` and `object_name` fields.
+//!
+//! Request handlers only format a line and hand it to a writer thread, which writes in
+//! batches and flushes whenever it has caught up: a log line never costs a request a
+//! system call.
 
 use std::fmt::Write as _;
 use std::fs::{File, OpenOptions};
-use std::io::Write as _;
+use std::io::{BufWriter, Write as _};
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::mpsc;
 
 use chrono::Local;
 use tracing::field::{Field, Visit};
@@ -17,10 +21,36 @@ use tracing_subscriber::util::SubscriberInitExt;
 
 /// A tracing layer writing PBS-format daily log files.
 pub struct PbsLogLayer {
-    dir: PathBuf,
     daemon: String,
     default_object: String,
-    file: Mutex<Option<(String, File)>>,
+    lines: mpsc::Sender<(String, String)>,
+}
+
+/// Writes (day, line) pairs to the day's file and to stderr until every sender is gone.
+fn writer_loop(dir: PathBuf, lines: mpsc::Receiver<(String, String)>) {
+    let mut file: Option<(String, BufWriter<File>)> = None;
+    let mut stderr = BufWriter::new(std::io::stderr());
+    while let Ok(first) = lines.recv() {
+        let mut next = Some(first);
+        while let Some((day, line)) = next {
+            if file.as_ref().is_none_or(|(d, _)| *d != day) {
+                if let Some((_, mut old)) = file.take() {
+                    let _ = old.flush();
+                }
+                let opened = OpenOptions::new().create(true).append(true).open(dir.join(&day));
+                file = opened.ok().map(|f| (day, BufWriter::with_capacity(64 * 1024, f)));
+            }
+            if let Some((_, f)) = file.as_mut() {
+                let _ = f.write_all(line.as_bytes());
+            }
+            let _ = stderr.write_all(line.as_bytes());
+            next = lines.try_recv().ok();
+        }
+        if let Some((_, f)) = file.as_mut() {
+            let _ = f.flush();
+        }
+        let _ = stderr.flush();
+    }
 }
 
 #[derive(Default)]
@@ -53,13 +83,12 @@ impl Visit for Fields {
 impl PbsLogLayer {
     /// Logs of `daemon` (`Server`, `Scheduler`, `MoM`) go into `dir`; events without an
     /// object name are attributed to `default_object` (e.g. `Server@host`).
+    /// Starts the writer thread for `dir`.
     pub fn new(dir: PathBuf, daemon: &str, default_object: &str) -> PbsLogLayer {
-        PbsLogLayer {
-            dir,
-            daemon: daemon.to_string(),
-            default_object: default_object.to_string(),
-            file: Mutex::new(None),
-        }
+        let (lines, received) = mpsc::channel();
+        // Without the thread nothing is logged, but the daemon still works.
+        let _ = std::thread::Builder::new().name("log-writer".into()).spawn(move || writer_loop(dir, received));
+        PbsLogLayer { daemon: daemon.to_string(), default_object: default_object.to_string(), lines }
     }
 }
 
@@ -93,26 +122,14 @@ impl<S: Subscriber> Layer<S> for PbsLogLayer {
             fields.rest
         );
         let day = now.format("%Y%m%d").to_string();
-        let Ok(mut guard) = self.file.lock() else { return };
-        if guard.as_ref().is_none_or(|(d, _)| *d != day) {
-            let path = self.dir.join(&day);
-            *guard = OpenOptions::new().create(true).append(true).open(path).ok().map(|f| (day, f));
-        }
-        if let Some((_, file)) = guard.as_mut() {
-            let _ = file.write_all(line.as_bytes());
-        }
+        let _ = self.lines.send((day, line));
     }
 }
 
-/// Installs the PBS file layer plus a terse stderr layer. `RUST_LOG` overrides the
+/// Installs the PBS log layer (daily file and stderr). `RUST_LOG` overrides the
 /// `default_filter` (e.g. `info`, or `debug` with `--debug`).
 pub fn init(dir: PathBuf, daemon: &str, default_object: &str, default_filter: &str) {
     let _ = std::fs::create_dir_all(&dir);
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_filter));
-    let stderr = tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_target(false).compact();
-    let _ = tracing_subscriber::registry()
-        .with(filter)
-        .with(PbsLogLayer::new(dir, daemon, default_object))
-        .with(stderr)
-        .try_init();
+    let _ = tracing_subscriber::registry().with(filter).with(PbsLogLayer::new(dir, daemon, default_object)).try_init();
 }

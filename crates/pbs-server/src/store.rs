@@ -109,10 +109,19 @@ impl Store {
     pub fn open(path: &Path) -> Result<(Store, Loaded), StoreError> {
         let conn = open_connection(path)?;
         let loaded = load(&conn)?;
+        // Checkpoints run on their own connection and thread: done inline (SQLite's
+        // default) they would add a database fsync to some unlucky request's commit.
+        conn.pragma_update(None, "wal_autocheckpoint", 0)?;
+        let checkpoint_conn = open_connection(path)?;
+        let (poke, poked) = mpsc::sync_channel::<()>(1);
+        thread::Builder::new()
+            .name("store-checkpoint".into())
+            .spawn(move || checkpoint_loop(checkpoint_conn, poked))
+            .map_err(|_| StoreError::WriterGone)?;
         let (tx, rx) = mpsc::channel::<(Vec<StoreOp>, Option<Ack>)>();
         thread::Builder::new()
             .name("store-writer".into())
-            .spawn(move || writer_loop(conn, rx))
+            .spawn(move || writer_loop(conn, rx, poke))
             .map_err(|_| StoreError::WriterGone)?;
         Ok((Store { tx }, loaded))
     }
@@ -156,7 +165,23 @@ fn load(conn: &Connection) -> Result<Loaded, StoreError> {
     Ok(loaded)
 }
 
-fn writer_loop(mut conn: Connection, rx: mpsc::Receiver<(Vec<StoreOp>, Option<Ack>)>) {
+/// Least time between two checkpoints, so a busy writer is not chased by one per commit.
+const CHECKPOINT_INTERVAL: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// Copies committed WAL pages into the database whenever the writer says it committed
+/// (at most every [`CHECKPOINT_INTERVAL`]). PASSIVE never blocks the writer.
+fn checkpoint_loop(conn: Connection, poked: mpsc::Receiver<()>) {
+    while poked.recv().is_ok() {
+        if let Err(e) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
+            tracing::warn!(error = %e, "WAL checkpoint failed");
+        }
+        thread::sleep(CHECKPOINT_INTERVAL);
+    }
+    // The writer is gone: fold the whole WAL back so the next start reads one file.
+    let _ = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
+}
+
+fn writer_loop(mut conn: Connection, rx: mpsc::Receiver<(Vec<StoreOp>, Option<Ack>)>, poke: mpsc::SyncSender<()>) {
     while let Ok(first) = rx.recv() {
         // Everything that queued up while the previous commit was on disk goes into this
         // one transaction: that is the group commit.
@@ -176,6 +201,8 @@ fn writer_loop(mut conn: Connection, rx: mpsc::Receiver<(Vec<StoreOp>, Option<Ac
                 let _ = ack.send(result.clone());
             }
         }
+        // Full means a checkpoint is already pending: nothing to add.
+        let _ = poke.try_send(());
     }
 }
 
