@@ -7,6 +7,7 @@ use pbs_client::{Client, ClientError};
 use pbs_core::JobId;
 use pbs_core::conf::{DEFAULT_CONF_FILE, PbsConf};
 
+pub mod perjob;
 pub mod timefmt;
 
 /// Reads pbs.conf from `PBS_CONF_FILE` (default `/etc/pbs.conf`), with `PBS_*` environment
@@ -74,5 +75,40 @@ pub fn reset_sigpipe() {
     // SAFETY: setting a signal disposition to its default has no preconditions.
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
+/// Whether a `-h` hold list is acceptable: letters from `u o s n p`, each at most once,
+/// and `n` alone.
+pub fn valid_hold_list(list: &str) -> bool {
+    let mut seen = String::new();
+    for c in list.chars() {
+        if !"uosnp".contains(c) || seen.contains(c) {
+            return false;
+        }
+        seen.push(c);
+    }
+    !seen.is_empty() && (!seen.contains('n') || seen.len() == 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hold_lists() {
+        for good in ["u", "uos", "s", "n", "p"] {
+            assert!(valid_hold_list(good), "{good}");
+        }
+        for bad in ["", "x", "uu", "un", "U"] {
+            assert!(!valid_hold_list(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn ids_are_completed() {
+        assert_eq!(full_job_id("12", "srv").as_deref(), Some("12.srv"));
+        assert_eq!(full_job_id("12[].other", "srv").as_deref(), Some("12[].other"));
+        assert_eq!(full_job_id("abc", "srv"), None);
     }
 }
