@@ -7,6 +7,7 @@ use pbs_client::{Client, ClientError};
 use pbs_core::JobId;
 use pbs_core::conf::{DEFAULT_CONF_FILE, PbsConf};
 
+pub mod jobopts;
 pub mod perjob;
 pub mod timefmt;
 
