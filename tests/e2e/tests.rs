@@ -2,5 +2,6 @@
 //! the real command binaries or raw protocol frames.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
+mod commands;
 mod durability;
 mod protocol;
