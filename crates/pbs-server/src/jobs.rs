@@ -767,54 +767,90 @@ pub fn wanted(filter: &[String], full: &str) -> bool {
     filter.is_empty() || filter.iter().any(|f| f == full || split_name(full).0 == f.as_str())
 }
 
-/// The status object of one job, attributes in report order, filtered by read privilege
-/// and the requested names.
-pub fn job_status(state: &State, job: &Job, privilege: Privilege, filter: &[String]) -> StatusObject {
-    let table = ObjectKind::Job.attributes();
-    let computed: [(u8, String); 4] = [
-        (job_idx("job_state"), job.state.letter().to_string()),
-        (job_idx("queue"), job.queue.to_string()),
-        (job_idx("server"), state.server_name.clone()),
-        (job_idx("substate"), job.substate.to_string()),
-    ];
-    let mut attrs = Vec::with_capacity(job.attrs.len() + computed.len());
-    let mut pending = computed.iter().peekable();
-    for stored in job.attrs.iter() {
-        while let Some((def, value)) = pending.peek() {
-            if *def > stored.def {
-                break;
-            }
-            push_if(&mut attrs, table, *def, None, value, privilege, filter);
-            pending.next();
-        }
-        push_if(&mut attrs, table, stored.def, stored.resource.as_deref(), &stored.value, privilege, filter);
-    }
-    for (def, value) in pending {
-        push_if(&mut attrs, table, *def, None, value, privilege, filter);
-    }
-    StatusObject { name: job.id(&state.server_name), attrs }
+/// Which job attributes a status request asks for, worked out once per request so that
+/// building each job's status allocates only for what is sent.
+pub struct StatusFilter {
+    /// Every attribute (empty filter) or only those named.
+    all: bool,
+    /// Attribute indices asked for by base name (all their resources).
+    bases: Vec<bool>,
+    /// `base.resource` names asked for one by one.
+    fulls: Vec<(u8, String)>,
+    privilege: Privilege,
+    /// Indices of the attributes computed from the job rather than stored.
+    computed: [u8; 4],
 }
 
-fn push_if(
-    out: &mut Vec<Attr>,
-    table: &[pbs_core::AttrDef],
-    def: u8,
-    resource: Option<&str>,
-    value: &str,
-    privilege: Privilege,
-    filter: &[String],
-) {
-    let Some(def) = table.get(def as usize) else { return };
-    if !def.readable_by(privilege) {
-        return;
+impl StatusFilter {
+    pub fn new(filter: &[String], privilege: Privilege) -> StatusFilter {
+        let table = ObjectKind::Job.attributes();
+        let mut bases = vec![false; table.len()];
+        let mut fulls = Vec::new();
+        for name in filter {
+            let (base, resource) = split_name(name);
+            if let Some((index, _)) = ObjectKind::Job.find(base) {
+                match resource {
+                    None => bases[index] = true,
+                    Some(r) => fulls.push((u8::try_from(index).unwrap_or(u8::MAX), r.to_string())),
+                }
+            }
+        }
+        let computed = [job_idx("job_state"), job_idx("queue"), job_idx("server"), job_idx("substate")];
+        StatusFilter { all: filter.is_empty(), bases, fulls, privilege, computed }
     }
-    let full = match resource {
-        Some(r) => format!("{}.{}", def.name, r),
-        None => def.name.to_string(),
+
+    fn wants(&self, def: u8, resource: Option<&str>) -> bool {
+        self.all
+            || self.bases.get(def as usize).copied().unwrap_or(false)
+            || resource.is_some_and(|r| self.fulls.iter().any(|(d, name)| *d == def && name == r))
+    }
+}
+
+/// The status object of one job, attributes in report order, filtered by read privilege
+/// and the requested names.
+pub fn job_status(state: &State, job: &Job, filter: &StatusFilter) -> StatusObject {
+    let table = ObjectKind::Job.attributes();
+    let [state_idx, queue_idx, server_idx, _] = filter.computed;
+    let computed = |def: u8| -> String {
+        if def == state_idx {
+            job.state.letter().to_string()
+        } else if def == queue_idx {
+            job.queue.to_string()
+        } else if def == server_idx {
+            state.server_name.clone()
+        } else {
+            job.substate.to_string()
+        }
     };
-    if wanted(filter, &full) {
-        out.push(Attr(full, value.to_string()));
+    let mut sorted_computed = filter.computed;
+    sorted_computed.sort_unstable();
+    let mut attrs = Vec::with_capacity(if filter.all { job.attrs.len() + 4 } else { 8 });
+    let mut push = |def: u8, resource: Option<&str>, value: &dyn Fn() -> String| {
+        let Some(d) = table.get(def as usize) else { return };
+        if !d.readable_by(filter.privilege) || !filter.wants(def, resource) {
+            return;
+        }
+        let full = match resource {
+            Some(r) => format!("{}.{}", d.name, r),
+            None => d.name.to_string(),
+        };
+        attrs.push(Attr(full, value()));
+    };
+    let mut pending = sorted_computed.iter().peekable();
+    for stored in job.attrs.iter() {
+        while let Some(&&def) = pending.peek() {
+            if def > stored.def {
+                break;
+            }
+            push(def, None, &|| computed(def));
+            pending.next();
+        }
+        push(stored.def, stored.resource.as_deref(), &|| stored.value.to_string());
     }
+    for &def in pending {
+        push(def, None, &|| computed(def));
+    }
+    StatusObject { name: job.id(&state.server_name), attrs }
 }
 
 /// Removes history jobs older than `job_history_duration` (default two weeks).

@@ -162,10 +162,11 @@ impl Server {
             }
             Request::StatusJob { ids, queues, attrs, history, .. } => {
                 let (seqs, errors) = jobs::status_plan(state, &ctx, &ids, &queues, history);
+                let filter = jobs::StatusFilter::new(&attrs, ctx.privilege);
                 let objects = seqs
                     .iter()
                     .filter_map(|s| state.jobs.get(s))
-                    .map(|j| jobs::job_status(state, j, ctx.privilege, &attrs))
+                    .map(|j| jobs::job_status(state, j, &filter))
                     .collect();
                 (Reply::ok(id, ReplyBody::Status { objects, errors }), None)
             }

@@ -225,6 +225,7 @@ where
     };
     let code = errors.last().map(|e| e.code).unwrap_or(0);
     let message = errors.last().map(|e| e.message.clone()).unwrap_or_default();
+    let filter = crate::jobs::StatusFilter::new(attrs, privilege);
     let mut chunks = seqs.chunks(STATUS_CHUNK).peekable();
     let mut errors = Some(errors);
     if chunks.peek().is_none() {
@@ -237,7 +238,7 @@ where
             chunk
                 .iter()
                 .filter_map(|seq| state.jobs.get(seq))
-                .map(|job| crate::jobs::job_status(&state, job, privilege, attrs))
+                .map(|job| crate::jobs::job_status(&state, job, &filter))
                 .collect()
         };
         let last = chunks.peek().is_none();
