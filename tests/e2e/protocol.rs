@@ -72,7 +72,8 @@ fn oversized_frame_gets_error_then_close() {
     let mut stream = connect(&cluster);
     // Announce 1 GiB; the server must refuse without trying to buffer it.
     stream.write_all(&(1u32 << 30).to_be_bytes()).expect("write len");
-    stream.write_all(&[b'x'; 4096]).expect("write some");
+    // The server may refuse (and close) before these bytes arrive: either is fine.
+    let _ = stream.write_all(&[b'x'; 4096]);
     let r = reply(&mut stream);
     assert_eq!(r.code, 15031, "{r:?}");
     let mut rest = Vec::new();

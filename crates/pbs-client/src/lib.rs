@@ -4,7 +4,7 @@
 //! socket beats starting an async runtime. Local clients use the Unix socket, where the
 //! server learns who they are from the kernel; daemons use TCP and prove the cluster key.
 
-use std::io::{self, BufReader, BufWriter};
+use std::io::{self, BufReader, BufWriter, Write};
 use std::net::TcpStream;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
@@ -74,6 +74,9 @@ pub struct Client {
     writer: BufWriter<Box<dyn Stream>>,
     server_name: String,
     next_id: u64,
+    /// The Hello is written but the server's Welcome not yet read: on the Unix socket the
+    /// first request goes out right behind the Hello, saving a round trip per command.
+    welcome_pending: bool,
 }
 
 /// The status of some objects plus the names that failed.
@@ -98,7 +101,39 @@ impl Client {
         let stream = UnixStream::connect(path)
             .map_err(|e| ClientError::Connect { server: server.to_string(), errno: e.raw_os_error().unwrap_or(0) })?;
         let read_half = stream.try_clone().map_err(|e| ClientError::Frame(e.into()))?;
-        Client::handshake(Box::new(read_half), Box::new(stream), Role::Client, None)
+        let mut client = Client::new(Box::new(read_half), Box::new(stream));
+        // Buffered, not flushed: it leaves together with the first request.
+        let hello = pbs_proto::codec::encode_frame(&Hello { version: PROTOCOL_VERSION, role: Role::Client })?;
+        client.writer.write_all(&hello).map_err(|e| ClientError::Frame(e.into()))?;
+        client.welcome_pending = true;
+        Ok(client)
+    }
+
+    fn new(read_half: Box<dyn Stream>, write_half: Box<dyn Stream>) -> Client {
+        Client {
+            reader: BufReader::new(read_half),
+            writer: BufWriter::new(write_half),
+            server_name: String::new(),
+            next_id: 1,
+            welcome_pending: false,
+        }
+    }
+
+    /// Reads the server's answer to a Hello sent without waiting (Unix socket).
+    fn finish_handshake(&mut self) -> Result<()> {
+        if !self.welcome_pending {
+            return Ok(());
+        }
+        self.writer.flush().map_err(|e| ClientError::Frame(e.into()))?;
+        self.welcome_pending = false;
+        match read_frame(&mut self.reader, MAX_REPLY_FRAME_LEN)?.ok_or(ClientError::Protocol)? {
+            HelloReply::Welcome { server_name, .. } => {
+                self.server_name = server_name;
+                Ok(())
+            }
+            HelloReply::Refused { code, message } => Err(ClientError::Refused { code: Pbse(code), message }),
+            HelloReply::Challenge { .. } => Err(ClientError::Protocol),
+        }
     }
 
     /// Connects over TCP as a daemon, proving the cluster key.
@@ -117,12 +152,7 @@ impl Client {
         role: Role,
         key: Option<&[u8]>,
     ) -> Result<Client> {
-        let mut client = Client {
-            reader: BufReader::new(read_half),
-            writer: BufWriter::new(write_half),
-            server_name: String::new(),
-            next_id: 1,
-        };
+        let mut client = Client::new(read_half, write_half);
         write_frame(&mut client.writer, &Hello { version: PROTOCOL_VERSION, role })?;
         loop {
             let reply: HelloReply =
@@ -143,8 +173,12 @@ impl Client {
         }
     }
 
-    /// The server's name, the suffix of its job ids.
-    pub fn server_name(&self) -> &str {
+    /// The server's name, the suffix of its job ids (empty if the server could not be
+    /// reached; the next request reports why).
+    pub fn server_name(&mut self) -> &str {
+        if self.finish_handshake().is_err() {
+            self.welcome_pending = false;
+        }
         &self.server_name
     }
 
@@ -154,6 +188,7 @@ impl Client {
         let id = self.next_id;
         self.next_id += 1;
         write_frame(&mut self.writer, &RequestFrame { id, request })?;
+        self.finish_handshake()?;
         let mut whole: Option<Reply> = None;
         loop {
             let part: Reply = read_frame(&mut self.reader, MAX_REPLY_FRAME_LEN)?.ok_or(ClientError::Protocol)?;
