@@ -1,6 +1,11 @@
 //! `pbs_server`: reads pbs.conf, sets up logging, and runs the server in the foreground
 //! until SIGTERM or SIGINT.
 
+/// mimalloc: the server allocates many small, short-lived buffers from several threads,
+/// where it is markedly cheaper than the system allocator.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
