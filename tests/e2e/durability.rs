@@ -85,4 +85,8 @@ fn sigterm_stops_cleanly_and_state_survives_restart() {
     let get = |n: &str| job.attrs.iter().find(|a| a.name() == n).map(|a| a.value().to_string());
     assert_eq!(get("Job_Name").as_deref(), Some("keep"));
     assert_eq!(get("Resource_List.walltime").as_deref(), Some("00:10:00"));
+    // After a clean stop the id sequence continues without a gap.
+    let next = client.submit(vec![], "#!/bin/sh\n".into(), None).expect("submit after restart");
+    let seq = |id: &str| id.split('.').next().and_then(|s| s.parse::<u64>().ok()).unwrap_or(u64::MAX);
+    assert_eq!(seq(&next), seq(&id) + 1, "{id} then {next}");
 }

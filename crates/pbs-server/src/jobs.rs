@@ -227,7 +227,8 @@ pub fn queue_job(
     let job =
         Job { seq, array: is_array, state: job_state, substate: job_state.default_substate(), queue, attrs: list };
     let id = job.id(&state.server_name);
-    let ops = vec![job.put_op(Some(script)), StoreOp::SetMeta { key: "next_seq", value: state.next_seq.to_string() }];
+    let mut ops = vec![job.put_op(Some(script))];
+    ops.extend(state.reserve_seq());
     state.jobs.insert(seq, job);
     Ok((id, ops))
 }

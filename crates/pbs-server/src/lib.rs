@@ -313,6 +313,10 @@ pub async fn run(server: Arc<Server>, listeners: Listeners, shutdown: impl Futur
     housekeeping.abort();
     // Let connections that are mid-request get their reply out.
     let _ = tokio::time::timeout(Duration::from_secs(2), limit.acquire_many(MAX_CONNECTIONS as u32)).await;
+    let exact = server.state.lock().map(|mut state| state.exact_seq_op());
+    if let Ok(op) = exact {
+        let _ = server.store.commit(vec![op]).await;
+    }
     tracing::info!("Server shut down");
 }
 

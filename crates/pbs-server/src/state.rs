@@ -82,6 +82,9 @@ pub struct State {
     pub jobs: BTreeMap<u64, Job>,
     /// The next sequence number to hand out.
     pub next_seq: u64,
+    /// Every id below this (since the last wrap) may have been handed out: the store holds
+    /// it, so that ids are reserved in blocks instead of with a write per job.
+    pub seq_reserved: u64,
     /// Shared resource-name strings.
     pub interner: Interner,
 }
@@ -90,6 +93,9 @@ pub struct State {
 pub fn idx(kind: ObjectKind, name: &str) -> u8 {
     resolve(kind, name).map(|(i, _)| i).unwrap_or(u8::MAX)
 }
+
+/// How many job ids one store write reserves.
+pub const SEQ_BLOCK: u64 = 1000;
 
 impl Job {
     /// The full id, `12.server` or `12[].server`.
@@ -152,12 +158,14 @@ impl State {
             resources: ResourceRegistry::new(),
             jobs: BTreeMap::new(),
             next_seq: 0,
+            seq_reserved: 0,
             interner: Interner::default(),
         };
         let fresh = !loaded.meta.iter().any(|(k, _)| k == "initialized");
         for (key, value) in &loaded.meta {
             if key == "next_seq" {
                 state.next_seq = value.parse().unwrap_or(0);
+                state.seq_reserved = state.next_seq;
             }
         }
         for (kind, name, record) in &loaded.objects {
@@ -390,6 +398,24 @@ impl State {
             }
         }
         None
+    }
+
+    /// After an id was allocated: the store write that keeps the reservation ahead of
+    /// `next_seq`, if one is due. A crash then skips at most [`SEQ_BLOCK`] ids and never
+    /// reuses one.
+    pub fn reserve_seq(&mut self) -> Option<StoreOp> {
+        let outside = self.next_seq > self.seq_reserved || self.next_seq + SEQ_BLOCK < self.seq_reserved;
+        if !outside {
+            return None;
+        }
+        self.seq_reserved = self.next_seq + SEQ_BLOCK;
+        Some(StoreOp::SetMeta { key: "next_seq", value: self.seq_reserved.to_string() })
+    }
+
+    /// The exact next id, written at a clean shutdown so that a restart does not skip ids.
+    pub fn exact_seq_op(&mut self) -> StoreOp {
+        self.seq_reserved = self.next_seq;
+        StoreOp::SetMeta { key: "next_seq", value: self.next_seq.to_string() }
     }
 
     /// Text of a boolean for attribute values.

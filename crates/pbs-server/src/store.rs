@@ -86,8 +86,7 @@ pub struct Store {
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS jobs (seq INTEGER PRIMARY KEY, record TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS job_scripts (seq INTEGER PRIMARY KEY, script TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS jobs (seq INTEGER PRIMARY KEY, record TEXT NOT NULL, script TEXT);
 CREATE TABLE IF NOT EXISTS objects (
     kind TEXT NOT NULL, name TEXT NOT NULL, record TEXT NOT NULL, PRIMARY KEY (kind, name)
 );
@@ -148,9 +147,7 @@ impl Store {
     /// Reads a job's script.
     pub fn read_script(path: &Path, seq: u64) -> Result<Option<String>, StoreError> {
         let conn = Connection::open(path)?;
-        Ok(conn
-            .query_row("SELECT script FROM job_scripts WHERE seq = ?1", params![seq as i64], |r| r.get(0))
-            .optional()?)
+        Ok(conn.query_row("SELECT script FROM jobs WHERE seq = ?1", params![seq as i64], |r| r.get(0)).optional()?)
     }
 }
 
@@ -209,10 +206,13 @@ fn writer_loop(mut conn: Connection, rx: mpsc::Receiver<(Vec<StoreOp>, Option<Ac
 fn apply(conn: &mut Connection, batch: &[(Vec<StoreOp>, Option<Ack>)]) -> Result<(), StoreError> {
     let tx = conn.transaction()?;
     {
-        let mut put_job = tx.prepare_cached("INSERT OR REPLACE INTO jobs (seq, record) VALUES (?1, ?2)")?;
-        let mut put_script = tx.prepare_cached("INSERT OR REPLACE INTO job_scripts (seq, script) VALUES (?1, ?2)")?;
+        // The script lives in the job's row (one B-tree touched per job, not two) and is
+        // only written when given: later updates keep it.
+        let mut put_job = tx.prepare_cached(
+            "INSERT INTO jobs (seq, record, script) VALUES (?1, ?2, ?3)
+             ON CONFLICT (seq) DO UPDATE SET record = excluded.record, script = coalesce(excluded.script, jobs.script)",
+        )?;
         let mut del_job = tx.prepare_cached("DELETE FROM jobs WHERE seq = ?1")?;
-        let mut del_script = tx.prepare_cached("DELETE FROM job_scripts WHERE seq = ?1")?;
         let mut put_object = tx.prepare_cached(
             "INSERT INTO objects (kind, name, record) VALUES (?1, ?2, ?3)
              ON CONFLICT (kind, name) DO UPDATE SET record = excluded.record",
@@ -223,14 +223,10 @@ fn apply(conn: &mut Connection, batch: &[(Vec<StoreOp>, Option<Ack>)]) -> Result
             for op in ops {
                 match op {
                     StoreOp::PutJob { seq, record, script } => {
-                        put_job.execute(params![*seq as i64, record])?;
-                        if let Some(script) = script {
-                            put_script.execute(params![*seq as i64, script])?;
-                        }
+                        put_job.execute(params![*seq as i64, record, script])?;
                     }
                     StoreOp::DeleteJob { seq } => {
                         del_job.execute(params![*seq as i64])?;
-                        del_script.execute(params![*seq as i64])?;
                     }
                     StoreOp::PutObject { kind, name, record } => {
                         put_object.execute(params![kind, name, record])?;
@@ -263,6 +259,7 @@ mod tests {
             let ack = store.commit(vec![
                 StoreOp::PutJob { seq: 1, record: "{}".into(), script: Some("echo".into()) },
                 StoreOp::PutJob { seq: 2, record: "{}".into(), script: None },
+                StoreOp::PutJob { seq: 1, record: "{}".into(), script: None },
                 StoreOp::DeleteJob { seq: 2 },
                 StoreOp::PutObject { kind: "queue", name: "workq".into(), record: "[]".into() },
                 StoreOp::SetMeta { key: "next_seq", value: "3".into() },
