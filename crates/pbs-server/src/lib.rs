@@ -136,14 +136,16 @@ impl Server {
             Request::QueueJob { attrs, script, destination } => {
                 match jobs::queue_job(state, &ctx, &attrs, script, destination.as_deref()) {
                     Ok((job_id, ops)) => {
+                        let job =
+                            job_id.parse::<pbs_core::JobId>().ok().and_then(|parsed| state.jobs.get(&parsed.seq()));
                         tracing::info!(
                             object_type = "Job",
                             object_name = job_id.as_str(),
                             "Job Queued at request of {}, owner = {}, job name = {}, queue = {}",
                             who.user_at_host(),
                             who.user_at_host(),
-                            state.jobs.values().next_back().and_then(|j| j.get("Job_Name", None)).unwrap_or(""),
-                            state.jobs.values().next_back().map(|j| j.queue.to_string()).unwrap_or_default()
+                            job.and_then(|j| j.get("Job_Name", None)).unwrap_or(""),
+                            job.map(|j| j.queue.to_string()).unwrap_or_default()
                         );
                         (Reply::ok(id, ReplyBody::JobId(job_id)), Some(self.store.commit(ops)))
                     }
