@@ -279,3 +279,52 @@ fn state_survives_restart_with_commands() {
     assert_ne!(next, id);
     assert!(cluster.run("qmgr", &["-c", "l s"]).ok().stdout.contains("    max_queued = 500\n"));
 }
+
+#[test]
+fn managers_and_operators_attributes_grant_privilege() {
+    let cluster = Cluster::start();
+    let own = submit_as_nobody(&cluster, &["--", "/bin/true"]);
+    // A user may not set an "other" hold; an operator may, but still not a system hold
+    // (managers only) nor change the server.
+    assert_eq!(cluster.run_as_nobody("qhold", &["-h", "o", &own]).code, 159);
+    cluster.run("qmgr", &["-c", "set server operators += nobody@*"]).ok();
+    cluster.run_as_nobody("qhold", &["-h", "o", &own]).ok();
+    assert!(full(&cluster, &own).contains("    Hold_Types = o\n"));
+    assert_eq!(cluster.run_as_nobody("qhold", &["-h", "s", &own]).code, 159);
+    assert_eq!(cluster.run_as_nobody("qmgr", &["-c", "set server scheduling = False"]).code, 159);
+    // As a manager nobody may.
+    cluster.run("qmgr", &["-c", "set server managers += nobody@*"]).ok();
+    cluster.run_as_nobody("qmgr", &["-c", "set server scheduling = False"]).ok();
+    assert!(cluster.run("qmgr", &["-c", "list server"]).ok().stdout.contains("    scheduling = False\n"));
+    // And removing the entry takes the privilege away again.
+    cluster.run("qmgr", &["-c", "set server managers -= nobody@*"]).ok();
+    assert_eq!(cluster.run_as_nobody("qmgr", &["-c", "set server scheduling = True"]).code, 159);
+}
+
+#[test]
+fn script_file_server_and_queue_views_and_history_purge() {
+    let cluster = Cluster::start();
+    let script = cluster.dir().join("work.sh");
+    std::fs::write(&script, "#!/bin/sh\n#PBS -l walltime=00:02:00\nhostname\n").expect("write script");
+    let path = script.display().to_string();
+    let id = submit_as_nobody(&cluster, &[&path]);
+    assert!(full(&cluster, &id).contains("    Job_Name = work.sh\n"));
+
+    let b = cluster.run("qstat", &["-B"]).ok().stdout;
+    let lines: Vec<&str> = b.lines().collect();
+    assert_eq!(lines[0], "Server             Max   Tot   Que   Run   Hld   Wat   Trn   Ext Status");
+    assert_eq!(
+        lines[2],
+        format!("{:<16}     0     1     1     0     0     0     0     0 Active    ", cluster.server_name())
+    );
+    let q = cluster.run("qstat", &["-Q"]).ok().stdout;
+    assert!(q.ends_with("workq                0     1 yes yes     1     0     0     0     0     0 Exe*\n"), "{q}");
+    let qf = cluster.run("qstat", &["-Qf", "workq"]).ok().stdout;
+    assert!(qf.starts_with("Queue: workq\n    queue_type = Execution\n    total_jobs = 1\n"), "{qf}");
+
+    cluster.run("qmgr", &["-c", "set server job_history_enable = True"]).ok();
+    cluster.run_as_nobody("qdel", &[&id]).ok();
+    assert!(cluster.run("qstat", &["-x", &id]).ok().stdout.contains(" F workq"));
+    cluster.run_as_nobody("qdel", &["-x", &id]).ok();
+    assert_fails(&cluster.run("qstat", &["-x", &id]), &format!("qstat: Unknown Job Id {id}\n"), 153);
+}
