@@ -204,9 +204,11 @@ fn history_jobs_need_x() {
     cluster.run("qmgr", &["-c", "set server job_history_enable = True"]).ok();
     let id = submit_as_nobody(&cluster, &["-N", "gone", "--", "/bin/true"]);
     cluster.run_as_nobody("qdel", &[&id]).ok();
-    let out = cluster.run_as_nobody("qstat", &[&id]);
-    assert_eq!(out.code, 35, "{out:?}");
-    assert!(out.stderr.starts_with("qstat: ") && out.stderr.contains(&id), "{out:?}");
+    assert_fails(
+        &cluster.run_as_nobody("qstat", &[&id]),
+        &format!("qstat: {id} Job has finished, use -x or -H to obtain historical job information\n"),
+        35,
+    );
     let f = cluster.run("qstat", &["-x", "-f", &id]).ok().stdout;
     assert!(f.contains("    job_state = F\n"), "{f}");
     let listed = cluster.run("qstat", &["-x"]).ok().stdout;

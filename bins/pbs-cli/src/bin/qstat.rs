@@ -593,7 +593,11 @@ fn main() -> ExitCode {
     }
     let _ = std::io::stdout().lock().write_all(out.as_bytes());
     for error in &reply.errors {
-        pbs_cli::print_job_error("qstat", &error.message, &error.id);
+        if error.code == pbs_core::Pbse::HISTJOBID.0 {
+            eprintln!("qstat: {} Job has finished, use -x or -H to obtain historical job information", error.id);
+        } else {
+            pbs_cli::print_job_error("qstat", &error.message, &error.id);
+        }
         status = pbs_cli::exit_code(error.code);
     }
     status
