@@ -177,7 +177,7 @@ pub fn queue_job(
     ] {
         set_default(&mut list, name, value);
     }
-    for name in ["ctime", "mtime", "qtime", "etime"] {
+    for name in ["ctime", "mtime", "qtime"] {
         set(&mut list, name, &now);
     }
     set(&mut list, "Submit_Host", &host);
@@ -222,6 +222,10 @@ pub fn queue_job(
             let count = range.parse::<ArrayRange>().map(|r| r.count()).unwrap_or(0);
             set(&mut list, "array_state_count", &format!("Queued:{count} Running:0 Exiting:0 Expired:0 "));
         }
+    }
+    // etime is when the job became eligible to run: not yet for a held or waiting job.
+    if job_state == JobState::Queued {
+        set(&mut list, "etime", &ctx.now.to_string());
     }
     let queue: Arc<str> = state.interner.intern(&queue_name);
     let job =
@@ -544,6 +548,9 @@ fn settle_queued_state(job: &mut Job, now: i64) {
     if new_state != job.state {
         job.state = new_state;
         job.substate = new_state.default_substate();
+        if new_state == JobState::Queued {
+            job.attrs.set(job_idx("etime"), None, now.to_string());
+        }
     }
 }
 

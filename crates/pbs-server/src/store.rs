@@ -99,7 +99,33 @@ fn open_connection(path: &Path) -> Result<Connection, StoreError> {
     conn.pragma_update(None, "journal_mode", "WAL")?;
     conn.pragma_update(None, "synchronous", "FULL")?;
     conn.execute_batch(SCHEMA)?;
+    migrate(&conn)?;
     Ok(conn)
+}
+
+/// Brings a database written by an earlier version to the current layout.
+fn migrate(conn: &Connection) -> Result<(), StoreError> {
+    let has_table = |name: &str| -> Result<bool, rusqlite::Error> {
+        conn.query_row("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1", params![name], |r| {
+            r.get::<_, i64>(0)
+        })
+        .map(|n| n > 0)
+    };
+    let has_script_column = conn.prepare("SELECT * FROM jobs LIMIT 0")?.column_names().contains(&"script");
+    if !has_script_column {
+        conn.execute_batch("ALTER TABLE jobs ADD COLUMN script TEXT")?;
+    }
+    // Scripts used to live in a table of their own.
+    if has_table("job_scripts")? {
+        conn.execute_batch(
+            "BEGIN;
+             UPDATE jobs SET script = (SELECT script FROM job_scripts WHERE job_scripts.seq = jobs.seq)
+                 WHERE script IS NULL;
+             DROP TABLE job_scripts;
+             COMMIT;",
+        )?;
+    }
+    Ok(())
 }
 
 impl Store {
@@ -190,13 +216,19 @@ fn writer_loop(mut conn: Connection, rx: mpsc::Receiver<(Vec<StoreOp>, Option<Ac
             }
         }
         let result = apply(&mut conn, &batch).map_err(|e| e.to_string());
-        if let Err(e) = &result {
-            tracing::error!(error = %e, "Store commit failed");
-        }
         for (_, ack) in batch {
             if let Some(ack) = ack {
                 let _ = ack.send(result.clone());
             }
+        }
+        if let Err(e) = &result {
+            // Memory now holds changes the disk does not: serving on would show clients
+            // jobs that a restart would not have. Stop, so a restart reloads what is durable.
+            tracing::error!(error = %e, "Store commit failed; stopping the server");
+            // A best-effort moment for the error replies and the log line to go out; the
+            // exit does not depend on it.
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            std::process::exit(1);
         }
         // Full means a checkpoint is already pending: nothing to add.
         let _ = poke.try_send(());
@@ -271,5 +303,24 @@ mod tests {
         assert_eq!(loaded.objects.len(), 1);
         assert_eq!(loaded.meta, vec![("next_seq".to_string(), "3".to_string())]);
         assert_eq!(Store::read_script(&path, 1).unwrap().as_deref(), Some("echo"));
+    }
+
+    #[test]
+    fn old_layout_with_a_scripts_table_is_migrated() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pbs.db");
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch(
+                "CREATE TABLE jobs (seq INTEGER PRIMARY KEY, record TEXT NOT NULL);
+                 CREATE TABLE job_scripts (seq INTEGER PRIMARY KEY, script TEXT NOT NULL);
+                 INSERT INTO jobs VALUES (4, '{}');
+                 INSERT INTO job_scripts VALUES (4, 'echo old');",
+            )
+            .unwrap();
+        }
+        let (_store, loaded) = Store::open(&path).unwrap();
+        assert_eq!(loaded.jobs, vec![(4, "{}".to_string())]);
+        assert_eq!(Store::read_script(&path, 4).unwrap().as_deref(), Some("echo old"));
     }
 }
