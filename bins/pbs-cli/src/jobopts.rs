@@ -201,5 +201,8 @@ mod tests {
         assert_eq!(extended("max_run_subjobs=2,depend=afterok:1").unwrap().len(), 2);
         assert!(extended("nokey").is_err());
         assert!(parse_datetime("1200").is_some() && parse_datetime("12").is_none());
+        assert!(parse_datetime("2561").is_none());
+        let t = parse_datetime("202611221735").unwrap();
+        assert_eq!(Local.timestamp_opt(t, 0).unwrap().format("%Y-%m-%d %H:%M").to_string(), "2026-11-22 17:35");
     }
 }

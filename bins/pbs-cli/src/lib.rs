@@ -79,6 +79,25 @@ pub fn reset_sigpipe() {
     }
 }
 
+/// Parses a command's arguments the way every q-command starts: SIGPIPE reset, OpenPBS's
+/// usage text and `status` on a bad command line, `--version` answered. `version` reads the
+/// parsed `--version` flag. `Err` carries the exit status to return at once.
+pub fn start<T: clap::Parser>(usage: &str, status: u8, version: impl Fn(&T) -> bool) -> Result<T, ExitCode> {
+    reset_sigpipe();
+    let args = match T::try_parse() {
+        Ok(args) => args,
+        Err(_) => {
+            eprint!("{usage}");
+            return Err(ExitCode::from(status));
+        }
+    };
+    if version(&args) {
+        println!("pbs_version = {}", env!("CARGO_PKG_VERSION"));
+        return Err(ExitCode::SUCCESS);
+    }
+    Ok(args)
+}
+
 /// Whether a `-h` hold list is acceptable: letters from `u o s n p`, each at most once,
 /// and `n` alone.
 pub fn valid_hold_list(list: &str) -> bool {

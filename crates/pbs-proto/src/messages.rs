@@ -295,6 +295,21 @@ pub enum MgrObject {
     Hook,
 }
 
+impl MgrObject {
+    /// The kind of object, whose attribute table applies.
+    pub fn kind(self) -> pbs_core::ObjectKind {
+        use pbs_core::ObjectKind;
+        match self {
+            MgrObject::Server => ObjectKind::Server,
+            MgrObject::Queue => ObjectKind::Queue,
+            MgrObject::Node => ObjectKind::Node,
+            MgrObject::Sched => ObjectKind::Sched,
+            MgrObject::Resource => ObjectKind::Resource,
+            MgrObject::Hook => ObjectKind::Hook,
+        }
+    }
+}
+
 /// An attribute in a qmgr command: `name op value`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -12,17 +12,6 @@ use crate::jobs::{Ctx, normalize_value, wanted};
 use crate::state::{Named, PBS_VERSION, State, set_named, store_kind};
 use crate::store::StoreOp;
 
-fn kind_of(object: MgrObject) -> ObjectKind {
-    match object {
-        MgrObject::Server => ObjectKind::Server,
-        MgrObject::Queue => ObjectKind::Queue,
-        MgrObject::Node => ObjectKind::Node,
-        MgrObject::Sched => ObjectKind::Sched,
-        MgrObject::Resource => ObjectKind::Resource,
-        MgrObject::Hook => ObjectKind::Hook,
-    }
-}
-
 fn unknown_object(kind: ObjectKind) -> ReqError {
     match kind {
         ObjectKind::Queue => ReqError::new(Pbse::UNKQUE),
@@ -42,7 +31,7 @@ pub fn manager(
     names: &[String],
     attrs: &[MgrAttr],
 ) -> Result<Vec<StoreOp>, ReqError> {
-    let kind = kind_of(object);
+    let kind = object.kind();
     // Operators may set a few attributes; everything else needs a manager.
     let structural = matches!(command, MgrCommand::Create | MgrCommand::Delete);
     if ctx.privilege < Privilege::Operator || (structural && ctx.privilege < Privilege::Manager) {

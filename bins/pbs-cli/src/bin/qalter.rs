@@ -129,18 +129,10 @@ fn attributes(args: &Args, host: &str, cwd: &str) -> Result<Vec<Attr>, OptError>
 }
 
 fn main() -> ExitCode {
-    pbs_cli::reset_sigpipe();
-    let args = match Args::try_parse() {
+    let args: Args = match pbs_cli::start(USAGE, 2, |a: &Args| a.version) {
         Ok(args) => args,
-        Err(_) => {
-            eprint!("{USAGE}");
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
-    if args.version {
-        println!("pbs_version = {}", env!("CARGO_PKG_VERSION"));
-        return ExitCode::SUCCESS;
-    }
     let cwd = std::env::current_dir().map(|p| p.display().to_string()).unwrap_or_else(|_| "/".into());
     let attrs = match attributes(&args, &pbs_cli::local_host_name(), &cwd) {
         Ok(attrs) if !attrs.is_empty() => attrs,

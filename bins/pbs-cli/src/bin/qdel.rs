@@ -38,18 +38,10 @@ fn parse_extend(values: &[String]) -> Option<bool> {
 }
 
 fn main() -> ExitCode {
-    pbs_cli::reset_sigpipe();
-    let args = match Args::try_parse() {
+    let args: Args = match pbs_cli::start(USAGE, 2, |a: &Args| a.version) {
         Ok(args) => args,
-        Err(_) => {
-            eprint!("{USAGE}");
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
-    if args.version {
-        println!("pbs_version = {}", env!("CARGO_PKG_VERSION"));
-        return ExitCode::SUCCESS;
-    }
     let Some(force) = parse_extend(&args.extend) else {
         eprintln!("qdel: illegal -W value");
         eprint!("{USAGE}");

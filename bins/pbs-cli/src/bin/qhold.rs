@@ -1,45 +1,5 @@
 //! `qhold`: adds holds to jobs (`-h u|o|s`, default `u`).
 
-use std::process::ExitCode;
-
-use clap::Parser;
-use pbs_proto::Request;
-
-const USAGE: &str = "usage: qhold [-h hold_list] job_identifier...\n       qhold --version\n";
-
-#[derive(Parser, Debug)]
-#[command(name = "qhold", disable_help_flag = true, disable_version_flag = true)]
-struct Args {
-    /// Hold types: letters from `u`, `o`, `s`, `n`, `p`.
-    #[arg(short = 'h', default_value = "u")]
-    holds: String,
-    #[arg(long = "version")]
-    version: bool,
-    #[arg(required_unless_present = "version")]
-    jobs: Vec<String>,
-}
-
-fn main() -> ExitCode {
-    pbs_cli::reset_sigpipe();
-    let args = match Args::try_parse() {
-        Ok(args) => args,
-        Err(_) => {
-            eprint!("{USAGE}");
-            return ExitCode::from(2);
-        }
-    };
-    if args.version {
-        println!("pbs_version = {}", env!("CARGO_PKG_VERSION"));
-        return ExitCode::SUCCESS;
-    }
-    if !pbs_cli::valid_hold_list(&args.holds) {
-        eprint!("{USAGE}");
-        return ExitCode::from(2);
-    }
-    let mut client = match pbs_cli::connect("qhold") {
-        Ok(client) => client,
-        Err(code) => return code,
-    };
-    let hold_types = args.holds;
-    pbs_cli::perjob::run("qhold", &mut client, &args.jobs, |ids| Request::HoldJob { ids, hold_types })
+fn main() -> std::process::ExitCode {
+    pbs_cli::perjob::hold_command("qhold", true)
 }

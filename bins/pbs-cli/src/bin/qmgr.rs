@@ -84,17 +84,6 @@ fn object_of(word: &str) -> Option<MgrObject> {
     })
 }
 
-fn kind_of(object: MgrObject) -> ObjectKind {
-    match object {
-        MgrObject::Server => ObjectKind::Server,
-        MgrObject::Queue => ObjectKind::Queue,
-        MgrObject::Node => ObjectKind::Node,
-        MgrObject::Sched => ObjectKind::Sched,
-        MgrObject::Resource => ObjectKind::Resource,
-        MgrObject::Hook => ObjectKind::Hook,
-    }
-}
-
 /// The next whitespace-separated word at or after `pos`: (start, end).
 fn next_word(line: &str, pos: usize) -> Option<(usize, usize)> {
     let rest = &line[pos..];
@@ -127,7 +116,7 @@ fn parse(line: &str) -> Result<Option<Command>, SyntaxError> {
         let is_attribute =
             word.contains('=') || after.starts_with('=') || after.starts_with("+=") || after.starts_with("-=");
         // The server is usually not named, so a known attribute name there is an attribute.
-        let is_attr_name_alone = object == MgrObject::Server && kind_of(object).find(split_name(word).0).is_some();
+        let is_attr_name_alone = object == MgrObject::Server && object.kind().find(split_name(word).0).is_some();
         if !is_attribute && !is_attr_name_alone {
             names = word
                 .split(',')
@@ -137,7 +126,7 @@ fn parse(line: &str) -> Result<Option<Command>, SyntaxError> {
             attr_start = ne;
         }
     }
-    let attrs = parse_attrs(line, attr_start, verb, kind_of(object))?;
+    let attrs = parse_attrs(line, attr_start, verb, object.kind())?;
     if matches!(verb, Verb::Manage(MgrCommand::Set | MgrCommand::Unset)) && attrs.is_empty() {
         return Err(SyntaxError { position: line.len() });
     }
@@ -453,18 +442,10 @@ fn run_line(client: &mut Option<Client>, line: &str, args: &Args) -> (u8, bool) 
 }
 
 fn main() -> ExitCode {
-    pbs_cli::reset_sigpipe();
-    let args = match Args::try_parse() {
+    let args: Args = match pbs_cli::start(USAGE, 1, |a: &Args| a.version) {
         Ok(args) => args,
-        Err(_) => {
-            eprint!("{USAGE}");
-            return ExitCode::from(1);
-        }
+        Err(code) => return code,
     };
-    if args.version {
-        println!("pbs_version = {}", env!("CARGO_PKG_VERSION"));
-        return ExitCode::SUCCESS;
-    }
     let mut client: Option<Client> = None;
     if let Some(command) = &args.command {
         let (status, _) = run_line(&mut client, command, &args);

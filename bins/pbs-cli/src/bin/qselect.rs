@@ -3,7 +3,6 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use chrono::{Datelike, Local, TimeZone};
 use clap::Parser;
 use pbs_proto::{CompareOp, Criterion};
 
@@ -101,39 +100,12 @@ fn resource_criteria(list: &str) -> Result<Vec<Criterion>, BadOption> {
     Ok(out)
 }
 
-/// `[[[[CC]YY]MM]DD]hhmm[.SS]` as epoch seconds, missing parts from today.
-fn parse_datetime(text: &str) -> Option<i64> {
-    let (main, secs) = match text.split_once('.') {
-        Some((m, s)) if s.len() == 2 => (m, s.parse::<u32>().ok()?),
-        Some(_) => return None,
-        None => (text, 0),
-    };
-    if !main.bytes().all(|b| b.is_ascii_digit()) || main.len() < 4 || main.len() > 12 || main.len() % 2 != 0 {
-        return None;
-    }
-    let now = Local::now();
-    let field = |from_end: usize| -> Option<u32> {
-        let end = main.len().checked_sub(from_end)?;
-        main.get(end..end + 2)?.parse().ok()
-    };
-    let minute = field(2)?;
-    let hour = field(4)?;
-    let day = if main.len() >= 6 { field(6)? } else { now.day() };
-    let month = if main.len() >= 8 { field(8)? } else { now.month() };
-    let year = match main.len() {
-        12 => main.get(0..4)?.parse().ok()?,
-        10 => 2000 + i32::try_from(field(10)?).ok()?,
-        _ => now.year(),
-    };
-    Local.with_ymd_and_hms(year, month, day, hour, minute, secs).single().map(|t| t.timestamp())
-}
-
 fn criteria(args: &Args) -> Result<Vec<Criterion>, BadOption> {
     let mut out = Vec::new();
     let eq = |attr: &str, value: &str| Criterion { attr: attr.into(), op: CompareOp::Eq, value: value.into() };
     if let Some(text) = &args.execution_time {
         let (op, date) = leading_op(text);
-        let epoch = parse_datetime(date).ok_or(BadOption("qselect: illegal -a value"))?;
+        let epoch = pbs_cli::jobopts::parse_datetime(date).ok_or(BadOption("qselect: illegal -a value"))?;
         out.push(Criterion { attr: "Execution_Time".into(), op, value: epoch.to_string() });
     }
     if let Some(account) = &args.account {
@@ -193,18 +165,10 @@ fn criteria(args: &Args) -> Result<Vec<Criterion>, BadOption> {
 }
 
 fn main() -> ExitCode {
-    pbs_cli::reset_sigpipe();
-    let args = match Args::try_parse() {
+    let args: Args = match pbs_cli::start(USAGE, 2, |a: &Args| a.version) {
         Ok(args) => args,
-        Err(_) => {
-            eprint!("{USAGE}");
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
-    if args.version {
-        println!("pbs_version = {}", env!("CARGO_PKG_VERSION"));
-        return ExitCode::SUCCESS;
-    }
     let criteria = match criteria(&args) {
         Ok(c) => c,
         Err(BadOption(message)) => {
@@ -271,14 +235,5 @@ mod tests {
         assert_eq!(parse(&["-s", "Z"]), Err(BadOption("qselect: illegal -s value")));
         assert_eq!(parse(&["-r", "maybe"]), Err(BadOption("qselect: illegal -r value")));
         assert_eq!(parse(&["-a", "tomorrow"]), Err(BadOption("qselect: illegal -a value")));
-    }
-
-    #[test]
-    fn datetimes() {
-        let t = parse_datetime("202611221735").unwrap();
-        assert_eq!(Local.timestamp_opt(t, 0).unwrap().format("%Y-%m-%d %H:%M").to_string(), "2026-11-22 17:35");
-        assert!(parse_datetime("1735").is_some());
-        assert!(parse_datetime("17").is_none());
-        assert!(parse_datetime("2561").is_none());
     }
 }

@@ -476,18 +476,10 @@ fn keep_job(job: &StatusObject, args: &Args, users: &[&str]) -> bool {
 }
 
 fn main() -> ExitCode {
-    pbs_cli::reset_sigpipe();
-    let args = match Args::try_parse() {
+    let args: Args = match pbs_cli::start(USAGE, 2, |a: &Args| a.version) {
         Ok(args) => args,
-        Err(_) => {
-            eprint!("{USAGE}");
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
-    if args.version {
-        println!("pbs_version = {}", env!("CARGO_PKG_VERSION"));
-        return ExitCode::SUCCESS;
-    }
     let format = match args.format.as_deref() {
         None => Format::Text,
         Some("json") => Format::Json,

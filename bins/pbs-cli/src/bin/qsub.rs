@@ -416,19 +416,11 @@ fn read_script(args: &Args) -> Result<String, String> {
 }
 
 fn main() -> ExitCode {
-    pbs_cli::reset_sigpipe();
     let argv: Vec<String> = std::env::args().skip(1).collect();
-    let args = match Args::try_parse() {
+    let args: Args = match pbs_cli::start(USAGE, 2, |a: &Args| a.version) {
         Ok(args) => args,
-        Err(_) => {
-            eprint!("{USAGE}");
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
-    if args.version {
-        println!("pbs_version = {}", env!("CARGO_PKG_VERSION"));
-        return ExitCode::SUCCESS;
-    }
     if args.script.is_some() && !args.command.is_empty() {
         eprint!("{USAGE}");
         return ExitCode::from(2);
