@@ -40,7 +40,9 @@ fn host_name() -> String {
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    match run(args) {
+    let result = run(args);
+    pbs_server::logging::flush();
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("pbs_server: {e:#}");

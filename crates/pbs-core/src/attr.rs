@@ -4,7 +4,9 @@
 //! The order of each table is the order OpenPBS reports attributes in (`qstat -f`,
 //! `qmgr list`), so status replies simply walk the table.
 
+use std::collections::HashMap;
 use std::fmt;
+use std::sync::OnceLock;
 
 /// The three privilege levels of OpenPBS, ordered so `>=` means "at least".
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -65,7 +67,18 @@ impl ObjectKind {
 
     /// Looks an attribute up by name; names are case-insensitive as in OpenPBS.
     pub fn find(self, name: &str) -> Option<(usize, &'static AttrDef)> {
-        self.attributes().iter().enumerate().find(|(_, def)| def.name.eq_ignore_ascii_case(name))
+        let table = self.attributes();
+        // Exactly spelled names (nearly all of them) by hash; other spellings by scan.
+        if let Some(&index) = self.index().get(name) {
+            return Some((index, &table[index]));
+        }
+        table.iter().enumerate().find(|(_, def)| def.name.eq_ignore_ascii_case(name))
+    }
+
+    fn index(self) -> &'static HashMap<&'static str, usize> {
+        static INDEXES: [OnceLock<HashMap<&'static str, usize>>; 8] = [const { OnceLock::new() }; 8];
+        INDEXES[self as usize]
+            .get_or_init(|| self.attributes().iter().enumerate().map(|(i, def)| (def.name, i)).collect())
     }
 }
 

@@ -23,33 +23,71 @@ use tracing_subscriber::util::SubscriberInitExt;
 pub struct PbsLogLayer {
     daemon: String,
     default_object: String,
-    lines: mpsc::Sender<(String, String)>,
+    lines: mpsc::Sender<LogMsg>,
 }
 
-/// Writes (day, line) pairs to the day's file and to stderr until every sender is gone.
-fn writer_loop(dir: PathBuf, lines: mpsc::Receiver<(String, String)>) {
+/// What the writer thread receives.
+enum LogMsg {
+    /// (day `YYYYMMDD`, line with its newline).
+    Line(String, String),
+    /// Write out everything before this, then answer.
+    Flush(mpsc::Sender<()>),
+}
+
+/// The writer thread's inbox, for [`flush`].
+static WRITER: std::sync::OnceLock<mpsc::Sender<LogMsg>> = std::sync::OnceLock::new();
+
+/// How long the writer lets lines gather after a write: senders then find it busy rather
+/// than asleep, so a busy server does not pay a thread wake-up per log line.
+const GATHER: std::time::Duration = std::time::Duration::from_millis(20);
+
+/// Writes out every line logged so far (call before the process exits).
+pub fn flush() {
+    if let Some(writer) = WRITER.get() {
+        let (done, wait) = mpsc::channel();
+        if writer.send(LogMsg::Flush(done)).is_ok() {
+            let _ = wait.recv_timeout(std::time::Duration::from_secs(5));
+        }
+    }
+}
+
+/// Writes lines to the day's file and to stderr until every sender is gone.
+fn writer_loop(dir: PathBuf, inbox: mpsc::Receiver<LogMsg>) {
     let mut file: Option<(String, BufWriter<File>)> = None;
     let mut stderr = BufWriter::new(std::io::stderr());
-    while let Ok(first) = lines.recv() {
+    while let Ok(first) = inbox.recv() {
         let mut next = Some(first);
-        while let Some((day, line)) = next {
-            if file.as_ref().is_none_or(|(d, _)| *d != day) {
-                if let Some((_, mut old)) = file.take() {
-                    let _ = old.flush();
+        let mut waiting: Vec<mpsc::Sender<()>> = Vec::new();
+        while let Some(msg) = next {
+            match msg {
+                LogMsg::Line(day, line) => {
+                    if file.as_ref().is_none_or(|(d, _)| *d != day) {
+                        if let Some((_, mut old)) = file.take() {
+                            let _ = old.flush();
+                        }
+                        let opened = OpenOptions::new().create(true).append(true).open(dir.join(&day));
+                        file = opened.ok().map(|f| (day, BufWriter::with_capacity(64 * 1024, f)));
+                    }
+                    if let Some((_, f)) = file.as_mut() {
+                        let _ = f.write_all(line.as_bytes());
+                    }
+                    let _ = stderr.write_all(line.as_bytes());
                 }
-                let opened = OpenOptions::new().create(true).append(true).open(dir.join(&day));
-                file = opened.ok().map(|f| (day, BufWriter::with_capacity(64 * 1024, f)));
+                LogMsg::Flush(done) => waiting.push(done),
             }
-            if let Some((_, f)) = file.as_mut() {
-                let _ = f.write_all(line.as_bytes());
-            }
-            let _ = stderr.write_all(line.as_bytes());
-            next = lines.try_recv().ok();
+            next = inbox.try_recv().ok();
         }
         if let Some((_, f)) = file.as_mut() {
             let _ = f.flush();
         }
         let _ = stderr.flush();
+        let flushed = !waiting.is_empty();
+        for done in waiting {
+            let _ = done.send(());
+        }
+        if !flushed {
+            std::thread::sleep(GATHER);
+        }
     }
 }
 
@@ -88,6 +126,7 @@ impl PbsLogLayer {
         let (lines, received) = mpsc::channel();
         // Without the thread nothing is logged, but the daemon still works.
         let _ = std::thread::Builder::new().name("log-writer".into()).spawn(move || writer_loop(dir, received));
+        let _ = WRITER.set(lines.clone());
         PbsLogLayer { daemon: daemon.to_string(), default_object: default_object.to_string(), lines }
     }
 }
@@ -122,7 +161,7 @@ impl<S: Subscriber> Layer<S> for PbsLogLayer {
             fields.rest
         );
         let day = now.format("%Y%m%d").to_string();
-        let _ = self.lines.send((day, line));
+        let _ = self.lines.send(LogMsg::Line(day, line));
     }
 }
 

@@ -225,8 +225,9 @@ fn writer_loop(mut conn: Connection, rx: mpsc::Receiver<(Vec<StoreOp>, Option<Ac
             // Memory now holds changes the disk does not: serving on would show clients
             // jobs that a restart would not have. Stop, so a restart reloads what is durable.
             tracing::error!(error = %e, "Store commit failed; stopping the server");
-            // A best-effort moment for the error replies and the log line to go out; the
-            // exit does not depend on it.
+            crate::logging::flush();
+            // A best-effort moment for the error replies to go out; the exit does not
+            // depend on it.
             std::thread::sleep(std::time::Duration::from_millis(100));
             std::process::exit(1);
         }
