@@ -77,6 +77,15 @@ fn sigterm_stops_cleanly_and_state_survives_restart() {
         .expect("submit");
     drop(client);
     assert_eq!(cluster.terminate(), Some(0));
+    // The day's log holds the job in PBS's line format, written out before the exit.
+    let logs = std::fs::read_dir(cluster.home().join("server_logs")).expect("server_logs");
+    let text: String = logs.filter_map(Result::ok).filter_map(|e| std::fs::read_to_string(e.path()).ok()).collect();
+    let queued =
+        text.lines().find(|l| l.contains(&format!(";Job;{id};Job Queued at request of root@"))).expect("log line");
+    let fields: Vec<&str> = queued.split(';').collect();
+    assert_eq!((fields.len(), fields[1]), (6, "0008"), "{queued}");
+    assert!(fields[5].ends_with("job name = keep, queue = workq"), "{queued}");
+    assert!(text.lines().last().is_some_and(|l| l.ends_with(";Server shut down")), "{text}");
     cluster.start_server();
     let mut client = cluster.client();
     let status = client.status_jobs(vec![id.clone()], vec![], vec![], false, false).expect("status");
