@@ -1,11 +1,16 @@
-//! The job options qsub and qalter share: turning `-l`, `-W`, `-a`, `-j`, `-r`, ... into job
-//! attributes with OpenPBS's client-side checks and messages.
+//! What the job commands share about their command lines: GNU getopt(3)'s scanning (with
+//! its messages), and OpenPBS's client-side checks of job attribute values (its "ECL"
+//! layer: `illegal -X value`), with the parsers behind them (`-l` lists, `-W` pairs,
+//! `-a` dates, paths, dependency lists, array ranges).
+//!
+//! Everything here is pure so the exact OpenPBS rules can be tested without a server.
 
-use chrono::{Datelike, Local, TimeZone};
-use pbs_proto::Attr;
+use chrono::{Datelike, Local, NaiveDate, NaiveDateTime, TimeZone, Timelike};
+use pbs_core::Pbse;
 
-/// An option value OpenPBS rejects on the client: the message is printed after `<cmd>: `
-/// and the command exits with `status` (2 = usage follows).
+/// A command line or option value OpenPBS rejects before talking to the server: `message`
+/// is printed after `<cmd>: `, then the usage text if `usage`, and the command exits with
+/// `status`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OptError {
     pub message: String,
@@ -20,189 +25,989 @@ impl OptError {
     }
 }
 
-/// `-l res=val[,res=val...]` as `Resource_List.res` attributes. A value may itself hold
-/// commas only inside quotes.
-pub fn resource_list(text: &str) -> Result<Vec<Attr>, OptError> {
-    let mut out = Vec::new();
-    for item in split_commas(text) {
-        let Some((name, value)) = item.split_once('=') else {
-            return Err(OptError::illegal('l'));
-        };
-        if name.is_empty() || value.is_empty() {
-            return Err(OptError::illegal('l'));
-        }
-        out.push(Attr::new(format!("Resource_List.{name}"), value.trim_matches('"')));
-    }
-    Ok(out)
+/// One option found by [`getopt`]: its letter and, for options that take one, its value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Opt {
+    pub letter: char,
+    pub value: Option<String>,
 }
 
-/// Splits at commas that are not inside double quotes.
-pub fn split_commas(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut current = String::new();
-    let mut quoted = false;
-    for c in text.chars() {
-        match c {
-            '"' => {
-                quoted = !quoted;
-                current.push(c);
+/// The result of scanning a command line the way getopt(3) does.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Scan {
+    /// Options in command-line order.
+    pub options: Vec<Opt>,
+    /// Operands, in order.
+    pub operands: Vec<String>,
+    /// The lines getopt(3) printed (`qdel: invalid option -- 'z'`); any means a usage error.
+    pub errors: Vec<String>,
+    /// The operands came after a `--`.
+    pub dashdash: bool,
+}
+
+impl Scan {
+    /// Rebuilds an argument vector clap parses the same way: every option as `-X value`,
+    /// then `--` and the operands, so that nothing is read twice differently.
+    pub fn to_clap_args(&self, prog: &str) -> Vec<String> {
+        let mut out = vec![prog.to_string()];
+        for opt in &self.options {
+            out.push(format!("-{}", opt.letter));
+            if let Some(value) = &opt.value {
+                out.push(value.clone());
             }
-            ',' if !quoted => out.push(std::mem::take(&mut current)),
-            _ => current.push(c),
         }
+        out.push("--".to_string());
+        out.extend(self.operands.iter().cloned());
+        out
     }
-    out.push(current);
-    out
 }
 
-/// `-W k=v[,k=v...]` as attributes named `k`.
-pub fn extended(text: &str) -> Result<Vec<(String, String)>, OptError> {
-    let mut out = Vec::new();
-    for item in split_commas(text) {
-        let Some((name, value)) = item.split_once('=') else {
-            return Err(OptError::illegal('W'));
-        };
-        let name = name.trim();
-        if name.is_empty() {
-            return Err(OptError::illegal('W'));
+/// Scans `args` (without the program name) as glibc's getopt(3) does for `optstring`
+/// (`a:b` = `-a` takes a value, `-b` does not). With `permute`, options may follow operands
+/// (GNU behaviour, which every q-command but qsub relies on); without, the first operand
+/// ends the options. `--` always ends them. `prog` prefixes getopt's own messages.
+pub fn getopt(prog: &str, args: &[String], optstring: &str, permute: bool) -> Scan {
+    let mut scan = Scan::default();
+    let takes_value = |c: char| -> Option<bool> {
+        let at = optstring.find(c)?;
+        Some(optstring[at + c.len_utf8()..].starts_with(':'))
+    };
+    let mut i = 0;
+    while i < args.len() {
+        let arg = &args[i];
+        i += 1;
+        if arg == "--" {
+            scan.dashdash = true;
+            scan.operands.extend(args[i..].iter().cloned());
+            break;
         }
-        out.push((name.to_string(), value.trim_matches('"').to_string()));
+        if !arg.starts_with('-') || arg == "-" {
+            if permute {
+                scan.operands.push(arg.clone());
+                continue;
+            }
+            scan.operands.push(arg.clone());
+            scan.operands.extend(args[i..].iter().cloned());
+            break;
+        }
+        let cluster: Vec<char> = arg.chars().skip(1).collect();
+        let mut k = 0;
+        while k < cluster.len() {
+            let c = cluster[k];
+            k += 1;
+            match takes_value(c).filter(|_| c != ':') {
+                None => scan.errors.push(format!("{prog}: invalid option -- '{c}'")),
+                Some(false) => scan.options.push(Opt { letter: c, value: None }),
+                Some(true) => {
+                    let value = if k < cluster.len() {
+                        let rest: String = cluster[k..].iter().collect();
+                        k = cluster.len();
+                        Some(rest)
+                    } else if i < args.len() {
+                        i += 1;
+                        Some(args[i - 1].clone())
+                    } else {
+                        None
+                    };
+                    match value {
+                        Some(value) => scan.options.push(Opt { letter: c, value: Some(value) }),
+                        None => scan.errors.push(format!("{prog}: option requires an argument -- '{c}'")),
+                    }
+                }
+            }
+        }
+    }
+    scan
+}
+
+/// What some checks need from the submitting side: where relative paths point and which
+/// server short job ids belong to.
+pub struct VerifyEnv<'a> {
+    /// Host put in front of output paths (`PBS_OUTPUT_HOST_NAME` or this host).
+    pub host: &'a str,
+    /// The working directory, for relative paths.
+    pub cwd: &'a str,
+    /// The default server, completing job ids in dependency lists.
+    pub server: &'a str,
+    /// Whether a local path is a directory (`-o dir` means `dir/`).
+    pub is_dir: &'a dyn Fn(&str) -> bool,
+}
+
+/// Checks one job attribute as OpenPBS's client library does before sending it, and
+/// returns the value to send (paths and dependency lists are rewritten into their full
+/// form). The error is the PBSE code OpenPBS reports (`BADATVAL` for a bad value, `JOBNBIG`
+/// for a long name, `NOATTR` for an unknown attribute). Resources are left to the server,
+/// which answers with the same messages.
+pub fn verify_attr(name: &str, value: &str, env: &VerifyEnv<'_>) -> Result<String, Pbse> {
+    let (base, resource) = match name.split_once('.') {
+        Some((base, resource)) => (base, Some(resource)),
+        None => (name, None),
+    };
+    if !known_job_attribute(base) {
+        return Err(Pbse::NOATTR);
+    }
+    if resource.is_some() {
+        return Ok(value.to_string());
+    }
+    let bad = || Err(Pbse::BADATVAL);
+    let ok = |valid: bool| if valid { Ok(value.to_string()) } else { Err(Pbse::BADATVAL) };
+    match base {
+        "Job_Name" => check_job_name(value).map(|()| value.to_string()),
+        "Checkpoint" => ok(check_checkpoint(value)),
+        "depend" => expand_depend(value, env.server).map_err(|_| Pbse::BADATVAL),
+        "Error_Path" | "Output_Path" => match prepare_path(value, env.host, env.cwd, env.is_dir) {
+            Some(path) => Ok(path),
+            None => bad(),
+        },
+        "Execution_Time" | "umask" | "interactive" | "block" | "reserve_start" | "reserve_end" => ok(is_long(value)),
+        "run_count" => ok(is_long(value) && !value.trim().starts_with('-')),
+        "group_list" | "User_List" => ok(check_at_list(value, true, false)),
+        "Mail_Users" => ok(check_at_list(value, false, false)),
+        "Shell_Path_List" => ok(check_at_list(value, true, true)),
+        "Hold_Types" => ok(check_hold(value)),
+        "Join_Path" => ok(matches!(value, "oe" | "eo" | "n")),
+        "Keep_Files" => ok(check_keep(value)),
+        "Mail_Points" => ok(check_mail_points(value)),
+        "Priority" => ok(is_long(value) && (-1024..=1023).contains(&atoi(value))),
+        "Rerunable" | "release_nodes_on_stageout" | "array" => ok(pbs_core::attr::parse_bool(value).is_some()),
+        "Remove_Files" => ok(!value.is_empty() && value.chars().all(|c| c == 'o' || c == 'e')),
+        "sandbox" => ok(["HOME", "O_WORKDIR", "PRIVATE"].iter().any(|s| s.eq_ignore_ascii_case(value))),
+        "stagein" | "stageout" => ok(check_stage_list(value)),
+        "array_indices_submitted" => ok(chk_jrange(value)),
+        "tolerate_node_failures" => ok(matches!(value, "all" | "job_start" | "none")),
+        _ => Ok(value.to_string()),
+    }
+}
+
+/// Whether OpenPBS's client knows a job attribute name (case-insensitive, as it compares).
+fn known_job_attribute(base: &str) -> bool {
+    // Attributes the client library knows but this server does not keep.
+    const CLIENT_ONLY: &[&str] = &["reserve_start", "reserve_end", "cred", "forward_x11_port", "forward_x11_cookie"];
+    pbs_core::ObjectKind::Job.find(base).is_some() || CLIENT_ONLY.iter().any(|n| n.eq_ignore_ascii_case(base))
+}
+
+/// C's `atoi`: leading blanks, optional sign, digits; anything else stops it.
+fn atoi(text: &str) -> i64 {
+    let t = text.trim_start();
+    let (neg, digits) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let mut n: i64 = 0;
+    for b in digits.bytes().take_while(u8::is_ascii_digit) {
+        n = n.saturating_mul(10).saturating_add(i64::from(b - b'0'));
+    }
+    if neg { -n } else { n }
+}
+
+/// OpenPBS's long check: an optionally signed decimal number and nothing after it.
+fn is_long(text: &str) -> bool {
+    let t = text.trim_start();
+    let digits = t.strip_prefix(['-', '+']).unwrap_or(t);
+    !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// The longest job name OpenPBS accepts (`PBS_MAXJOBNAME`).
+pub const MAX_JOB_NAME: usize = 236;
+
+/// `check_job_name` as applied when submitting or altering: letters, digits and `- _ + .`
+/// (a leading digit allowed), at most 236 characters.
+pub fn check_job_name(name: &str) -> Result<(), Pbse> {
+    if name.is_empty() {
+        return Err(Pbse::BADATVAL);
+    }
+    if name.len() > MAX_JOB_NAME {
+        return Err(Pbse::JOBNBIG);
+    }
+    if name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'+' | b'.')) {
+        Ok(())
+    } else {
+        Err(Pbse::BADATVAL)
+    }
+}
+
+/// `-c`: `n s c w u`, or `c=N` / `w=N` minutes.
+pub fn check_checkpoint(value: &str) -> bool {
+    match value.len() {
+        0 => false,
+        1 => matches!(value, "n" | "s" | "c" | "w" | "u"),
+        _ => {
+            let Some(minutes) = value.strip_prefix("c=").or_else(|| value.strip_prefix("w=")) else {
+                return false;
+            };
+            !minutes.is_empty() && minutes.bytes().all(|b| b.is_ascii_digit())
+        }
+    }
+}
+
+/// A hold list: letters from `u o s p n`; `n` and `p` only alone.
+pub fn check_hold(value: &str) -> bool {
+    if value.is_empty() || !value.chars().all(|c| "uospn".contains(c)) {
+        return false;
+    }
+    let count = |c: char| value.chars().filter(|x| *x == c).count();
+    let others = |c: char| value.chars().filter(|x| *x != c).count();
+    // `n` and `p` each exclude every other letter.
+    let alone = |c: char| count(c) == 0 || others(c) == 0;
+    alone('n') && alone('p')
+}
+
+/// `-k`: letters from `o e d n`; `n` not with `o`/`e`; `d` needs one of them.
+pub fn check_keep(value: &str) -> bool {
+    if value.is_empty() || !value.chars().all(|c| "oedn".contains(c)) {
+        return false;
+    }
+    let keep = value.contains('o') || value.contains('e');
+    let dont = value.contains('n');
+    !(keep && dont) && !(value.contains('d') && !(keep || dont))
+}
+
+/// `-m`: `n`, or letters from `a b e j` (but not `j` alone).
+pub fn check_mail_points(value: &str) -> bool {
+    let v = value.trim_start();
+    if v.is_empty() || v == "j" {
+        return false;
+    }
+    v == "n" || v.chars().all(|c| "abej".contains(c))
+}
+
+/// A `name[@host][,name[@host]...]` list; `unique_hosts` forbids naming a host twice,
+/// `absolute` wants every name to be an absolute path (`-S`).
+pub fn check_at_list(list: &str, unique_hosts: bool, absolute: bool) -> bool {
+    if list.is_empty() {
+        return false;
+    }
+    let name_char = |c: char| c.is_ascii_graphic() && c != '#' && c != '@';
+    let mut hosts: Vec<&str> = Vec::new();
+    let mut rest = list;
+    loop {
+        let item = rest.trim_start();
+        if absolute && !item.starts_with('/') {
+            return false;
+        }
+        let (item, next) = match item.split_once(',') {
+            Some((item, next)) => (item, Some(next)),
+            None => (item, None),
+        };
+        if next == Some("") {
+            return false;
+        }
+        let item = item.trim_end();
+        let (name, host) = match item.split_once('@') {
+            Some((name, host)) => (name, Some(host)),
+            None => (item, None),
+        };
+        if name.is_empty() || !name.chars().all(name_char) {
+            return false;
+        }
+        if let Some(host) = host {
+            if host.is_empty() || !host.chars().all(name_char) {
+                return false;
+            }
+        }
+        if unique_hosts {
+            let host = host.unwrap_or("");
+            if hosts.contains(&host) {
+                // OpenPBS stops at the repeated host and accepts what came before.
+                return true;
+            }
+            hosts.push(host);
+        }
+        match next {
+            Some(next) => rest = next,
+            None => return true,
+        }
+    }
+}
+
+/// `stagein`/`stageout`: `local@host:remote[,...]`.
+pub fn check_stage_list(list: &str) -> bool {
+    !list.is_empty()
+        && list.split(',').all(|item| {
+            let Some((local, remote)) = item.trim().split_once('@') else {
+                return false;
+            };
+            let Some((host, path)) = remote.split_once(':') else {
+                return false;
+            };
+            !local.is_empty() && !host.is_empty() && !path.is_empty()
+        })
+}
+
+/// `chk_Jrange`: `X-Y[:Z]` with `X < Y` and `Z >= 1`.
+pub fn chk_jrange(text: &str) -> bool {
+    let Some((x, rest)) = text.split_once('-') else {
+        return false;
+    };
+    let (y, z) = match rest.split_once(':') {
+        Some((y, z)) => (y, Some(z)),
+        None => (rest, None),
+    };
+    let num = |s: &str| -> Option<u64> {
+        if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        s.parse().ok().filter(|n| *n < i64::MAX as u64)
+    };
+    let (Some(x), Some(y)) = (num(x), num(y)) else {
+        return false;
+    };
+    if y <= x {
+        return false;
+    }
+    match z {
+        None => true,
+        Some(z) => num(z).is_some_and(|z| z >= 1),
+    }
+}
+
+/// Why a `-l` list does not parse: `pbs_quote_parse`'s error number (2 illegal character,
+/// 4 no closing quote), and where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResourceListError {
+    pub code: u8,
+    pub offset: usize,
+}
+
+/// `set_resources`: `res[=value][,res[=value]...]`, values optionally quoted with `"` or `'`
+/// (commas and blanks inside quotes are kept), blanks between items allowed. A resource
+/// without `=` gets an empty value (the server rejects it).
+pub fn parse_resource_list(text: &str) -> Result<Vec<(String, String)>, ResourceListError> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::new();
+    let mut r = 0;
+    let err = |code: u8, offset: usize| Err(ResourceListError { code, offset });
+    while r < bytes.len() {
+        while r < bytes.len() && bytes[r].is_ascii_whitespace() {
+            r += 1;
+        }
+        let mut eq = r;
+        while eq < bytes.len() && bytes[eq] != b'=' && bytes[eq] != b',' {
+            eq += 1;
+        }
+        if eq == r {
+            return err(1, r);
+        }
+        let name_len = bytes[r..eq].iter().take_while(|b| !b.is_ascii_whitespace()).count();
+        let name = text[r..r + name_len].to_string();
+        let next;
+        let value;
+        if bytes.get(eq) == Some(&b'=') {
+            let (v, end) = quote_parse(text, eq + 1)?;
+            value = v;
+            next = end;
+        } else {
+            value = String::new();
+            next = eq;
+        }
+        out.push((name, value));
+        r = next;
+        if bytes.get(r) == Some(&b',') {
+            r += 1;
+            if r == bytes.len() {
+                return err(1, r);
+            }
+        }
     }
     Ok(out)
 }
 
-/// `[[[[CC]YY]MM]DD]hhmm[.SS]` as epoch seconds; missing parts are taken from today.
-pub fn parse_datetime(text: &str) -> Option<i64> {
-    let (main, secs) = match text.split_once('.') {
-        Some((m, s)) if s.len() == 2 => (m, s.parse::<u32>().ok()?),
-        Some(_) => return None,
+/// `pbs_quote_parse` without blanks in values: returns the value and where parsing stopped.
+fn quote_parse(text: &str, start: usize) -> Result<(String, usize), ResourceListError> {
+    let bytes = text.as_bytes();
+    let mut s = start;
+    while s < bytes.len() && bytes[s].is_ascii_whitespace() {
+        s += 1;
+    }
+    let mut out = Vec::new();
+    let mut quote: Option<u8> = None;
+    let mut quoting = false;
+    while s < bytes.len() {
+        let c = bytes[s];
+        let printable = (0x20..0x7f).contains(&c) || c >= 0x80;
+        if !printable && !c.is_ascii_whitespace() {
+            return Err(ResourceListError { code: 2, offset: s });
+        }
+        if quoting {
+            if Some(c) == quote {
+                quoting = false;
+            } else if c == b'&' {
+                return Err(ResourceListError { code: 2, offset: s });
+            } else {
+                out.push(c);
+            }
+        } else if c == b'"' || c == b'\'' {
+            if quote.is_some_and(|q| q != c) {
+                out.push(c);
+            } else {
+                quote = Some(c);
+                quoting = true;
+            }
+        } else if c == b',' || c.is_ascii_whitespace() {
+            return Ok((String::from_utf8_lossy(&out).into_owned(), s));
+        } else if c == b'&' {
+            return Err(ResourceListError { code: 2, offset: s });
+        } else {
+            out.push(c);
+        }
+        s += 1;
+    }
+    if quoting {
+        return Err(ResourceListError { code: 4, offset: s });
+    }
+    Ok((String::from_utf8_lossy(&out).into_owned(), s))
+}
+
+/// The text OpenPBS prints for a `-l` list that does not parse, after `<cmd>: `:
+/// `illegal -l value`, and for quoting errors the reason, the list and a caret under the
+/// offending character.
+pub fn resource_list_message(text: &str, error: &ResourceListError) -> String {
+    if error.code <= 1 {
+        return "illegal -l value".to_string();
+    }
+    let reason = match error.code {
+        2 => "illegal character",
+        3 => "improper quoting syntax",
+        4 => "no closing quote",
+        _ => "error",
+    };
+    format!("illegal -l value\n {reason}:\n{text}\n{}^", " ".repeat(error.offset))
+}
+
+/// `parse_equal_string` over a whole `-W` value: `name=value[,name=value...]`, where a value
+/// runs up to the comma before the next `=` (so `depend=afterok:1,afterok:2` is one pair)
+/// and may be quoted. `None` on a syntax error.
+pub fn parse_equal_pairs(text: &str) -> Option<Vec<(String, String)>> {
+    let chars: Vec<char> = text.chars().collect();
+    let mut pairs = Vec::new();
+    let mut pc = 0;
+    loop {
+        while pc < chars.len() && chars[pc].is_whitespace() {
+            pc += 1;
+        }
+        if pc >= chars.len() {
+            return Some(pairs);
+        }
+        if chars[pc] == '=' || chars[pc] == ',' {
+            return None;
+        }
+        let name_start = pc;
+        while pc < chars.len() && !chars[pc].is_whitespace() && chars[pc] != '=' {
+            pc += 1;
+        }
+        let name: String = chars[name_start..pc].iter().collect();
+        while pc < chars.len() && chars[pc].is_whitespace() {
+            pc += 1;
+        }
+        if pc >= chars.len() || chars[pc] != '=' {
+            return None;
+        }
+        pc += 1;
+        while pc < chars.len() && chars[pc].is_whitespace() {
+            pc += 1;
+        }
+        let mut value: Vec<char> = Vec::new();
+        if pc < chars.len() && (chars[pc] == '"' || chars[pc] == '\'') {
+            let quote = chars[pc];
+            pc += 1;
+            let close = chars[pc..].iter().position(|c| *c == quote)? + pc;
+            value.extend(&chars[pc..close]);
+            pc = close + 1;
+        }
+        let rest_start = pc;
+        let Some(next_eq) = chars[pc..].iter().position(|c| *c == '=').map(|p| p + pc) else {
+            value.extend(&chars[rest_start..]);
+            let text: String = value.iter().collect();
+            if text.trim_end().ends_with(',') {
+                return None;
+            }
+            pairs.push((name, text.trim_end().to_string()));
+            return Some(pairs);
+        };
+        // The value ends at the last comma before the next '='.
+        let comma = chars[rest_start..next_eq].iter().rposition(|c| *c == ',').map(|p| p + rest_start);
+        let comma = comma?;
+        value.extend(&chars[rest_start..comma]);
+        let text: String = value.iter().collect();
+        pairs.push((name, text.trim_end().to_string()));
+        pc = comma + 1;
+    }
+}
+
+/// `cvtdate`: `[[[[CC]YY]MM]DD]hhmm[.SS]` as epoch seconds in local time. Parts left out
+/// are taken from now, rolling forward so the time is in the future (today's hour already
+/// past means tomorrow, and so on). `None` if it does not parse.
+pub fn cvtdate(text: &str) -> Option<i64> {
+    cvtdate_at(text, Local::now().naive_local())
+}
+
+/// [`cvtdate`] with the current local time given, for tests.
+pub fn cvtdate_at(text: &str, now: NaiveDateTime) -> Option<i64> {
+    let (main, sec) = match text.split_once('.') {
+        Some((main, secs)) => {
+            if secs.len() != 2 || !secs.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            let sec: u32 = secs.parse().ok()?;
+            if sec > 59 {
+                return None;
+            }
+            (main, sec)
+        }
         None => (text, 0),
     };
-    if !main.bytes().all(|b| b.is_ascii_digit()) || main.len() < 4 || main.len() > 12 || main.len() % 2 != 0 {
+    if !main.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
-    let now = Local::now();
-    let field = |from_end: usize| -> Option<u32> {
-        let end = main.len().checked_sub(from_end)?;
-        main.get(end..end + 2)?.parse().ok()
+    let two = |s: &str, at: usize| -> i64 { s.get(at..at + 2).and_then(|p| p.parse().ok()).unwrap_or(0) };
+    let mut year = i64::from(now.year());
+    let mut mon0 = i64::from(now.month0());
+    let mut mday = i64::from(now.day());
+    let len = main.len();
+    if !matches!(len, 4 | 6 | 8 | 10 | 12) {
+        return None;
+    }
+    let mut pos = 0;
+    let mut given_year = 0;
+    let mut given_month = false;
+    let mut given_day = false;
+    if len == 12 {
+        given_year = two(main, 0) * 100;
+        pos += 2;
+    }
+    if len >= 10 {
+        let yy = two(main, pos);
+        given_year = if given_year == 0 { if yy > 68 { 1900 + yy } else { 2000 + yy } } else { given_year + yy };
+        year = given_year;
+        pos += 2;
+    }
+    if len >= 8 {
+        let mm = two(main, pos);
+        if !(1..=12).contains(&mm) {
+            return None;
+        }
+        if given_year == 0 && mm <= i64::from(now.month0()) {
+            year += 1;
+        }
+        mon0 = mm - 1;
+        given_month = true;
+        pos += 2;
+    }
+    if len >= 6 {
+        let dd = two(main, pos);
+        if !(1..=31).contains(&dd) {
+            return None;
+        }
+        if !given_month && dd < i64::from(now.day()) {
+            mon0 += 1;
+        }
+        mday = dd;
+        given_day = true;
+        pos += 2;
+    }
+    let hour = two(main, pos);
+    let min = two(main, pos + 2);
+    if hour > 23 || min > 59 {
+        return None;
+    }
+    if !given_day {
+        let (now_h, now_m) = (i64::from(now.hour()), i64::from(now.minute()));
+        if hour < now_h || (hour == now_h && min <= now_m) {
+            mday += 1;
+        }
+    }
+    // mktime(3) normalises an overflowing month or day into the following ones.
+    let year = year + mon0.div_euclid(12);
+    let month = u32::try_from(mon0.rem_euclid(12) + 1).ok()?;
+    let first = NaiveDate::from_ymd_opt(i32::try_from(year).ok()?, month, 1)?;
+    let date = first.checked_add_days(chrono::Days::new(u64::try_from(mday - 1).ok()?))?;
+    let when = date.and_hms_opt(u32::try_from(hour).ok()?, u32::try_from(min).ok()?, sec)?;
+    Local.from_local_datetime(&when).earliest().map(|t| t.timestamp())
+}
+
+/// `prepare_path`: `[host:]path` to `host:/absolute/path`. A relative path is taken from
+/// `cwd` (unless a host was given); an existing directory gets a trailing `/` so the server
+/// appends the default file name. `None` if it does not parse.
+pub fn prepare_path(path_in: &str, local_host: &str, cwd: &str, is_dir: &dyn Fn(&str) -> bool) -> Option<String> {
+    let chars: Vec<char> = path_in.chars().collect();
+    let mut c = chars.iter().take_while(|ch| ch.is_whitespace()).count();
+    if c == chars.len() {
+        return None;
+    }
+    let host_given = path_in.contains(':');
+    let mut host = String::new();
+    if host_given {
+        while c < chars.len() && chars[c] != ':' {
+            let ch = chars[c];
+            if ch.is_ascii_alphanumeric() || matches!(ch, '.' | '-' | '_') {
+                host.push(ch);
+            } else {
+                break;
+            }
+            c += 1;
+        }
+    }
+    let mut path = String::new();
+    if chars.get(c) == Some(&':') || c == 0 {
+        if chars.get(c) == Some(&':') {
+            c += 1;
+        }
+        while c < chars.len() && (chars[c] == ' ' || chars[c].is_ascii_graphic() || !chars[c].is_ascii()) {
+            path.push(chars[c]);
+            c += 1;
+        }
+    }
+    if c != chars.len() || (path.is_empty() && host.is_empty()) {
+        return None;
+    }
+    if !path.is_empty() && !path.ends_with('/') && is_dir(&path) {
+        path.push('/');
+    }
+    let host = if host.is_empty() { local_host } else { host.as_str() };
+    let mut out = format!("{host}:");
+    if !path.starts_with('/') && !host_given {
+        out.push_str(cwd);
+        out.push('/');
+    }
+    out.push_str(&path);
+    Some(out)
+}
+
+/// Why a dependency list is refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DependError {
+    /// Bad syntax.
+    Syntax,
+    /// A dependency on a subjob or a range of subjobs (OpenPBS prints a line about it).
+    Subjob,
+}
+
+/// The dependency types OpenPBS knows; `on` and `synccount` take a count, the others job ids.
+const DEPEND_TYPES: &[&str] = &[
+    "on",
+    "synccount",
+    "after",
+    "afterok",
+    "afternotok",
+    "afterany",
+    "before",
+    "beforeok",
+    "beforenotok",
+    "beforeany",
+    "syncwith",
+    "runone",
+];
+
+/// `parse_depend_list`: `type:id[:id...][,type:id...]`, job ids completed with the server
+/// name (`afterok:12` -> `afterok:12.server`).
+pub fn expand_depend(list: &str, server: &str) -> Result<String, DependError> {
+    if list.is_empty() || list.trim_end().ends_with(',') {
+        return Err(DependError::Syntax);
+    }
+    let mut out = Vec::new();
+    for item in list.split(',') {
+        out.push(expand_depend_item(item.trim(), server)?);
+    }
+    Ok(out.join(","))
+}
+
+fn expand_depend_item(item: &str, server: &str) -> Result<String, DependError> {
+    // Colons escaped with a backslash belong to the token.
+    let mut tokens: Vec<String> = Vec::new();
+    let mut current = String::new();
+    let mut prev = '\0';
+    for ch in item.chars() {
+        if ch == ':' && prev != '\\' {
+            tokens.push(std::mem::take(&mut current));
+        } else {
+            current.push(ch);
+        }
+        prev = ch;
+    }
+    tokens.push(current);
+    if tokens.len() < 2 || tokens.iter().any(String::is_empty) {
+        return Err(DependError::Syntax);
+    }
+    let kind = DEPEND_TYPES.iter().position(|t| *t == tokens[0]).ok_or(DependError::Syntax)?;
+    let mut out = vec![tokens[0].clone()];
+    for token in &tokens[1..] {
+        if kind < 2 {
+            out.push(token.clone());
+            continue;
+        }
+        let (id, at) = match token.split_once('@') {
+            Some((id, at)) => (id, Some(at)),
+            None => (token.as_str(), None),
+        };
+        let parsed: pbs_core::JobId = id.parse().map_err(|_| DependError::Syntax)?;
+        if matches!(parsed.array(), pbs_core::ArrayPart::Index(_) | pbs_core::ArrayPart::Range(_)) {
+            return Err(DependError::Subjob);
+        }
+        let default = at.unwrap_or(server);
+        let mut full = parsed.with_server(default).to_string();
+        if let Some(at) = at {
+            full.push('@');
+            full.push_str(at);
+        }
+        out.push(full);
+    }
+    Ok(out.join(":"))
+}
+
+/// `check_op` of qselect: an optional leading `.op.` (`.gt.1200`). An unknown operator
+/// means equality but is still skipped, as OpenPBS does.
+pub fn split_select_op(text: &str) -> (pbs_proto::CompareOp, &str) {
+    use pbs_proto::CompareOp;
+    if !text.starts_with('.') {
+        return (CompareOp::Eq, text);
+    }
+    let op = match text.get(1..3) {
+        Some("eq") => CompareOp::Eq,
+        Some("ne") => CompareOp::Ne,
+        Some("ge") => CompareOp::Ge,
+        Some("gt") => CompareOp::Gt,
+        Some("le") => CompareOp::Le,
+        Some("lt") => CompareOp::Lt,
+        _ => CompareOp::Eq,
     };
-    let minute = field(2)?;
-    let hour = field(4)?;
-    let day = if main.len() >= 6 { field(6)? } else { now.day() };
-    let month = if main.len() >= 8 { field(8)? } else { now.month() };
-    let year = match main.len() {
-        12 => main.get(0..4)?.parse().ok()?,
-        10 => 2000 + i32::try_from(field(10)?).ok()?,
-        _ => now.year(),
+    (op, text.get(4..).unwrap_or(""))
+}
+
+/// `parse_destination_id`: `queue`, `queue@server` or `@server`. Returns (queue, server).
+pub fn parse_destination(text: &str) -> Option<(String, Option<String>)> {
+    let name_char = |c: char| c.is_ascii_graphic() && c != '#' && c != '@';
+    let text = text.trim_start();
+    let (queue, server) = match text.split_once('@') {
+        Some((queue, server)) => (queue, Some(server)),
+        None => (text, None),
     };
-    Local.with_ymd_and_hms(year, month, day, hour, minute, secs).single().map(|t| t.timestamp())
-}
-
-/// `-j oe|eo|n`.
-pub fn join_path(text: &str) -> Result<String, OptError> {
-    match text {
-        "oe" | "eo" | "n" => Ok(text.to_string()),
-        _ => Err(OptError::illegal('j')),
+    if queue.len() > 15 || !queue.chars().all(name_char) {
+        return None;
     }
-}
-
-/// `-r y|n` as `True`/`False`.
-pub fn rerunable(text: &str) -> Result<&'static str, OptError> {
-    match text {
-        "y" => Ok("True"),
-        "n" => Ok("False"),
-        _ => Err(OptError::illegal('r')),
+    if let Some(server) = server {
+        if server.is_empty() || !server.chars().all(name_char) {
+            return None;
+        }
     }
-}
-
-/// `-p` priority, -1024..=1023.
-pub fn priority(text: &str) -> Result<String, OptError> {
-    match text.trim().parse::<i64>() {
-        Ok(p) if (-1024..=1023).contains(&p) => Ok(p.to_string()),
-        _ => Err(OptError::illegal('p')),
-    }
-}
-
-/// `-m` mail points: `n` alone, or letters from `abej`.
-pub fn mail_points(text: &str) -> Result<String, OptError> {
-    let ok = text == "n" || (!text.is_empty() && text.chars().all(|c| "abej".contains(c)));
-    if ok { Ok(text.to_string()) } else { Err(OptError::illegal('m')) }
-}
-
-/// `-k` keep files: `n`, or letters from `oed`.
-pub fn keep_files(text: &str) -> Result<String, OptError> {
-    let ok = text == "n" || (!text.is_empty() && text.chars().all(|c| "oed".contains(c)));
-    if ok { Ok(text.to_string()) } else { Err(OptError::illegal('k')) }
-}
-
-/// `-c` checkpoint: `n s c u w`, `c=N`, `w=N`.
-pub fn checkpoint(text: &str) -> Result<String, OptError> {
-    let ok = match text.split_once('=') {
-        Some(("c" | "w", n)) => n.parse::<u64>().is_ok(),
-        Some(_) => false,
-        None => matches!(text, "n" | "s" | "c" | "u" | "w"),
-    };
-    if ok { Ok(text.to_string()) } else { Err(OptError::illegal('c')) }
-}
-
-/// `-N` job name: not empty, at most 236 characters, no white space or `/`, `@`, `:`.
-pub fn job_name(text: &str) -> Result<String, OptError> {
-    if text.chars().count() > 236 {
-        return Err(OptError { message: "Job name is too long ".into(), status: 2, usage: false });
-    }
-    if text.is_empty() || text.chars().any(|c| c.is_whitespace() || "/@:".contains(c)) {
-        return Err(OptError::illegal('N'));
-    }
-    Ok(text.to_string())
-}
-
-/// An `-o`/`-e` path as OpenPBS sends it: `host:/absolute/path`.
-pub fn output_path(text: &str, host: &str, cwd: &str) -> String {
-    let (host, path) = match text.split_once(':') {
-        Some((h, p)) if !h.is_empty() && !h.contains('/') => (h, p),
-        _ => (host, text),
-    };
-    if path.starts_with('/') { format!("{host}:{path}") } else { format!("{host}:{cwd}/{path}") }
-}
-
-/// Escapes a Variable_List value: commas separate variables, so they are written `\,`.
-pub fn escape_variable(value: &str) -> String {
-    value.replace('\\', "\\\\").replace(',', "\\,")
+    Some((queue.to_string(), server.map(str::to_string)))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn resources() {
-        assert_eq!(
-            resource_list("select=2:ncpus=1,walltime=1:00").unwrap(),
-            vec![Attr::new("Resource_List.select", "2:ncpus=1"), Attr::new("Resource_List.walltime", "1:00")]
-        );
-        assert_eq!(resource_list("ncpus"), Err(OptError::illegal('l')));
-        assert_eq!(resource_list("=1"), Err(OptError::illegal('l')));
+    fn strings(args: &[&str]) -> Vec<String> {
+        args.iter().map(|s| s.to_string()).collect()
+    }
+
+    /// Expected options, operands and getopt messages.
+    type Expected<'a> = (&'a [(char, Option<&'a str>)], &'a [&'a str], &'a [&'a str]);
+
+    fn check_getopt(args: &[&str], permute: bool, expected: Expected<'_>) {
+        let scan = getopt("cmd", &strings(args), "ab:c:x", permute);
+        let options: Vec<(char, Option<&str>)> = scan.options.iter().map(|o| (o.letter, o.value.as_deref())).collect();
+        assert_eq!(options, expected.0, "{args:?}");
+        assert_eq!(scan.operands, expected.1, "{args:?}");
+        assert_eq!(scan.errors, expected.2, "{args:?}");
     }
 
     #[test]
-    fn simple_options() {
-        assert_eq!(join_path("oe").unwrap(), "oe");
-        assert!(join_path("x").is_err());
-        assert_eq!(rerunable("n").unwrap(), "False");
-        assert!(priority("2000").is_err());
-        assert_eq!(priority("-5").unwrap(), "-5");
-        assert!(mail_points("abe").is_ok() && mail_points("an").is_err());
-        assert!(checkpoint("c=10").is_ok() && checkpoint("x").is_err());
-        assert_eq!(job_name(&"x".repeat(237)).unwrap_err().message, "Job name is too long ");
-        assert!(job_name("a b").is_err());
-        assert_eq!(output_path("out.txt", "h", "/home/u"), "h:/home/u/out.txt");
-        assert_eq!(output_path("other:/x", "h", "/w"), "other:/x");
-        assert_eq!(escape_variable("a,b"), "a\\,b");
-        assert_eq!(extended("max_run_subjobs=2,depend=afterok:1").unwrap().len(), 2);
-        assert!(extended("nokey").is_err());
-        assert!(parse_datetime("1200").is_some() && parse_datetime("12").is_none());
-        assert!(parse_datetime("2561").is_none());
-        let t = parse_datetime("202611221735").unwrap();
-        assert_eq!(Local.timestamp_opt(t, 0).unwrap().format("%Y-%m-%d %H:%M").to_string(), "2026-11-22 17:35");
+    fn getopt_rules() {
+        check_getopt(
+            &["-a", "-bv", "-c", "w", "op"],
+            true,
+            (&[('a', None), ('b', Some("v")), ('c', Some("w"))], &["op"], &[]),
+        );
+        check_getopt(&["op", "-a", "-xb", "-q"], true, (&[('a', None), ('x', None), ('b', Some("-q"))], &["op"], &[]));
+        check_getopt(&["op", "-a"], false, (&[], &["op", "-a"], &[]));
+        check_getopt(&["-a", "--", "-x", "y"], false, (&[('a', None)], &["-x", "y"], &[]));
+        check_getopt(
+            &["-z", "-b"],
+            true,
+            (&[], &[], &["cmd: invalid option -- 'z'", "cmd: option requires an argument -- 'b'"]),
+        );
+        check_getopt(&["-", "-a"], true, (&[('a', None)], &["-"], &[]));
+        let scan = getopt("cmd", &strings(&["-b", "x", "--", "op"]), "ab:", true);
+        assert_eq!(scan.to_clap_args("cmd"), strings(&["cmd", "-b", "x", "--", "op"]));
+        assert!(scan.dashdash);
+    }
+
+    #[test]
+    fn value_checks() {
+        for (value, ok) in [
+            ("u", true),
+            ("uos", true),
+            ("uu", true),
+            ("n", true),
+            ("p", true),
+            ("un", false),
+            ("up", false),
+            ("x", false),
+            ("", false),
+        ] {
+            assert_eq!(check_hold(value), ok, "hold {value}");
+        }
+        for (value, ok) in
+            [("n", true), ("oe", true), ("d", false), ("od", true), ("on", false), ("nd", true), ("x", false)]
+        {
+            assert_eq!(check_keep(value), ok, "keep {value}");
+        }
+        for (value, ok) in
+            [("a", true), ("abe", true), ("n", true), ("an", false), ("j", false), ("aj", true), ("", false)]
+        {
+            assert_eq!(check_mail_points(value), ok, "mail {value}");
+        }
+        for (value, ok) in
+            [("n", true), ("u", true), ("c=10", true), ("w=5", true), ("c=", false), ("x", false), ("c=1x", false)]
+        {
+            assert_eq!(check_checkpoint(value), ok, "checkpoint {value}");
+        }
+        for (value, ok) in [
+            ("0-9", true),
+            ("2-7:2", true),
+            ("5", false),
+            ("5-5", false),
+            ("9-1", false),
+            ("1-9:0", false),
+            ("a-b", false),
+            ("1-3,5", false),
+        ] {
+            assert_eq!(chk_jrange(value), ok, "J {value}");
+        }
+        for (value, ok) in [
+            ("u1", true),
+            ("u1@h", true),
+            ("u1,u2@h", true),
+            ("", false),
+            ("u1,", false),
+            ("@h", false),
+            ("a b", false),
+        ] {
+            assert_eq!(check_at_list(value, false, false), ok, "list {value}");
+        }
+        assert!(check_at_list("/bin/sh", true, true) && !check_at_list("sh", true, true));
+        assert_eq!(check_job_name("job-1.sh"), Ok(()));
+        assert_eq!(check_job_name("1job"), Ok(()));
+        assert_eq!(check_job_name("a b"), Err(Pbse::BADATVAL));
+        assert_eq!(check_job_name(&"x".repeat(237)), Err(Pbse::JOBNBIG));
+        assert!(check_stage_list("in@host:/tmp/in,b@h:c") && !check_stage_list("in:/x"));
+    }
+
+    #[test]
+    fn resource_lists() {
+        let ok = |text: &str| parse_resource_list(text).unwrap();
+        let pairs = |list: &[(&str, &str)]| -> Vec<(String, String)> {
+            list.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect()
+        };
+        assert_eq!(ok("select=2:ncpus=1,walltime=1:00"), pairs(&[("select", "2:ncpus=1"), ("walltime", "1:00")]));
+        assert_eq!(ok("ncpus"), pairs(&[("ncpus", "")]));
+        assert_eq!(ok("foo=\"a,b\",x=1"), pairs(&[("foo", "a,b"), ("x", "1")]));
+        assert_eq!(ok("mem=1gb ncpus=2"), pairs(&[("mem", "1gb"), ("ncpus", "2")]));
+        assert_eq!(parse_resource_list("=1").unwrap_err().code, 1);
+        assert_eq!(parse_resource_list("ncpus=1,").unwrap_err().code, 1);
+        let quote = parse_resource_list("foo=\"abc").unwrap_err();
+        assert_eq!(
+            resource_list_message("foo=\"abc", &quote),
+            "illegal -l value\n no closing quote:\nfoo=\"abc\n        ^"
+        );
+        let amp = parse_resource_list("foo=a&b").unwrap_err();
+        assert_eq!(resource_list_message("foo=a&b", &amp), "illegal -l value\n illegal character:\nfoo=a&b\n     ^");
+    }
+
+    #[test]
+    fn equal_pairs() {
+        let pairs = |list: &[(&str, &str)]| -> Option<Vec<(String, String)>> {
+            Some(list.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect())
+        };
+        assert_eq!(parse_equal_pairs("max_run_subjobs=2"), pairs(&[("max_run_subjobs", "2")]));
+        assert_eq!(
+            parse_equal_pairs("depend=afterok:1,afterok:2,group_list=g"),
+            pairs(&[("depend", "afterok:1,afterok:2"), ("group_list", "g")])
+        );
+        assert_eq!(parse_equal_pairs(" a = 'x=y' , b=2"), pairs(&[("a", "x=y"), ("b", "2")]));
+        assert_eq!(parse_equal_pairs("nokey"), None);
+        assert_eq!(parse_equal_pairs("=x"), None);
+        assert_eq!(parse_equal_pairs("a=1,"), None);
+        assert_eq!(parse_equal_pairs("a=1b=2"), None);
+    }
+
+    #[test]
+    fn dates() {
+        let now = NaiveDate::from_ymd_opt(2026, 11, 22).unwrap().and_hms_opt(17, 35, 0).unwrap();
+        let at = |text: &str| {
+            cvtdate_at(text, now).map(|t| Local.timestamp_opt(t, 0).unwrap().format("%Y-%m-%d %H:%M:%S").to_string())
+        };
+        assert_eq!(at("1800").as_deref(), Some("2026-11-22 18:00:00"));
+        assert_eq!(at("1700").as_deref(), Some("2026-11-23 17:00:00"));
+        assert_eq!(at("1735.30").as_deref(), Some("2026-11-23 17:35:30"));
+        assert_eq!(at("211200").as_deref(), Some("2026-12-21 12:00:00"));
+        assert_eq!(at("01011200").as_deref(), Some("2027-01-01 12:00:00"));
+        assert_eq!(at("2701011200").as_deref(), Some("2027-01-01 12:00:00"));
+        assert_eq!(at("9901011200").as_deref(), Some("1999-01-01 12:00:00"));
+        assert_eq!(at("202612311200").as_deref(), Some("2026-12-31 12:00:00"));
+        for bad in ["12", "2460", "1299", "tomorrow", "1200.5", "13011200", "321200", ""] {
+            assert_eq!(at(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn paths() {
+        let dir = |p: &str| p == "/tmp" || p == "outdir";
+        let check = |input: &str, expected: Option<&str>| {
+            assert_eq!(prepare_path(input, "h", "/home/u", &dir).as_deref(), expected, "{input}");
+        };
+        check("out.txt", Some("h:/home/u/out.txt"));
+        check("/tmp", Some("h:/tmp/"));
+        check("outdir", Some("h:/home/u/outdir/"));
+        check("other:/x/y", Some("other:/x/y"));
+        check("other:rel", Some("other:rel"));
+        check("/a/b:c", Some("h:/a/b:c"));
+        check("", None);
+        check(" out", None);
+    }
+
+    #[test]
+    fn dependencies() {
+        assert_eq!(expand_depend("afterok:12", "srv").as_deref(), Ok("afterok:12.srv"));
+        assert_eq!(expand_depend("afterok:12:13.o,before:4", "srv").as_deref(), Ok("afterok:12.srv:13.o,before:4.srv"));
+        assert_eq!(expand_depend("afterany:12[]", "srv").as_deref(), Ok("afterany:12[].srv"));
+        assert_eq!(expand_depend("on:2", "srv").as_deref(), Ok("on:2"));
+        assert_eq!(expand_depend("afterok:12[1]", "srv"), Err(DependError::Subjob));
+        for bad in ["afterok", "afterok:", "nope:1", "afterok:1,", "afterok::1", "afterok:abc"] {
+            assert_eq!(expand_depend(bad, "srv"), Err(DependError::Syntax), "{bad}");
+        }
+    }
+
+    #[test]
+    fn verification() {
+        let dir = |_: &str| false;
+        let env = VerifyEnv { host: "h", cwd: "/w", server: "srv", is_dir: &dir };
+        let check = |name: &str, value: &str| verify_attr(name, value, &env);
+        assert_eq!(check("Output_Path", "o"), Ok("h:/w/o".to_string()));
+        assert_eq!(check("depend", "afterok:1"), Ok("afterok:1.srv".to_string()));
+        assert_eq!(check("Priority", "2000"), Err(Pbse::BADATVAL));
+        assert_eq!(check("Priority", "-5"), Ok("-5".to_string()));
+        assert_eq!(check("Join_Path", "x"), Err(Pbse::BADATVAL));
+        assert_eq!(check("nosuch", "1"), Err(Pbse::NOATTR));
+        assert_eq!(check("Resource_List.walltime", "abc"), Ok("abc".to_string()));
+        assert_eq!(check("Job_Name", &"x".repeat(300)), Err(Pbse::JOBNBIG));
+        assert_eq!(check("sandbox", "private"), Ok("private".to_string()));
+        assert_eq!(check("Rerunable", "y"), Ok("y".to_string()));
+        assert_eq!(check("max_run_subjobs", "abc"), Ok("abc".to_string()));
+    }
+
+    #[test]
+    fn select_ops_and_destinations() {
+        use pbs_proto::CompareOp;
+        assert_eq!(split_select_op(".gt.5"), (CompareOp::Gt, "5"));
+        assert_eq!(split_select_op("5"), (CompareOp::Eq, "5"));
+        assert_eq!(split_select_op(".xx.5"), (CompareOp::Eq, "5"));
+        assert_eq!(parse_destination("workq"), Some(("workq".to_string(), None)));
+        assert_eq!(parse_destination("workq@s"), Some(("workq".to_string(), Some("s".to_string()))));
+        assert_eq!(parse_destination("@s"), Some((String::new(), Some("s".to_string()))));
+        assert_eq!(parse_destination("q@"), None);
+        assert_eq!(parse_destination("a#b"), None);
+        assert_eq!(parse_destination("averyveryverylongqueue"), None);
     }
 }

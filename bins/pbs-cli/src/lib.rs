@@ -98,32 +98,9 @@ pub fn start<T: clap::Parser>(usage: &str, status: u8, version: impl Fn(&T) -> b
     Ok(args)
 }
 
-/// Whether a `-h` hold list is acceptable: letters from `u o s n p`, each at most once,
-/// and `n` alone.
-pub fn valid_hold_list(list: &str) -> bool {
-    let mut seen = String::new();
-    for c in list.chars() {
-        if !"uosnp".contains(c) || seen.contains(c) {
-            return false;
-        }
-        seen.push(c);
-    }
-    !seen.is_empty() && (!seen.contains('n') || seen.len() == 1)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn hold_lists() {
-        for good in ["u", "uos", "s", "n", "p"] {
-            assert!(valid_hold_list(good), "{good}");
-        }
-        for bad in ["", "x", "uu", "un", "U"] {
-            assert!(!valid_hold_list(bad), "{bad}");
-        }
-    }
 
     #[test]
     fn ids_are_completed() {

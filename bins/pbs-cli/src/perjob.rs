@@ -51,36 +51,3 @@ pub fn run(cmd: &str, client: &mut Client, typed: &[String], make: impl FnOnce(V
     }
     status
 }
-
-/// The whole of `qhold` (`hold`) and `qrls` (`!hold`): `-h hold_list` (default `u`) over
-/// job ids.
-pub fn hold_command(cmd: &str, hold: bool) -> ExitCode {
-    #[derive(clap::Parser, Debug)]
-    #[command(disable_help_flag = true, disable_version_flag = true)]
-    struct Args {
-        /// Hold types: letters from `u`, `o`, `s`, `n`, `p`.
-        #[arg(short = 'h', default_value = "u")]
-        holds: String,
-        #[arg(long = "version")]
-        version: bool,
-        #[arg(required_unless_present = "version")]
-        jobs: Vec<String>,
-    }
-    let usage = format!("usage: {cmd} [-h hold_list] job_identifier...\n       {cmd} --version\n");
-    let args: Args = match crate::start(&usage, 2, |a: &Args| a.version) {
-        Ok(args) => args,
-        Err(code) => return code,
-    };
-    if !crate::valid_hold_list(&args.holds) {
-        eprint!("{usage}");
-        return ExitCode::from(2);
-    }
-    let mut client = match crate::connect(cmd) {
-        Ok(client) => client,
-        Err(code) => return code,
-    };
-    let hold_types = args.holds;
-    run(cmd, &mut client, &args.jobs, |ids| {
-        if hold { Request::HoldJob { ids, hold_types } } else { Request::ReleaseJob { ids, hold_types } }
-    })
-}

@@ -1,180 +1,388 @@
-//! `qalter`: changes attributes of queued (and, where allowed, running) jobs.
+//! `qalter`: changes attributes of jobs, with qsub's option letters and OpenPBS's checks;
+//! one request covers every job, and failures are reported per job (`qalter: <text> <id>`).
 
 use std::process::ExitCode;
 
-use clap::Parser;
-use pbs_cli::jobopts::{self, OptError};
+use pbs_cli::jobopts::{self, Scan, VerifyEnv};
+use pbs_core::Pbse;
 use pbs_proto::{Attr, Request};
 
 const USAGE: &str = "usage: qalter [-a date_time] [-A account_string] [-c interval] [-e path]
-\t[-h hold_list] [-j y|n] [-k keep] [-l resource_list] [-m mail_options]
-\t[-M user_list] [-N jobname] [-o path] [-p priority] [-P project] [-r y|n] [-S path]
-\t[-u user_list] [-W dependency_list] [-Wmax_run_subjobs=value] job_identifier...
+\t[-h hold_list] [-j y|n] [-k keep] [-l resource_list]
+\t[-m mail_options] [-M user_list] [-N jobname] [-o path] [-p priority]
+\t[-R o|e|oe] [-r y|n] [-S path] [-u user_list] [-W dependency_list]
+\t[-P project_name] job_identifier...
        qalter --version
 ";
 
-#[derive(Parser, Debug)]
-#[command(name = "qalter", disable_help_flag = true, disable_version_flag = true)]
+/// getopt(3) option string of OpenPBS's qalter.
+const OPTSTRING: &str = "a:A:c:e:h:j:k:l:m:M:N:o:p:r:R:S:u:W:P:";
+
+/// The options, as clap declares them; filled from the getopt scan (see [`Args::from_scan`]).
+#[derive(clap::Parser, Debug, Default, PartialEq, Eq)]
+#[command(name = "qalter", disable_help_flag = true, disable_version_flag = true, args_override_self = true)]
 struct Args {
-    #[arg(short = 'a')]
+    #[arg(short = 'a', allow_hyphen_values = true)]
     execution_time: Option<String>,
-    #[arg(short = 'A')]
+    #[arg(short = 'A', allow_hyphen_values = true)]
     account: Option<String>,
-    #[arg(short = 'c')]
+    #[arg(short = 'c', allow_hyphen_values = true)]
     checkpoint: Option<String>,
-    #[arg(short = 'e')]
+    #[arg(short = 'e', allow_hyphen_values = true)]
     error_path: Option<String>,
-    #[arg(short = 'h')]
+    #[arg(short = 'h', allow_hyphen_values = true)]
     holds: Option<String>,
-    #[arg(short = 'j')]
+    #[arg(short = 'j', allow_hyphen_values = true)]
     join: Option<String>,
-    #[arg(short = 'k')]
+    #[arg(short = 'k', allow_hyphen_values = true)]
     keep: Option<String>,
-    #[arg(short = 'l')]
+    #[arg(short = 'l', allow_hyphen_values = true)]
     resources: Vec<String>,
-    #[arg(short = 'm')]
+    #[arg(short = 'm', allow_hyphen_values = true)]
     mail_points: Option<String>,
-    #[arg(short = 'M')]
+    #[arg(short = 'M', allow_hyphen_values = true)]
     mail_users: Option<String>,
-    #[arg(short = 'N')]
+    #[arg(short = 'N', allow_hyphen_values = true)]
     name: Option<String>,
-    #[arg(short = 'o')]
+    #[arg(short = 'o', allow_hyphen_values = true)]
     output_path: Option<String>,
-    #[arg(short = 'p')]
+    #[arg(short = 'p', allow_hyphen_values = true)]
     priority: Option<String>,
-    #[arg(short = 'P')]
+    #[arg(short = 'P', allow_hyphen_values = true)]
     project: Option<String>,
-    #[arg(short = 'r')]
+    #[arg(short = 'r', allow_hyphen_values = true)]
     rerunable: Option<String>,
-    #[arg(short = 'R')]
+    #[arg(short = 'R', allow_hyphen_values = true)]
     remove_files: Option<String>,
-    #[arg(short = 'S')]
+    #[arg(short = 'S', allow_hyphen_values = true)]
     shell: Option<String>,
-    #[arg(short = 'u')]
+    #[arg(short = 'u', allow_hyphen_values = true)]
     user_list: Option<String>,
-    #[arg(short = 'W')]
+    #[arg(short = 'W', allow_hyphen_values = true)]
     extended: Vec<String>,
-    #[arg(long = "version")]
-    version: bool,
-    #[arg(required_unless_present = "version")]
+    /// Job ids.
     jobs: Vec<String>,
 }
 
-fn attributes(args: &Args, host: &str, cwd: &str) -> Result<Vec<Attr>, OptError> {
-    let mut attrs = Vec::new();
-    if let Some(t) = &args.execution_time {
-        let epoch = jobopts::parse_datetime(t).ok_or(OptError::illegal('a'))?;
-        attrs.push(Attr::new("Execution_Time", epoch.to_string()));
-    }
-    if let Some(a) = &args.account {
-        attrs.push(Attr::new("Account_Name", a.as_str()));
-    }
-    if let Some(c) = &args.checkpoint {
-        attrs.push(Attr::new("Checkpoint", jobopts::checkpoint(c)?));
-    }
-    if let Some(p) = &args.error_path {
-        attrs.push(Attr::new("Error_Path", jobopts::output_path(p, host, cwd)));
-    }
-    if let Some(h) = &args.holds {
-        if !pbs_cli::valid_hold_list(h) {
-            return Err(OptError::illegal('h'));
+impl Args {
+    /// The options and job ids of a scan, as clap would parse them.
+    fn from_scan(scan: &Scan) -> Args {
+        let mut args = Args { jobs: scan.operands.clone(), ..Args::default() };
+        for opt in &scan.options {
+            let value = opt.value.clone();
+            let single = |slot: &mut Option<String>| *slot = value.clone();
+            match opt.letter {
+                'a' => single(&mut args.execution_time),
+                'A' => single(&mut args.account),
+                'c' => single(&mut args.checkpoint),
+                'e' => single(&mut args.error_path),
+                'h' => single(&mut args.holds),
+                'j' => single(&mut args.join),
+                'k' => single(&mut args.keep),
+                'l' => args.resources.extend(value.clone()),
+                'm' => single(&mut args.mail_points),
+                'M' => single(&mut args.mail_users),
+                'N' => single(&mut args.name),
+                'o' => single(&mut args.output_path),
+                'p' => single(&mut args.priority),
+                'P' => single(&mut args.project),
+                'r' => single(&mut args.rerunable),
+                'R' => single(&mut args.remove_files),
+                'S' => single(&mut args.shell),
+                'u' => single(&mut args.user_list),
+                'W' => args.extended.extend(value.clone()),
+                _ => {}
+            }
         }
-        attrs.push(Attr::new("Hold_Types", h.as_str()));
+        args
     }
-    if let Some(j) = &args.join {
-        attrs.push(Attr::new("Join_Path", jobopts::join_path(j)?));
+}
+
+/// A command line qalter refuses before contacting the server.
+#[derive(Debug, PartialEq, Eq)]
+struct Refusal {
+    text: String,
+    status: u8,
+}
+
+impl Refusal {
+    fn usage(lines: &[String]) -> Refusal {
+        let mut text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        text.push_str(USAGE);
+        Refusal { text, status: 2 }
     }
-    if let Some(k) = &args.keep {
-        attrs.push(Attr::new("Keep_Files", jobopts::keep_files(k)?));
+}
+
+/// Where relative paths point and which server short ids belong to.
+struct Context<'a> {
+    host: &'a str,
+    cwd: &'a str,
+    server: &'a str,
+    is_dir: &'a dyn Fn(&str) -> bool,
+}
+
+/// The option OpenPBS's qalter blames for a bad attribute value.
+fn option_of(attribute: &str) -> Option<char> {
+    Some(match attribute {
+        "Execution_Time" => 'a',
+        "Account_Name" => 'A',
+        "project" => 'P',
+        "Checkpoint" => 'c',
+        "Error_Path" => 'e',
+        "Hold_Types" => 'h',
+        "Join_Path" => 'j',
+        "Keep_Files" => 'k',
+        "Mail_Points" => 'm',
+        "Mail_Users" => 'M',
+        "Job_Name" => 'N',
+        "Output_Path" => 'o',
+        "Priority" => 'p',
+        "Rerunable" => 'r',
+        "Remove_Files" => 'R',
+        "Shell_Path_List" => 'S',
+        "User_List" => 'u',
+        "depend" | "stagein" | "stageout" | "sandbox" | "umask" | "run_count" | "group_list" => 'W',
+        _ => return None,
+    })
+}
+
+/// What qalter sends, or what it prints instead of sending: per-job failures of the
+/// client-side checks are printed once per job, as OpenPBS prints them.
+#[derive(Debug, PartialEq, Eq)]
+enum Plan {
+    /// Send these attributes.
+    Alter { attrs: Vec<Attr>, jobs: Vec<String> },
+    /// An attribute fails a check that OpenPBS reports per job (`<text> <id>`) with this code.
+    PerJob { code: Pbse, jobs: Vec<String> },
+}
+
+/// Parses the command line and builds the attributes, with OpenPBS's checks.
+fn plan(prog: &str, argv: &[String], ctx: &Context<'_>) -> Result<Plan, Refusal> {
+    let scan = jobopts::getopt(prog, argv, OPTSTRING, true);
+    let mut errors = scan.errors.clone();
+    let args = Args::from_scan(&scan);
+    let mut attrs: Vec<Attr> = Vec::new();
+    let mut push = |name: &str, value: &str| attrs.push(Attr::new(name, value));
+    if let Some(value) = &args.execution_time {
+        match jobopts::cvtdate(value) {
+            Some(epoch) => push("Execution_Time", &epoch.to_string()),
+            None => errors.push("qalter: illegal -a value".to_string()),
+        }
+    }
+    if let Some(value) = &args.account {
+        push("Account_Name", value);
+    }
+    if let Some(value) = &args.project {
+        push("project", value);
+    }
+    if let Some(value) = &args.checkpoint {
+        let value = value.trim_start();
+        if value == "u" {
+            errors.push("qalter: illegal -c value".to_string());
+        } else {
+            push("Checkpoint", value);
+        }
+    }
+    if let Some(value) = &args.error_path {
+        push("Error_Path", value);
+    }
+    if let Some(value) = &args.holds {
+        push("Hold_Types", value.trim_start());
+    }
+    if let Some(value) = &args.join {
+        push("Join_Path", value);
+    }
+    if let Some(value) = &args.keep {
+        push("Keep_Files", value);
     }
     for list in &args.resources {
-        attrs.extend(jobopts::resource_list(list)?);
-    }
-    if let Some(m) = &args.mail_points {
-        attrs.push(Attr::new("Mail_Points", jobopts::mail_points(m)?));
-    }
-    if let Some(m) = &args.mail_users {
-        attrs.push(Attr::new("Mail_Users", m.as_str()));
-    }
-    if let Some(n) = &args.name {
-        attrs.push(Attr::new("Job_Name", jobopts::job_name(n)?));
-    }
-    if let Some(p) = &args.output_path {
-        attrs.push(Attr::new("Output_Path", jobopts::output_path(p, host, cwd)));
-    }
-    if let Some(p) = &args.priority {
-        attrs.push(Attr::new("Priority", jobopts::priority(p)?));
-    }
-    if let Some(p) = &args.project {
-        attrs.push(Attr::new("project", p.as_str()));
-    }
-    if let Some(r) = &args.rerunable {
-        attrs.push(Attr::new("Rerunable", jobopts::rerunable(r)?));
-    }
-    if let Some(r) = &args.remove_files {
-        attrs.push(Attr::new("Remove_Files", r.as_str()));
-    }
-    if let Some(s) = &args.shell {
-        attrs.push(Attr::new("Shell_Path_List", s.as_str()));
-    }
-    if let Some(u) = &args.user_list {
-        attrs.push(Attr::new("User_List", u.as_str()));
-    }
-    for list in &args.extended {
-        for (key, value) in jobopts::extended(list)? {
-            attrs.push(Attr::new(key, value));
+        match jobopts::parse_resource_list(list) {
+            Ok(pairs) => {
+                for (resource, value) in pairs {
+                    push(&format!("Resource_List.{resource}"), &value);
+                }
+            }
+            Err(e) => errors.push(format!("qalter: {}", jobopts::resource_list_message(list, &e))),
         }
     }
-    Ok(attrs)
+    if let Some(value) = &args.mail_points {
+        push("Mail_Points", value.trim_start());
+    }
+    if let Some(value) = &args.mail_users {
+        push("Mail_Users", value);
+    }
+    if let Some(value) = &args.name {
+        push("Job_Name", value);
+    }
+    if let Some(value) = &args.output_path {
+        push("Output_Path", value);
+    }
+    if let Some(value) = &args.priority {
+        push("Priority", value.trim_start());
+    }
+    if let Some(value) = &args.rerunable {
+        if matches!(value.as_str(), "y" | "n") {
+            push("Rerunable", value);
+        } else {
+            errors.push("qalter: illegal -r value".to_string());
+        }
+    }
+    if let Some(value) = &args.remove_files {
+        push("Remove_Files", value);
+    }
+    if let Some(value) = &args.shell {
+        push("Shell_Path_List", value);
+    }
+    if let Some(value) = &args.user_list {
+        push("User_List", value);
+    }
+    for value in &args.extended {
+        let value = value.trim_start();
+        match jobopts::parse_equal_pairs(value).filter(|_| !value.is_empty()) {
+            Some(pairs) => {
+                for (key, value) in pairs {
+                    push(&key, &value);
+                }
+            }
+            None => errors.push("qalter: illegal -W value".to_string()),
+        }
+    }
+    if !errors.is_empty() || args.jobs.is_empty() {
+        return Err(Refusal::usage(&errors));
+    }
+    verify(attrs, args.jobs, ctx)
+}
+
+/// The client-side checks of every attribute; the first failure decides what is printed.
+fn verify(attrs: Vec<Attr>, jobs: Vec<String>, ctx: &Context<'_>) -> Result<Plan, Refusal> {
+    let env = VerifyEnv { host: ctx.host, cwd: ctx.cwd, server: ctx.server, is_dir: ctx.is_dir };
+    let mut out = Vec::with_capacity(attrs.len());
+    for Attr(name, value) in attrs {
+        match jobopts::verify_attr(&name, &value, &env) {
+            Ok(value) => out.push(Attr(name, value)),
+            Err(code) if code == Pbse::JOBNBIG => {
+                return Err(Refusal { text: "qalter: Job name is too long \n".to_string(), status: 2 });
+            }
+            Err(code) => {
+                return match option_of(&name) {
+                    Some(opt) => Err(Refusal::usage(&[format!("qalter: illegal -{opt} value")])),
+                    None => Ok(Plan::PerJob { code, jobs }),
+                };
+            }
+        }
+    }
+    Ok(Plan::Alter { attrs: out, jobs })
 }
 
 fn main() -> ExitCode {
-    let args: Args = match pbs_cli::start(USAGE, 2, |a: &Args| a.version) {
-        Ok(args) => args,
-        Err(code) => return code,
-    };
-    let cwd = std::env::current_dir().map(|p| p.display().to_string()).unwrap_or_else(|_| "/".into());
-    let attrs = match attributes(&args, &pbs_cli::local_host_name(), &cwd) {
-        Ok(attrs) if !attrs.is_empty() => attrs,
-        Ok(_) => {
-            eprint!("{USAGE}");
-            return ExitCode::from(2);
-        }
-        Err(e) => {
-            eprintln!("qalter: {}", e.message);
-            if e.usage {
-                eprint!("{USAGE}");
-            }
-            return ExitCode::from(e.status);
+    pbs_cli::reset_sigpipe();
+    let argv: Vec<String> = std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect();
+    if argv.len() == 2 && argv[1] == "--version" {
+        println!("pbs_version = {}", env!("CARGO_PKG_VERSION"));
+        return ExitCode::SUCCESS;
+    }
+    let prog = argv.first().map(String::as_str).unwrap_or("qalter");
+    let cwd = std::env::current_dir().map(|p| p.display().to_string()).unwrap_or_default();
+    let conf = pbs_cli::load_conf().ok();
+    let local_host = pbs_cli::local_host_name();
+    let conf_value = |key: &str| conf.as_ref().and_then(|c| c.raw.get(key).filter(|v| !v.is_empty()).cloned());
+    let host = conf_value("PBS_OUTPUT_HOST_NAME").unwrap_or_else(|| local_host.clone());
+    let server = conf_value("PBS_SERVER").unwrap_or(local_host);
+    let is_dir = |path: &str| std::path::Path::new(path).is_dir();
+    let ctx = Context { host: &host, cwd: &cwd, server: &server, is_dir: &is_dir };
+    let plan = match plan(prog, argv.get(1..).unwrap_or_default(), &ctx) {
+        Ok(plan) => plan,
+        Err(refusal) => {
+            eprint!("{}", refusal.text);
+            return ExitCode::from(refusal.status);
         }
     };
     let mut client = match pbs_cli::connect("qalter") {
         Ok(client) => client,
         Err(code) => return code,
     };
-    pbs_cli::perjob::run("qalter", &mut client, &args.jobs, |ids| Request::ModifyJob { ids, attrs })
+    match plan {
+        Plan::Alter { attrs, jobs } => {
+            pbs_cli::perjob::run("qalter", &mut client, &jobs, |ids| Request::ModifyJob { ids, attrs })
+        }
+        Plan::PerJob { code, jobs } => {
+            let server_name = client.server_name().to_string();
+            let (ids, any_bad) = pbs_cli::perjob::complete_ids("qalter", &jobs, &server_name);
+            for id in &ids {
+                pbs_cli::print_job_error("qalter", &code.to_string(), id);
+            }
+            if ids.is_empty() && any_bad { ExitCode::from(1) } else { pbs_cli::exit_code(code.0) }
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn attrs(argv: &[&str]) -> Result<Vec<Attr>, OptError> {
-        let args = Args::try_parse_from(std::iter::once("qalter").chain(argv.iter().copied())).unwrap();
-        attributes(&args, "h", "/w")
+    fn no_dir(_: &str) -> bool {
+        false
+    }
+
+    fn check(argv: &[&str], expected: Result<Plan, Refusal>) {
+        let ctx = Context { host: "h", cwd: "/w", server: "srv", is_dir: &no_dir };
+        let argv: Vec<String> = argv.iter().map(|s| s.to_string()).collect();
+        assert_eq!(plan("qalter", &argv, &ctx), expected, "{argv:?}");
+    }
+
+    fn alter(attrs: &[(&str, &str)], jobs: &[&str]) -> Result<Plan, Refusal> {
+        Ok(Plan::Alter {
+            attrs: attrs.iter().map(|(n, v)| Attr::new(*n, *v)).collect(),
+            jobs: jobs.iter().map(|s| s.to_string()).collect(),
+        })
+    }
+
+    fn usage(lines: &str) -> Result<Plan, Refusal> {
+        Err(Refusal { text: format!("{lines}{USAGE}"), status: 2 })
     }
 
     #[test]
     fn builds_attributes() {
-        assert_eq!(
-            attrs(&["-N", "x", "-l", "walltime=1:00", "-W", "max_run_subjobs=5", "1"]).unwrap(),
-            vec![
-                Attr::new("Resource_List.walltime", "1:00"),
-                Attr::new("Job_Name", "x"),
-                Attr::new("max_run_subjobs", "5")
-            ]
+        check(
+            &["-N", "x", "-l", "walltime=1:00", "-W", "max_run_subjobs=5", "1"],
+            alter(&[("Resource_List.walltime", "1:00"), ("Job_Name", "x"), ("max_run_subjobs", "5")], &["1"]),
         );
-        assert_eq!(attrs(&["-h", "x", "1"]).unwrap_err(), OptError::illegal('h'));
-        assert_eq!(attrs(&["-o", "out", "1"]).unwrap(), vec![Attr::new("Output_Path", "h:/w/out")]);
+        check(&["-o", "out", "1", "2.s"], alter(&[("Output_Path", "h:/w/out")], &["1", "2.s"]));
+        check(&["1", "-h", "uo"], alter(&[("Hold_Types", "uo")], &["1"]));
+        check(&["-W", "depend=afterok:3", "1"], alter(&[("depend", "afterok:3.srv")], &["1"]));
+        check(&["-r", "n", "-p", " 10", "1"], alter(&[("Priority", "10"), ("Rerunable", "n")], &["1"]));
+        check(&["1"], alter(&[], &["1"]));
+    }
+
+    #[test]
+    fn refuses_bad_values() {
+        check(&["-h", "x", "1"], usage("qalter: illegal -h value\n"));
+        check(&["-r", "yes", "1"], usage("qalter: illegal -r value\n"));
+        check(&["-c", "u", "1"], usage("qalter: illegal -c value\n"));
+        check(&["-a", "99", "1"], usage("qalter: illegal -a value\n"));
+        check(&["-W", "bad", "1"], usage("qalter: illegal -W value\n"));
+        check(&["-p", "x", "1"], usage("qalter: illegal -p value\n"));
+        check(&["-N", "x"], usage(""));
+        check(&["-Z", "1"], usage("qalter: invalid option -- 'Z'\n"));
+        check(
+            &["-N", &"n".repeat(300), "1"],
+            Err(Refusal { text: "qalter: Job name is too long \n".into(), status: 2 }),
+        );
+        check(
+            &["-W", "nosuch=1", "1", "2"],
+            Ok(Plan::PerJob { code: Pbse::NOATTR, jobs: vec!["1".into(), "2".into()] }),
+        );
+    }
+
+    #[test]
+    fn clap_reads_the_same_options() {
+        use clap::Parser;
+        let words: Vec<String> =
+            ["-a", "1200", "-N", "x", "-lncpus=1", "-l", "mem=1", "-W", "a=1", "-h", "u", "1", "2"]
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
+        let scan = jobopts::getopt("qalter", &words, OPTSTRING, true);
+        assert_eq!(Args::from_scan(&scan), Args::try_parse_from(scan.to_clap_args("qalter")).unwrap());
     }
 }

@@ -1,70 +1,143 @@
-//! `qdel`: deletes jobs (`-W force`, `-x` to purge finished jobs from history).
+//! `qdel`: deletes jobs (`-W force`, `-x` to delete finished jobs from history too,
+//! `-Wsuppress_email=N` accepted); one request for all jobs, errors per job.
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use pbs_cli::jobopts::{self, Scan};
 use pbs_proto::Request;
 
-const USAGE: &str = "usage: qdel [-x] [-W force|suppress_email=X] job_identifier...\n       qdel --version\n";
+const USAGE: &str = "usage:\n\tqdel [-W force|suppress_email=X] [-x] job_identifier...\n\tqdel --version\n";
 
-#[derive(Parser, Debug)]
+/// getopt(3) option string of OpenPBS's qdel.
+const OPTSTRING: &str = "W:x";
+
+/// The options, as clap declares them; filled from the getopt scan (see [`Args::from_scan`]).
+#[derive(clap::Parser, Debug, Default, PartialEq, Eq)]
 #[command(name = "qdel", disable_help_flag = true, disable_version_flag = true)]
 struct Args {
+    /// `force`, `suppress_email=N`, or a number (an old delay, ignored).
+    #[arg(short = 'W', allow_hyphen_values = true)]
+    extend: Vec<String>,
     /// Also delete finished jobs from history.
     #[arg(short = 'x')]
     purge_history: bool,
-    /// `force` or `suppress_email=N`.
-    #[arg(short = 'W')]
-    extend: Vec<String>,
-    #[arg(long = "version")]
-    version: bool,
-    #[arg(required_unless_present = "version")]
+    /// Job ids.
     jobs: Vec<String>,
 }
 
-/// Whether the `-W` values ask for a forced delete; `None` if one is not understood.
-fn parse_extend(values: &[String]) -> Option<bool> {
-    let mut force = false;
-    for value in values {
-        match value.trim() {
-            "force" => force = true,
-            other => {
-                let n = other.strip_prefix("suppress_email=")?;
-                n.parse::<i64>().ok()?;
+impl Args {
+    fn from_scan(scan: &Scan) -> Args {
+        let mut args = Args { jobs: scan.operands.clone(), ..Args::default() };
+        for opt in &scan.options {
+            match opt.letter {
+                'W' => args.extend.extend(opt.value.clone()),
+                'x' => args.purge_history = true,
+                _ => {}
             }
         }
+        args
     }
-    Some(force)
+}
+
+/// What the command line asks for.
+#[derive(Debug, PartialEq, Eq)]
+struct Deletion {
+    force: bool,
+    purge_history: bool,
+    jobs: Vec<String>,
+}
+
+/// Parses the command line; `Err` is the text to print before exiting with status 2.
+fn parse(prog: &str, argv: &[String]) -> Result<Deletion, String> {
+    let scan = jobopts::getopt(prog, argv, OPTSTRING, true);
+    let mut errors = scan.errors.clone();
+    let args = Args::from_scan(&scan);
+    let mut force = false;
+    for value in &args.extend {
+        if value == "force" {
+            force = true;
+            continue;
+        }
+        if value.is_empty() {
+            errors.push("qdel: illegal -W value".to_string());
+            continue;
+        }
+        if jobopts::parse_equal_pairs(value)
+            .is_some_and(|pairs| pairs.first().is_some_and(|(k, _)| k == "suppress_email"))
+        {
+            continue;
+        }
+        // Anything else must be a number, as the delay qdel once took.
+        if !value.bytes().all(|b| b.is_ascii_digit()) {
+            errors.push("qdel: illegal -W value".to_string());
+        }
+    }
+    if !errors.is_empty() || args.jobs.is_empty() {
+        let mut text: String = errors.iter().map(|e| format!("{e}\n")).collect();
+        text.push_str(USAGE);
+        return Err(text);
+    }
+    Ok(Deletion { force, purge_history: args.purge_history, jobs: args.jobs })
 }
 
 fn main() -> ExitCode {
-    let args: Args = match pbs_cli::start(USAGE, 2, |a: &Args| a.version) {
-        Ok(args) => args,
-        Err(code) => return code,
-    };
-    let Some(force) = parse_extend(&args.extend) else {
-        eprintln!("qdel: illegal -W value");
-        eprint!("{USAGE}");
-        return ExitCode::from(2);
+    pbs_cli::reset_sigpipe();
+    let argv: Vec<String> = std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect();
+    if argv.len() == 2 && argv[1] == "--version" {
+        println!("pbs_version = {}", env!("CARGO_PKG_VERSION"));
+        return ExitCode::SUCCESS;
+    }
+    let prog = argv.first().map(String::as_str).unwrap_or("qdel");
+    let deletion = match parse(prog, argv.get(1..).unwrap_or_default()) {
+        Ok(deletion) => deletion,
+        Err(text) => {
+            eprint!("{text}");
+            return ExitCode::from(2);
+        }
     };
     let mut client = match pbs_cli::connect("qdel") {
         Ok(client) => client,
         Err(code) => return code,
     };
-    let purge_history = args.purge_history;
-    pbs_cli::perjob::run("qdel", &mut client, &args.jobs, |ids| Request::DeleteJob { ids, force, purge_history })
+    let Deletion { force, purge_history, jobs } = deletion;
+    pbs_cli::perjob::run("qdel", &mut client, &jobs, |ids| Request::DeleteJob { ids, force, purge_history })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn check(argv: &[&str], expected: Result<(bool, bool, &[&str]), &str>) {
+        let argv: Vec<String> = argv.iter().map(|s| s.to_string()).collect();
+        let got = parse("qdel", &argv);
+        let expected = expected
+            .map(|(force, purge_history, jobs)| Deletion {
+                force,
+                purge_history,
+                jobs: jobs.iter().map(|s| s.to_string()).collect(),
+            })
+            .map_err(|lines| format!("{lines}{USAGE}"));
+        assert_eq!(got, expected, "{argv:?}");
+    }
+
     #[test]
-    fn extend_values() {
-        assert_eq!(parse_extend(&[]), Some(false));
-        assert_eq!(parse_extend(&["force".into()]), Some(true));
-        assert_eq!(parse_extend(&["suppress_email=5".into()]), Some(false));
-        assert_eq!(parse_extend(&["bogus".into()]), None);
-        assert_eq!(parse_extend(&["suppress_email=x".into()]), None);
+    fn options() {
+        check(&["1"], Ok((false, false, &["1"])));
+        check(&["-W", "force", "-x", "1", "2.s"], Ok((true, true, &["1", "2.s"])));
+        check(&["1", "-Wforce"], Ok((true, false, &["1"])));
+        check(&["-Wsuppress_email=5", "1"], Ok((false, false, &["1"])));
+        check(&["-W", "30", "1"], Ok((false, false, &["1"])));
+        check(&["-W", "bogus", "1"], Err("qdel: illegal -W value\n"));
+        check(&["-W", "", "1"], Err("qdel: illegal -W value\n"));
+        check(&["-x"], Err(""));
+        check(&["-y", "1"], Err("qdel: invalid option -- 'y'\n"));
+    }
+
+    #[test]
+    fn clap_reads_the_same_options() {
+        use clap::Parser;
+        let words: Vec<String> = ["-W", "force", "1", "-x", "2"].iter().map(|s| s.to_string()).collect();
+        let scan = jobopts::getopt("qdel", &words, OPTSTRING, true);
+        assert_eq!(Args::from_scan(&scan), Args::try_parse_from(scan.to_clap_args("qdel")).unwrap());
     }
 }

@@ -1,5 +1,8 @@
-//! `qhold`: adds holds to jobs (`-h u|o|s`, default `u`).
+//! `qhold`: adds holds to jobs (`-h u|o|s` in any combination, default `u`).
+
+#[path = "qhold/hold.rs"]
+mod hold;
 
 fn main() -> std::process::ExitCode {
-    pbs_cli::perjob::hold_command("qhold", true)
+    hold::main("qhold", true)
 }

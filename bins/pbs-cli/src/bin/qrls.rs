@@ -1,5 +1,8 @@
-//! `qrls`: removes holds from jobs (`-h u|o|s`, default `u`).
+//! `qrls`: removes holds from jobs (`-h u|o|s` in any combination, default `u`).
+
+#[path = "qhold/hold.rs"]
+mod hold;
 
 fn main() -> std::process::ExitCode {
-    pbs_cli::perjob::hold_command("qrls", false)
+    hold::main("qrls", false)
 }

@@ -3,198 +3,337 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use clap::Parser;
+use pbs_cli::jobopts::{self, Scan};
+use pbs_core::Pbse;
 use pbs_proto::{CompareOp, Criterion};
 
-const USAGE: &str = "usage: qselect [-a [op]date_time] [-A account_string] [-c [op]interval] [-h hold_list]
-\t[-H] [-J] [-l resource_list] [-N name] [-p [op]priority] [-P project]
-\t[-q destination] [-r y|n] [-s states] [-t subjob] [-T] [-u user_name] [-x] [destination...]
+const USAGE: &str = "usage: qselect [-a [op]date_time] [-A account_string] [-c [op]interval]
+\t[-h hold_list] [-H] [-J] [-l resource_list] [-N name] [-p [op]priority]
+\t[-q destination] [-r y|n] [-s states] [-t subopt[op]date_time] [-T] [-P project_name]
+\t[-x] [-u user_name]
        qselect --version
 ";
 
-#[derive(Parser, Debug)]
+/// getopt(3) option string of OpenPBS's qselect.
+const OPTSTRING: &str = "a:A:c:h:HJl:N:p:q:r:s:t:Tu:xP:";
+
+/// The options, as clap declares them; filled from the getopt scan (see [`Args::from_scan`]).
+/// Options may repeat; each occurrence adds a criterion.
+#[derive(clap::Parser, Debug, Default, PartialEq, Eq)]
 #[command(name = "qselect", disable_help_flag = true, disable_version_flag = true)]
 struct Args {
-    #[arg(short = 'a')]
-    execution_time: Option<String>,
-    #[arg(short = 'A')]
-    account: Option<String>,
-    #[arg(short = 'c')]
-    checkpoint: Option<String>,
-    #[arg(short = 'h')]
-    holds: Option<String>,
+    /// `[.op.]date_time`: Execution_Time.
+    #[arg(short = 'a', allow_hyphen_values = true)]
+    execution_time: Vec<String>,
+    #[arg(short = 'A', allow_hyphen_values = true)]
+    account: Vec<String>,
+    #[arg(short = 'c', allow_hyphen_values = true)]
+    checkpoint: Vec<String>,
+    #[arg(short = 'h', allow_hyphen_values = true)]
+    holds: Vec<String>,
     /// Finished and moved jobs only.
     #[arg(short = 'H')]
     history_only: bool,
     /// Array jobs only.
     #[arg(short = 'J')]
     arrays: bool,
-    #[arg(short = 'l')]
+    /// `res.op.value[,res.op.value...]`.
+    #[arg(short = 'l', allow_hyphen_values = true)]
     resources: Vec<String>,
-    #[arg(short = 'N')]
-    name: Option<String>,
-    #[arg(short = 'p')]
-    priority: Option<String>,
-    #[arg(short = 'P')]
-    project: Option<String>,
-    #[arg(short = 'q')]
-    queue: Option<String>,
-    #[arg(short = 'r')]
-    rerunnable: Option<String>,
-    #[arg(short = 's')]
-    states: Option<String>,
-    /// Include subjobs.
-    #[arg(short = 'T', short_alias = 't')]
+    #[arg(short = 'N', allow_hyphen_values = true)]
+    name: Vec<String>,
+    #[arg(short = 'p', allow_hyphen_values = true)]
+    priority: Vec<String>,
+    #[arg(short = 'P', allow_hyphen_values = true)]
+    project: Vec<String>,
+    #[arg(short = 'q', allow_hyphen_values = true)]
+    queue: Vec<String>,
+    #[arg(short = 'r', allow_hyphen_values = true)]
+    rerunable: Vec<String>,
+    #[arg(short = 's', allow_hyphen_values = true)]
+    states: Vec<String>,
+    /// `subopt[.op.]date_time`, subopt one of `a c e g m q s t`.
+    #[arg(short = 't', allow_hyphen_values = true)]
+    times: Vec<String>,
+    /// Subjobs too.
+    #[arg(short = 'T')]
     subjobs: bool,
-    #[arg(short = 'u')]
-    users: Option<String>,
-    /// Include finished jobs.
+    #[arg(short = 'u', allow_hyphen_values = true)]
+    users: Vec<String>,
+    /// Finished jobs too.
     #[arg(short = 'x')]
     history: bool,
-    #[arg(long = "version")]
-    version: bool,
-    destinations: Vec<String>,
+    /// Not accepted: qselect takes no operands.
+    operands: Vec<String>,
 }
 
-/// A criterion value that does not parse; the message is what qselect prints.
-#[derive(Debug, PartialEq)]
-struct BadOption(&'static str);
+impl Args {
+    fn from_scan(scan: &Scan) -> Args {
+        let mut args = Args { operands: scan.operands.clone(), ..Args::default() };
+        for opt in &scan.options {
+            let value = opt.value.clone();
+            match opt.letter {
+                'a' => args.execution_time.extend(value),
+                'A' => args.account.extend(value),
+                'c' => args.checkpoint.extend(value),
+                'h' => args.holds.extend(value),
+                'H' => args.history_only = true,
+                'J' => args.arrays = true,
+                'l' => args.resources.extend(value),
+                'N' => args.name.extend(value),
+                'p' => args.priority.extend(value),
+                'P' => args.project.extend(value),
+                'q' => args.queue.extend(value),
+                'r' => args.rerunable.extend(value),
+                's' => args.states.extend(value),
+                't' => args.times.extend(value),
+                'T' => args.subjobs = true,
+                'u' => args.users.extend(value),
+                'x' => args.history = true,
+                _ => {}
+            }
+        }
+        args
+    }
+}
 
-fn op_named(name: &str) -> Option<CompareOp> {
-    Some(match name {
-        "eq" => CompareOp::Eq,
-        "ne" => CompareOp::Ne,
-        "lt" => CompareOp::Lt,
-        "le" => CompareOp::Le,
-        "gt" => CompareOp::Gt,
-        "ge" => CompareOp::Ge,
+/// What is sent: the criteria and the flags of the request.
+#[derive(Debug, PartialEq, Eq)]
+struct Selection {
+    criteria: Vec<Criterion>,
+    history: bool,
+    subjobs: bool,
+    arrays_only: bool,
+}
+
+/// A command line refused before contacting the server: text and exit status.
+#[derive(Debug, PartialEq, Eq)]
+struct Refusal {
+    text: String,
+    status: u8,
+}
+
+fn criterion(attr: &str, op: CompareOp, value: &str) -> Criterion {
+    Criterion { attr: attr.to_string(), op, value: value.to_string() }
+}
+
+/// `check_res_op` over a whole `-l` value: `res.op.value[,res.op.value...]`.
+fn resource_criteria(list: &str, out: &mut Vec<Criterion>) -> Result<(), String> {
+    let bad = |rest: &str| Err(format!("qselect: illegal -l value\nresource_list: {rest}"));
+    let mut rest = list;
+    while !rest.is_empty() {
+        let Some((resource, tail)) = rest.split_once('.') else {
+            return bad(rest);
+        };
+        let op = match tail.get(..2) {
+            Some("eq") => CompareOp::Eq,
+            Some("ne") => CompareOp::Ne,
+            Some("ge") => CompareOp::Ge,
+            Some("gt") => CompareOp::Gt,
+            Some("le") => CompareOp::Le,
+            Some("lt") => CompareOp::Lt,
+            _ => return bad(rest),
+        };
+        // The operator is followed by one separator character (`.`).
+        let after = tail.get(3..).unwrap_or("");
+        let (value, next) = match after.split_once(',') {
+            Some((value, next)) => (value, Some(next)),
+            None => (after, None),
+        };
+        if value.is_empty() || next == Some("") {
+            return bad(rest);
+        }
+        out.push(criterion(&format!("Resource_List.{resource}"), op, value));
+        rest = next.unwrap_or("");
+    }
+    Ok(())
+}
+
+/// The time attribute a `-t` sub-option names.
+fn time_attribute(subopt: char) -> Option<&'static str> {
+    Some(match subopt {
+        'a' => "Execution_Time",
+        'c' => "ctime",
+        'e' => "etime",
+        'g' => "eligible_time",
+        'm' => "mtime",
+        'q' => "qtime",
+        's' => "stime",
+        't' => "estimated.start_time",
         _ => return None,
     })
 }
 
-/// Splits an optional leading `.op.` (or `op.`) from a value: `.gt.1200` -> (Gt, `1200`).
-fn leading_op(text: &str) -> (CompareOp, &str) {
-    let trimmed = text.strip_prefix('.').unwrap_or(text);
-    if let Some((name, rest)) = trimmed.split_once('.') {
-        if let Some(op) = op_named(name) {
-            return (op, rest);
-        }
-    }
-    (CompareOp::Eq, text)
-}
-
-/// `-l res.op.value[,res.op.value...]`.
-fn resource_criteria(list: &str) -> Result<Vec<Criterion>, BadOption> {
+/// Builds the request from the command line, with OpenPBS's checks and messages.
+fn parse(prog: &str, argv: &[String]) -> Result<Selection, Refusal> {
+    let scan = jobopts::getopt(prog, argv, OPTSTRING, true);
+    let mut errors = scan.errors.clone();
+    let args = Args::from_scan(&scan);
     let mut out = Vec::new();
-    for item in list.split(',') {
-        let mut parts = item.splitn(3, '.');
-        let (Some(res), Some(op), Some(value)) = (parts.next(), parts.next(), parts.next()) else {
-            return Err(BadOption("qselect: illegal -l value"));
-        };
-        let op = op_named(op).ok_or(BadOption("qselect: illegal -l value"))?;
-        if res.is_empty() || value.is_empty() {
-            return Err(BadOption("qselect: illegal -l value"));
+    for text in &args.execution_time {
+        let (op, date) = jobopts::split_select_op(text);
+        match jobopts::cvtdate(date) {
+            Some(epoch) => out.push(criterion("Execution_Time", op, &epoch.to_string())),
+            None => errors.push("qselect: illegal -a value".to_string()),
         }
-        out.push(Criterion { attr: format!("Resource_List.{res}"), op, value: value.to_string() });
     }
-    Ok(out)
-}
-
-fn criteria(args: &Args) -> Result<Vec<Criterion>, BadOption> {
-    let mut out = Vec::new();
-    let eq = |attr: &str, value: &str| Criterion { attr: attr.into(), op: CompareOp::Eq, value: value.into() };
-    if let Some(text) = &args.execution_time {
-        let (op, date) = leading_op(text);
-        let epoch = pbs_cli::jobopts::parse_datetime(date).ok_or(BadOption("qselect: illegal -a value"))?;
-        out.push(Criterion { attr: "Execution_Time".into(), op, value: epoch.to_string() });
+    for account in &args.account {
+        out.push(criterion("Account_Name", CompareOp::Eq, account));
     }
-    if let Some(account) = &args.account {
-        out.push(eq("Account_Name", account));
-    }
-    if let Some(text) = &args.checkpoint {
-        let (op, value) = leading_op(text);
-        out.push(Criterion { attr: "Checkpoint".into(), op, value: value.into() });
-    }
-    if let Some(holds) = &args.holds {
-        if !pbs_cli::valid_hold_list(holds) {
-            return Err(BadOption("qselect: illegal -h value"));
+    for text in &args.checkpoint {
+        let (op, value) = jobopts::split_select_op(text);
+        if value.trim_start().is_empty() {
+            errors.push("qselect: illegal -c value".to_string());
+        } else {
+            out.push(criterion("Checkpoint", op, value));
         }
-        out.push(eq("Hold_Types", holds));
+    }
+    for text in &args.holds {
+        let (op, value) = jobopts::split_select_op(text);
+        out.push(criterion("Hold_Types", op, value));
     }
     for list in &args.resources {
-        out.extend(resource_criteria(list)?);
-    }
-    if let Some(name) = &args.name {
-        out.push(eq("Job_Name", name));
-    }
-    if let Some(text) = &args.priority {
-        let (op, value) = leading_op(text);
-        value.parse::<i64>().map_err(|_| BadOption("qselect: illegal -p value"))?;
-        out.push(Criterion { attr: "Priority".into(), op, value: value.into() });
-    }
-    if let Some(project) = &args.project {
-        out.push(eq("project", project));
-    }
-    if let Some(r) = &args.rerunnable {
-        let value = match r.as_str() {
-            "y" | "Y" => "True",
-            "n" | "N" => "False",
-            _ => return Err(BadOption("qselect: illegal -r value")),
-        };
-        out.push(eq("Rerunable", value));
-    }
-    if let Some(states) = &args.states {
-        if states.is_empty() || !states.chars().all(|c| "QHWRETUSBXFM".contains(c)) {
-            return Err(BadOption("qselect: illegal -s value"));
+        if let Err(message) = resource_criteria(list, &mut out) {
+            errors.push(message);
         }
-        out.push(eq("job_state", states));
+    }
+    for name in &args.name {
+        out.push(criterion("Job_Name", CompareOp::Eq, name));
+    }
+    for text in &args.priority {
+        let (op, value) = jobopts::split_select_op(text);
+        out.push(criterion("Priority", op, value));
+    }
+    for project in &args.project {
+        out.push(criterion("project", CompareOp::Eq, project));
+    }
+    let mut destination = None;
+    for text in &args.queue {
+        destination = Some(text.clone());
+        let (op, value) = jobopts::split_select_op(text);
+        out.push(criterion("queue", op, value));
+    }
+    for text in &args.rerunable {
+        match text.trim_start().chars().next() {
+            Some('y') => out.push(criterion("Rerunable", CompareOp::Eq, "True")),
+            Some('n') => out.push(criterion("Rerunable", CompareOp::Eq, "False")),
+            _ => errors.push("qselect: illegal -r value".to_string()),
+        }
+    }
+    for text in &args.states {
+        let (op, value) = jobopts::split_select_op(text);
+        out.push(criterion("job_state", op, value));
+    }
+    for text in &args.times {
+        let mut chars = text.chars();
+        let attr = chars.next().and_then(time_attribute);
+        let (op, date) = jobopts::split_select_op(chars.as_str());
+        match (attr, jobopts::cvtdate(date)) {
+            (Some(attr), Some(epoch)) => out.push(criterion(attr, op, &epoch.to_string())),
+            _ => errors.push("qselect: illegal -t value".to_string()),
+        }
     }
     if args.history_only {
-        out.push(eq("job_state", "FM"));
+        out.push(criterion("job_state", CompareOp::Eq, "FM"));
     }
-    if let Some(users) = &args.users {
-        out.push(eq("Job_Owner", users));
+    for users in &args.users {
+        out.push(criterion("Job_Owner", CompareOp::Eq, users));
     }
-    for destination in args.queue.iter().chain(&args.destinations) {
-        let queue = destination.split('@').next().unwrap_or_default();
-        if !queue.is_empty() {
-            out.push(eq("queue", queue));
+    if !errors.is_empty() || !args.operands.is_empty() {
+        let mut text: String = errors.iter().map(|e| format!("{e}\n")).collect();
+        text.push_str(USAGE);
+        return Err(Refusal { text, status: 2 });
+    }
+    if let Some(destination) = destination {
+        if jobopts::parse_destination(&destination).is_none() {
+            let text = format!("qselect: illegally formed destination: {destination}\n");
+            return Err(Refusal { text, status: 2 });
         }
     }
-    Ok(out)
+    verify(&out)?;
+    Ok(Selection {
+        criteria: out,
+        history: args.history || args.history_only,
+        subjobs: args.subjobs,
+        arrays_only: args.arrays,
+    })
+}
+
+/// The client-side checks OpenPBS makes on a select list, with its messages: `illegal -X
+/// value` and usage, or for `-p` the PBSE text and status.
+fn verify(criteria: &[Criterion]) -> Result<(), Refusal> {
+    let usage = |opt: char| Refusal { text: format!("qselect: illegal -{opt} value\n{USAGE}"), status: 2 };
+    for c in criteria {
+        let value = c.value.as_str();
+        match c.attr.as_str() {
+            "Checkpoint" if !jobopts::check_checkpoint(value) => return Err(usage('c')),
+            "Hold_Types" if !jobopts::check_hold(value) => return Err(usage('h')),
+            "Job_Name" if !value.is_empty() && jobopts::check_job_name(value).is_err() => return Err(usage('N')),
+            "job_state" if value.is_empty() || !value.chars().all(|s| "EFHMQRSTUWXB".contains(s)) => {
+                return Err(usage('s'));
+            }
+            "Job_Owner" if !jobopts::check_at_list(value, false, false) => return Err(usage('u')),
+            "Priority" if !is_number(value) => {
+                let text = format!("qselect: {}\n", Pbse::BADATVAL);
+                return Err(Refusal { text, status: (Pbse::BADATVAL.0 & 0xff) as u8 });
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+fn is_number(text: &str) -> bool {
+    let t = text.trim_start();
+    let digits = t.strip_prefix(['-', '+']).unwrap_or(t);
+    !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// The output: one id per line.
+fn render(ids: &[String]) -> String {
+    let mut out = String::with_capacity(ids.len() * 16);
+    for id in ids {
+        out.push_str(id);
+        out.push('\n');
+    }
+    out
 }
 
 fn main() -> ExitCode {
-    let args: Args = match pbs_cli::start(USAGE, 2, |a: &Args| a.version) {
-        Ok(args) => args,
-        Err(code) => return code,
-    };
-    let criteria = match criteria(&args) {
-        Ok(c) => c,
-        Err(BadOption(message)) => {
-            eprintln!("{message}");
-            eprint!("{USAGE}");
-            return ExitCode::from(2);
+    pbs_cli::reset_sigpipe();
+    let argv: Vec<String> = std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect();
+    if argv.len() == 2 && argv[1] == "--version" {
+        println!("pbs_version = {}", env!("CARGO_PKG_VERSION"));
+        return ExitCode::SUCCESS;
+    }
+    let prog = argv.first().map(String::as_str).unwrap_or("qselect");
+    let selection = match parse(prog, argv.get(1..).unwrap_or_default()) {
+        Ok(selection) => selection,
+        Err(refusal) => {
+            eprint!("{}", refusal.text);
+            return ExitCode::from(refusal.status);
         }
     };
     let mut client = match pbs_cli::connect("qselect") {
         Ok(client) => client,
         Err(code) => return code,
     };
-    let history = args.history || args.history_only;
-    match client.select(criteria, history, args.subjobs, args.arrays) {
+    let Selection { criteria, history, subjobs, arrays_only } = selection;
+    match client.select(criteria, history, subjobs, arrays_only) {
         Ok(ids) => {
-            let mut out = String::with_capacity(ids.len() * 16);
-            for id in ids {
-                out.push_str(&id);
-                out.push('\n');
-            }
-            let _ = std::io::stdout().lock().write_all(out.as_bytes());
+            let _ = std::io::stdout().lock().write_all(render(&ids).as_bytes());
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("qselect: {e}");
-            pbs_cli::exit_code(e.pbse().0)
+            let code = e.pbse();
+            let text = e.to_string();
+            if text.is_empty() {
+                eprintln!("qselect: Error ({}) selecting jobs", code.0);
+            } else {
+                eprintln!("qselect: {text}");
+            }
+            // Asking for history when the server keeps none is not a failure.
+            if code == Pbse::JOBHISTNOTSET { ExitCode::SUCCESS } else { pbs_cli::exit_code(code.0) }
         }
     }
 }
@@ -203,37 +342,75 @@ fn main() -> ExitCode {
 mod tests {
     use super::*;
 
-    fn parse(argv: &[&str]) -> Result<Vec<Criterion>, BadOption> {
-        let args = Args::try_parse_from(std::iter::once("qselect").chain(argv.iter().copied())).unwrap();
-        criteria(&args)
+    fn c(attr: &str, op: CompareOp, value: &str) -> Criterion {
+        criterion(attr, op, value)
     }
 
-    fn c(attr: &str, op: CompareOp, value: &str) -> Criterion {
-        Criterion { attr: attr.into(), op, value: value.into() }
+    fn check(argv: &[&str], expected: Result<Vec<Criterion>, &str>) {
+        let argv: Vec<String> = argv.iter().map(|s| s.to_string()).collect();
+        let got = parse("qselect", &argv).map(|s| s.criteria).map_err(|r| r.text);
+        let expected = expected.map_err(|lines| format!("{lines}{USAGE}"));
+        assert_eq!(got, expected, "{argv:?}");
     }
 
     #[test]
     fn builds_criteria() {
-        assert_eq!(
-            parse(&["-l", "walltime.gt.00:05:00,ncpus.eq.2"]).unwrap(),
-            vec![c("Resource_List.walltime", CompareOp::Gt, "00:05:00"), c("Resource_List.ncpus", CompareOp::Eq, "2")]
+        use CompareOp::*;
+        check(
+            &["-l", "walltime.gt.00:05:00,ncpus.eq.2"],
+            Ok(vec![c("Resource_List.walltime", Gt, "00:05:00"), c("Resource_List.ncpus", Eq, "2")]),
         );
-        assert_eq!(parse(&["-s", "H"]).unwrap(), vec![c("job_state", CompareOp::Eq, "H")]);
-        assert_eq!(
-            parse(&["-u", "bob", "-N", "x"]).unwrap(),
-            vec![c("Job_Name", CompareOp::Eq, "x"), c("Job_Owner", CompareOp::Eq, "bob")]
-        );
-        assert_eq!(parse(&["-q", "workq@host"]).unwrap(), vec![c("queue", CompareOp::Eq, "workq")]);
-        assert_eq!(parse(&["-p", ".gt.5"]).unwrap(), vec![c("Priority", CompareOp::Gt, "5")]);
-        assert_eq!(parse(&["-r", "y"]).unwrap(), vec![c("Rerunable", CompareOp::Eq, "True")]);
+        check(&["-s", "H"], Ok(vec![c("job_state", Eq, "H")]));
+        check(&["-s", ".ne.R"], Ok(vec![c("job_state", Ne, "R")]));
+        check(&["-u", "bob", "-N", "x"], Ok(vec![c("Job_Name", Eq, "x"), c("Job_Owner", Eq, "bob")]));
+        check(&["-q", "workq@host"], Ok(vec![c("queue", Eq, "workq@host")]));
+        check(&["-p", ".gt.5"], Ok(vec![c("Priority", Gt, "5")]));
+        check(&["-r", "y"], Ok(vec![c("Rerunable", Eq, "True")]));
+        check(&["-h", "u"], Ok(vec![c("Hold_Types", Eq, "u")]));
+        check(&["-H"], Ok(vec![c("job_state", Eq, "FM")]));
+        check(&["-A", "acct", "-P", "proj"], Ok(vec![c("Account_Name", Eq, "acct"), c("project", Eq, "proj")]));
+        check(&["-J", "-T", "-x"], Ok(vec![]));
+        let t = parse("qselect", &["-tc.gt.1200".to_string()]).unwrap().criteria;
+        assert_eq!((t[0].attr.as_str(), t[0].op), ("ctime", Gt));
+        let sel = parse("qselect", &["-J".to_string(), "-T".to_string(), "-x".to_string()]).unwrap();
+        assert!(sel.arrays_only && sel.subjobs && sel.history);
     }
 
     #[test]
     fn rejects_bad_values() {
-        assert_eq!(parse(&["-l", "walltime"]), Err(BadOption("qselect: illegal -l value")));
-        assert_eq!(parse(&["-l", "walltime.xx.1"]), Err(BadOption("qselect: illegal -l value")));
-        assert_eq!(parse(&["-s", "Z"]), Err(BadOption("qselect: illegal -s value")));
-        assert_eq!(parse(&["-r", "maybe"]), Err(BadOption("qselect: illegal -r value")));
-        assert_eq!(parse(&["-a", "tomorrow"]), Err(BadOption("qselect: illegal -a value")));
+        check(&["-l", "walltime"], Err("qselect: illegal -l value\nresource_list: walltime\n"));
+        check(&["-l", "walltime.xx.1"], Err("qselect: illegal -l value\nresource_list: walltime.xx.1\n"));
+        check(&["-l", "ncpus.eq.1,"], Err("qselect: illegal -l value\nresource_list: ncpus.eq.1,\n"));
+        check(&["-s", "Z"], Err("qselect: illegal -s value\n"));
+        check(&["-r", "maybe"], Err("qselect: illegal -r value\n"));
+        check(&["-a", "tomorrow"], Err("qselect: illegal -a value\n"));
+        check(&["-t", "z1200"], Err("qselect: illegal -t value\n"));
+        check(&["-h", "x"], Err("qselect: illegal -h value\n"));
+        check(&["workq"], Err(""));
+        check(&["-K"], Err("qselect: invalid option -- 'K'\n"));
+        let refusal = parse("qselect", &["-p".to_string(), "abc".to_string()]).unwrap_err();
+        assert_eq!((refusal.text.as_str(), refusal.status), ("qselect: Illegal attribute or resource value\n", 166));
+        let refusal = parse("qselect", &["-q".to_string(), "a#b".to_string()]).unwrap_err();
+        assert_eq!((refusal.text.as_str(), refusal.status), ("qselect: illegally formed destination: a#b\n", 2));
+    }
+
+    #[test]
+    fn output_is_one_id_per_line() {
+        // qselect_all.txt of the reference outputs.
+        let ids: Vec<String> =
+            ["26340.vm", "26341.vm", "26344[].vm", "26345.vm", "26348[].vm"].map(String::from).to_vec();
+        assert_eq!(render(&ids), "26340.vm\n26341.vm\n26344[].vm\n26345.vm\n26348[].vm\n");
+        assert_eq!(render(&[]), "");
+    }
+
+    #[test]
+    fn clap_reads_the_same_options() {
+        use clap::Parser;
+        let words: Vec<String> = ["-s", "Q", "-l", "ncpus.eq.1", "-l", "mem.gt.1gb", "-J", "-u", "a", "-x"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let scan = jobopts::getopt("qselect", &words, OPTSTRING, true);
+        assert_eq!(Args::from_scan(&scan), Args::try_parse_from(scan.to_clap_args("qselect")).unwrap());
     }
 }

@@ -1,754 +1,710 @@
-//! `qstat`: status of jobs (default table, `-a` alternate table, `-f` full, `-F json|dsv`),
-//! of queues (`-Q`) and of the server (`-B`), in OpenPBS's formats.
+//! `qstat`: status of jobs (default table, alternate table `-a`/`-n`/`-s`..., full `-f`,
+//! `-F json|dsv`), of queues (`-Q`, `-q`) and of the server (`-B`), in OpenPBS's formats.
+//!
+//! Operands are handled one after the other as OpenPBS does (errors per operand, the exit
+//! status of the last failure), except that consecutive job ids go to the server in one
+//! request. Output goes through one buffer written to stdout in large pieces.
 
-use std::fmt::Write as _;
+#[path = "qstat/full.rs"]
+mod full;
+#[path = "qstat/jobs.rs"]
+mod jobs;
+#[path = "qstat/json.rs"]
+mod json;
+#[path = "qstat/options.rs"]
+mod options;
+#[path = "qstat/queues.rs"]
+mod queues;
+#[path = "qstat/text.rs"]
+mod text;
+
 use std::io::Write as _;
 use std::process::ExitCode;
 
-use clap::Parser;
-use pbs_cli::timefmt::{ctime, is_time_attribute};
-use pbs_proto::{Request, StatusObject};
+use pbs_client::{Client, ClientError, StatusReply};
+use pbs_core::{JobId, Pbse};
+use pbs_proto::{IdError, Request, StatusObject};
 
-const USAGE: &str = "usage:
-\tqstat [-fp] [-F json|dsv [-D delim]] [-w] [-x] [-t] [-J] [-i|-r] [-H] [-u user] [job_identifier... | destination...]
-\tqstat -a|-i|-r|-H|-T [-J] [-t] [-u user] [-n [-1]] [-s] [-G|-M] [-w] [-x] [job_identifier... | destination...]
-\tqstat -Q [-f [-F json|dsv [-D delim]]] [-w] [destination...]
-\tqstat -q [-G|-M] [destination...]
-\tqstat -B [-f [-F json|dsv [-D delim]]] [server_name...]
-\tqstat --version
-";
+use crate::full::Kind;
+use crate::jobs::{AltOptions, Header, Layout};
+use crate::options::{Format, Mode, Options, Stop};
 
-/// Line limit of the full display's folding rule (OpenPBS's `CHAR_LINE_LIMIT`).
-const LINE_LIMIT: usize = 78;
+/// The version reported by `--version` and in JSON output.
+const VERSION: &str = env!("CARGO_PKG_VERSION");
 
-#[derive(Parser, Debug, Default)]
-#[command(name = "qstat", disable_help_flag = true, disable_version_flag = true)]
-struct Args {
-    #[arg(short = 'f')]
-    full: bool,
-    #[arg(short = 'F')]
-    format: Option<String>,
-    #[arg(short = 'D')]
-    delimiter: Option<String>,
-    #[arg(short = 'x')]
-    history: bool,
-    #[arg(short = 'H')]
-    history_only: bool,
-    #[arg(short = 'a')]
-    alternate: bool,
-    #[arg(short = 's')]
-    comments: bool,
-    #[arg(short = 'n')]
-    nodes: bool,
-    #[arg(short = '1')]
-    one_line: bool,
-    #[arg(short = 'w')]
-    wide: bool,
-    #[arg(short = 't')]
-    subjobs: bool,
-    #[arg(short = 'J')]
+fn main() -> ExitCode {
+    pbs_cli::reset_sigpipe();
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    let options = match options::parse(&argv) {
+        Ok(options) => options,
+        Err(Stop::Version) => {
+            println!("pbs_version = {VERSION}");
+            return ExitCode::SUCCESS;
+        }
+        Err(Stop::Usage(text)) => {
+            eprint!("{text}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut session = Session::new(now());
+    let status = match options.mode {
+        Mode::Jobs => session.jobs(&options),
+        Mode::Queues => session.queues(&options),
+        Mode::Servers => session.servers(&options),
+    };
+    session.spill(0);
+    std::mem::forget(session);
+    // OpenPBS does not count "history is not enabled" as a failure.
+    if status == Pbse::JOBHISTNOTSET.0 { ExitCode::SUCCESS } else { pbs_cli::exit_code(status) }
+}
+
+fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+/// Output is written out whenever this much has been gathered.
+const SPILL_AT: usize = 1 << 17;
+
+/// Objects formatted between two looks at the output's size.
+const CHUNK: usize = 64;
+
+/// Why processing of the operands stopped early.
+enum Halt {
+    /// No connection (the message is printed): exit with this status.
+    NoServer(u32),
+    /// `Unauthorized Request`: OpenPBS stops at the first one.
+    Perm,
+}
+
+/// One qstat run: the connection (made when first needed), the output so far and the
+/// status of the last failure.
+struct Session {
+    client: Option<Client>,
+    out: Vec<u8>,
+    /// OpenPBS's `any_failed`: the last error code (1 for malformed operands).
+    failed: u32,
+    now: i64,
+}
+
+impl Session {
+    fn new(now: i64) -> Session {
+        Session { client: None, out: Vec::with_capacity(SPILL_AT + (1 << 16)), failed: 0, now }
+    }
+
+    /// Writes the output gathered so far once it passes `threshold` bytes, so that big
+    /// listings stream through a buffer of bounded size.
+    fn spill(&mut self, threshold: usize) {
+        if self.out.len() >= threshold && !self.out.is_empty() {
+            let mut stdout = std::io::stdout().lock();
+            let _ = stdout.write_all(&self.out);
+            let _ = stdout.flush();
+            self.out.clear();
+        }
+    }
+
+    fn client(&mut self) -> Result<&mut Client, Halt> {
+        if self.client.is_none() {
+            match pbs_cli::connect("qstat") {
+                Ok(client) => self.client = Some(client),
+                Err(_) => return Err(Halt::NoServer(Pbse::NOSERVER.0)),
+            }
+        }
+        self.client.as_mut().ok_or(Halt::NoServer(Pbse::NOSERVER.0))
+    }
+
+    /// The server name (suffix of job ids), from the connection.
+    fn server_name(&mut self) -> Result<String, Halt> {
+        Ok(self.client()?.server_name().to_string())
+    }
+
+    /// The default server's name without connecting, for JSON output when nothing needed a
+    /// connection.
+    fn default_server(&mut self) -> String {
+        if let Some(client) = self.client.as_mut() {
+            return client.server_name().to_string();
+        }
+        pbs_cli::load_conf().ok().and_then(|c| c.server).unwrap_or_else(pbs_cli::local_host_name)
+    }
+
+    /// Sends a status request; a failure of the whole request is reported as OpenPBS does
+    /// for the operand (`qstat: <message> <operand>`).
+    fn status(&mut self, request: Request, operand: &str) -> Result<Option<StatusReply>, Halt> {
+        let client = self.client()?;
+        match client.status(request) {
+            Ok(reply) => Ok(Some(reply)),
+            Err(ClientError::Server { code, message }) => {
+                eprintln!("qstat: {message} {operand}");
+                self.failed = code.0;
+                if code == Pbse::PERM { Err(Halt::Perm) } else { Ok(None) }
+            }
+            Err(e) => {
+                eprintln!("qstat: {e}");
+                Err(Halt::NoServer(e.pbse().0))
+            }
+        }
+    }
+
+    // ---- jobs ----
+
+    fn jobs(&mut self, options: &Options) -> u32 {
+        let mut listing = JobListing::new(options);
+        if let Err(Halt::NoServer(code)) = self.job_operands(options, &mut listing) {
+            self.failed = code;
+        }
+        self.show_jobs(options, listing);
+        self.failed
+    }
+
+    fn job_operands(&mut self, options: &Options, listing: &mut JobListing) -> Result<(), Halt> {
+        if options.operands.is_empty() {
+            return self.job_query(options, listing, Query::All);
+        }
+        let mut operands = options.operands.clone();
+        if options.sort_ids {
+            if operands.iter().any(|o| !is_job_id(o)) {
+                eprintln!("qstat: Express option can only be used with job ids");
+                self.failed = 1;
+                return Ok(());
+            }
+            operands.sort_by_key(|o| sort_key(o));
+        }
+        let mut batch: Vec<String> = Vec::new();
+        for operand in &operands {
+            if is_job_id(operand) {
+                let Some((id, at_server)) = split_job_operand(operand) else {
+                    self.flush_ids(options, listing, &mut batch)?;
+                    eprintln!("qstat: illegally formed job identifier: {operand}");
+                    self.failed = 1;
+                    continue;
+                };
+                let server = match at_server {
+                    Some(server) => server.to_string(),
+                    None => self.server_name()?,
+                };
+                batch.push(id.with_server(&server).to_string());
+                continue;
+            }
+            self.flush_ids(options, listing, &mut batch)?;
+            match parse_destination(operand) {
+                Some(("", _server)) => self.job_query(options, listing, Query::All)?,
+                Some((queue, _server)) => self.job_query(options, listing, Query::Queue(queue.to_string()))?,
+                None => {
+                    eprintln!("qstat: illegally formed destination: {operand}");
+                    self.failed = 1;
+                }
+            }
+        }
+        self.flush_ids(options, listing, &mut batch)
+    }
+
+    fn flush_ids(&mut self, options: &Options, listing: &mut JobListing, batch: &mut Vec<String>) -> Result<(), Halt> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let ids = std::mem::take(batch);
+        self.job_query(options, listing, Query::Ids(ids))
+    }
+
+    /// One status request for jobs and what comes of it: rows kept for display, errors
+    /// printed.
+    fn job_query(&mut self, options: &Options, listing: &mut JobListing, query: Query) -> Result<(), Halt> {
+        if listing.header.is_none() && listing.needs_server_header {
+            let request = Request::StatusServer { attrs: vec!["comment".into(), "max_job_sequence_id".into()] };
+            let server = match self.client()?.status(request) {
+                Ok(reply) => reply.objects.into_iter().next(),
+                Err(e) => {
+                    // OpenPBS gives up on the operand when the server cannot be queried.
+                    eprintln!("qstat: {e}");
+                    self.failed = e.pbse().0;
+                    return Ok(());
+                }
+            };
+            listing.header = Some(ServerHeader {
+                name: self.server_name()?,
+                comment: server.as_ref().and_then(|s| s.get("comment")).map(String::from),
+                incr: server
+                    .as_ref()
+                    .and_then(|s| s.get("max_job_sequence_id"))
+                    .and_then(|v| v.parse::<u64>().ok())
+                    .is_some_and(|max| max > 9_999_999),
+            });
+        }
+        let selecting = !matches!(query, Query::Ids(_));
+        let attrs = request_attrs(options, selecting);
+        let (ids, queues, operand) = match &query {
+            Query::All => (Vec::new(), Vec::new(), String::new()),
+            Query::Queue(queue) => (Vec::new(), vec![queue.clone()], queue.clone()),
+            Query::Ids(ids) => (ids.clone(), Vec::new(), String::new()),
+        };
+        let request =
+            Request::StatusJob { ids: ids.clone(), queues, attrs, history: options.history, subjobs: options.subjobs };
+        let Some(reply) = self.status(request, &operand)? else {
+            listing.first_done = true;
+            return Ok(());
+        };
+        let StatusReply { mut objects, mut errors } = reply;
+        let mut halt = None;
+        if let Some(perm_at) = errors.iter().position(|e| e.code == Pbse::PERM.0) {
+            // OpenPBS stops at the first operand it may not see: drop what came after it.
+            let perm_operand = ids.iter().position(|id| *id == errors[perm_at].id).unwrap_or(ids.len());
+            let owners = operand_of_each(&objects, &ids);
+            objects = objects.into_iter().zip(owners).filter(|(_, k)| *k < perm_operand).map(|(o, _)| o).collect();
+            errors.truncate(perm_at + 1);
+            halt = Some(Halt::Perm);
+        }
+        for error in &errors {
+            self.report(error);
+        }
+        if selecting {
+            objects.retain(|job| listing.filter.keeps(job));
+        }
+        if let Some(wanted) = &listing.strip_to {
+            for job in &mut objects {
+                job.attrs.retain(|a| attr_wanted(wanted, &a.0));
+            }
+        }
+        if !listing.first_done {
+            listing.first_done = true;
+            let first_failed = match &query {
+                Query::Ids(ids) => errors.iter().any(|e| ids.first() == Some(&e.id)),
+                _ => false,
+            };
+            listing.print_header = !objects.is_empty() && !first_failed;
+        }
+        if options.alt.t && options.alternate_jobs() {
+            objects = jobs::sort_by_estimate(objects, self.now);
+        }
+        listing.jobs.extend(objects);
+        match halt {
+            Some(halt) => Err(halt),
+            None => Ok(()),
+        }
+    }
+
+    /// Prints a per-job error the way qstat does and remembers its code.
+    fn report(&mut self, error: &IdError) {
+        eprintln!("{}", error_line(error));
+        self.failed = error.code;
+    }
+
+    fn show_jobs(&mut self, options: &Options, listing: JobListing) {
+        let JobListing { jobs, header, print_header, .. } = listing;
+        let header = header.unwrap_or_default();
+        let layout = Layout { wide: options.wide, incr: header.incr };
+        let mut json_jobs = false;
+        if options.alternate_jobs() {
+            let alt = AltOptions {
+                layout,
+                nodes: options.alt.n,
+                comments: options.alt.s,
+                one_line: options.alt.one_line,
+                estimated: options.alt.t,
+                unit: options.alt.unit(),
+            };
+            if print_header {
+                jobs::alt_header(
+                    &mut self.out,
+                    Header { server: &header.name, comment: header.comment.as_deref() },
+                    alt,
+                );
+            }
+            for chunk in jobs.chunks(CHUNK) {
+                jobs::alt_rows(&mut self.out, chunk, alt, self.now);
+                self.spill(SPILL_AT);
+            }
+        } else if !options.full {
+            if print_header && options.format == Format::Default {
+                jobs::default_header(&mut self.out, layout, options.percent, header.comment.as_deref());
+            }
+            for chunk in jobs.chunks(CHUNK) {
+                jobs::default_rows(&mut self.out, chunk, layout, options.percent);
+                self.spill(SPILL_AT);
+            }
+        } else if options.format == Format::Json {
+            json_jobs = true;
+        } else {
+            for chunk in jobs.chunks(CHUNK) {
+                match options.format {
+                    Format::Dsv => full::dsv(&mut self.out, Kind::Job, chunk, &options.delimiter),
+                    _ => full::text(&mut self.out, Kind::Job, chunk, options.wide),
+                }
+                self.spill(SPILL_AT);
+            }
+        }
+        if options.format == Format::Json {
+            self.json("Jobs", Kind::Job, json_jobs.then_some(&jobs[..]));
+        }
+        // Freeing tens of thousands of small strings just before exiting is wasted time.
+        std::mem::forget(jobs);
+    }
+
+    fn json(&mut self, key: &str, kind: Kind, objects: Option<&[StatusObject]>) {
+        let server = self.default_server();
+        let value_of = |name: &str, value: &str| full::shown_value(kind, name, value).into_owned();
+        json::prologue(&mut self.out, self.now, VERSION, &server);
+        if let Some(objects) = objects.filter(|o| !o.is_empty()) {
+            json::section_start(&mut self.out, key);
+            for (i, object) in objects.iter().enumerate() {
+                json::member(&mut self.out, object, i == 0, &value_of);
+                self.spill(SPILL_AT);
+            }
+            json::section_end(&mut self.out);
+        }
+        json::epilogue(&mut self.out);
+    }
+
+    // ---- queues and servers ----
+
+    fn queues(&mut self, options: &Options) -> u32 {
+        // Each operand names a queue (`queue`, `queue@server`; `@server` for all of them);
+        // `None` marks a malformed one.
+        let targets: Vec<Option<String>> = if options.operands.is_empty() {
+            vec![Some(String::new())]
+        } else {
+            options.operands.iter().map(|o| parse_destination(o).map(|(queue, _)| queue.to_string())).collect()
+        };
+        let mut state = ObjectListing::default();
+        for target in targets {
+            let Some(name) = target else {
+                eprintln!("qstat: illegal 'destination' value");
+                self.failed = 1;
+                continue;
+            };
+            let names = if name.is_empty() { Vec::new() } else { vec![name.clone()] };
+            let reply = match self.status(Request::StatusQueue { names, attrs: Vec::new() }, &name) {
+                Ok(Some(reply)) => reply,
+                Ok(None) => continue,
+                Err(Halt::Perm) => break,
+                Err(Halt::NoServer(code)) => {
+                    self.failed = code;
+                    break;
+                }
+            };
+            if reply.objects.is_empty() {
+                continue;
+            }
+            if options.alt.q {
+                let server = self.server_name().unwrap_or_default();
+                queues::queue_limits(&mut self.out, &server, &reply.objects, options.alt.unit());
+            } else {
+                state.show(&mut self.out, options, Kind::Queue, reply.objects);
+            }
+        }
+        if options.format == Format::Json {
+            self.json("Queue", Kind::Queue, Some(&state.json));
+        }
+        self.failed
+    }
+
+    fn servers(&mut self, options: &Options) -> u32 {
+        let targets: Vec<String> =
+            if options.operands.is_empty() { vec![String::new()] } else { options.operands.clone() };
+        let mut state = ObjectListing::default();
+        for target in targets {
+            let reply = match self.status(Request::StatusServer { attrs: Vec::new() }, &target) {
+                Ok(Some(reply)) => reply,
+                Ok(None) => continue,
+                Err(Halt::Perm) => break,
+                Err(Halt::NoServer(code)) => {
+                    self.failed = code;
+                    break;
+                }
+            };
+            if !reply.objects.is_empty() {
+                state.show(&mut self.out, options, Kind::Server, reply.objects);
+            }
+        }
+        if options.format == Format::Json {
+            self.json("Server", Kind::Server, Some(&state.json));
+        }
+        self.failed
+    }
+}
+
+/// Queue or server objects shown so far: the header goes above the first table.
+#[derive(Default)]
+struct ObjectListing {
+    header_done: bool,
+    json: Vec<StatusObject>,
+}
+
+impl ObjectListing {
+    fn show(&mut self, out: &mut Vec<u8>, options: &Options, kind: Kind, objects: Vec<StatusObject>) {
+        if !options.full && !self.header_done && options.format == Format::Default {
+            if kind == Kind::Queue {
+                queues::queue_header(out);
+            } else {
+                queues::server_header(out);
+            }
+        }
+        self.header_done = true;
+        match (options.full, options.format) {
+            (false, _) if kind == Kind::Queue => queues::queue_rows(out, &objects),
+            (false, _) => queues::server_rows(out, &objects),
+            (true, Format::Default) => full::text(out, kind, &objects, options.wide),
+            (true, Format::Dsv) => full::dsv(out, kind, &objects, &options.delimiter),
+            (true, Format::Json) => self.json.extend(objects),
+        }
+    }
+}
+
+/// What one job status request covers.
+enum Query {
+    /// Every job (no operand, or `@server`).
+    All,
+    /// The jobs of a queue.
+    Queue(String),
+    /// Jobs named by id (full form).
+    Ids(Vec<String>),
+}
+
+/// The server's details the job tables use.
+#[derive(Default)]
+struct ServerHeader {
+    name: String,
+    comment: Option<String>,
+    /// `max_job_sequence_id` above 9999999: wider id columns.
+    incr: bool,
+}
+
+/// Jobs gathered over all operands, and what decides the header.
+struct JobListing {
+    jobs: Vec<StatusObject>,
+    /// Fetched before the first job request when a table is shown.
+    header: Option<ServerHeader>,
+    needs_server_header: bool,
+    /// The first request has been answered.
+    first_done: bool,
+    /// OpenPBS prints the header only with the first operand's jobs: if that operand has
+    /// none, later ones are listed without it.
+    print_header: bool,
+    filter: Filter,
+    /// Attributes outside the display's request, added for filtering, to drop again.
+    strip_to: Option<Vec<&'static str>>,
+}
+
+impl JobListing {
+    fn new(options: &Options) -> JobListing {
+        let table = options.alternate_jobs() || !options.full;
+        let filter = Filter::new(options);
+        let strip_to = match &options.attrs {
+            Some(list) if options.full && filter.extra_attrs().iter().any(|a| !attr_wanted(list, a)) => {
+                Some(list.clone())
+            }
+            _ => None,
+        };
+        JobListing {
+            jobs: Vec::new(),
+            header: None,
+            needs_server_header: table,
+            first_done: false,
+            print_header: false,
+            filter,
+            strip_to,
+        }
+    }
+}
+
+/// The selection OpenPBS asks the server for when operands are not job ids (`-i`, `-r`,
+/// `-H`, `-u`, `-J`), applied here to the listed jobs.
+struct Filter {
+    states: Vec<&'static str>,
+    users: Vec<Vec<String>>,
     arrays_only: bool,
-    #[arg(short = 'u')]
-    users: Option<String>,
-    #[arg(short = 'i')]
-    not_running: bool,
-    #[arg(short = 'r')]
-    running: bool,
-    #[arg(short = 'p')]
-    percent: bool,
-    #[arg(short = 'G')]
-    gigabytes: bool,
-    #[arg(short = 'M')]
-    megawords: bool,
-    #[arg(short = 'T')]
-    estimated: bool,
-    #[arg(short = 'B')]
-    server: bool,
-    #[arg(short = 'Q')]
-    queues: bool,
-    #[arg(short = 'q')]
-    queue_limits: bool,
-    #[arg(long = "version")]
-    version: bool,
-    operands: Vec<String>,
+    subjobs: bool,
 }
 
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Format {
-    Text,
-    Json,
-    Dsv,
-}
-
-/// `s` cut to `width` characters with the last replaced by `*` when longer.
-fn cut(s: &str, width: usize) -> String {
-    if s.chars().count() > width {
-        let mut out: String = s.chars().take(width.saturating_sub(1)).collect();
-        out.push('*');
-        out
-    } else {
-        s.to_string()
-    }
-}
-
-/// `123.host.example.com` -> `123.host`: the id up to the first dot of the server name.
-fn short_job_id(id: &str) -> &str {
-    match id.find('.') {
-        Some(first) => match id[first + 1..].find('.') {
-            Some(second) => &id[..first + 1 + second],
-            None => id,
-        },
-        None => id,
-    }
-}
-
-fn owner_user(owner: &str) -> &str {
-    owner.split('@').next().unwrap_or(owner)
-}
-
-/// The default job table.
-fn job_table(jobs: &[StatusObject], wide: bool, out: &mut String) {
-    if jobs.is_empty() {
-        return;
-    }
-    if wide {
-        out.push_str("Job id                         Name            User             Time Use S Queue\n");
-        out.push_str("-----------------------------  --------------- ---------------  -------- - ---------------\n");
-    } else {
-        out.push_str("Job id            Name             User              Time Use S Queue\n");
-        out.push_str("----------------  ---------------- ----------------  -------- - -----\n");
-    }
-    let (id_w, name_w, user_w, queue_w) = if wide { (30, 15, 15, 15) } else { (17, 16, 16, 16) };
-    for job in jobs {
-        let id = cut(short_job_id(&job.name), id_w);
-        let name = job.get("Job_Name").unwrap_or("");
-        // OpenPBS cuts names of 16 or more characters to 15 plus `*`.
-        let name = if !wide && name.chars().count() >= 16 { cut(name, 15) } else { cut(name, name_w) };
-        let user = cut(owner_user(job.get("Job_Owner").unwrap_or("")), user_w);
-        let time = cut(job.get("resources_used.cput").unwrap_or("0"), 8);
-        let state = job.get("job_state").unwrap_or("?");
-        let queue = cut(job.get("queue").unwrap_or(""), queue_w);
-        let _ = writeln!(out, "{id:<id_w$} {name:<name_w$} {user:<user_w$}  {time:>8} {state:1} {queue:<queue_w$}");
-    }
-}
-
-/// `hh:mm` of a duration `HH:MM:SS`, as the -a table's time columns show it.
-fn hours_minutes(value: Option<&str>) -> String {
-    match value {
-        Some(v) => {
-            let parts: Vec<&str> = v.split(':').collect();
-            if parts.len() == 3 { format!("{}:{}", parts[0], parts[1]) } else { v.to_string() }
+impl Filter {
+    fn new(options: &Options) -> Filter {
+        Filter {
+            states: options.states.clone(),
+            users: options
+                .users
+                .iter()
+                .map(|list| list.split(',').map(|u| u.trim().to_string()).filter(|u| !u.is_empty()).collect())
+                .collect(),
+            arrays_only: options.arrays_only,
+            subjobs: options.subjobs,
         }
-        None => MISSING.to_string(),
+    }
+
+    /// Attributes the filter reads.
+    fn extra_attrs(&self) -> Vec<&'static str> {
+        let mut attrs = Vec::new();
+        if !self.states.is_empty() {
+            attrs.push("job_state");
+        }
+        if !self.users.is_empty() {
+            attrs.push("Job_Owner");
+        }
+        attrs
+    }
+
+    fn keeps(&self, job: &StatusObject) -> bool {
+        let kind = array_kind(&job.name);
+        if !self.subjobs && kind == ArrayKind::Subjob {
+            return false;
+        }
+        if self.arrays_only {
+            // `-J` lists array parents; with `-t`, their subjobs only.
+            let wanted = if self.subjobs { ArrayKind::Subjob } else { ArrayKind::Parent };
+            if kind != wanted {
+                return false;
+            }
+        }
+        let state = job.get("job_state").and_then(|s| s.chars().next());
+        if !self.states.iter().all(|set| state.is_some_and(|s| set.contains(s))) {
+            return false;
+        }
+        let owner = job.get("Job_Owner").unwrap_or("");
+        self.users.iter().all(|list| list.iter().any(|entry| owner_matches(owner, entry)))
     }
 }
 
-/// What the `-a` table shows for a missing value (right-aligned like any other).
-const MISSING: &str = " -- ";
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ArrayKind {
+    Plain,
+    Parent,
+    Subjob,
+}
 
-/// The `-a` table (also used by -s, -n, -i, -r, -u, -H).
-fn alternate_table(jobs: &[StatusObject], args: &Args, server: &str, out: &mut String) {
-    if jobs.is_empty() {
-        return;
+fn array_kind(id: &str) -> ArrayKind {
+    let head = id.split('.').next().unwrap_or(id);
+    match head.split_once('[') {
+        None => ArrayKind::Plain,
+        Some((_, "]")) => ArrayKind::Parent,
+        Some(_) => ArrayKind::Subjob,
     }
-    let _ = writeln!(out, "\n{server}: ");
-    let wide = args.wide;
-    if wide {
-        out.push_str(&" ".repeat(99));
-        out.push_str("Req'd  Req'd   Elap\n");
-        out.push_str("Job ID                         Username        Queue           Jobname         SessID   NDS  TSK   Memory Time  S Time\n");
-        out.push_str("------------------------------ --------------- --------------- --------------- -------- ---- ----- ------ ----- - -----\n");
-    } else {
-        out.push_str(&" ".repeat(60));
-        out.push_str("Req'd  Req'd   Elap\n");
-        out.push_str("Job ID          Username Queue    Jobname    SessID NDS TSK Memory Time  S Time\n");
-        out.push_str("--------------- -------- -------- ---------- ------ --- --- ------ ----- - -----\n");
-    }
-    let (id_w, user_w, queue_w, name_w, sess_w, nds_w, tsk_w) =
-        if wide { (30, 15, 15, 15, 8, 4, 5) } else { (15, 8, 8, 10, 6, 3, 3) };
-    for job in jobs {
-        let field = |v: Option<&str>, w: usize| cut(v.unwrap_or(MISSING), w);
-        let id = cut(short_job_id(&job.name), id_w);
-        let user = cut(owner_user(job.get("Job_Owner").unwrap_or("")), user_w);
-        let queue = cut(job.get("queue").unwrap_or(""), queue_w);
-        let name = cut(job.get("Job_Name").unwrap_or(""), name_w);
-        let sess = field(job.get("session_id"), sess_w);
-        let nds = field(job.get("Resource_List.nodect"), nds_w);
-        let tsk = field(job.get("Resource_List.ncpus").filter(|n| *n != "0"), tsk_w);
-        let mem = match job.get("Resource_List.mem").and_then(|m| m.parse::<pbs_core::Size>().ok()) {
-            Some(size) => cut(&size.to_short_string(), 6),
-            None => MISSING.to_string(),
-        };
-        let requested = if job.get("Resource_List.cput").is_some() {
-            job.get("Resource_List.cput")
-        } else {
-            job.get("Resource_List.walltime")
-        };
-        let req_time = cut(&hours_minutes(requested), 5);
-        let state = job.get("job_state").unwrap_or("?");
-        let elapsed = if job.get("resources_used.walltime").is_some() {
-            hours_minutes(job.get("resources_used.walltime"))
-        } else {
-            MISSING.to_string()
-        };
-        let elapsed = cut(&elapsed, 5);
-        let _ = write!(
-            out,
-            "{id:<id_w$} {user:<user_w$} {queue:<queue_w$} {name:<name_w$} {sess:>sess_w$} {nds:>nds_w$} {tsk:>tsk_w$} {mem:>6} {req_time:>5} {state} {elapsed:>5}"
-        );
-        let exec_host = job.get("exec_host").map(|h| h.replace('+', ","));
-        let comment = job.get("comment");
-        if args.one_line {
-            if args.nodes {
-                let _ = write!(out, " {}", exec_host.as_deref().unwrap_or("--"));
-            }
-            if args.comments {
-                let _ = write!(out, " {}", comment.unwrap_or("--"));
-            }
-            out.push('\n');
-        } else {
-            out.push('\n');
-            if args.nodes {
-                let _ = writeln!(out, "   {}", exec_host.as_deref().unwrap_or("--"));
-            }
-            if args.comments {
-                if let Some(c) = comment {
-                    let limit = if wide { 114 } else { 74 };
-                    let text = if c.chars().count() > limit {
-                        format!("{}...", c.chars().take(limit).collect::<String>())
-                    } else {
-                        c.to_string()
-                    };
-                    let _ = writeln!(out, "   {text}");
+}
+
+/// `-u` entries: `user` matches the owner's user name, `user@host` also the host (a
+/// leading `*` matching any host prefix).
+fn owner_matches(owner: &str, entry: &str) -> bool {
+    let (user, host) = owner.split_once('@').unwrap_or((owner, ""));
+    match entry.split_once('@') {
+        None => user == entry,
+        Some((want_user, want_host)) => {
+            user == want_user
+                && match want_host.strip_prefix('*') {
+                    Some(suffix) => host.ends_with(suffix),
+                    None => host.eq_ignore_ascii_case(want_host),
                 }
+        }
+    }
+}
+
+/// The attributes a job request names: the display's list plus what the filter reads
+/// (selection requests only); empty for all. Tables read only a few resources, so for them
+/// `resources_used` and `Resource_List` are narrowed to those: less for the server to send.
+fn request_attrs(options: &Options, selecting: bool) -> Vec<String> {
+    let Some(list) = &options.attrs else { return Vec::new() };
+    let table = options.alternate_jobs() || !options.full;
+    let mut attrs: Vec<String> = Vec::with_capacity(list.len() + 8);
+    for name in list {
+        match *name {
+            "resources_used" if table => attrs.extend(TABLE_USED.iter().map(|r| r.to_string())),
+            "Resource_List" if table => attrs.extend(TABLE_REQUESTED.iter().map(|r| r.to_string())),
+            other => attrs.push(other.to_string()),
+        }
+    }
+    if selecting {
+        for extra in Filter::new(options).extra_attrs() {
+            if !attr_wanted(list, extra) {
+                attrs.push(extra.to_string());
             }
         }
     }
+    attrs
 }
 
-/// The value as a full display shows it: times in ctime form.
-fn display_value<'a>(name: &str, value: &'a str) -> std::borrow::Cow<'a, str> {
-    if is_time_attribute(name) {
-        if name == "estimated.start_time" && value == "0" {
-            return "UNKNOWN".into();
-        }
-        if let Ok(epoch) = value.parse::<i64>() {
-            return ctime(epoch).into();
-        }
-    }
-    value.into()
+/// The used resources the job tables show.
+const TABLE_USED: &[&str] = &["resources_used.cput", "resources_used.walltime"];
+/// The requested resources the job tables show.
+const TABLE_REQUESTED: &[&str] = &[
+    "Resource_List.nodect",
+    "Resource_List.ncpus",
+    "Resource_List.mppe",
+    "Resource_List.mem",
+    "Resource_List.walltime",
+    "Resource_List.cput",
+];
+
+/// Whether an attribute request list (base or full names) covers `name`.
+fn attr_wanted(list: &[&str], name: &str) -> bool {
+    let base = name.split('.').next().unwrap_or(name);
+    list.iter().any(|w| *w == name || *w == base)
 }
 
-/// One `    name = value` line with OpenPBS's folding at commas and at the line limit.
-fn full_line(name: &str, value: &str, wide: bool, out: &mut String) {
-    let _ = write!(out, "    {name} = ");
-    if wide {
-        out.push_str(&value.replace('\n', "\\n"));
-        out.push('\n');
-        return;
-    }
-    let mut column = name.len() + 7;
-    for (i, piece) in value.split(',').enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        let len = piece.chars().count();
-        if len + column < LINE_LIMIT {
-            out.push_str(piece);
-            column += len;
-        } else {
-            if i > 0 {
-                out.push_str("\n\t");
-                column = 9;
+/// For each object, the index of the requested id it answers (by sequence number, in
+/// order, as the server answers ids in the order given).
+fn operand_of_each(objects: &[StatusObject], ids: &[String]) -> Vec<usize> {
+    let seq = |s: &str| s.bytes().take_while(u8::is_ascii_digit).collect::<Vec<u8>>();
+    let mut at = 0;
+    objects
+        .iter()
+        .map(|object| {
+            let wanted = seq(&object.name);
+            while at < ids.len() && seq(&ids[at]) != wanted {
+                at += 1;
             }
-            for c in piece.chars() {
-                out.push(c);
-                column += 1;
-                if column > LINE_LIMIT {
-                    out.push_str("\n\t");
-                    column = 8;
-                }
-            }
-        }
-    }
-    out.push('\n');
-}
-
-/// `<Kind>: <name>` then every attribute, then a blank line.
-fn full_display(kind: &str, objects: &[StatusObject], wide: bool, out: &mut String) {
-    for object in objects {
-        let _ = writeln!(out, "{kind}: {}", object.name);
-        for attr in &object.attrs {
-            full_line(&attr.0, &display_value(&attr.0, &attr.1), wide, out);
-        }
-        out.push('\n');
-    }
-}
-
-/// `-F dsv`: one line per object.
-fn dsv_display(kind: &str, objects: &[StatusObject], delimiter: &str, out: &mut String) {
-    for object in objects {
-        let _ = write!(out, "{kind}: {}", object.name);
-        for attr in &object.attrs {
-            let value = display_value(&attr.0, &attr.1).replace('\n', "\\n");
-            let _ = write!(out, "{delimiter}{}={value}", attr.0);
-        }
-        out.push('\n');
-    }
-}
-
-fn json_string(s: &str) -> String {
-    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".to_string())
-}
-
-/// A value as qstat's JSON shows it: numbers as numbers, anything else as a string.
-fn json_value(name: &str, value: &str) -> String {
-    let always_string = matches!(name, "Job_Name" | "project" | "Account_Name");
-    if !always_string {
-        let looks_numeric =
-            !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit() || b == b'-' || b == b'.' || b == b'e');
-        if looks_numeric && serde_json::from_str::<serde_json::Number>(value).is_ok() {
-            return value.to_string();
-        }
-    }
-    json_string(value)
-}
-
-/// Splits a Variable_List at unescaped commas into (name, value) pairs.
-fn variables(list: &str) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    let mut current = String::new();
-    let mut chars = list.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            '\\' => {
-                if let Some(next) = chars.next() {
-                    current.push(next);
-                }
-            }
-            ',' => out.push(std::mem::take(&mut current)),
-            _ => current.push(c),
-        }
-    }
-    if !current.is_empty() {
-        out.push(current);
-    }
-    out.into_iter()
-        .map(|item| match item.split_once('=') {
-            Some((k, v)) => (k.to_string(), v.to_string()),
-            None => (item, String::new()),
+            at
         })
         .collect()
 }
 
-/// `-F json`: OpenPBS's cJSON layout, TAB indented.
-fn json_display(section: &str, objects: &[StatusObject], server: &str, now: i64, out: &mut String) {
-    out.push_str("{\n");
-    let _ = writeln!(out, "\t\"timestamp\":\t{now},");
-    let _ = writeln!(out, "\t\"pbs_version\":\t{},", json_string(env!("CARGO_PKG_VERSION")));
-    let _ = write!(out, "\t\"pbs_server\":\t{}", json_string(server));
-    if !objects.is_empty() {
-        let _ = write!(out, ",\n\t\"{section}\":\t{{\n");
-        for (oi, object) in objects.iter().enumerate() {
-            let _ = writeln!(out, "\t\t{}:\t{{", json_string(&object.name));
-            let mut members: Vec<String> = Vec::new();
-            let mut i = 0;
-            while i < object.attrs.len() {
-                let name = &object.attrs[i].0;
-                if let Some((base, _)) = name.split_once('.') {
-                    let mut inner = Vec::new();
-                    while i < object.attrs.len() && object.attrs[i].0.split_once('.').map(|(b, _)| b) == Some(base) {
-                        let attr = &object.attrs[i];
-                        let resource = attr.0.split_once('.').map(|(_, r)| r).unwrap_or_default();
-                        let value = display_value(&attr.0, &attr.1);
-                        inner.push(format!("\t\t\t\t{}:\t{}", json_string(resource), json_value(resource, &value)));
-                        i += 1;
-                    }
-                    members.push(format!("\t\t\t{}:\t{{\n{}\n\t\t\t}}", json_string(base), inner.join(",\n")));
-                    continue;
-                }
-                let value = display_value(name, &object.attrs[i].1);
-                if name == "Variable_List" {
-                    let inner: Vec<String> = variables(&value)
-                        .iter()
-                        .map(|(k, v)| format!("\t\t\t\t{}:\t{}", json_string(k), json_string(v)))
-                        .collect();
-                    members.push(format!("\t\t\t\"Variable_List\":\t{{\n{}\n\t\t\t}}", inner.join(",\n")));
-                } else {
-                    members.push(format!("\t\t\t{}:\t{}", json_string(name), json_value(name, &value)));
-                }
-                i += 1;
-            }
-            out.push_str(&members.join(",\n"));
-            out.push_str("\n\t\t}");
-            if oi + 1 < objects.len() {
-                out.push(',');
-            }
-            out.push('\n');
-        }
-        out.push_str("\t}");
-    }
-    out.push_str("\n}\n");
-}
-
-/// Counts in a `state_count` value (`Transit:0 Queued:1 ...`).
-fn state_counts(state_count: &str) -> [String; 6] {
-    let get = |key: &str| {
-        state_count
-            .split_whitespace()
-            .find_map(|item| item.strip_prefix(key).and_then(|r| r.strip_prefix(':')))
-            .unwrap_or("0")
-            .to_string()
-    };
-    [get("Queued"), get("Running"), get("Held"), get("Waiting"), get("Transit"), get("Exiting")]
-}
-
-fn server_table(objects: &[StatusObject], out: &mut String) {
-    out.push_str("Server             Max   Tot   Que   Run   Hld   Wat   Trn   Ext Status\n");
-    out.push_str("---------------- ----- ----- ----- ----- ----- ----- ----- ----- -----------\n");
-    for s in objects {
-        let [que, run, hld, wat, trn, ext] = state_counts(s.get("state_count").unwrap_or(""));
-        let _ = writeln!(
-            out,
-            "{:<16} {:>5} {:>5} {que:>5} {run:>5} {hld:>5} {wat:>5} {trn:>5} {ext:>5} {:<10}",
-            cut(&s.name, 16),
-            s.get("max_running").unwrap_or("0"),
-            s.get("total_jobs").unwrap_or("0"),
-            s.get("server_state").unwrap_or("")
-        );
-    }
-}
-
-fn yes_no(v: Option<&str>) -> &'static str {
-    if v.is_some_and(|v| v.eq_ignore_ascii_case("true")) { "yes" } else { "no" }
-}
-
-fn queue_table(objects: &[StatusObject], out: &mut String) {
-    out.push_str("Queue              Max   Tot Ena Str   Que   Run   Hld   Wat   Trn   Ext Type\n");
-    out.push_str("---------------- ----- ----- --- --- ----- ----- ----- ----- ----- ----- ----\n");
-    for q in objects {
-        let [que, run, hld, wat, trn, ext] = state_counts(q.get("state_count").unwrap_or(""));
-        let _ = writeln!(
-            out,
-            "{:<16} {:>5} {:>5} {:>3} {:>3} {que:>5} {run:>5} {hld:>5} {wat:>5} {trn:>5} {ext:>5} {:<4}",
-            cut(&q.name, 16),
-            q.get("max_running").unwrap_or("0"),
-            q.get("total_jobs").unwrap_or("0"),
-            yes_no(q.get("enabled")),
-            yes_no(q.get("started")),
-            cut(q.get("queue_type").unwrap_or(""), 4)
-        );
-    }
-}
-
-/// The attributes the table views need, so the server sends no more.
-const TABLE_ATTRS: &[&str] = &["Job_Name", "Job_Owner", "resources_used", "job_state", "queue"];
-const ALTERNATE_ATTRS: &[&str] = &[
-    "Job_Name",
-    "Job_Owner",
-    "resources_used",
-    "job_state",
-    "queue",
-    "session_id",
-    "Resource_List",
-    "exec_host",
-    "comment",
-];
-
-fn keep_job(job: &StatusObject, args: &Args, users: &[&str]) -> bool {
-    let state = job.get("job_state").unwrap_or("");
-    if args.arrays_only && !job.name.contains("[]") {
-        return false;
-    }
-    if args.history_only && !matches!(state, "F" | "M" | "X") {
-        return false;
-    }
-    if args.not_running && !matches!(state, "Q" | "H" | "W" | "T") {
-        return false;
-    }
-    if args.running && !matches!(state, "R" | "E" | "S" | "U" | "B") {
-        return false;
-    }
-    if !users.is_empty() && !users.contains(&owner_user(job.get("Job_Owner").unwrap_or(""))) {
-        return false;
-    }
-    true
-}
-
-fn main() -> ExitCode {
-    let args: Args = match pbs_cli::start(USAGE, 2, |a: &Args| a.version) {
-        Ok(args) => args,
-        Err(code) => return code,
-    };
-    let format = match args.format.as_deref() {
-        None => Format::Text,
-        Some("json") => Format::Json,
-        Some("dsv") => Format::Dsv,
-        Some(_) => {
-            eprint!("{USAGE}");
-            return ExitCode::from(2);
-        }
-    };
-    if format != Format::Text && args.wide {
-        eprintln!("qstat: option w cannot be used with -F");
-        eprint!("{USAGE}");
-        return ExitCode::from(2);
-    }
-    let mut client = match pbs_cli::connect("qstat") {
-        Ok(client) => client,
-        Err(code) => return code,
-    };
-    let server_name = client.server_name().to_string();
-    let delimiter = args.delimiter.clone().unwrap_or_else(|| "|".into());
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
-    let now = i64::try_from(now).unwrap_or(0);
-    let mut out = String::new();
-    let mut status = ExitCode::SUCCESS;
-
-    let reply = if args.server {
-        client.status(Request::StatusServer { attrs: vec![] })
-    } else if args.queues || args.queue_limits {
-        client.status(Request::StatusQueue { names: args.operands.clone(), attrs: vec![] })
+/// The line qstat prints for a job the server could not report: `prt_job_err`'s form, or
+/// the hint to use `-x` for a finished job.
+fn error_line(error: &IdError) -> String {
+    if error.code == Pbse::HISTJOBID.0 {
+        format!("qstat: {} {}, use -x or -H to obtain historical job information", error.id, error.message)
+    } else if error.message.is_empty() {
+        format!("qstat: Server returned error {} for job {}", error.code, error.id)
     } else {
-        let (mut ids, mut queues) = (Vec::new(), Vec::new());
-        for operand in &args.operands {
-            if operand.starts_with(|c: char| c.is_ascii_digit()) {
-                match pbs_cli::full_job_id(operand, &server_name) {
-                    Some(id) => ids.push(id),
-                    None => {
-                        eprintln!("qstat: illegally formed job identifier: {operand}");
-                        status = ExitCode::from(1);
-                    }
-                }
-            } else if let Some(queue) = operand.split('@').next().filter(|q| !q.is_empty()) {
-                queues.push(queue.to_string());
-            }
-        }
-        if !args.operands.is_empty() && ids.is_empty() && queues.is_empty() && status != ExitCode::SUCCESS {
-            return status;
-        }
-        let table_view = !args.full && format == Format::Text;
-        let alternate = args.alternate
-            || args.comments
-            || args.nodes
-            || args.not_running
-            || args.running
-            || args.users.is_some()
-            || args.history_only;
-        let attrs: Vec<String> = match (table_view, alternate) {
-            (true, false) => TABLE_ATTRS.iter().map(|s| s.to_string()).collect(),
-            (true, true) => ALTERNATE_ATTRS.iter().map(|s| s.to_string()).collect(),
-            _ => Vec::new(),
-        };
-        let history = args.history || args.history_only;
-        client.status_jobs(ids, queues, attrs, history, args.subjobs)
-    };
-    let reply = match reply {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("qstat: {e}");
-            return pbs_cli::exit_code(e.pbse().0);
-        }
-    };
+        format!("qstat: {} {}", error.message, error.id)
+    }
+}
 
-    if args.server {
-        match (format, args.full) {
-            (Format::Json, _) => json_display("Server", &reply.objects, &server_name, now, &mut out),
-            (Format::Dsv, _) => dsv_display("Server", &reply.objects, &delimiter, &mut out),
-            (Format::Text, true) => full_display("Server", &reply.objects, args.wide, &mut out),
-            (Format::Text, false) => server_table(&reply.objects, &mut out),
-        }
-    } else if args.queues || args.queue_limits {
-        match (format, args.full) {
-            (Format::Json, _) => json_display("Queue", &reply.objects, &server_name, now, &mut out),
-            (Format::Dsv, _) => dsv_display("Queue", &reply.objects, &delimiter, &mut out),
-            (Format::Text, true) => full_display("Queue", &reply.objects, args.wide, &mut out),
-            (Format::Text, false) => queue_table(&reply.objects, &mut out),
-        }
-    } else {
-        let users: Vec<&str> = args.users.as_deref().map(|u| u.split(',').collect()).unwrap_or_default();
-        let jobs: Vec<StatusObject> = reply.objects.into_iter().filter(|j| keep_job(j, &args, &users)).collect();
-        let alternate = args.alternate
-            || args.comments
-            || args.nodes
-            || args.not_running
-            || args.running
-            || args.users.is_some()
-            || args.history_only;
-        match (format, args.full) {
-            (Format::Json, _) => json_display("Jobs", &jobs, &server_name, now, &mut out),
-            (Format::Dsv, _) => dsv_display("Job Id", &jobs, &delimiter, &mut out),
-            (Format::Text, true) => full_display("Job Id", &jobs, args.wide, &mut out),
-            (Format::Text, false) if alternate => alternate_table(&jobs, &args, &server_name, &mut out),
-            (Format::Text, false) => job_table(&jobs, args.wide, &mut out),
-        }
+/// OpenPBS's `pbs_isjobid`: an operand starting with a digit is a job id.
+fn is_job_id(operand: &str) -> bool {
+    operand.trim_start_matches(' ').starts_with(|c: char| c.is_ascii_digit())
+}
+
+/// `12`, `12.server`, `12[].server`, `12@server`: the id and the `@server` part.
+fn split_job_operand(operand: &str) -> Option<(JobId, Option<&str>)> {
+    let (id, server) = match operand.split_once('@') {
+        Some((id, server)) if !server.is_empty() => (id, Some(server)),
+        Some(_) => return None,
+        None => (operand, None),
+    };
+    let id: JobId = id.trim_start_matches(' ').parse().ok()?;
+    Some((id, server))
+}
+
+/// `-E` order: by server, sequence number, then array index.
+fn sort_key(operand: &str) -> (String, u64, u64) {
+    let (id, at_server) = operand.split_once('@').unwrap_or((operand, ""));
+    let (head, server) = id.split_once('.').unwrap_or((id, at_server));
+    let (seq, index) = head.split_once('[').unwrap_or((head, ""));
+    let number = |s: &str| s.bytes().take_while(u8::is_ascii_digit).fold(0u64, |n, b| n * 10 + u64::from(b - b'0'));
+    (server.to_string(), number(seq), number(index))
+}
+
+/// `queue`, `queue@server`, `@server` -> (queue, server); `None` if malformed.
+fn parse_destination(operand: &str) -> Option<(&str, Option<&str>)> {
+    let (queue, server) = match operand.split_once('@') {
+        Some((queue, server)) => (queue, Some(server)),
+        None => (operand, None),
+    };
+    let bad = |s: &str, max: usize| s.len() > max || s.contains(char::is_whitespace);
+    if bad(queue, 15) || server.is_some_and(|s| bad(s, 255)) {
+        return None;
     }
-    let _ = std::io::stdout().lock().write_all(out.as_bytes());
-    for error in &reply.errors {
-        if error.code == pbs_core::Pbse::HISTJOBID.0 {
-            eprintln!("qstat: {} Job has finished, use -x or -H to obtain historical job information", error.id);
-        } else {
-            pbs_cli::print_job_error("qstat", &error.message, &error.id);
-        }
-        status = pbs_cli::exit_code(error.code);
-    }
-    status
+    Some((queue, server))
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use pbs_proto::Attr;
-
-    fn job(id: &str, attrs: &[(&str, &str)]) -> StatusObject {
-        StatusObject { name: id.into(), attrs: attrs.iter().map(|(n, v)| Attr::new(*n, *v)).collect() }
-    }
-
-    #[test]
-    fn default_table_matches_openpbs() {
-        let jobs = [
-            job(
-                "26340.vm",
-                &[("Job_Name", "heldjob"), ("Job_Owner", "pbsuser@vm"), ("job_state", "H"), ("queue", "workq")],
-            ),
-            job(
-                "2.vm",
-                &[
-                    ("Job_Name", "STDIN"),
-                    ("Job_Owner", "pbsuser@vm"),
-                    ("resources_used.cput", "00:00:00"),
-                    ("job_state", "F"),
-                    ("queue", "workq"),
-                ],
-            ),
-        ];
-        let mut out = String::new();
-        job_table(&jobs, false, &mut out);
-        assert_eq!(
-            out,
-            "Job id            Name             User              Time Use S Queue\n\
-             ----------------  ---------------- ----------------  -------- - -----\n\
-             26340.vm          heldjob          pbsuser                  0 H workq           \n\
-             2.vm              STDIN            pbsuser           00:00:00 F workq           \n"
-        );
-        let mut none = String::new();
-        job_table(&[], false, &mut none);
-        assert_eq!(none, "");
-    }
-
-    #[test]
-    fn truncation() {
-        assert_eq!(cut("averyveryverylongname", 16), "averyveryverylo*");
-        assert_eq!(short_job_id("123.host.example.com"), "123.host");
-        assert_eq!(short_job_id("123.vm"), "123.vm");
-    }
-
-    #[test]
-    fn alternate_table_matches_openpbs() {
-        let jobs = [job(
-            "26340.vm",
-            &[
-                ("Job_Name", "heldjob"),
-                ("Job_Owner", "pbsuser@vm"),
-                ("job_state", "H"),
-                ("queue", "workq"),
-                ("Resource_List.ncpus", "1"),
-                ("Resource_List.nodect", "1"),
-                ("Resource_List.walltime", "01:00:00"),
-            ],
-        )];
-        let mut out = String::new();
-        alternate_table(&jobs, &Args { alternate: true, ..Args::default() }, "vm", &mut out);
-        assert_eq!(
-            out,
-            "\nvm: \n                                                            Req'd  Req'd   Elap\n\
-             Job ID          Username Queue    Jobname    SessID NDS TSK Memory Time  S Time\n\
-             --------------- -------- -------- ---------- ------ --- --- ------ ----- - -----\n\
-             26340.vm        pbsuser  workq    heldjob       --    1   1    --  01:00 H   -- \n"
-        );
-    }
-
-    #[test]
-    fn folding_matches_openpbs() {
-        let mut out = String::new();
-        full_line(
-            "Variable_List",
-            "PBS_O_HOME=/home/pbsuser,PBS_O_LANG=C.UTF-8,PBS_O_LOGNAME=pbsuser,PBS_O_PATH=/opt/pbs/bin:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin,PBS_O_SHELL=/bin/bash,PBS_O_INTERACTIVE_AUTH_METHOD=resvport,PBS_O_INTERACTIVE_ENCRYPT_METHOD=,PBS_O_WORKDIR=/home/pbsuser,PBS_O_SYSTEM=Linux,PBS_O_QUEUE=workq,PBS_O_HOST=vm",
-            false,
-            &mut out,
-        );
-        assert_eq!(
-            out,
-            "    Variable_List = PBS_O_HOME=/home/pbsuser,PBS_O_LANG=C.UTF-8,\n\
-             \tPBS_O_LOGNAME=pbsuser,\n\
-             \tPBS_O_PATH=/opt/pbs/bin:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin,\n\
-             \tPBS_O_SHELL=/bin/bash,PBS_O_INTERACTIVE_AUTH_METHOD=resvport,\n\
-             \tPBS_O_INTERACTIVE_ENCRYPT_METHOD=,PBS_O_WORKDIR=/home/pbsuser,\n\
-             \tPBS_O_SYSTEM=Linux,PBS_O_QUEUE=workq,PBS_O_HOST=vm\n"
-        );
-        let mut out = String::new();
-        full_line("state_count", "Transit:0 Queued:1 Held:1 Waiting:0 Running:2 Exiting:0 Begun:1 ", false, &mut out);
-        assert_eq!(out, "    state_count = Transit:0 Queued:1 Held:1 Waiting:0 Running:2 Exiting:0 Begun\n\t:1 \n");
-    }
-
-    #[test]
-    fn server_and_queue_tables() {
-        let server = job(
-            "vm",
-            &[
-                ("server_state", "Active"),
-                ("total_jobs", "26338"),
-                ("state_count", "Transit:0 Queued:1 Held:1 Waiting:0 Running:2 Exiting:0 Begun:1 "),
-            ],
-        );
-        let mut out = String::new();
-        server_table(&[server], &mut out);
-        assert!(
-            out.ends_with("vm                   0 26338     1     2     1     0     0     0 Active    \n"),
-            "{out}"
-        );
-        let queue = job(
-            "workq",
-            &[
-                ("queue_type", "Execution"),
-                ("total_jobs", "5"),
-                ("state_count", "Transit:0 Queued:1 Held:1 Waiting:0 Running:2 Exiting:0 Begun:1 "),
-                ("enabled", "True"),
-                ("started", "True"),
-            ],
-        );
-        let mut out = String::new();
-        queue_table(&[queue], &mut out);
-        assert!(
-            out.ends_with("workq                0     5 yes yes     1     2     1     0     0     0 Exe*\n"),
-            "{out}"
-        );
-    }
-
-    #[test]
-    fn json_layout() {
-        let jobs = [job(
-            "1.vm",
-            &[
-                ("Job_Name", "123"),
-                ("Priority", "0"),
-                ("Resource_List.ncpus", "1"),
-                ("Resource_List.walltime", "00:10:00"),
-                ("Variable_List", "A=1,B=x\\,y"),
-                ("Rerunable", "True"),
-            ],
-        )];
-        let mut out = String::new();
-        json_display("Jobs", &jobs, "vm", 5, &mut out);
-        let expected = "{\n\t\"timestamp\":\t5,\n\t\"pbs_version\":\t\"VERSION\",\n\t\"pbs_server\":\t\"vm\",\n\t\"Jobs\":\t{\n\t\t\"1.vm\":\t{\n\t\t\t\"Job_Name\":\t\"123\",\n\t\t\t\"Priority\":\t0,\n\t\t\t\"Resource_List\":\t{\n\t\t\t\t\"ncpus\":\t1,\n\t\t\t\t\"walltime\":\t\"00:10:00\"\n\t\t\t},\n\t\t\t\"Variable_List\":\t{\n\t\t\t\t\"A\":\t\"1\",\n\t\t\t\t\"B\":\t\"x,y\"\n\t\t\t},\n\t\t\t\"Rerunable\":\t\"True\"\n\t\t}\n\t}\n}\n";
-        assert_eq!(out, expected.replace("VERSION", env!("CARGO_PKG_VERSION")));
-        assert!(serde_json::from_str::<serde_json::Value>(&out).is_ok());
-    }
-
-    #[test]
-    fn dsv_layout() {
-        let mut out = String::new();
-        dsv_display("Job Id", &[job("1.vm", &[("Job_Name", "a"), ("queue", "workq")])], "|", &mut out);
-        assert_eq!(out, "Job Id: 1.vm|Job_Name=a|queue=workq\n");
-    }
-}
+#[path = "qstat/tests.rs"]
+mod tests;

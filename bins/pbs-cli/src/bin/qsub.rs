@@ -1,12 +1,21 @@
-//! `qsub`: submits a job from a script file, stdin, or `-- program args`, with `#PBS`
-//! directives in the script (the command line wins), and prints the new job's id.
+//! `qsub`: submits a job from a script file, standard input, or `-- program args`, reading
+//! `#PBS` directives from the script (the command line wins), and prints the new job's id.
+//!
+//! Options are applied as OpenPBS's `process_opts` does: first the command line, then each
+//! directive line at a lower priority, so an option given on the command line is never
+//! overridden; then the job attributes are checked as OpenPBS's client library checks
+//! them, and the job goes to the server in a single request.
 
-use std::io::Read;
+#[path = "qsub/env.rs"]
+mod env;
+#[path = "qsub/script.rs"]
+mod script;
+
+use std::io::{IsTerminal, Read};
 use std::process::ExitCode;
 
-use clap::Parser;
-use pbs_cli::jobopts::{self, OptError};
-use pbs_core::ArrayRange;
+use pbs_cli::jobopts::{self, Scan, VerifyEnv};
+use pbs_core::Pbse;
 use pbs_proto::Attr;
 
 const USAGE: &str = "usage: qsub [-a date_time] [-A account_string] [-c interval]
@@ -18,173 +27,594 @@ const USAGE: &str = "usage: qsub [-a date_time] [-A account_string] [-c interval
        qsub --version
 ";
 
-/// The options, from the command line or from one `#PBS` line.
-#[derive(Parser, Debug, Default)]
-#[command(name = "qsub", disable_help_flag = true, disable_version_flag = true)]
+/// getopt(3) option string of OpenPBS's qsub.
+const OPTSTRING: &str = "a:A:c:C:e:fhIj:J:k:l:m:M:N:o:p:q:r:R:S:u:v:VW:XzP:";
+
+/// Priority of command-line options; directives get one less, so they never override.
+const CMDLINE: u8 = 3;
+const DIRECTIVE: u8 = CMDLINE - 1;
+
+const INTER_ARRAY: &str = "qsub: interactive and array job submission cannot be used together";
+const NO_RERUN_ARRAY: &str = "qsub:  cannot submit non-rerunable Array Job";
+const BAD_W: &str = "qsub: illegal -W value";
+const MULTIPLE_MAX_RUN: &str = "qsub: multiple max_run_subjobs values found";
+const NO_ENV: &str = "qsub: cannot send environment with the job";
+
+/// The options of one command line or one directive line.
+///
+/// qsub fills it from its getopt(3) scan ([`Args::from_scan`]) rather than running clap:
+/// building clap's parser costs more than the rest of a submission, and qsub must start
+/// fast. A test checks that clap parses the same command lines into the same values.
+#[derive(clap::Parser, Debug, Default, PartialEq, Eq)]
+#[command(name = "qsub", disable_help_flag = true, disable_version_flag = true, args_override_self = true)]
 struct Args {
-    #[arg(short = 'a')]
+    /// Execution time, `[[[[CC]YY]MM]DD]hhmm[.SS]`.
+    #[arg(short = 'a', allow_hyphen_values = true)]
     execution_time: Option<String>,
-    #[arg(short = 'A')]
+    #[arg(short = 'A', allow_hyphen_values = true)]
     account: Option<String>,
-    #[arg(short = 'c')]
+    #[arg(short = 'c', allow_hyphen_values = true)]
     checkpoint: Option<String>,
-    #[arg(short = 'C')]
+    /// Directive prefix (default `#PBS`, or `PBS_DPREFIX`).
+    #[arg(short = 'C', allow_hyphen_values = true)]
     directive_prefix: Option<String>,
-    #[arg(short = 'e')]
+    #[arg(short = 'e', allow_hyphen_values = true)]
     error_path: Option<String>,
+    /// Foreground: accepted; this qsub never forks a helper.
     #[arg(short = 'f')]
     foreground: bool,
+    /// User hold.
     #[arg(short = 'h')]
     hold: bool,
+    /// Interactive job: not supported.
     #[arg(short = 'I')]
     interactive: bool,
-    #[arg(short = 'X')]
-    x11: bool,
-    #[arg(short = 'j')]
+    #[arg(short = 'j', allow_hyphen_values = true)]
     join: Option<String>,
-    #[arg(short = 'J')]
+    /// Array `X-Y[:Z][%N]`.
+    #[arg(short = 'J', allow_hyphen_values = true)]
     array: Option<String>,
-    #[arg(short = 'k')]
+    #[arg(short = 'k', allow_hyphen_values = true)]
     keep: Option<String>,
-    #[arg(short = 'l')]
+    #[arg(short = 'l', allow_hyphen_values = true)]
     resources: Vec<String>,
-    #[arg(short = 'm')]
+    #[arg(short = 'm', allow_hyphen_values = true)]
     mail_points: Option<String>,
-    #[arg(short = 'M')]
+    #[arg(short = 'M', allow_hyphen_values = true)]
     mail_users: Option<String>,
-    #[arg(short = 'N')]
+    #[arg(short = 'N', allow_hyphen_values = true)]
     name: Option<String>,
-    #[arg(short = 'o')]
+    #[arg(short = 'o', allow_hyphen_values = true)]
     output_path: Option<String>,
-    #[arg(short = 'p')]
+    #[arg(short = 'p', allow_hyphen_values = true)]
     priority: Option<String>,
-    #[arg(short = 'P')]
+    #[arg(short = 'P', allow_hyphen_values = true)]
     project: Option<String>,
-    #[arg(short = 'q')]
+    #[arg(short = 'q', allow_hyphen_values = true)]
     queue: Option<String>,
-    #[arg(short = 'r')]
+    #[arg(short = 'r', allow_hyphen_values = true)]
     rerunable: Option<String>,
-    #[arg(short = 'R')]
+    #[arg(short = 'R', allow_hyphen_values = true)]
     remove_files: Option<String>,
-    #[arg(short = 'S')]
+    #[arg(short = 'S', allow_hyphen_values = true)]
     shell: Option<String>,
-    #[arg(short = 'u')]
+    #[arg(short = 'u', allow_hyphen_values = true)]
     user_list: Option<String>,
-    #[arg(short = 'v')]
-    variables: Vec<String>,
+    #[arg(short = 'v', allow_hyphen_values = true)]
+    variables: Option<String>,
+    /// Export the whole environment.
     #[arg(short = 'V')]
     export_all: bool,
-    #[arg(short = 'W')]
+    #[arg(short = 'W', allow_hyphen_values = true)]
     extended: Vec<String>,
+    /// X11 forwarding (interactive jobs only).
+    #[arg(short = 'X')]
+    x11: bool,
+    /// Do not print the job id.
     #[arg(short = 'z')]
     quiet: bool,
-    #[arg(long = "version")]
-    version: bool,
-    script: Option<String>,
-    #[arg(last = true)]
-    command: Vec<String>,
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    operands: Vec<String>,
 }
 
 impl Args {
-    /// Fills what the command line left out from a `#PBS` line; lists accumulate, the
-    /// command line's entries last so that they win.
-    fn merge_directive(&mut self, d: Args) {
-        macro_rules! fill {
-            ($($field:ident),*) => { $( if self.$field.is_none() { self.$field = d.$field; } )* };
+    /// The options of a scan, the way clap parses them (a later single value wins).
+    fn from_scan(scan: &Scan) -> Args {
+        let mut args = Args::default();
+        for opt in &scan.options {
+            let value = opt.value.clone();
+            let single = |slot: &mut Option<String>| *slot = value.clone();
+            match opt.letter {
+                'a' => single(&mut args.execution_time),
+                'A' => single(&mut args.account),
+                'c' => single(&mut args.checkpoint),
+                'C' => single(&mut args.directive_prefix),
+                'e' => single(&mut args.error_path),
+                'f' => args.foreground = true,
+                'h' => args.hold = true,
+                'I' => args.interactive = true,
+                'j' => single(&mut args.join),
+                'J' => single(&mut args.array),
+                'k' => single(&mut args.keep),
+                'l' => args.resources.extend(value.clone()),
+                'm' => single(&mut args.mail_points),
+                'M' => single(&mut args.mail_users),
+                'N' => single(&mut args.name),
+                'o' => single(&mut args.output_path),
+                'p' => single(&mut args.priority),
+                'P' => single(&mut args.project),
+                'q' => single(&mut args.queue),
+                'r' => single(&mut args.rerunable),
+                'R' => single(&mut args.remove_files),
+                'S' => single(&mut args.shell),
+                'u' => single(&mut args.user_list),
+                'v' => single(&mut args.variables),
+                'V' => args.export_all = true,
+                'W' => args.extended.extend(value.clone()),
+                'X' => args.x11 = true,
+                'z' => args.quiet = true,
+                _ => {}
+            }
         }
-        fill!(
-            execution_time,
-            account,
-            checkpoint,
-            error_path,
-            join,
-            array,
-            keep,
-            mail_points,
-            mail_users,
-            name,
-            output_path,
-            priority,
-            project,
-            queue,
-            rerunable,
-            remove_files,
-            shell,
-            user_list
-        );
-        self.hold |= d.hold;
-        self.export_all |= d.export_all;
-        self.interactive |= d.interactive;
-        for (mine, theirs) in
-            [(&mut self.resources, d.resources), (&mut self.variables, d.variables), (&mut self.extended, d.extended)]
-        {
-            let mut merged = theirs;
-            merged.append(mine);
-            *mine = merged;
-        }
+        args
     }
 }
 
-/// Splits a directive line into words, honouring double and single quotes.
-fn split_words(line: &str) -> Vec<String> {
-    let mut words = Vec::new();
-    let mut current = String::new();
-    let mut quote: Option<char> = None;
-    let mut in_word = false;
-    for c in line.chars() {
-        match quote {
-            Some(q) if c == q => quote = None,
-            Some(_) => current.push(c),
-            None if c == '"' || c == '\'' => {
-                quote = Some(c);
-                in_word = true;
-            }
-            None if c.is_whitespace() => {
-                if in_word {
-                    words.push(std::mem::take(&mut current));
-                    in_word = false;
+/// A failure: the whole text for stderr and the exit status.
+#[derive(Debug, PartialEq, Eq)]
+struct Failure {
+    text: String,
+    status: u8,
+}
+
+impl Failure {
+    fn new(text: impl Into<String>, status: u8) -> Failure {
+        let mut text = text.into();
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        Failure { text, status }
+    }
+
+    /// Messages, then the usage text; exit 2.
+    fn usage(lines: &[String]) -> Failure {
+        let mut text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        text.push_str(USAGE);
+        Failure { text, status: 2 }
+    }
+}
+
+/// What the job is made of besides options.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Source {
+    /// A script file.
+    Script(String),
+    /// Standard input.
+    Stdin,
+    /// `-- program args`.
+    Command(Vec<String>),
+}
+
+/// Parses the command line (without the program name): getopt's rules without permutation,
+/// then the operands: a script path (last) or `--` and a command.
+fn parse_command_line(prog: &str, args: &[String]) -> Result<(Args, Source), Failure> {
+    let scan = jobopts::getopt(prog, args, OPTSTRING, false);
+    let errors = scan.errors.clone();
+    let source = match (scan.dashdash, scan.operands.as_slice()) {
+        (true, []) => None,
+        (true, command) => Some(Source::Command(command.to_vec())),
+        (false, []) => Some(Source::Stdin),
+        // An option value `--` right before the script is taken for the command marker.
+        (false, [_]) if scan.options.last().and_then(|o| o.value.as_deref()) == Some("--") => None,
+        (false, [script]) if script == "-" => Some(Source::Stdin),
+        (false, [script]) => Some(Source::Script(script.clone())),
+        (false, _) => None,
+    };
+    match source {
+        Some(source) if errors.is_empty() => Ok((Args::from_scan(&scan), source)),
+        _ => Err(Failure::usage(&errors)),
+    }
+}
+
+/// What the submitting side provides.
+struct Inputs<'a> {
+    getenv: env::GetEnv<'a>,
+    /// The whole environment, for `-V`.
+    environment: &'a dyn Fn() -> Vec<(String, String)>,
+    cwd: String,
+    /// Host for output paths.
+    host: String,
+    /// Default server, completing job ids in `depend`.
+    server: String,
+    auth_method: String,
+    encrypt_method: String,
+    is_dir: &'a dyn Fn(&str) -> bool,
+}
+
+/// Per-option priority of the value set so far (OpenPBS's `x_opt` variables).
+#[derive(Debug, Default)]
+struct Levels {
+    a: u8,
+    account: u8,
+    project: u8,
+    c: u8,
+    prefix: u8,
+    e: u8,
+    h: u8,
+    interactive: u8,
+    j: u8,
+    array: u8,
+    k: u8,
+    m: u8,
+    mail_users: u8,
+    name: u8,
+    o: u8,
+    p: u8,
+    q: u8,
+    r: u8,
+    remove: u8,
+    shell: u8,
+    users: u8,
+    v: u8,
+    export: u8,
+    quiet: u8,
+    depend: u8,
+    stagein: u8,
+    stageout: u8,
+    sandbox: u8,
+    group_list: u8,
+    resv_start: u8,
+    resv_end: u8,
+    cred: u8,
+    block: u8,
+    tolerate: u8,
+    x11: u8,
+}
+
+/// Takes an option at priority `pass` unless one of higher priority was taken.
+fn gate(level: &mut u8, pass: u8) -> bool {
+    if *level <= pass {
+        *level = pass;
+        true
+    } else {
+        false
+    }
+}
+
+/// The job being built.
+#[derive(Debug, Default)]
+struct Job {
+    /// Attributes in the order they were set; later duplicates win.
+    attrs: Vec<Attr>,
+    lv: Levels,
+    max_run_set: bool,
+    /// `-r` value (`y` by default).
+    rerunable: Option<char>,
+    interactive: bool,
+    block: bool,
+    /// The expanded `-v` list.
+    variables: Option<String>,
+    export_all: bool,
+    quiet: bool,
+    destination: String,
+    prefix: Option<String>,
+}
+
+impl Job {
+    fn set(&mut self, name: &str, value: impl Into<String>) {
+        self.attrs.push(Attr::new(name, value));
+    }
+
+    fn get(&self, name: &str) -> Option<&str> {
+        self.attrs.iter().rev().find(|a| a.0 == name).map(|a| a.1.as_str())
+    }
+
+    /// Applies one line of options at priority `pass` (OpenPBS's `process_opts`). Returns
+    /// the messages of rejected options (a usage error on the command line, a directive
+    /// error in a script); fatal errors are `Err`.
+    fn apply(&mut self, args: &Args, pass: u8, inputs: &Inputs<'_>) -> Result<Vec<String>, Failure> {
+        let mut errors = Vec::new();
+        let lv = &mut self.lv;
+        let mut set: Vec<(&str, String)> = Vec::new();
+        if let Some(value) = &args.execution_time {
+            if gate(&mut lv.a, pass) {
+                match jobopts::cvtdate(value) {
+                    Some(epoch) => set.push(("Execution_Time", epoch.to_string())),
+                    None => errors.push("qsub: illegal -a value".to_string()),
                 }
             }
-            None => {
-                current.push(c);
-                in_word = true;
+        }
+        if let Some(value) = &args.account {
+            if gate(&mut lv.account, pass) {
+                set.push(("Account_Name", value.clone()));
             }
         }
-    }
-    if in_word {
-        words.push(current);
-    }
-    words
-}
-
-/// The `#PBS` directives of a script: the words of each directive line, up to the first
-/// line that is neither blank nor a comment.
-fn directives(script: &str, prefix: &str) -> Vec<Vec<String>> {
-    let mut out = Vec::new();
-    for line in script.lines() {
-        let trimmed = line.trim_start();
-        if let Some(rest) = trimmed.strip_prefix(prefix) {
-            if rest.is_empty() || rest.starts_with(char::is_whitespace) {
-                // A trailing comment ends the directive.
-                let rest = rest.split(" #").next().unwrap_or_default();
-                out.push(split_words(rest));
+        if let Some(value) = &args.project {
+            if gate(&mut lv.project, pass) {
+                set.push(("project", value.clone()));
+            }
+        }
+        if let Some(value) = &args.checkpoint {
+            if gate(&mut lv.c, pass) {
+                let value = value.trim_start();
+                if value == "u" {
+                    errors.push("qsub: illegal -c value".to_string());
+                } else {
+                    set.push(("Checkpoint", value.to_string()));
+                }
+            }
+        }
+        if let Some(value) = &args.directive_prefix {
+            if gate(&mut lv.prefix, pass) {
+                self.prefix = Some(value.clone());
+            }
+        }
+        if let Some(value) = &args.error_path {
+            if gate(&mut lv.e, pass) {
+                set.push(("Error_Path", value.clone()));
+            }
+        }
+        if args.hold && gate(&mut lv.h, pass) {
+            set.push(("Hold_Types", "u".to_string()));
+        }
+        if args.interactive {
+            if lv.array != 0 {
+                errors.push(INTER_ARRAY.to_string());
+            } else if gate(&mut lv.interactive, pass) {
+                self.interactive = true;
+            }
+        }
+        if let Some(value) = &args.join {
+            if gate(&mut lv.j, pass) {
+                set.push(("Join_Path", value.clone()));
+            }
+        }
+        if let Some(value) = &args.rerunable {
+            if gate(&mut lv.r, pass) {
+                match value.as_str() {
+                    "n" if lv.array != 0 => errors.push(NO_RERUN_ARRAY.to_string()),
+                    "y" | "n" => {
+                        self.rerunable = value.chars().next();
+                        set.push(("Rerunable", value.clone()));
+                    }
+                    _ => errors.push("qsub: illegal -r value".to_string()),
+                }
+            }
+        }
+        if let Some(value) = &args.array {
+            if self.interactive {
+                errors.push(INTER_ARRAY.to_string());
+            } else if self.rerunable.unwrap_or('y') != 'y' {
+                errors.push(NO_RERUN_ARRAY.to_string());
+            } else if gate(&mut lv.array, pass) {
+                let (range, limit) = match value.split_once('%') {
+                    Some((range, limit)) => (range, Some(limit)),
+                    None => (value.as_str(), None),
+                };
+                set.push(("array_indices_submitted", range.to_string()));
+                if let Some(limit) = limit {
+                    if self.max_run_set {
+                        errors.push(MULTIPLE_MAX_RUN.to_string());
+                    } else {
+                        self.max_run_set = true;
+                        set.push(("max_run_subjobs", limit.to_string()));
+                    }
+                }
+            }
+        }
+        if let Some(value) = &args.keep {
+            if gate(&mut lv.k, pass) {
+                set.push(("Keep_Files", value.clone()));
+            }
+        }
+        for list in &args.resources {
+            match jobopts::parse_resource_list(list) {
+                Ok(pairs) => {
+                    for (resource, value) in pairs {
+                        let name = format!("Resource_List.{resource}");
+                        // Directives only add resources not given before.
+                        let taken = pass != CMDLINE && self.attrs.iter().any(|a| a.0 == name);
+                        if !taken {
+                            self.attrs.push(Attr::new(name, value));
+                        }
+                    }
+                }
+                Err(e) => errors.push(format!("qsub: {}", jobopts::resource_list_message(list, &e))),
+            }
+        }
+        if let Some(value) = &args.mail_points {
+            if gate(&mut lv.m, pass) {
+                set.push(("Mail_Points", value.trim_start().to_string()));
+            }
+        }
+        if let Some(value) = &args.mail_users {
+            if gate(&mut lv.mail_users, pass) {
+                set.push(("Mail_Users", value.clone()));
+            }
+        }
+        if let Some(value) = &args.name {
+            if gate(&mut lv.name, pass) {
+                set.push(("Job_Name", value.clone()));
+            }
+        }
+        if let Some(value) = &args.output_path {
+            if gate(&mut lv.o, pass) {
+                set.push(("Output_Path", value.clone()));
+            }
+        }
+        if let Some(value) = &args.priority {
+            if gate(&mut lv.p, pass) {
+                set.push(("Priority", value.trim_start().to_string()));
+            }
+        }
+        if let Some(value) = &args.queue {
+            if gate(&mut lv.q, pass) {
+                self.destination = value.clone();
+            }
+        }
+        if let Some(value) = &args.remove_files {
+            if gate(&mut lv.remove, pass) {
+                set.push(("Remove_Files", value.clone()));
+            }
+        }
+        if let Some(value) = &args.shell {
+            if gate(&mut lv.shell, pass) {
+                set.push(("Shell_Path_List", value.clone()));
+            }
+        }
+        if let Some(value) = &args.user_list {
+            if gate(&mut lv.users, pass) {
+                set.push(("User_List", value.clone()));
+            }
+        }
+        if let Some(value) = &args.variables {
+            if gate(&mut lv.v, pass) {
+                match env::expand_varlist(value, inputs.getenv) {
+                    Some(expanded) => self.variables = Some(expanded),
+                    None => return Err(Failure::new(NO_ENV, 1)),
+                }
+            }
+        }
+        if args.export_all && gate(&mut lv.export, pass) {
+            self.export_all = true;
+        }
+        for value in &args.extended {
+            let value = value.trim_start();
+            if value.is_empty() {
+                errors.push(BAD_W.to_string());
                 continue;
             }
+            let Some(pairs) = jobopts::parse_equal_pairs(value) else {
+                errors.push(BAD_W.to_string());
+                continue;
+            };
+            for (key, value) in pairs {
+                let gated = |level: &mut u8| gate(level, pass);
+                match key.as_str() {
+                    "depend" if gated(&mut lv.depend) => set.push(("depend", value)),
+                    "stagein" if gated(&mut lv.stagein) => set.push(("stagein", value)),
+                    "stageout" if gated(&mut lv.stageout) => set.push(("stageout", value)),
+                    "sandbox" if gated(&mut lv.sandbox) => set.push(("sandbox", value)),
+                    "group_list" if gated(&mut lv.group_list) => set.push(("group_list", value)),
+                    "tolerate_node_failures" if gated(&mut lv.tolerate) => set.push(("tolerate_node_failures", value)),
+                    "cred" if gated(&mut lv.cred) => set.push(("cred", value)),
+                    "depend"
+                    | "stagein"
+                    | "stageout"
+                    | "sandbox"
+                    | "group_list"
+                    | "tolerate_node_failures"
+                    | "cred" => {}
+                    "interactive" => {
+                        if lv.interactive <= pass {
+                            if lv.array != 0 {
+                                errors.push(INTER_ARRAY.to_string());
+                                break;
+                            }
+                            if value.eq_ignore_ascii_case("true") {
+                                lv.interactive = pass;
+                                self.interactive = true;
+                            } else if !value.eq_ignore_ascii_case("false") {
+                                errors.push(BAD_W.to_string());
+                                break;
+                            }
+                        }
+                    }
+                    "block" => {
+                        if lv.block <= pass {
+                            if value.eq_ignore_ascii_case("true") {
+                                lv.block = pass;
+                                self.block = true;
+                            } else if !value.eq_ignore_ascii_case("false") {
+                                errors.push(BAD_W.to_string());
+                                break;
+                            }
+                        }
+                    }
+                    "reserve_start" | "reserve_end" => {
+                        let level = if key == "reserve_start" { &mut lv.resv_start } else { &mut lv.resv_end };
+                        if gate(level, pass) {
+                            match jobopts::cvtdate(&value) {
+                                Some(epoch) => self.attrs.push(Attr::new(key.as_str(), epoch.to_string())),
+                                None => {
+                                    errors.push(BAD_W.to_string());
+                                    break;
+                                }
+                            }
+                        }
+                    }
+                    "max_run_subjobs" => {
+                        if self.max_run_set {
+                            errors.push(MULTIPLE_MAX_RUN.to_string());
+                            break;
+                        }
+                        self.max_run_set = true;
+                        set.push(("max_run_subjobs", value));
+                    }
+                    _ => self.attrs.push(Attr::new(key.as_str(), value)),
+                }
+            }
         }
-        if trimmed.is_empty() || trimmed.starts_with('#') {
-            continue;
+        if args.x11 && gate(&mut lv.x11, pass) && (inputs.getenv)("DISPLAY").is_none() {
+            errors.push("qsub: DISPLAY not set".to_string());
         }
-        break;
+        if args.quiet && gate(&mut lv.quiet, pass) {
+            self.quiet = true;
+        }
+        for (name, value) in set {
+            match (name, self.attrs.iter_mut().find(|a| a.0 == "Job_Name")) {
+                // A second name replaces the first in place, as OpenPBS does.
+                ("Job_Name", Some(existing)) => existing.1 = value,
+                _ => self.attrs.push(Attr::new(name, value)),
+            }
+        }
+
+        if self.lv.x11 == CMDLINE && !self.interactive && errors.is_empty() {
+            return Err(Failure::new("qsub: X11 Forwarding possible only for interactive jobs", 1));
+        }
+        let mail_j = self.get("Mail_Points").is_some_and(|m| m.contains('j'));
+        if errors.is_empty() && self.lv.array == 0 && mail_j {
+            return Err(Failure::new("qsub: mail option 'j' can not be used without array job", 1));
+        }
+        if self.lv.shell == 0 {
+            if let Some(shell) = (inputs.getenv)("PBS_SHELL") {
+                self.set("Shell_Path_List", shell);
+            }
+        }
+        Ok(errors)
     }
-    out
+
+    /// Applies the directives of a script, in order; any error ends qsub with status 1.
+    fn apply_directives(&mut self, directives: &[String], inputs: &Inputs<'_>) -> Result<(), Failure> {
+        for line in directives {
+            let Ok(words) = script::split_words(line) else {
+                // OpenPBS prints the character it stopped on: the terminating NUL.
+                return Err(Failure::new("qsub: unmatched \0", 1));
+            };
+            let scan = jobopts::getopt("qsub", &words, OPTSTRING, false);
+            let mut messages = scan.errors.clone();
+            let mut failed = !scan.errors.is_empty() || !scan.operands.is_empty() || scan.dashdash;
+            if scan.errors.is_empty() {
+                let errors = self.apply(&Args::from_scan(&scan), DIRECTIVE, inputs)?;
+                failed |= !errors.is_empty();
+                messages.extend(errors);
+            }
+            if failed {
+                let mut text: String = messages.iter().map(|m| format!("{m}\n")).collect();
+                text.push_str("qsub: directive error: ");
+                for word in &words {
+                    text.push_str(word);
+                    text.push(' ');
+                }
+                text.push('\n');
+                return Err(Failure { text, status: 1 });
+            }
+        }
+        Ok(())
+    }
 }
 
-/// Quotes a word for /bin/sh.
-fn shell_quote(word: &str) -> String {
-    format!("'{}'", word.replace('\'', "'\\''"))
-}
-
-/// Everything needed to submit, worked out without talking to the server.
+/// Everything that goes to the server.
 #[derive(Debug)]
 struct Submission {
     attrs: Vec<Attr>,
@@ -193,279 +623,306 @@ struct Submission {
     quiet: bool,
 }
 
-/// Sets or replaces an attribute, keeping first-set order.
-fn set(attrs: &mut Vec<Attr>, name: &str, value: impl Into<String>) {
-    let value = value.into();
-    match attrs.iter_mut().find(|a| a.0 == name) {
-        Some(a) => a.1 = value,
-        None => attrs.push(Attr::new(name, value)),
+/// The command line applied, the source known: the job waits for its script.
+struct Started {
+    job: Job,
+    source: Source,
+    /// The arguments as typed (the server keeps them for `qstat -f`).
+    submit_arguments: Option<String>,
+}
+
+/// Applies the command line (usage errors exit 2).
+fn start(argv: &[String], inputs: &Inputs<'_>) -> Result<Started, Failure> {
+    let prog = argv.first().map(String::as_str).unwrap_or("qsub");
+    let args_only = argv.get(1..).unwrap_or_default();
+    let (args, source) = parse_command_line(prog, args_only)?;
+    let mut job = Job::default();
+    let errors = job.apply(&args, CMDLINE, inputs)?;
+    if !errors.is_empty() {
+        return Err(Failure::usage(&errors));
+    }
+    if job.interactive {
+        return Err(Failure::new("qsub: interactive jobs are not supported", 1));
+    }
+    if job.block {
+        return Err(Failure::new("qsub: block jobs are not supported", 1));
+    }
+    let submit_arguments = (!args_only.is_empty()).then(|| args_only.join(" "));
+    Ok(Started { job, source, submit_arguments })
+}
+
+/// The directive prefix: `-C` (an empty one turns directives off), else `PBS_DPREFIX`,
+/// else `#PBS`.
+fn directive_prefix(job: &Job, inputs: &Inputs<'_>) -> String {
+    match &job.prefix {
+        Some(prefix) => prefix.clone(),
+        None => (inputs.getenv)("PBS_DPREFIX").unwrap_or_else(|| "#PBS".to_string()),
     }
 }
 
-struct Env {
-    cwd: String,
-    host: String,
-    vars: Vec<(String, String)>,
+/// Adds the script (read by the caller; empty for a command), the directives, the
+/// environment, and checks every attribute: the submission, or the failure to print.
+fn finish(started: Started, script_text: String, inputs: &Inputs<'_>) -> Result<Submission, Failure> {
+    let Started { mut job, source, submit_arguments } = started;
+    // OpenPBS records the command line only when there is one.
+    let mut attrs: Vec<Attr> = submit_arguments.map(|a| Attr::new("Submit_arguments", a)).into_iter().collect();
+    let script = match &source {
+        Source::Command(command) => {
+            let program = command.first().cloned().unwrap_or_default();
+            job.set("executable", format!("<jsdl-hpcpa:Executable>{program}</jsdl-hpcpa:Executable>"));
+            if command.len() > 1 {
+                let list: String =
+                    command[1..].iter().map(|a| format!("<jsdl-hpcpa:Argument>{a}</jsdl-hpcpa:Argument>")).collect();
+                job.set("argument_list", list);
+            }
+            if job.lv.name == 0 {
+                job.set("Job_Name", "STDIN");
+            }
+            command_script(command)
+        }
+        Source::Script(_) | Source::Stdin => {
+            if job.lv.name == 0 {
+                let name = match &source {
+                    Source::Script(path) => path.rsplit('/').next().unwrap_or(path).to_string(),
+                    _ => "STDIN".to_string(),
+                };
+                job.set("Job_Name", name);
+            }
+            let scanned = script::scan(&script_text, &directive_prefix(&job, inputs));
+            job.apply_directives(&scanned.directives, inputs)?;
+            scanned.text
+        }
+    };
+    if jobopts::parse_destination(&job.destination).is_none() {
+        return Err(Failure::new(format!("qsub: illegally formed destination: {}", job.destination), 2));
+    }
+    let basics =
+        env::Basics { cwd: &inputs.cwd, auth_method: &inputs.auth_method, encrypt_method: &inputs.encrypt_method };
+    let basic = env::basic_env(inputs.getenv, &basics);
+    let environment = if job.export_all { Some(env::environment_list(&(inputs.environment)())) } else { None };
+    let Some(variables) = env::variable_list(&basic, job.variables.as_deref(), environment.as_deref(), inputs.getenv)
+    else {
+        return Err(Failure::new(NO_ENV, 1));
+    };
+    attrs.append(&mut job.attrs);
+    attrs.push(Attr::new("Variable_List", variables));
+    let attrs = verify(attrs, inputs)?;
+    let destination = (!job.destination.is_empty()).then(|| job.destination.clone());
+    Ok(Submission { attrs: dedupe(attrs), script, destination, quiet: job.quiet })
 }
 
-fn build(mut args: Args, script_text: String, env: &Env, argv: &[String]) -> Result<Submission, OptError> {
-    let prefix = args
-        .directive_prefix
-        .clone()
-        .or_else(|| env.vars.iter().find(|(k, _)| k == "PBS_DPREFIX").map(|(_, v)| v.clone()))
-        .unwrap_or_else(|| "#PBS".into());
-    let from_command = !args.command.is_empty();
-    if !from_command {
-        for words in directives(&script_text, &prefix) {
-            let directive = Args::try_parse_from(std::iter::once("qsub".to_string()).chain(words))
-                .map_err(|_| OptError { message: "directive error".into(), status: 2, usage: true })?;
-            args.merge_directive(directive);
+/// The script run for `-- program args`: the program with its arguments, quoted for sh.
+fn command_script(command: &[String]) -> String {
+    let quoted: Vec<String> = command.iter().map(|w| format!("'{}'", w.replace('\'', "'\\''"))).collect();
+    format!("#!/bin/sh\nexec {}\n", quoted.join(" "))
+}
+
+/// The option OpenPBS's qsub blames for a bad attribute value.
+fn option_of(attribute: &str) -> Option<char> {
+    let base = attribute.split('.').next().unwrap_or(attribute);
+    Some(match base {
+        "Execution_Time" => 'a',
+        "Account_Name" => 'A',
+        "project" => 'P',
+        "Checkpoint" => 'c',
+        "Error_Path" => 'e',
+        "Hold_Types" => 'h',
+        "interactive" => 'I',
+        "Join_Path" => 'j',
+        "array_indices_submitted" => 'J',
+        "Keep_Files" => 'k',
+        "Resource_List" => 'l',
+        "Mail_Points" => 'm',
+        "Mail_Users" => 'M',
+        "Job_Name" => 'N',
+        "Output_Path" => 'o',
+        "Priority" => 'p',
+        "Rerunable" => 'r',
+        "Remove_Files" => 'R',
+        "Shell_Path_List" => 'S',
+        "User_List" => 'u',
+        "depend"
+        | "stagein"
+        | "stageout"
+        | "sandbox"
+        | "group_list"
+        | "block"
+        | "release_nodes_on_stageout"
+        | "tolerate_node_failures"
+        | "reserve_start"
+        | "reserve_end"
+        | "umask"
+        | "run_count"
+        | "cred" => 'W',
+        _ => return None,
+    })
+}
+
+/// Checks every attribute as OpenPBS's client library does before a submit; the first
+/// failure decides the message: `illegal -X value` plus usage for an option's attribute,
+/// the PBSE text for others.
+fn verify(attrs: Vec<Attr>, inputs: &Inputs<'_>) -> Result<Vec<Attr>, Failure> {
+    let env = VerifyEnv { host: &inputs.host, cwd: &inputs.cwd, server: &inputs.server, is_dir: inputs.is_dir };
+    let mut out = Vec::with_capacity(attrs.len());
+    // Lines the checks print on their own before the error (the dependency parser's).
+    let mut notes = String::new();
+    let mut first_error: Option<(String, Pbse)> = None;
+    for Attr(name, value) in attrs {
+        // OpenPBS 23.06 answers a non-numeric max_run_subjobs with this text and the
+        // status of PBSE_BADATVAL (its client reports a stale message); reproduce it.
+        if name == "max_run_subjobs" && value.trim().parse::<i64>().is_err() && first_error.is_none() {
+            let status = (Pbse::BADATVAL.0 & 0xff) as u8;
+            return Err(Failure::new("qsub: Attribute has to be set on an array job", status));
         }
-    }
-    if args.interactive {
-        return Err(OptError { message: "interactive jobs are not supported".into(), status: 2, usage: false });
-    }
-    let mut attrs: Vec<Attr> = Vec::new();
-    let default_name = if from_command {
-        args.command[0].rsplit('/').next().unwrap_or("STDIN").to_string()
-    } else {
-        match &args.script {
-            Some(path) => path.rsplit('/').next().unwrap_or("STDIN").to_string(),
-            None => "STDIN".to_string(),
-        }
-    };
-    let name = match &args.name {
-        Some(n) => jobopts::job_name(n)?,
-        None => default_name,
-    };
-    set(&mut attrs, "Job_Name", name);
-    if let Some(t) = &args.execution_time {
-        let epoch = jobopts::parse_datetime(t).ok_or(OptError::illegal('a'))?;
-        set(&mut attrs, "Execution_Time", epoch.to_string());
-    }
-    if let Some(a) = &args.account {
-        set(&mut attrs, "Account_Name", a.as_str());
-    }
-    if let Some(c) = &args.checkpoint {
-        set(&mut attrs, "Checkpoint", jobopts::checkpoint(c)?);
-    }
-    if let Some(p) = &args.error_path {
-        set(&mut attrs, "Error_Path", jobopts::output_path(p, &env.host, &env.cwd));
-    }
-    if args.hold {
-        set(&mut attrs, "Hold_Types", "u");
-    }
-    if let Some(j) = &args.join {
-        set(&mut attrs, "Join_Path", jobopts::join_path(j)?);
-    }
-    if let Some(k) = &args.keep {
-        set(&mut attrs, "Keep_Files", jobopts::keep_files(k)?);
-    }
-    for list in &args.resources {
-        for Attr(n, v) in jobopts::resource_list(list)? {
-            set(&mut attrs, &n, v);
-        }
-    }
-    if let Some(m) = &args.mail_points {
-        let points = jobopts::mail_points(m)?;
-        if points.contains('j') && args.array.is_none() {
-            return Err(OptError {
-                message: "mail option 'j' can not be used without array job".into(),
-                status: 2,
-                usage: false,
-            });
-        }
-        set(&mut attrs, "Mail_Points", points);
-    }
-    if let Some(m) = &args.mail_users {
-        set(&mut attrs, "Mail_Users", m.as_str());
-    }
-    if let Some(p) = &args.output_path {
-        set(&mut attrs, "Output_Path", jobopts::output_path(p, &env.host, &env.cwd));
-    }
-    if let Some(p) = &args.priority {
-        set(&mut attrs, "Priority", jobopts::priority(p)?);
-    }
-    if let Some(p) = &args.project {
-        set(&mut attrs, "project", p.as_str());
-    }
-    if let Some(r) = &args.rerunable {
-        let value = jobopts::rerunable(r)?;
-        if value == "False" && args.array.is_some() {
-            return Err(OptError { message: " cannot submit non-rerunable Array Job".into(), status: 2, usage: false });
-        }
-        set(&mut attrs, "Rerunable", value);
-    }
-    if let Some(r) = &args.remove_files {
-        if !matches!(r.as_str(), "o" | "e" | "oe" | "eo") {
-            return Err(OptError::illegal('R'));
-        }
-        set(&mut attrs, "Remove_Files", r.as_str());
-    }
-    if let Some(s) = &args.shell {
-        set(&mut attrs, "Shell_Path_List", s.as_str());
-    }
-    if let Some(u) = &args.user_list {
-        set(&mut attrs, "User_List", u.as_str());
-    }
-    let mut max_run: Option<String> = None;
-    if let Some(j) = &args.array {
-        let (range, limit) = match j.split_once('%') {
-            Some((r, n)) => (r, Some(n)),
-            None => (j.as_str(), None),
-        };
-        range.parse::<ArrayRange>().map_err(|_| OptError::illegal('J'))?;
-        set(&mut attrs, "array_indices_submitted", range);
-        if let Some(n) = limit {
-            n.parse::<u64>().map_err(|_| OptError::illegal('J'))?;
-            max_run = Some(n.to_string());
-        }
-    }
-    for list in &args.extended {
-        for (key, value) in jobopts::extended(list)? {
-            if key == "max_run_subjobs" {
-                if max_run.is_some() {
-                    return Err(OptError {
-                        message: "multiple max_run_subjobs values found".into(),
-                        status: 2,
-                        usage: true,
-                    });
+        match jobopts::verify_attr(&name, &value, &env) {
+            Ok(value) => out.push(Attr(name, value)),
+            Err(code) => {
+                if name == "depend"
+                    && jobopts::expand_depend(&value, &inputs.server) == Err(jobopts::DependError::Subjob)
+                {
+                    notes.push_str("cannot have dependancy on subjob or range\n");
                 }
-                max_run = Some(value);
-            } else {
-                set(&mut attrs, &key, value);
+                if first_error.is_none() {
+                    first_error = Some((name, code));
+                }
             }
         }
     }
-    if let Some(n) = max_run {
-        set(&mut attrs, "max_run_subjobs", n);
-    }
-    set(&mut attrs, "Variable_List", variable_list(&args, env)?);
-    set(&mut attrs, "Submit_arguments", argv.join(" "));
-    let script = if from_command {
-        let mut exe = format!("<jsdl-hpcpa:Executable>{}</jsdl-hpcpa:Executable>", args.command[0]);
-        set(&mut attrs, "executable", std::mem::take(&mut exe));
-        if args.command.len() > 1 {
-            let list: String =
-                args.command[1..].iter().map(|a| format!("<jsdl-hpcpa:Argument>{a}</jsdl-hpcpa:Argument>")).collect();
-            set(&mut attrs, "argument_list", list);
-        }
-        let words: Vec<String> = args.command.iter().map(|w| shell_quote(w)).collect();
-        format!("#!/bin/sh\nexec {}\n", words.join(" "))
-    } else {
-        script_text
+    let Some((name, code)) = first_error else {
+        return Ok(out);
     };
-    Ok(Submission { attrs, script, destination: args.queue.clone(), quiet: args.quiet })
+    let mut failure = match option_of(&name) {
+        _ if code == Pbse::JOBNBIG => Failure::new("qsub: Job name is too long ", 2),
+        Some(opt) => Failure::usage(&[format!("qsub: illegal -{opt} value")]),
+        None => Failure::new(format!("qsub: {code}"), (code.0 & 0xff) as u8),
+    };
+    failure.text.insert_str(0, &notes);
+    Err(failure)
 }
 
-/// `PBS_O_*` from the environment, then `-V` and `-v` variables (user `PBS_O_*` ignored).
-fn variable_list(args: &Args, env: &Env) -> Result<String, OptError> {
-    let get = |k: &str| env.vars.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
-    let mut out: Vec<String> = Vec::new();
-    for (var, from) in [
-        ("PBS_O_HOME", "HOME"),
-        ("PBS_O_LANG", "LANG"),
-        ("PBS_O_LOGNAME", "LOGNAME"),
-        ("PBS_O_PATH", "PATH"),
-        ("PBS_O_MAIL", "MAIL"),
-        ("PBS_O_SHELL", "SHELL"),
-        ("PBS_O_TZ", "TZ"),
-    ] {
-        if let Some(value) = get(from) {
-            out.push(format!("{var}={}", jobopts::escape_variable(value)));
+/// One attribute per name: the last value, at the place of the first.
+fn dedupe(attrs: Vec<Attr>) -> Vec<Attr> {
+    let mut out: Vec<Attr> = Vec::with_capacity(attrs.len());
+    for attr in attrs {
+        match out.iter_mut().find(|a| a.0 == attr.0) {
+            Some(existing) => existing.1 = attr.1,
+            None => out.push(attr),
         }
     }
-    out.push(format!("PBS_O_WORKDIR={}", jobopts::escape_variable(&env.cwd)));
-    out.push("PBS_O_SYSTEM=Linux".to_string());
-    let mut push = |name: &str, value: &str| {
-        if !name.starts_with("PBS_O_") {
-            out.push(format!("{name}={}", jobopts::escape_variable(value)));
-        }
-    };
-    if args.export_all {
-        for (k, v) in &env.vars {
-            push(k, v);
-        }
-    }
-    for list in &args.variables {
-        for item in jobopts::split_commas(list) {
-            if item.is_empty() {
-                return Err(OptError::illegal('v'));
-            }
-            match item.split_once('=') {
-                Some((k, v)) => push(k, v.trim_matches('"')),
-                None => push(&item, get(&item).unwrap_or("")),
-            }
-        }
-    }
-    Ok(out.join(","))
+    out
 }
 
-fn read_script(args: &Args) -> Result<String, String> {
-    if !args.command.is_empty() {
-        return Ok(String::new());
-    }
-    match &args.script {
-        Some(path) => std::fs::read_to_string(path).map_err(|e| format!("qsub: script file:: {e}")),
-        None => {
-            let mut text = String::new();
-            std::io::stdin().read_to_string(&mut text).map_err(|e| format!("qsub: cannot read stdin: {e}"))?;
-            Ok(text)
+/// Reads the script of a file or of standard input, with OpenPBS's messages and statuses.
+fn read_script(source: &Source) -> Result<String, Failure> {
+    let bytes = match source {
+        Source::Command(_) => return Ok(String::new()),
+        Source::Stdin => {
+            let mut stdin = std::io::stdin();
+            if stdin.is_terminal() {
+                println!("Job script will be read from standard input. Submit with CTRL+D.");
+            }
+            let mut bytes = Vec::new();
+            stdin.read_to_end(&mut bytes).map_err(|_| Failure::new("qsub: error reading script file", 1))?;
+            bytes
         }
+        Source::Script(path) => {
+            let describe = |e: &std::io::Error| {
+                e.raw_os_error()
+                    .map(|n| nix::errno::Errno::from_raw(n).desc().to_string())
+                    .unwrap_or_else(|| e.to_string())
+            };
+            let meta = std::fs::metadata(path)
+                .map_err(|e| Failure::new(format!("qsub: script file:: {}", describe(&e)), 1))?;
+            if !meta.is_file() {
+                return Err(Failure::new("qsub: script not a file", 1));
+            }
+            std::fs::read(path).map_err(|e| Failure::new(format!("qsub: opening script file:: {}", describe(&e)), 8))?
+        }
+    };
+    Ok(match String::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    })
+}
+
+/// The working directory as OpenPBS's qsub reports it: `$PWD` when it is the current
+/// directory (keeps automounter paths), else the real path.
+fn working_directory() -> String {
+    use std::os::unix::fs::MetadataExt;
+    let real = std::env::current_dir().map(|p| p.display().to_string()).unwrap_or_default();
+    match std::env::var("PWD") {
+        Ok(pwd) => match (std::fs::metadata(&pwd), std::fs::metadata(".")) {
+            (Ok(a), Ok(b)) if a.dev() == b.dev() && a.ino() == b.ino() => pwd,
+            _ => real,
+        },
+        Err(_) => real,
     }
 }
 
-fn main() -> ExitCode {
-    let argv: Vec<String> = std::env::args().skip(1).collect();
-    let args: Args = match pbs_cli::start(USAGE, 2, |a: &Args| a.version) {
-        Ok(args) => args,
-        Err(code) => return code,
+fn run(argv: &[String]) -> Result<ExitCode, Failure> {
+    let conf = pbs_cli::load_conf().map_err(|e| Failure::new(format!("qsub: {e:#}"), 2))?;
+    let conf_value = |key: &str| conf.raw.get(key).cloned();
+    let getenv = |name: &str| std::env::var(name).ok();
+    let environment = || -> Vec<(String, String)> {
+        std::env::vars_os().map(|(k, v)| (k.to_string_lossy().into_owned(), v.to_string_lossy().into_owned())).collect()
     };
-    if args.script.is_some() && !args.command.is_empty() {
-        eprint!("{USAGE}");
-        return ExitCode::from(2);
-    }
-    let script = match read_script(&args) {
-        Ok(s) => s,
-        Err(message) => {
-            eprintln!("{message}");
-            return ExitCode::from(2);
-        }
+    let is_dir = |path: &str| std::path::Path::new(path).is_dir();
+    let local_host = pbs_cli::local_host_name();
+    let inputs = Inputs {
+        getenv: &getenv,
+        environment: &environment,
+        cwd: working_directory(),
+        host: conf_value("PBS_OUTPUT_HOST_NAME").filter(|h| !h.is_empty()).unwrap_or_else(|| local_host.clone()),
+        server: conf.server.clone().unwrap_or(local_host),
+        auth_method: conf_value("PBS_INTERACTIVE_AUTH_METHOD").unwrap_or_else(|| "resvport".to_string()),
+        encrypt_method: conf_value("PBS_INTERACTIVE_ENCRYPT_METHOD").unwrap_or_default(),
+        is_dir: &is_dir,
     };
-    let env = Env {
-        cwd: std::env::current_dir().map(|p| p.display().to_string()).unwrap_or_else(|_| "/".into()),
-        host: pbs_cli::local_host_name(),
-        vars: std::env::vars().collect(),
-    };
-    let submission = match build(args, script, &env, &argv) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("qsub: {}", e.message);
-            if e.usage {
-                eprint!("{USAGE}");
-            }
-            return ExitCode::from(e.status);
-        }
-    };
-    let mut client = match pbs_cli::connect("qsub") {
+    let started = start(argv, &inputs)?;
+    let script_text = read_script(&started.source)?;
+    let submission = finish(started, script_text, &inputs)?;
+    // pbs_cli::connect would read pbs.conf a second time.
+    let mut client = match pbs_client::Client::connect(&conf) {
         Ok(client) => client,
-        Err(code) => return code,
+        Err(pbs_client::ClientError::Connect { errno, .. }) => {
+            let server = conf.server.clone().unwrap_or_else(pbs_cli::local_host_name);
+            let text = format!("qsub: cannot connect to server {server} (errno={errno})");
+            return Err(Failure::new(text, (Pbse::NOSERVER.0 & 0xff) as u8));
+        }
+        Err(e) => return Err(Failure::new(format!("qsub: {e}"), (e.pbse().0 & 0xff) as u8)),
     };
     match client.submit(submission.attrs, submission.script, submission.destination) {
         Ok(id) => {
             if !submission.quiet {
                 println!("{id}");
             }
-            ExitCode::SUCCESS
+            Ok(ExitCode::SUCCESS)
         }
         Err(e) => {
+            let code = e.pbse().0;
             let text = e.to_string();
             if text.is_empty() {
-                eprintln!("qsub: Error ({}) submitting job", e.pbse().0);
+                eprintln!("qsub: Error ({code}) submitting job");
             } else {
                 eprintln!("qsub: {text}");
             }
-            pbs_cli::exit_code(e.pbse().0)
+            Ok(pbs_cli::exit_code(code))
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    pbs_cli::reset_sigpipe();
+    let argv: Vec<String> = std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect();
+    if argv.len() == 2 && argv[1] == "--version" {
+        println!("pbs_version = {}", env!("CARGO_PKG_VERSION"));
+        return ExitCode::SUCCESS;
+    }
+    match run(&argv) {
+        Ok(code) => code,
+        Err(failure) => {
+            eprint!("{}", failure.text);
+            ExitCode::from(failure.status)
         }
     }
 }
@@ -474,51 +931,154 @@ fn main() -> ExitCode {
 mod tests {
     use super::*;
 
-    fn env() -> Env {
-        Env {
-            cwd: "/home/u".into(),
-            host: "h".into(),
-            vars: vec![("HOME".into(), "/home/u".into()), ("PATH".into(), "/bin,/usr/bin".into())],
+    fn getenv(name: &str) -> Option<String> {
+        match name {
+            "HOME" => Some("/home/u".into()),
+            "PATH" => Some("/bin".into()),
+            "SHELL" => Some("/bin/bash".into()),
+            "FOO" => Some("bar".into()),
+            _ => None,
         }
     }
 
-    fn submit(argv: &[&str], script: &str) -> Result<Submission, OptError> {
-        let args = Args::try_parse_from(std::iter::once("qsub").chain(argv.iter().copied())).unwrap();
-        let argv: Vec<String> = argv.iter().map(|s| s.to_string()).collect();
-        build(args, script.into(), &env(), &argv)
+    fn environment() -> Vec<(String, String)> {
+        vec![("HOME".into(), "/home/u".into()), ("X".into(), "1".into())]
+    }
+
+    fn no_dir(_: &str) -> bool {
+        false
+    }
+
+    fn inputs() -> Inputs<'static> {
+        Inputs {
+            getenv: &getenv,
+            environment: &environment,
+            cwd: "/home/u".into(),
+            host: "h".into(),
+            server: "srv".into(),
+            auth_method: "resvport".into(),
+            encrypt_method: String::new(),
+            is_dir: &no_dir,
+        }
+    }
+
+    /// Runs qsub's pipeline up to the request, with `script` as the script's content.
+    fn submit(argv: &[&str], script: &str) -> Result<Submission, Failure> {
+        let argv: Vec<String> = std::iter::once("qsub").chain(argv.iter().copied()).map(String::from).collect();
+        let inputs = inputs();
+        let started = start(&argv, &inputs)?;
+        finish(started, script.to_string(), &inputs)
     }
 
     fn get<'a>(s: &'a Submission, name: &str) -> Option<&'a str> {
         s.attrs.iter().find(|a| a.0 == name).map(|a| a.1.as_str())
     }
 
+    /// Checks a failing command line: stderr text and status.
+    fn check_failure(argv: &[&str], script: &str, text: &str, status: u8) {
+        let failure = submit(argv, script).unwrap_err();
+        assert_eq!((failure.text.as_str(), failure.status), (text, status), "{argv:?}");
+    }
+
+    fn usage(lines: &str) -> String {
+        format!("{lines}{USAGE}")
+    }
+
+    #[test]
+    fn usage_matches_openpbs() {
+        // qsub_J_pct_and_W.txt of the reference outputs.
+        let expected = "qsub: multiple max_run_subjobs values found
+usage: qsub [-a date_time] [-A account_string] [-c interval]
+\t[-C directive_prefix] [-e path] [-f ] [-h ] [-I [-X]] [-j oe|eo] [-J X-Y[:Z]]
+\t[-k keep] [-l resource_list] [-m mail_options] [-M user_list]
+\t[-N jobname] [-o path] [-p priority] [-P project] [-q queue] [-r y|n]
+\t[-R o|e|oe] [-S path] [-u user_list] [-W otherattributes=value...]
+\t[-v variable_list] [-V ] [-z] [script | -- command [arg1 ...]]
+       qsub --version
+";
+        check_failure(&["-h", "-J", "0-9%2", "-W", "max_run_subjobs=3", "--", "/bin/true"], "", expected, 2);
+    }
+
+    #[test]
+    fn clap_reads_the_same_options() {
+        use clap::Parser;
+        for line in [
+            &["-a", "1200", "-N", "x", "-N", "y", "-hz", "-lncpus=1", "-l", "mem=1gb", "-W", "a=1", "-Wb=2"][..],
+            &["-A", "acct", "-c", "n", "-C", "#X", "-e", "e", "-f", "-I", "-j", "oe", "-J", "1-2", "-k", "oe"],
+            &["-m", "abe", "-M", "u@h", "-o", "o", "-p", "-5", "-P", "proj", "-q", "q@s", "-r", "y", "-R", "oe"],
+            &["-S", "/bin/sh", "-u", "u", "-v", "A=1", "-V", "-X", "-N", "-h"],
+        ] {
+            let words: Vec<String> = line.iter().map(|s| s.to_string()).collect();
+            let scan = jobopts::getopt("qsub", &words, OPTSTRING, false);
+            assert!(scan.errors.is_empty() && scan.operands.is_empty(), "{line:?}");
+            let by_clap = Args::try_parse_from(scan.to_clap_args("qsub")).unwrap();
+            assert_eq!(Args::from_scan(&scan), by_clap, "{line:?}");
+        }
+    }
+
     #[test]
     fn command_form() {
         let s = submit(&["-N", "x", "-l", "walltime=10:00", "--", "/bin/sleep", "100"], "").unwrap();
+        assert_eq!(s.attrs[0], Attr::new("Submit_arguments", "-N x -l walltime=10:00 -- /bin/sleep 100"));
         assert_eq!(get(&s, "Job_Name"), Some("x"));
         assert_eq!(get(&s, "Resource_List.walltime"), Some("10:00"));
         assert_eq!(get(&s, "executable"), Some("<jsdl-hpcpa:Executable>/bin/sleep</jsdl-hpcpa:Executable>"));
         assert_eq!(get(&s, "argument_list"), Some("<jsdl-hpcpa:Argument>100</jsdl-hpcpa:Argument>"));
-        assert_eq!(get(&s, "Submit_arguments"), Some("-N x -l walltime=10:00 -- /bin/sleep 100"));
         assert_eq!(s.script, "#!/bin/sh\nexec '/bin/sleep' '100'\n");
         assert_eq!(
             get(&s, "Variable_List"),
-            Some("PBS_O_HOME=/home/u,PBS_O_PATH=/bin\\,/usr/bin,PBS_O_WORKDIR=/home/u,PBS_O_SYSTEM=Linux")
+            Some(
+                "PBS_O_HOME=/home/u,PBS_O_PATH=/bin,PBS_O_SHELL=/bin/bash,PBS_O_INTERACTIVE_AUTH_METHOD=resvport,\
+                 PBS_O_INTERACTIVE_ENCRYPT_METHOD=,PBS_O_WORKDIR=/home/u,PBS_O_SYSTEM=Linux"
+            )
         );
+        assert_eq!(s.destination, None);
         let s = submit(&["--", "/bin/true"], "").unwrap();
-        assert_eq!(get(&s, "Job_Name"), Some("true"));
+        assert_eq!(get(&s, "Job_Name"), Some("STDIN"));
+        assert_eq!(get(&s, "argument_list"), None);
+        assert_eq!(get(&s, "Hold_Types"), None, "defaults are left to the server");
     }
 
     #[test]
-    fn directives_and_command_line_precedence() {
+    fn script_names_and_directives() {
         let script = "#!/bin/sh\n# comment\n#PBS -N fromscript\n#PBS -l walltime=00:03:00 -l ncpus=2\n\necho hi\n#PBS -N ignored\n";
-        let s = submit(&["-N", "cmdline", "-l", "ncpus=4"], script).unwrap();
+        let argv: Vec<String> = ["qsub", "-N", "cmdline", "-l", "ncpus=4", "job.sh"].map(String::from).to_vec();
+        let inputs = inputs();
+        let s = finish(start(&argv, &inputs).unwrap(), script.to_string(), &inputs).unwrap();
         assert_eq!(get(&s, "Job_Name"), Some("cmdline"));
         assert_eq!(get(&s, "Resource_List.walltime"), Some("00:03:00"));
         assert_eq!(get(&s, "Resource_List.ncpus"), Some("4"));
+        assert_eq!(s.script, script);
+        let argv: Vec<String> = ["qsub", "/path/to/job.sh"].map(String::from).to_vec();
+        let s = finish(start(&argv, &inputs).unwrap(), "true\n".to_string(), &inputs).unwrap();
+        assert_eq!(get(&s, "Job_Name"), Some("job.sh"));
         let s = submit(&[], script).unwrap();
         assert_eq!(get(&s, "Job_Name"), Some("fromscript"));
+        assert_eq!(get(&s, "Submit_arguments"), None);
         assert_eq!(get(&submit(&[], "echo\n").unwrap(), "Job_Name"), Some("STDIN"));
+        // Directives never override the command line, the first directive -l wins.
+        let s = submit(&["-h", "-W", "umask=077"], "#PBS -l ncpus=1\n#PBS -l ncpus=2\n#PBS -W umask=022\n").unwrap();
+        // A generic -W attribute of a directive comes later, so it wins (as in OpenPBS).
+        assert_eq!(get(&s, "umask"), Some("022"));
+        assert_eq!(get(&s, "Resource_List.ncpus"), Some("1"));
+        assert_eq!(get(&s, "Hold_Types"), Some("u"));
+        // Another prefix, or none at all.
+        assert_eq!(get(&submit(&["-C", "#X"], "#X -N other\n").unwrap(), "Job_Name"), Some("other"));
+        assert_eq!(get(&submit(&["-C", ""], "#PBS -N other\n").unwrap(), "Job_Name"), Some("STDIN"));
+    }
+
+    #[test]
+    fn directive_errors() {
+        check_failure(&[], "#PBS -r x\n", "qsub: illegal -r value\nqsub: directive error: -r x \n", 1);
+        check_failure(&[], "#PBS -Z\n", "qsub: invalid option -- 'Z'\nqsub: directive error: -Z \n", 1);
+        check_failure(&[], "#PBS -N a extra\n", "qsub: directive error: -N a extra \n", 1);
+        check_failure(&[], "#PBS -N \"a\n", "qsub: unmatched \0\n", 1);
+        check_failure(
+            &["-J", "1-5%2"],
+            "#PBS -W max_run_subjobs=3\n",
+            &format!("{MULTIPLE_MAX_RUN}\nqsub: directive error: -W max_run_subjobs=3 \n"),
+            1,
+        );
     }
 
     #[test]
@@ -527,23 +1087,103 @@ mod tests {
         assert_eq!(get(&s, "array_indices_submitted"), Some("0-9"));
         assert_eq!(get(&s, "max_run_subjobs"), Some("2"));
         assert_eq!(get(&s, "Hold_Types"), Some("u"));
-        let both = submit(&["-J", "0-9%2", "-W", "max_run_subjobs=3", "--", "/bin/true"], "").unwrap_err();
-        assert_eq!((both.message.as_str(), both.usage), ("multiple max_run_subjobs values found", true));
-        assert_eq!(submit(&["-J", "5", "--", "/bin/true"], "").unwrap_err(), OptError::illegal('J'));
+        check_failure(
+            &["-h", "-J", "0-9%2", "-W", "max_run_subjobs=3", "--", "/bin/true"],
+            "",
+            &usage("qsub: multiple max_run_subjobs values found\n"),
+            2,
+        );
+        check_failure(&["-J", "5", "--", "/bin/true"], "", &usage("qsub: illegal -J value\n"), 2);
+        check_failure(&["-r", "n", "-J", "1-3", "--", "/bin/true"], "", &usage(&format!("{NO_RERUN_ARRAY}\n")), 2);
+        check_failure(&["-J", "1-3", "-I"], "", &usage(&format!("{INTER_ARRAY}\n")), 2);
         let s = submit(&["-W", "max_run_subjobs=2", "--", "/bin/true"], "").unwrap();
-        assert_eq!(get(&s, "max_run_subjobs"), Some("2"));
+        assert_eq!(get(&s, "max_run_subjobs"), Some("2"), "the server refuses it on a non-array job");
+        check_failure(
+            &["-h", "-J", "0-9", "-W", "max_run_subjobs=abc", "--", "/bin/true"],
+            "",
+            "qsub: Attribute has to be set on an array job\n",
+            166,
+        );
+        check_failure(
+            &["-m", "j", "--", "/bin/true"],
+            "",
+            "qsub: mail option 'j' can not be used without array job\n",
+            1,
+        );
+        assert_eq!(
+            get(&submit(&["-m", "abej", "-J", "1-2", "--", "/bin/true"], "").unwrap(), "Mail_Points"),
+            Some("abej")
+        );
     }
 
     #[test]
-    fn bad_options() {
-        assert_eq!(submit(&["-l", "foo", "--", "/bin/true"], "").unwrap_err(), OptError::illegal('l'));
-        assert_eq!(submit(&["-j", "x", "--", "/bin/true"], "").unwrap_err(), OptError::illegal('j'));
-        assert_eq!(submit(&["-a", "tomorrow", "--", "/bin/true"], "").unwrap_err(), OptError::illegal('a'));
-        assert_eq!(submit(&["-p", "5000", "--", "/bin/true"], "").unwrap_err(), OptError::illegal('p'));
+    fn option_errors() {
+        let cases: &[(&[&str], &str, u8)] = &[
+            (&["-l", "=1", "--", "/bin/true"], "qsub: illegal -l value\n", 2),
+            (&["-l", "a=\"x", "--", "/bin/true"], "qsub: illegal -l value\n no closing quote:\na=\"x\n    ^\n", 2),
+            (&["-j", "x", "--", "/bin/true"], "qsub: illegal -j value\n", 2),
+            (&["-a", "tomorrow", "--", "/bin/true"], "qsub: illegal -a value\n", 2),
+            (&["-p", "5000", "--", "/bin/true"], "qsub: illegal -p value\n", 2),
+            (&["-c", "u", "--", "/bin/true"], "qsub: illegal -c value\n", 2),
+            (&["-r", "maybe", "--", "/bin/true"], "qsub: illegal -r value\n", 2),
+            (&["-k", "on", "--", "/bin/true"], "qsub: illegal -k value\n", 2),
+            (&["-N", "a b", "--", "/bin/true"], "qsub: illegal -N value\n", 2),
+            (&["-W", "depend=after:", "--", "/bin/true"], "qsub: illegal -W value\n", 2),
+            (&["-W", "", "--", "/bin/true"], "qsub: illegal -W value\n", 2),
+            (&["-W", "nokey", "--", "/bin/true"], "qsub: illegal -W value\n", 2),
+            (&["-S", "bash", "--", "/bin/true"], "qsub: illegal -S value\n", 2),
+            (&["-Z", "--", "/bin/true"], "qsub: invalid option -- 'Z'\n", 2),
+            (&["--"], "", 2),
+            (&["job.sh", "-N", "x"], "", 2),
+            (&["a.sh", "b.sh"], "", 2),
+            (&["-N"], "qsub: option requires an argument -- 'N'\n", 2),
+        ];
+        for (argv, lines, status) in cases {
+            check_failure(argv, "", &usage(lines), *status);
+        }
+        check_failure(&["-N", &"x".repeat(237), "--", "/bin/true"], "", "qsub: Job name is too long \n", 2);
+        check_failure(&["-W", "nosuch=1", "--", "/bin/true"], "", "qsub: Undefined attribute \n", 154);
+        check_failure(&["-q", "a#b", "--", "/bin/true"], "", "qsub: illegally formed destination: a#b\n", 2);
+        check_failure(&["-v", "UNSET", "--", "/bin/true"], "", "qsub: cannot send environment with the job\n", 1);
+        check_failure(&["-I"], "", "qsub: interactive jobs are not supported\n", 1);
+        check_failure(&["-X", "--", "/bin/true"], "", &usage("qsub: DISPLAY not set\n"), 2);
     }
 
     #[test]
-    fn words() {
-        assert_eq!(split_words(r#" -N "a b" -l x=1 'c d'"#), vec!["-N", "a b", "-l", "x=1", "c d"]);
+    fn values_sent() {
+        let s = submit(
+            &[
+                "-o",
+                "out",
+                "-e",
+                "/tmp/err",
+                "-W",
+                "depend=afterok:12",
+                "-q",
+                "workq",
+                "-a",
+                "1200",
+                "-p",
+                " 5",
+                "--",
+                "/bin/true",
+            ],
+            "",
+        )
+        .unwrap();
+        assert_eq!(get(&s, "Output_Path"), Some("h:/home/u/out"));
+        assert_eq!(get(&s, "Error_Path"), Some("h:/tmp/err"));
+        assert_eq!(get(&s, "depend"), Some("afterok:12.srv"));
+        assert_eq!(get(&s, "Priority"), Some("5"));
+        assert!(get(&s, "Execution_Time").is_some_and(|t| t.parse::<i64>().is_ok()));
+        assert_eq!(s.destination.as_deref(), Some("workq"));
+        let s = submit(&["-v", "A=1,FOO", "-V", "-z", "-N", "one", "-N", "two", "--", "/bin/true"], "").unwrap();
+        assert!(
+            get(&s, "Variable_List").is_some_and(|v| v.ends_with("PBS_O_SYSTEM=Linux,A=1,FOO=bar,HOME=/home/u,X=1"))
+        );
+        assert_eq!(get(&s, "Job_Name"), Some("two"));
+        assert!(s.quiet);
+        let names: Vec<&str> = s.attrs.iter().map(|a| a.0.as_str()).collect();
+        assert_eq!(names.iter().filter(|n| **n == "Job_Name").count(), 1);
     }
 }
