@@ -16,7 +16,7 @@ use crate::attrlist::{AttrList, Interner, resolve};
 use crate::store::{Loaded, StoreOp};
 
 /// The `pbs_version` this server reports.
-pub const PBS_VERSION: &str = concat!("rpbs-", env!("CARGO_PKG_VERSION"));
+pub const PBS_VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// A job (or an array parent).
 #[derive(Clone, Debug)]
