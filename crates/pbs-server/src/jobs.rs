@@ -220,7 +220,7 @@ pub fn queue_job(
         if let Some(range) = list.get(job_idx("array_indices_submitted"), None).map(str::to_string) {
             set(&mut list, "array_indices_remaining", &range);
             let count = range.parse::<ArrayRange>().map(|r| r.count()).unwrap_or(0);
-            set(&mut list, "array_state_count", &format!("Queued:{count} Running:0 Exiting:0 Expired:0 "));
+            set(&mut list, "array_state_count", &format!("Queued:{count} Running:0 Exiting:0 Expired:0"));
         }
     }
     // etime is when the job became eligible to run: not yet for a held or waiting job.
