@@ -105,9 +105,15 @@ impl PbsConf {
         self.home.join("server_sock")
     }
 
-    /// The cluster key file shared by daemons (readable by root only).
+    /// The cluster key file shared by daemons (readable by root only):
+    /// `PBS_CLUSTER_KEY_FILE` if set, else `PBS_HOME/server_priv/cluster_key`. The server
+    /// creates it on first start; moms on other hosts (or with another PBS_HOME) point
+    /// `PBS_CLUSTER_KEY_FILE` at a copy.
     pub fn cluster_key_file(&self) -> PathBuf {
-        self.home.join("server_priv").join("cluster_key")
+        match self.raw.get("PBS_CLUSTER_KEY_FILE") {
+            Some(path) if !path.is_empty() => PathBuf::from(path),
+            _ => self.home.join("server_priv").join("cluster_key"),
+        }
     }
 }
 

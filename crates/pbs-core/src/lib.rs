@@ -5,6 +5,7 @@
 pub mod attr;
 pub mod conf;
 pub mod duration;
+pub mod execvnode;
 pub mod jobid;
 pub mod pbse;
 pub mod range;
@@ -15,6 +16,7 @@ pub mod state;
 
 pub use attr::{AttrDef, AttrType, ObjectKind, Privilege};
 pub use duration::Duration;
+pub use execvnode::ExecVnode;
 pub use jobid::{ArrayPart, JobId};
 pub use pbse::Pbse;
 pub use range::ArrayRange;

@@ -7,6 +7,8 @@
 pub mod auth;
 pub mod codec;
 pub mod messages;
+pub mod mom;
+pub mod sched;
 
 pub use codec::{FrameError, MAX_REPLY_FRAME_LEN, MAX_REQUEST_FRAME_LEN, read_frame, write_frame};
 pub use messages::*;

@@ -41,6 +41,8 @@ pub enum Role {
         /// The node name it serves.
         node: String,
     },
+    /// The server, connecting to a mom (see [`crate::mom`]).
+    Server,
 }
 
 /// First frame of every connection, from the connecting side.
@@ -198,6 +200,29 @@ pub enum Request {
         /// Hooks; empty means all.
         names: Vec<String>,
     },
+    /// Run a job now (qrun). Without `exec_vnode` the scheduler places it, ignoring policy
+    /// limits; with it (`qrun -H`) the server runs it there. Reply: [`ReplyBody::None`] once
+    /// the job has been sent to its mom.
+    RunJob {
+        /// The job (a subjob id for arrays).
+        id: String,
+        /// `-H`: `(n1:ncpus=1)+(n2)` or `n1+n2`.
+        exec_vnode: Option<String>,
+    },
+    /// Send a signal to running jobs (qsig). Reply: [`ReplyBody::PerId`].
+    SignalJob {
+        /// Jobs.
+        ids: Vec<String>,
+        /// `-s`: a signal name with or without `SIG`, a number, `suspend`, `resume`.
+        signal: String,
+    },
+    /// Requeue running jobs (qrerun). Reply: [`ReplyBody::PerId`].
+    RerunJob {
+        /// Jobs.
+        ids: Vec<String>,
+        /// `-W force`: requeue even if the mom cannot be reached.
+        force: bool,
+    },
     /// A qmgr command on a server object. Reply: [`ReplyBody::None`].
     Manager {
         /// create, delete, set or unset.
@@ -225,6 +250,9 @@ impl Request {
             Request::StatusJob { .. } => 19,
             Request::StatusQueue { .. } => 20,
             Request::StatusServer { .. } => 21,
+            Request::RerunJob { .. } => 14,
+            Request::RunJob { .. } => 15,
+            Request::SignalJob { .. } => 18,
             Request::StatusNode { .. } => 58,
             Request::StatusSched { .. } => 81,
             Request::StatusResource { .. } => 82,

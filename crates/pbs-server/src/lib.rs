@@ -192,6 +192,9 @@ impl Server {
                 status_reply(id, manager::named_status(state, ObjectKind::Hook, &names, ctx.privilege, &[]))
             }
             Request::StatusResource { names } => status_reply(id, manager::resource_status(state, &names)),
+            Request::RunJob { .. } | Request::SignalJob { .. } | Request::RerunJob { .. } => {
+                fail(ReqError::new(Pbse::UNKREQ))
+            }
             Request::Manager { command, object, names, attrs } => {
                 match manager::manager(state, &ctx, command, object, &names, &attrs) {
                     Ok(ops) => {

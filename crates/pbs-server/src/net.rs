@@ -178,6 +178,9 @@ const KNOWN_KINDS: &[&str] = &[
     "StatusResource",
     "StatusHook",
     "Manager",
+    "RunJob",
+    "SignalJob",
+    "RerunJob",
 ];
 
 /// Jobs per status reply frame: keeps the state lock short and frames small.

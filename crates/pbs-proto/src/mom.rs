@@ -1,0 +1,223 @@
+//! The link between pbs_server and a pbs_mom: what the server asks a mom to do and what the
+//! mom reports back.
+//!
+//! The **server connects to the mom** at the node's `Mom` host and `Port` (as OpenPBS's
+//! server contacts its moms), sends [`crate::Hello`] with [`crate::Role::Server`], answers the
+//! mom's [`crate::HelloReply::Challenge`] with the cluster key, and gets
+//! [`crate::HelloReply::Welcome`] (whose `server_name` carries the mom's node name). From then
+//! on the server writes [`ToMom`] frames and the mom writes [`FromMom`] frames, in any order,
+//! on the same connection, until either side closes it. A peer that cannot prove the key
+//! gets `Refused` and can make the mom do nothing.
+//!
+//! The mom's first frame after the Welcome is [`FromMom::NodeStatus`]: its resources and
+//! every job it still holds (running, or ended but not yet forgotten). A mom keeps an ended
+//! job's result until the server answers [`ToMom::ForgetJob`], so a job that ends while the
+//! server is down or unreachable is reported when the link comes back.
+
+use serde::{Deserialize, Serialize};
+
+/// A frame from the server to a mom.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", deny_unknown_fields)]
+pub enum ToMom {
+    /// Start a job here (mother superior) or hold its resources (sister). The mom answers
+    /// [`FromMom::JobStarted`] or, if it could not start it, [`FromMom::JobEnded`] with a
+    /// negative `JOB_EXEC_*` exit status.
+    RunJob {
+        /// What to run.
+        launch: Box<JobLaunch>,
+    },
+    /// Sends a signal to every process of the job's session. `signal` is a name with or
+    /// without `SIG` (`TERM`, `SIGKILL`), a number, or `suspend` / `resume` (SIGSTOP /
+    /// SIGCONT on the whole session, as OpenPBS does). The mom answers
+    /// [`FromMom::SignalResult`].
+    SignalJob {
+        /// Full job id.
+        job_id: String,
+        /// The signal.
+        signal: String,
+    },
+    /// Ends a running job (qdel, qrerun, node failure handling): SIGTERM to the session,
+    /// then SIGKILL after `kill_delay` seconds if anything is left. The mom then reports
+    /// [`FromMom::JobEnded`] as for any end.
+    KillJob {
+        /// Full job id.
+        job_id: String,
+        /// Seconds between SIGTERM and SIGKILL.
+        kill_delay: u32,
+    },
+    /// The server has recorded the job's end (or no longer wants it here): the mom kills
+    /// whatever is left of it without reporting, frees its resources and removes its files.
+    /// Also sent to sister moms when a job ends.
+    ForgetJob {
+        /// Full job id.
+        job_id: String,
+    },
+    /// Liveness probe; the mom answers [`FromMom::Pong`].
+    Ping,
+}
+
+/// Everything a mom needs to run one job, decided by the server.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JobLaunch {
+    /// Full id, `12.server` or `12[3].server`.
+    pub job_id: String,
+    /// `Job_Name`.
+    pub job_name: String,
+    /// The owner (`euser`): the job runs as this user, looked up on the mom's host.
+    pub user: String,
+    /// `egroup`: the primary group to run as, if it exists on the mom's host.
+    pub group: String,
+    /// The queue (`PBS_QUEUE`).
+    pub queue: String,
+    /// True on sister moms of a multi-node job: nothing runs, the mom only accounts for the
+    /// job until [`ToMom::ForgetJob`].
+    pub sister: bool,
+    /// The job script; run by the shell. Empty when `executable` is set.
+    pub script: String,
+    /// `qsub -- program args`: the program to run instead of a script.
+    pub executable: Option<String>,
+    /// Its arguments.
+    pub arguments: Vec<String>,
+    /// The shell from `Shell_Path_List` for this host (`-S`), else the user's login shell.
+    pub shell: Option<String>,
+    /// `Variable_List`, decoded: `PBS_O_*` and the `-v` / `-V` variables, in order.
+    pub variables: Vec<(String, String)>,
+    /// `Output_Path` (`host:/path`); the mom uses the path part.
+    pub output_path: String,
+    /// `Error_Path` (`host:/path`).
+    pub error_path: String,
+    /// `Join_Path`: `n`, `oe` or `eo`.
+    pub join_path: String,
+    /// `Keep_Files`: `n`, `o`, `e`, `oe`, `d`...
+    pub keep_files: String,
+    /// `umask`, octal digits as the user gave them.
+    pub umask: Option<String>,
+    /// The lines of `PBS_NODEFILE`: one host name per mpiprocs of each chunk.
+    pub nodefile: Vec<String>,
+    /// ncpus assigned on this host (the job's `NCPUS`).
+    pub ncpus: u32,
+    /// `OMP_NUM_THREADS` (ompthreads of the first chunk, else its ncpus).
+    pub ompthreads: u32,
+    /// Hard walltime limit, seconds.
+    pub walltime: Option<u64>,
+    /// cput limit, seconds.
+    pub cput: Option<u64>,
+    /// mem limit, bytes.
+    pub mem: Option<u64>,
+    /// `PBS_ARRAY_INDEX` of a subjob.
+    pub array_index: Option<String>,
+    /// `PBS_ARRAY_ID` of a subjob (the parent id, `12[].server`).
+    pub array_id: Option<String>,
+    /// `Account_Name` (`PBS_ACCOUNT`).
+    pub account: Option<String>,
+    /// `run_count` including this run.
+    pub run_count: u32,
+}
+
+/// Resource usage a mom samples from /proc (`resources_used.*`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Usage {
+    /// CPU time of the whole session, seconds.
+    pub cput: u64,
+    /// Seconds since the job started.
+    pub walltime: u64,
+    /// Resident memory of the session (peak of samples), kilobytes.
+    pub mem_kb: u64,
+    /// Virtual memory of the session (peak of samples), kilobytes.
+    pub vmem_kb: u64,
+    /// ncpus the job holds here.
+    pub ncpus: u32,
+    /// CPU use over the last sample, percent of one CPU.
+    pub cpupercent: u32,
+}
+
+/// A job a mom holds, as listed in [`FromMom::NodeStatus`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MomJob {
+    /// Full job id.
+    pub job_id: String,
+    /// True on a sister.
+    pub sister: bool,
+    /// Session id of the running job (0 on a sister or before it started).
+    pub session_id: i64,
+    /// Set once the job has ended: its exit status.
+    pub exit_status: Option<i32>,
+    /// Latest usage.
+    pub usage: Usage,
+}
+
+/// A frame from a mom to the server.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", deny_unknown_fields)]
+pub enum FromMom {
+    /// First frame on every link, and again when the host's resources change.
+    NodeStatus {
+        /// CPUs of the host (`resources_available.ncpus`, `pcpus`).
+        ncpus: u32,
+        /// Physical memory, kilobytes (`resources_available.mem`).
+        mem_kb: u64,
+        /// `resources_available.arch`, `linux` as OpenPBS says.
+        arch: String,
+        /// The host's name (`resources_available.host`).
+        host: String,
+        /// The mom's version (`pbs_version`).
+        version: String,
+        /// Every job the mom holds, running or ended and not yet forgotten.
+        jobs: Vec<MomJob>,
+    },
+    /// The job's shell is running.
+    JobStarted {
+        /// Full job id.
+        job_id: String,
+        /// Its session id (`session_id`).
+        session_id: i64,
+    },
+    /// A usage sample of a running job.
+    JobUsage {
+        /// Full job id.
+        job_id: String,
+        /// The sample.
+        usage: Usage,
+    },
+    /// The job has ended (or could not start). The mom keeps this until
+    /// [`ToMom::ForgetJob`].
+    JobEnded {
+        /// Full job id.
+        job_id: String,
+        /// As OpenPBS: the shell's exit code, 256 + signal when the shell was killed by a
+        /// signal, or a negative `JOB_EXEC_*` code (-29 walltime, -28 cput, -27 mem, -1 / -10
+        /// launch failures...).
+        exit_status: i32,
+        /// Final usage.
+        usage: Usage,
+    },
+    /// The outcome of a [`ToMom::SignalJob`].
+    SignalResult {
+        /// Full job id.
+        job_id: String,
+        /// The signal as asked.
+        signal: String,
+        /// PBSE code, 0 on success (15001 unknown job, 15014 bad signal...).
+        code: u32,
+    },
+    /// Answer to [`ToMom::Ping`].
+    Pong,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_round_trip_and_reject_unknown_kinds() {
+        let frame = ToMom::KillJob { job_id: "1.s".into(), kill_delay: 10 };
+        let text = serde_json::to_string(&frame).unwrap();
+        assert_eq!(text, r#"{"kind":"KillJob","job_id":"1.s","kill_delay":10}"#);
+        assert_eq!(serde_json::from_str::<ToMom>(&text).unwrap(), frame);
+        assert!(serde_json::from_str::<FromMom>(r#"{"kind":"Nope"}"#).is_err());
+    }
+}
