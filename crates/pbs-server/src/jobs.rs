@@ -18,6 +18,7 @@ use crate::state::{Job, State, idx};
 use crate::store::StoreOp;
 
 /// Who asks, with which privilege, and when.
+#[derive(Clone)]
 pub struct Ctx<'a> {
     /// The requester.
     pub who: &'a Identity,
@@ -459,7 +460,7 @@ fn parse_seq(id: &str) -> Result<u64, ReqError> {
 }
 
 /// Whether the requester may act on (alter, hold, delete) this job.
-fn may_act_on(ctx: &Ctx<'_>, job: &Job) -> bool {
+pub(crate) fn may_act_on(ctx: &Ctx<'_>, job: &Job) -> bool {
     ctx.privilege >= Privilege::Operator || job.owner() == ctx.who.user
 }
 
@@ -468,7 +469,7 @@ pub fn may_see(state: &State, ctx: &Ctx<'_>, job: &Job) -> bool {
     may_act_on(ctx, job) || state.server_flag("query_other_jobs", true)
 }
 
-fn per_id<F>(state: &mut State, ctx: &Ctx<'_>, ids: &[String], mut action: F) -> (Vec<IdError>, Vec<StoreOp>)
+pub(crate) fn per_id<F>(state: &mut State, ctx: &Ctx<'_>, ids: &[String], mut action: F) -> (Vec<IdError>, Vec<StoreOp>)
 where
     F: FnMut(&mut State, &Ctx<'_>, u64) -> Result<Vec<StoreOp>, ReqError>,
 {
@@ -559,6 +560,7 @@ pub fn delete_jobs(
     state: &mut State,
     ctx: &Ctx<'_>,
     ids: &[String],
+    force: bool,
     purge_history: bool,
 ) -> (Vec<IdError>, Vec<StoreOp>) {
     let history = state.server_flag("job_history_enable", false);
@@ -566,6 +568,19 @@ pub fn delete_jobs(
         let Some(job) = state.jobs.get_mut(&seq) else {
             return Err(ReqError::new(Pbse::UNKJOBID));
         };
+        if matches!(job.state, JobState::Running | JobState::Suspended | JobState::Exiting) {
+            // A running job ends through its mom: SIGTERM, SIGKILL after kill_delay, and
+            // the end is recorded when the mom reports it; `-W force` does not wait.
+            let (ops, frames) = if force {
+                crate::exec::force_delete(state, seq, ctx.now)
+            } else if state.ending.get(&seq) == Some(&crate::exec::EndReason::Delete) {
+                (Vec::new(), Vec::new())
+            } else {
+                crate::exec::begin_end(state, seq, crate::exec::EndReason::Delete)
+            };
+            crate::exec::send_frames(state, frames);
+            return Ok(ops);
+        }
         if job.state.is_history() {
             if !purge_history {
                 return Err(ReqError::new(Pbse::HISTJOBID));

@@ -6,11 +6,15 @@
 
 pub mod attrlist;
 pub mod error;
+pub mod exec;
 pub mod identity;
 pub mod jobs;
 pub mod logging;
 pub mod manager;
+pub mod momlink;
 pub mod net;
+pub mod nodes;
+pub mod schedlink;
 pub mod state;
 pub mod store;
 
@@ -81,6 +85,8 @@ pub struct Server {
     pub state: Mutex<State>,
     /// The store writer.
     pub store: Store,
+    /// One link task per node's mom.
+    pub mom_tasks: Mutex<std::collections::HashMap<String, momlink::LinkTask>>,
 }
 
 impl Server {
@@ -97,13 +103,20 @@ impl Server {
         let db_path = home.join("server_priv").join("serverdb.sqlite");
         let (store, loaded) = Store::open(&db_path)?;
         let n_jobs = loaded.jobs.len();
-        let (state, ops) = State::from_loaded(loaded, &config.server_name, &config.host, &home.display().to_string());
+        let (mut state, ops) =
+            State::from_loaded(loaded, &config.server_name, &config.host, &home.display().to_string());
+        exec::recover(&mut state, chrono::Utc::now().timestamp());
         if !ops.is_empty() {
             store.commit(ops).await.map_err(|e| ServerError::Init(e.to_string()))?.map_err(ServerError::Init)?;
             tracing::info!("Created the default set-up: queue workq, default scheduler");
         }
         tracing::info!(n_jobs, "Server state recovered");
-        Ok(Server { config, state: Mutex::new(state), store })
+        Ok(Server { config, state: Mutex::new(state), store, mom_tasks: Mutex::new(Default::default()) })
+    }
+
+    /// The database file (for reading job scripts).
+    pub fn db_path(&self) -> PathBuf {
+        self.config.home.join("server_priv").join("serverdb.sqlite")
     }
 
     /// The request context of `who` against the current state.
@@ -125,6 +138,31 @@ impl Server {
         };
         let ctx = self.ctx(&state, who);
         let state = &mut *state;
+        let touched = touched_jobs(state, &request);
+        let (reply, ack) = self.handle_locked(state, &ctx, who, id, request);
+        for (seq, job_id) in touched {
+            state.changes.jobs.insert(seq, job_id);
+            state.changes.cycle = true;
+        }
+        if let ReplyBody::JobId(job_id) = &reply.body {
+            if let Some(seq) = exec::seq_of(job_id) {
+                state.changes.jobs.insert(seq, job_id.clone());
+                state.changes.cycle = true;
+            }
+        }
+        exec::flush(state);
+        (reply, ack)
+    }
+
+    fn handle_locked(
+        &self,
+        state: &mut State,
+        ctx: &Ctx<'_>,
+        who: &Identity,
+        id: u64,
+        request: Request,
+    ) -> (Reply, Option<oneshot::Receiver<Result<(), String>>>) {
+        let ctx = ctx.clone();
         let fail = |e: ReqError| (Reply::error(id, e.code.0, e.message), None);
         let per_id = |(errors, ops): (Vec<pbs_proto::IdError>, Vec<store::StoreOp>)| {
             let code = errors.last().map(|e| e.code).unwrap_or(0);
@@ -153,9 +191,11 @@ impl Server {
                 }
             }
             Request::ModifyJob { ids, attrs } => per_id(jobs::modify_jobs(state, &ctx, &ids, &attrs)),
-            Request::DeleteJob { ids, force: _, purge_history } => {
-                per_id(jobs::delete_jobs(state, &ctx, &ids, purge_history))
+            Request::DeleteJob { ids, force, purge_history } => {
+                per_id(jobs::delete_jobs(state, &ctx, &ids, force, purge_history))
             }
+            Request::SignalJob { ids, signal } => per_id(exec::signal_jobs(state, &ctx, &ids, &signal)),
+            Request::RerunJob { ids, force } => per_id(exec::rerun_jobs(state, &ctx, &ids, force)),
             Request::HoldJob { ids, hold_types } => per_id(jobs::hold_jobs(state, &ctx, &ids, &hold_types, true)),
             Request::ReleaseJob { ids, hold_types } => per_id(jobs::hold_jobs(state, &ctx, &ids, &hold_types, false)),
             Request::SelectJobs { criteria, history, subjobs: _, arrays_only } => {
@@ -179,9 +219,7 @@ impl Server {
             Request::StatusQueue { names, attrs } => {
                 status_reply(id, manager::named_status(state, ObjectKind::Queue, &names, ctx.privilege, &attrs))
             }
-            Request::StatusNode { names } => {
-                status_reply(id, manager::named_status(state, ObjectKind::Node, &names, ctx.privilege, &[]))
-            }
+            Request::StatusNode { names } => status_reply(id, nodes::node_status(state, &names, ctx.privilege)),
             Request::StatusSched { names } => {
                 status_reply(id, manager::named_status(state, ObjectKind::Sched, &names, ctx.privilege, &[]))
             }
@@ -192,9 +230,8 @@ impl Server {
                 status_reply(id, manager::named_status(state, ObjectKind::Hook, &names, ctx.privilege, &[]))
             }
             Request::StatusResource { names } => status_reply(id, manager::resource_status(state, &names)),
-            Request::RunJob { .. } | Request::SignalJob { .. } | Request::RerunJob { .. } => {
-                fail(ReqError::new(Pbse::UNKREQ))
-            }
+            // Answered asynchronously by `net` (it may wait for the scheduler).
+            Request::RunJob { .. } => fail(ReqError::new(Pbse::INTERNAL)),
             Request::Manager { command, object, names, attrs } => {
                 match manager::manager(state, &ctx, command, object, &names, &attrs) {
                     Ok(ops) => {
@@ -213,6 +250,26 @@ impl Server {
             }
         }
     }
+}
+
+/// The jobs a request names, with their full ids, so the scheduler hears of their changes.
+fn touched_jobs(state: &State, request: &Request) -> Vec<(u64, String)> {
+    let ids = match request {
+        Request::ModifyJob { ids, .. }
+        | Request::DeleteJob { ids, .. }
+        | Request::HoldJob { ids, .. }
+        | Request::ReleaseJob { ids, .. }
+        | Request::SignalJob { ids, .. }
+        | Request::RerunJob { ids, .. } => ids,
+        _ => return Vec::new(),
+    };
+    ids.iter()
+        .filter_map(|id| {
+            let seq = exec::seq_of(id)?;
+            let job = state.jobs.get(&seq)?;
+            Some((seq, job.id(&state.server_name)))
+        })
+        .collect()
 }
 
 fn status_reply(
@@ -256,6 +313,8 @@ const MAX_CONNECTIONS: usize = 4096;
 pub async fn run(server: Arc<Server>, listeners: Listeners, shutdown: impl Future<Output = ()>) {
     let limit = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     let housekeeping = tokio::spawn(housekeeping(server.clone()));
+    let node_watch = tokio::spawn(node_watch(server.clone()));
+    momlink::sync(&server);
     let unix_loop = {
         let server = server.clone();
         let limit = limit.clone();
@@ -316,6 +375,8 @@ pub async fn run(server: Arc<Server>, listeners: Listeners, shutdown: impl Futur
         _ = shutdown => {}
     }
     housekeeping.abort();
+    node_watch.abort();
+    momlink::stop_all(&server);
     // Let connections that are mid-request get their reply out.
     let _ = tokio::time::timeout(Duration::from_secs(2), limit.acquire_many(MAX_CONNECTIONS as u32)).await;
     let exact = server.state.lock().map(|mut state| state.exact_seq_op());
@@ -336,6 +397,44 @@ async fn housekeeping(server: Arc<Server>) {
             tracing::info!(n_jobs = ops.len(), "Purged expired job history");
             server.store.commit_detached(ops);
         }
+    }
+}
+
+/// Every second: jobs on nodes that have been down longer than `node_fail_requeue`
+/// seconds are requeued (or finished if not rerunnable), as OpenPBS does; 0 disables it.
+async fn node_watch(server: Arc<Server>) {
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        tick.tick().await;
+        let Ok(mut state) = server.state.lock() else { return };
+        let now = chrono::Utc::now().timestamp();
+        let limit = state.server_attr("node_fail_requeue", None).and_then(|v| v.parse::<i64>().ok()).unwrap_or(310);
+        if limit <= 0 {
+            continue;
+        }
+        let failed: Vec<String> = state
+            .node_rt
+            .iter()
+            .filter(|(_, rt)| !rt.up && rt.down_since.is_some_and(|t| now - t >= limit) && !rt.jobs.is_empty())
+            .map(|(name, _)| name.clone())
+            .collect();
+        let mut ops = Vec::new();
+        let mut frames = Vec::new();
+        for node in failed {
+            for seq in exec::jobs_on(&state, &node) {
+                tracing::info!(
+                    object_type = "Job",
+                    object_name = seq.to_string().as_str(),
+                    "requeued: node {node} failed"
+                );
+                let (more, f) = exec::lost(&mut state, seq, now);
+                ops.extend(more);
+                frames.extend(f);
+            }
+        }
+        exec::send_frames(&mut state, frames);
+        exec::flush(&mut state);
+        server.store.commit_detached(ops);
     }
 }
 

@@ -32,6 +32,9 @@ pub fn manager(
     attrs: &[MgrAttr],
 ) -> Result<Vec<StoreOp>, ReqError> {
     let kind = object.kind();
+    // Whatever qmgr changes, the scheduler gets every object's new view and a cycle.
+    state.changes.objects = true;
+    state.changes.cycle = true;
     // Operators may set a few attributes; everything else needs a manager.
     let structural = matches!(command, MgrCommand::Create | MgrCommand::Delete);
     if ctx.privilege < Privilege::Operator || (structural && ctx.privilege < Privilege::Manager) {
@@ -95,6 +98,9 @@ pub fn manager(
                 if kind == ObjectKind::Sched && name == "default" {
                     return Err(ReqError::new(Pbse::SCHED_NO_DEL));
                 }
+                if kind == ObjectKind::Node && state.node_rt.get(name.as_str()).is_some_and(|rt| !rt.jobs.is_empty()) {
+                    return Err(ReqError::new(Pbse::OBJBUSY));
+                }
                 if kind == ObjectKind::Queue && state.server_attr("default_queue", None) == Some(name.as_str()) {
                     state.server.unset(resolve(ObjectKind::Server, "default_queue").map(|r| r.0).unwrap_or(0), None);
                     ops.push(state.server_op());
@@ -132,7 +138,6 @@ fn initial_attrs(state: &mut State, kind: ObjectKind, name: &str) -> AttrList {
             ("Mom", name.to_string()),
             ("Port", "15002".into()),
             ("ntype", "PBS".into()),
-            ("state", "state-unknown,down".into()),
             ("resources_available.host", name.to_string()),
             ("resources_available.vnode", name.to_string()),
             ("resv_enable", "True".into()),
@@ -230,6 +235,24 @@ fn apply_attrs(
         } else {
             canonical
         };
+        if kind == ObjectKind::Node && def.name == "state" {
+            // Only the offline flag is the manager's to set; the rest comes from the mom.
+            let words: Vec<&str> = canonical.split(',').map(str::trim).collect();
+            if words.iter().any(|w| !matches!(*w, "offline" | "free")) {
+                return Err(ReqError::attr(Pbse::BADATVAL, &attr.name));
+            }
+            let offline = match attr.op {
+                MgrOp::Set => words.contains(&"offline"),
+                MgrOp::Incr => words.contains(&"offline") || list.get(index, None).is_some(),
+                MgrOp::Decr => !words.contains(&"offline") && list.get(index, None).is_some(),
+            };
+            if offline {
+                list.set(index, None, "offline");
+            } else {
+                list.unset(index, None);
+            }
+            continue;
+        }
         let current = list.get(index, resource_name.as_deref()).map(str::to_string);
         let value = match (attr.op, def.atype) {
             (MgrOp::Set, _) => canonical,
@@ -364,7 +387,7 @@ fn manage_resource(
     Ok(ops)
 }
 
-fn filtered(
+pub(crate) fn filtered(
     list: &AttrList,
     kind: ObjectKind,
     privilege: Privilege,

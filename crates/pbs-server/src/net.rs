@@ -101,6 +101,10 @@ where
     if !send(&mut conn, &welcome).await {
         return;
     }
+    if matches!(hello.role, Role::Scheduler) {
+        crate::schedlink::serve(server, conn).await;
+        return;
+    }
     loop {
         let bytes = match conn.next().await {
             None => return,
@@ -194,7 +198,18 @@ where
     if let Request::StatusJob { ids, queues, attrs, history, subjobs: _ } = &frame.request {
         return stream_job_status(server, who, id, ids, queues, attrs, *history, conn).await;
     }
+    if let Request::RunJob { id: job_id, exec_vnode } = frame.request {
+        let reply = match run_job(server, who, &job_id, exec_vnode).await {
+            Ok(()) => Reply::ok(id, ReplyBody::None),
+            Err(e) => Reply::error(id, e.code.0, e.message),
+        };
+        return send(conn, &reply).await;
+    }
+    let nodes_changed = matches!(frame.request, Request::Manager { object: pbs_proto::MgrObject::Node, .. });
     let (reply, ack) = server.handle(who, id, frame.request);
+    if nodes_changed {
+        crate::momlink::sync(server);
+    }
     let reply = match ack {
         None => reply,
         Some(ack) => match ack.await {
@@ -204,6 +219,69 @@ where
         },
     };
     send(conn, &reply).await
+}
+
+/// How long `qrun` waits for the scheduler to place a job.
+const QRUN_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// RunJob (qrun): operators and managers only. With `-H` the server runs the job there;
+/// without, the scheduler places it. Answered once the run is committed.
+async fn run_job(
+    server: &Arc<Server>,
+    who: &Identity,
+    job_id: &str,
+    exec_vnode: Option<String>,
+) -> Result<(), crate::error::ReqError> {
+    use crate::error::ReqError;
+    enum Next {
+        Committing(tokio::sync::oneshot::Receiver<Result<(), String>>, Vec<crate::exec::Launch>),
+        Waiting(tokio::sync::oneshot::Receiver<Result<(), ReqError>>),
+    }
+    let next = {
+        let Ok(mut state) = server.state.lock() else { return Err(ReqError::new(Pbse::INTERNAL)) };
+        let ctx = server.ctx(&state, who);
+        if ctx.privilege < pbs_core::Privilege::Operator {
+            return Err(ReqError::new(Pbse::PERM));
+        }
+        let job = crate::jobs::find_job(&state, job_id)?;
+        if job.state != pbs_core::JobState::Queued {
+            return Err(ReqError::new(Pbse::BADSTATE));
+        }
+        let (seq, full_id) = (job.seq, job.id(&state.server_name));
+        match exec_vnode {
+            Some(exec_vnode) => {
+                let (ops, launches) = crate::exec::run_job(&mut state, seq, &exec_vnode, ctx.now)?;
+                crate::exec::flush(&mut state);
+                Next::Committing(server.store.commit(ops), launches)
+            }
+            None => {
+                let Some(sched) = state.links.sched.clone() else { return Err(ReqError::new(Pbse::NOSCHEDULER)) };
+                state.links.next_qrun += 1;
+                let number = state.links.next_qrun;
+                let (tx, rx) = tokio::sync::oneshot::channel();
+                state.links.qruns.insert(number, tx);
+                let _ = sched.send(pbs_proto::sched::ToSched::RunNow { qrun: number, job_id: full_id });
+                Next::Waiting(rx)
+            }
+        }
+    };
+    let waiter = match next {
+        Next::Committing(ack, launches) => {
+            let result = ack.await;
+            let (done_tx, done_rx) = tokio::sync::oneshot::channel();
+            let _ = done_tx.send(Ok(()));
+            crate::schedlink::launch_after_commit(server.clone(), done_rx, launches, None);
+            return match result {
+                Ok(Ok(())) => Ok(()),
+                _ => Err(ReqError::new(Pbse::SYSTEM)),
+            };
+        }
+        Next::Waiting(rx) => rx,
+    };
+    match tokio::time::timeout(QRUN_TIMEOUT, waiter).await {
+        Ok(Ok(result)) => result,
+        _ => Err(ReqError::new(Pbse::NOSCHEDULER)),
+    }
 }
 
 #[allow(clippy::too_many_arguments)] // the fields of one request, passed through

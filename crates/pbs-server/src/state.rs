@@ -4,7 +4,7 @@
 //! **Invariant:** this is the only copy of the truth while the server runs; the store
 //! holds what every acknowledged request changed, so a restart rebuilds the same state.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use pbs_core::attr::{ObjectKind, bool_text};
@@ -87,6 +87,29 @@ pub struct State {
     pub seq_reserved: u64,
     /// Shared resource-name strings.
     pub interner: Interner,
+    /// Run-time node state (mom reports, resources held), by node name.
+    pub node_rt: HashMap<String, crate::nodes::NodeRt>,
+    /// What changed since the scheduler was last told.
+    pub changes: PendingChanges,
+    /// Live links to the scheduler and the moms.
+    pub links: crate::exec::Links,
+    /// Running jobs being ended on purpose, and what to do when their mom reports the end.
+    pub ending: HashMap<u64, crate::exec::EndReason>,
+    /// Jobs whose start the mom has not confirmed yet.
+    pub starting: HashSet<u64>,
+}
+
+/// Objects changed since the scheduler was last told, and whether a cycle is due.
+#[derive(Debug, Default)]
+pub struct PendingChanges {
+    /// Jobs by sequence number, with their full ids (kept for jobs that are gone).
+    pub jobs: BTreeMap<u64, String>,
+    /// Nodes by name.
+    pub nodes: BTreeSet<String>,
+    /// Every queue, node, server and scheduler attribute (after qmgr).
+    pub objects: bool,
+    /// Something happened that may let a job run.
+    pub cycle: bool,
 }
 
 /// Looks up an attribute index that must exist in a table (a typo here is a bug).
@@ -160,6 +183,11 @@ impl State {
             next_seq: 0,
             seq_reserved: 0,
             interner: Interner::default(),
+            node_rt: HashMap::new(),
+            changes: PendingChanges::default(),
+            links: crate::exec::Links::default(),
+            ending: HashMap::new(),
+            starting: HashSet::new(),
         };
         let fresh = !loaded.meta.iter().any(|(k, _)| k == "initialized");
         for (key, value) in &loaded.meta {

@@ -170,6 +170,31 @@ impl Store {
         }
     }
 
+    /// Reads the scripts of several jobs (missing ones are left out). Runs on blocking
+    /// threads; each keeps its read connection open between calls.
+    pub fn read_scripts(path: &Path, seqs: &[u64]) -> Result<std::collections::HashMap<u64, String>, StoreError> {
+        thread_local! {
+            static READER: std::cell::RefCell<Option<(std::path::PathBuf, Connection)>> =
+                const { std::cell::RefCell::new(None) };
+        }
+        READER.with(|cell| {
+            let mut cached = cell.borrow_mut();
+            if cached.as_ref().is_none_or(|(p, _)| p != path) {
+                *cached = Some((path.to_path_buf(), Connection::open(path)?));
+            }
+            let Some((_, conn)) = cached.as_ref() else { return Ok(Default::default()) };
+            let mut stmt = conn.prepare_cached("SELECT script FROM jobs WHERE seq = ?1")?;
+            let mut out = std::collections::HashMap::new();
+            for seq in seqs {
+                let script: Option<Option<String>> = stmt.query_row(params![*seq as i64], |r| r.get(0)).optional()?;
+                if let Some(Some(script)) = script {
+                    out.insert(*seq, script);
+                }
+            }
+            Ok(out)
+        })
+    }
+
     /// Reads a job's script.
     pub fn read_script(path: &Path, seq: u64) -> Result<Option<String>, StoreError> {
         let conn = Connection::open(path)?;

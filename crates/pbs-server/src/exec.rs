@@ -1,0 +1,917 @@
+//! Running jobs: starting them on their moms, following what the moms report, ending,
+//! deleting, signalling and requeuing them, and telling the scheduler what changed.
+//!
+//! Everything here is a change to [`State`] made under its lock, returning the store
+//! operations to commit and the frames to send to moms; the callers do the I/O after the
+//! lock is released.
+
+use std::collections::HashMap;
+
+use pbs_core::attr::ObjectKind;
+use pbs_core::select::{Place, Select, Sharing};
+use pbs_core::{ExecVnode, JobState, Pbse, Substate};
+use pbs_proto::mom::{JobLaunch, ToMom, Usage};
+use pbs_proto::sched::{JobUpdate, RunDecision, SchedChange, SchedJob, SchedQueue, Snapshot, ToSched};
+use pbs_proto::{Attr, IdError};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::attrlist::resolve;
+use crate::error::ReqError;
+use crate::nodes;
+use crate::state::{Job, State, idx};
+use crate::store::StoreOp;
+
+/// `substate` of a job sent to its mom but not yet confirmed running (PRERUN).
+pub const SUBSTATE_PRERUN: Substate = Substate(41);
+
+/// Live links to the scheduler and the moms.
+#[derive(Debug, Default)]
+pub struct Links {
+    /// The scheduler's change stream, when one is connected.
+    pub sched: Option<mpsc::UnboundedSender<ToSched>>,
+    /// Frames to each node's mom (queued while its link is down).
+    pub moms: HashMap<String, mpsc::UnboundedSender<ToMom>>,
+    /// `qrun` requests waiting for the scheduler's placement.
+    pub qruns: HashMap<u64, oneshot::Sender<Result<(), ReqError>>>,
+    /// The next `qrun` correlation number.
+    pub next_qrun: u64,
+}
+
+/// Why a running job is being ended by the server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EndReason {
+    /// qdel: the job finishes (history or gone).
+    Delete,
+    /// qrerun or node failure: the job goes back to the queue.
+    Rerun,
+}
+
+/// A job start to send once its run is committed: the script is read from the store then.
+#[derive(Clone, Debug)]
+pub struct Launch {
+    /// Job sequence number (to read the script).
+    pub seq: u64,
+    /// The node whose mom gets it.
+    pub node: String,
+    /// What to send (script filled in later for the mother superior).
+    pub launch: JobLaunch,
+}
+
+/// Frames for moms, by node name.
+pub type MomFrames = Vec<(String, ToMom)>;
+
+fn job_idx(name: &str) -> u8 {
+    idx(ObjectKind::Job, name)
+}
+
+/// Hands frames to the moms' link tasks (queued while a link is down).
+pub fn send_frames(state: &mut State, frames: MomFrames) {
+    for (node, frame) in frames {
+        match state.links.moms.get(&node) {
+            Some(tx) => {
+                let _ = tx.send(frame);
+            }
+            None => tracing::warn!(object_type = "Node", object_name = node.as_str(), "no link to this node's mom"),
+        }
+    }
+}
+
+/// The sequence number of a plain job id (`12.server` or `12`).
+pub fn seq_of(job_id: &str) -> Option<u64> {
+    let parsed: pbs_core::JobId = job_id.parse().ok()?;
+    Some(parsed.seq())
+}
+
+/// Text of a Usage as `resources_used` values.
+fn usage_attrs(usage: &Usage) -> [(&'static str, String); 6] {
+    [
+        ("cpupercent", usage.cpupercent.to_string()),
+        ("cput", pbs_core::Duration::from_secs(usage.cput).to_string()),
+        ("mem", format!("{}kb", usage.mem_kb)),
+        ("ncpus", usage.ncpus.to_string()),
+        ("vmem", format!("{}kb", usage.vmem_kb)),
+        ("walltime", pbs_core::Duration::from_secs(usage.walltime).to_string()),
+    ]
+}
+
+fn set_usage(state: &mut State, seq: u64, usage: &Usage) {
+    let names: Vec<(std::sync::Arc<str>, String)> =
+        usage_attrs(usage).into_iter().map(|(r, v)| (state.interner.intern(r), v)).collect();
+    if let Some(job) = state.jobs.get_mut(&seq) {
+        for (resource, value) in names {
+            job.attrs.set(job_idx("resources_used"), Some(resource), value);
+        }
+    }
+}
+
+/// Decodes `Variable_List` (`K=V,K2=V2`, commas and backslashes in values escaped).
+pub fn decode_variables(list: &str) -> Vec<(String, String)> {
+    let mut items = Vec::new();
+    let mut current = String::new();
+    let mut chars = list.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                if let Some(next) = chars.next() {
+                    current.push(next);
+                }
+            }
+            ',' => items.push(std::mem::take(&mut current)),
+            other => current.push(other),
+        }
+    }
+    if !current.is_empty() {
+        items.push(current);
+    }
+    items
+        .into_iter()
+        .filter_map(|item| item.split_once('=').map(|(k, v)| (k.to_string(), v.to_string())))
+        .filter(|(k, _)| !k.is_empty())
+        .collect()
+}
+
+fn unescape_xml(text: &str) -> String {
+    text.replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", "\"").replace("&apos;", "'").replace("&amp;", "&")
+}
+
+/// The texts between `<tag>` and `</tag>`, in order (`executable`, `argument_list`).
+fn jsdl_values(text: &str, tag: &str) -> Vec<String> {
+    let open = format!("<{tag}>");
+    let close = format!("</{tag}>");
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(start) = rest.find(&open) {
+        let after = &rest[start + open.len()..];
+        let Some(end) = after.find(&close) else { break };
+        out.push(unescape_xml(&after[..end]));
+        rest = &after[end + close.len()..];
+    }
+    out
+}
+
+/// The chunks of a job's select, one entry per chunk (counts expanded).
+fn expanded_chunks(job: &Job) -> Vec<Vec<(String, String)>> {
+    let select = job.get("Resource_List", Some("select")).and_then(|s| s.parse::<Select>().ok());
+    let mut out = Vec::new();
+    if let Some(select) = select {
+        for chunk in select.chunks() {
+            for _ in 0..chunk.count().max(1) {
+                out.push(chunk.resources().to_vec());
+            }
+        }
+    }
+    if out.is_empty() {
+        out.push(vec![("ncpus".to_string(), "1".to_string())]);
+    }
+    out
+}
+
+/// Completes an exec_vnode given as bare names (`qrun -H n1+n2`): each chunk of the job's
+/// select goes to the named vnodes in turn, with the chunk's consumable resources.
+fn complete_exec(state: &State, job: &Job, exec: ExecVnode) -> ExecVnode {
+    if exec.parts().any(|p| !p.resources.is_empty()) {
+        return exec;
+    }
+    let names: Vec<String> = exec.parts().map(|p| p.vnode.clone()).collect();
+    let chunks = expanded_chunks(job);
+    let mut out = ExecVnode::default();
+    for (i, chunk) in chunks.iter().enumerate() {
+        let vnode = names[i % names.len().max(1)].clone();
+        let resources =
+            chunk.iter().filter(|(r, _)| nodes::consumable(state, r)).map(|(r, v)| (r.clone(), v.clone())).collect();
+        out.chunks.push(vec![pbs_core::execvnode::VnodePart { vnode, resources }]);
+    }
+    out
+}
+
+fn run_comment(exec_vnode: &str) -> String {
+    format!("Job run at {} on {exec_vnode}", chrono::Local::now().format("%a %b %d at %H:%M"))
+}
+
+fn job_exclusive(state: &State, job: &Job, exec: &ExecVnode) -> bool {
+    let place = job.get("Resource_List", Some("place")).and_then(|p| p.parse::<Place>().ok()).unwrap_or_default();
+    let excl_place = matches!(place.sharing, Sharing::Excl | Sharing::ExclHost);
+    let shared_place = place.sharing == Sharing::Shared;
+    exec.vnodes().iter().any(|name| {
+        let sharing = state
+            .nodes
+            .iter()
+            .find(|n| n.name == *name)
+            .and_then(|n| n.attrs.get_named(ObjectKind::Node, "sharing", None))
+            .unwrap_or("default_shared");
+        match sharing {
+            "force_excl" | "force_exclhost" => true,
+            "ignore_excl" => false,
+            "default_excl" | "default_exclhost" => !shared_place,
+            _ => excl_place,
+        }
+    })
+}
+
+/// Starts a queued job on `exec_vnode`: checks, marks it running, holds its resources.
+/// Returns the store operations and the launches to send once they are committed.
+pub fn run_job(
+    state: &mut State,
+    seq: u64,
+    exec_vnode: &str,
+    now: i64,
+) -> Result<(Vec<StoreOp>, Vec<Launch>), ReqError> {
+    let job = state.jobs.get(&seq).ok_or_else(|| ReqError::new(Pbse::UNKJOBID))?;
+    if job.state != JobState::Queued || job.array {
+        return Err(ReqError::new(Pbse::BADSTATE));
+    }
+    let parsed: ExecVnode = exec_vnode.parse().map_err(|_| ReqError::new(Pbse::BADNODESPEC))?;
+    let exec = complete_exec(state, job, parsed);
+    for name in exec.vnodes() {
+        let node = state.nodes.iter().find(|n| n.name == name).ok_or_else(|| ReqError::new(Pbse::UNKNODE))?;
+        let up = state.node_rt.get(name).is_some_and(|rt| rt.up);
+        if !up || nodes::is_offline(node) {
+            return Err(ReqError::new(Pbse::RESCUNAV));
+        }
+    }
+    let exclusive = job_exclusive(state, job, &exec);
+    let exec_text = exec.to_string();
+    let job_id = job.id(&state.server_name);
+    let run_count: u32 = job.get("run_count", None).and_then(|v| v.parse().ok()).unwrap_or(0) + 1;
+    nodes::account(state, seq, &job_id, &exec, exclusive, true, now);
+    let Some(job) = state.jobs.get_mut(&seq) else { return Err(ReqError::new(Pbse::UNKJOBID)) };
+    job.state = JobState::Running;
+    job.substate = SUBSTATE_PRERUN;
+    job.attrs.set(job_idx("exec_host"), None, exec.exec_host());
+    job.attrs.set(job_idx("exec_vnode"), None, exec_text.as_str());
+    job.attrs.set(job_idx("stime"), None, now.to_string());
+    job.attrs.set(job_idx("run_count"), None, run_count.to_string());
+    job.attrs.set(job_idx("comment"), None, run_comment(&exec_text));
+    job.attrs.unset(job_idx("Exit_status"), None);
+    let ops = vec![job.put_op(None)];
+    state.starting.insert(seq);
+    state.changes.jobs.insert(seq, job_id.clone());
+    let launches = launches(state, seq, &exec, run_count);
+    tracing::info!(object_type = "Job", object_name = job_id.as_str(), "Job run on {exec_text}");
+    Ok((ops, launches))
+}
+
+fn launches(state: &State, seq: u64, exec: &ExecVnode, run_count: u32) -> Vec<Launch> {
+    let Some(job) = state.jobs.get(&seq) else { return Vec::new() };
+    let get = |name: &str| job.get(name, None).unwrap_or("").to_string();
+    let host_of = |vnode: &str| -> String {
+        state
+            .nodes
+            .iter()
+            .find(|n| n.name == vnode)
+            .map(|n| nodes::available(state, n))
+            .and_then(|a| a.into_iter().find(|(r, _)| r == "host").map(|(_, v)| v))
+            .unwrap_or_else(|| vnode.to_string())
+    };
+    let chunks = expanded_chunks(job);
+    let mut nodefile = Vec::new();
+    for (i, chunk) in exec.chunks.iter().enumerate() {
+        let wanted = chunks.get(i);
+        let ncpus: u64 =
+            wanted.and_then(|c| c.iter().find(|(r, _)| r == "ncpus")).and_then(|(_, v)| v.parse().ok()).unwrap_or(1);
+        let mpiprocs: u64 = wanted
+            .and_then(|c| c.iter().find(|(r, _)| r == "mpiprocs"))
+            .and_then(|(_, v)| v.parse().ok())
+            .unwrap_or(if ncpus > 0 { 1 } else { 0 });
+        if let Some(first) = chunk.first() {
+            for _ in 0..mpiprocs {
+                nodefile.push(host_of(&first.vnode));
+            }
+        }
+    }
+    let first_chunk = chunks.first().cloned().unwrap_or_default();
+    let chunk_value =
+        |name: &str| -> Option<u32> { first_chunk.iter().find(|(r, _)| r == name).and_then(|(_, v)| v.parse().ok()) };
+    let ms_ncpus = exec
+        .chunks
+        .first()
+        .and_then(|c| c.first())
+        .and_then(|p| p.get("ncpus"))
+        .and_then(|v| v.parse().ok())
+        .or_else(|| chunk_value("ncpus"))
+        .unwrap_or(1);
+    let duration = |name: &str| {
+        job.get("Resource_List", Some(name)).and_then(|v| v.parse::<pbs_core::Duration>().ok()).map(|d| d.as_secs())
+    };
+    let executable =
+        job.get("executable", None).and_then(|e| jsdl_values(e, "jsdl-hpcpa:Executable").into_iter().next());
+    let arguments = job.get("argument_list", None).map(|a| jsdl_values(a, "jsdl-hpcpa:Argument")).unwrap_or_default();
+    let shell = job.get("Shell_Path_List", None).and_then(|list| {
+        // `path@host` entries apply to that host; a bare path to all.
+        list.split(',').map(str::trim).find(|p| !p.contains('@')).map(str::to_string)
+    });
+    let base = JobLaunch {
+        job_id: job.id(&state.server_name),
+        job_name: get("Job_Name"),
+        user: get("euser"),
+        group: get("egroup"),
+        queue: job.queue.to_string(),
+        sister: false,
+        script: String::new(),
+        executable,
+        arguments,
+        shell,
+        variables: decode_variables(job.get("Variable_List", None).unwrap_or("")),
+        output_path: get("Output_Path"),
+        error_path: get("Error_Path"),
+        join_path: job.get("Join_Path", None).unwrap_or("n").to_string(),
+        keep_files: job.get("Keep_Files", None).unwrap_or("n").to_string(),
+        umask: job.get("umask", None).map(str::to_string),
+        nodefile,
+        ncpus: ms_ncpus,
+        ompthreads: chunk_value("ompthreads").unwrap_or(ms_ncpus),
+        walltime: duration("walltime"),
+        cput: duration("cput"),
+        mem: job.get("Resource_List", Some("mem")).and_then(nodes::amount),
+        array_index: job.get("array_index", None).map(str::to_string),
+        array_id: job.get("array_id", None).map(str::to_string),
+        account: job.get("Account_Name", None).map(str::to_string),
+        run_count,
+    };
+    exec.vnodes()
+        .into_iter()
+        .enumerate()
+        .map(|(i, vnode)| {
+            let mut launch = base.clone();
+            if i > 0 {
+                launch.sister = true;
+                launch.ncpus = exec
+                    .parts()
+                    .filter(|p| p.vnode == vnode)
+                    .filter_map(|p| p.get("ncpus").and_then(|v| v.parse::<u32>().ok()))
+                    .sum();
+            }
+            Launch { seq, node: vnode.to_string(), launch }
+        })
+        .collect()
+}
+
+/// The job `job_id` whose mother superior is `node`, if it is running there.
+fn running_on(state: &State, node: &str, job_id: &str) -> Option<u64> {
+    let seq = seq_of(job_id)?;
+    let job = state.jobs.get(&seq)?;
+    if !matches!(job.state, JobState::Running | JobState::Suspended | JobState::Exiting) {
+        return None;
+    }
+    let exec: ExecVnode = job.get("exec_vnode", None)?.parse().ok()?;
+    (exec.vnodes().first() == Some(&node)).then_some(seq)
+}
+
+/// The mom says the job's shell is running.
+pub fn job_started(state: &mut State, node: &str, job_id: &str, session_id: i64) -> Vec<StoreOp> {
+    let Some(seq) = running_on(state, node, job_id) else { return Vec::new() };
+    state.starting.remove(&seq);
+    let ncpus = state.jobs.get(&seq).and_then(|j| j.get("Resource_List", Some("ncpus"))).unwrap_or("1").to_string();
+    set_usage(state, seq, &Usage { ncpus: ncpus.parse().unwrap_or(1), ..Usage::default() });
+    let Some(job) = state.jobs.get_mut(&seq) else { return Vec::new() };
+    if job.substate == SUBSTATE_PRERUN {
+        job.substate = Substate::RUNNING;
+    }
+    job.attrs.set(job_idx("session_id"), None, session_id.to_string());
+    let ops = vec![job.put_op(None)];
+    state.changes.jobs.insert(seq, job_id.to_string());
+    ops
+}
+
+/// A usage sample: kept in memory, written with the job's next change.
+pub fn job_usage(state: &mut State, node: &str, job_id: &str, usage: &Usage) {
+    if let Some(seq) = running_on(state, node, job_id) {
+        set_usage(state, seq, usage);
+    }
+}
+
+fn finish_comment(previous: Option<&str>, exit_status: i32) -> Option<String> {
+    let suffix = match exit_status {
+        0 => " and finished".to_string(),
+        -24 | -25 => " and exceeded resource ncpus".to_string(),
+        -26 => " and exceeded resource vmem".to_string(),
+        -27 => " and exceeded resource mem".to_string(),
+        -28 => " and exceeded resource cput".to_string(),
+        -29 => " and exceeded resource walltime".to_string(),
+        _ => " and failed".to_string(),
+    };
+    previous.filter(|c| c.starts_with("Job run at")).map(|c| format!("{c}{suffix}"))
+}
+
+/// Releases a job's hold on its nodes and returns ForgetJob frames for each of them.
+fn release(state: &mut State, seq: u64, now: i64) -> MomFrames {
+    let Some(job) = state.jobs.get(&seq) else { return Vec::new() };
+    let job_id = job.id(&state.server_name);
+    let suspended = job.state == JobState::Suspended;
+    let Some(exec) = job.get("exec_vnode", None).and_then(|e| e.parse::<ExecVnode>().ok()) else {
+        return Vec::new();
+    };
+    if !suspended {
+        let exclusive = job_exclusive(state, job, &exec);
+        nodes::account(state, seq, &job_id, &exec, exclusive, false, now);
+    }
+    state.starting.remove(&seq);
+    exec.vnodes().into_iter().map(|v| (v.to_string(), ToMom::ForgetJob { job_id: job_id.clone() })).collect()
+}
+
+/// Puts a job that was running back in the queue.
+fn requeue(state: &mut State, seq: u64, now: i64) -> Vec<StoreOp> {
+    let server_name = state.server_name.clone();
+    let Some(job) = state.jobs.get_mut(&seq) else { return Vec::new() };
+    job.state = JobState::Queued;
+    job.substate = Substate::QUEUED;
+    for name in ["exec_host", "exec_vnode", "session_id", "stime"] {
+        job.attrs.unset(job_idx(name), None);
+    }
+    job.attrs.unset_all(job_idx("resources_used"));
+    job.attrs.set(job_idx("etime"), None, now.to_string());
+    job.attrs.set(job_idx("mtime"), None, now.to_string());
+    let id = job.id(&server_name);
+    let ops = vec![job.put_op(None)];
+    state.changes.jobs.insert(seq, id);
+    state.changes.cycle = true;
+    ops
+}
+
+/// Records a job's end: `Exit_status`, usage, comment; history or removal.
+fn finish(
+    state: &mut State,
+    seq: u64,
+    exit_status: Option<i32>,
+    usage: Option<&Usage>,
+    deleted: bool,
+    now: i64,
+) -> Vec<StoreOp> {
+    if let Some(usage) = usage {
+        set_usage(state, seq, usage);
+    }
+    let history = state.server_flag("job_history_enable", false);
+    let server_name = state.server_name.clone();
+    let Some(job) = state.jobs.get_mut(&seq) else { return Vec::new() };
+    let job_id = job.id(&server_name);
+    if let Some(status) = exit_status {
+        job.attrs.set(job_idx("Exit_status"), None, status.to_string());
+        if let Some(comment) = finish_comment(job.get("comment", None), status) {
+            job.attrs.set(job_idx("comment"), None, comment);
+        }
+    }
+    tracing::info!(
+        object_type = "Job",
+        object_name = job_id.as_str(),
+        "Exit_status={} resources_used.cput={} resources_used.walltime={}",
+        exit_status.map(|s| s.to_string()).unwrap_or_default(),
+        job.get("resources_used", Some("cput")).unwrap_or("00:00:00"),
+        job.get("resources_used", Some("walltime")).unwrap_or("00:00:00"),
+    );
+    state.changes.jobs.insert(seq, job_id);
+    state.changes.cycle = true;
+    if history {
+        job.state = JobState::Finished;
+        job.substate = if deleted {
+            Substate::TERMINATED
+        } else if exit_status.is_some_and(|s| s != 0) {
+            Substate::FAILED
+        } else {
+            Substate::FINISHED
+        };
+        let now = now.to_string();
+        job.attrs.set(job_idx("mtime"), None, now.as_str());
+        job.attrs.set(job_idx("obittime"), None, now.as_str());
+        job.attrs.set(job_idx("history_timestamp"), None, now.as_str());
+        vec![job.put_op(None)]
+    } else {
+        state.jobs.remove(&seq);
+        vec![StoreOp::DeleteJob { seq }]
+    }
+}
+
+/// The mom says the job ended (or could not start).
+pub fn job_ended(
+    state: &mut State,
+    node: &str,
+    job_id: &str,
+    exit_status: i32,
+    usage: &Usage,
+    now: i64,
+) -> (Vec<StoreOp>, MomFrames) {
+    let Some(seq) = running_on(state, node, job_id) else {
+        // Not ours (any more): let the mom drop it.
+        return (Vec::new(), vec![(node.to_string(), ToMom::ForgetJob { job_id: job_id.to_string() })]);
+    };
+    let reason = state.ending.remove(&seq);
+    let frames = release(state, seq, now);
+    // -3 (retry), -11 (rerun), -20 (mother superior lost): PBS ended it to run again.
+    let requeued = reason == Some(EndReason::Rerun) || matches!(exit_status, -3 | -11 | -20);
+    let ops = if requeued {
+        set_usage(state, seq, usage);
+        requeue(state, seq, now)
+    } else {
+        finish(state, seq, Some(exit_status), Some(usage), reason == Some(EndReason::Delete), now)
+    };
+    (ops, frames)
+}
+
+/// `kill_delay` of the job's queue, else the server's, else 10 s as OpenPBS.
+fn kill_delay(state: &State, job: &Job) -> u32 {
+    let queue = state.queue_index(&job.queue).and_then(|i| {
+        state.queues[i].attrs.get_named(ObjectKind::Queue, "kill_delay", None).and_then(|v| v.parse().ok())
+    });
+    queue.or_else(|| state.server_attr("kill_delay", None).and_then(|v| v.parse().ok())).unwrap_or(10)
+}
+
+/// Starts ending a running job (qdel, qrerun): the mom kills it and reports the end.
+pub fn begin_end(state: &mut State, seq: u64, reason: EndReason) -> (Vec<StoreOp>, MomFrames) {
+    let Some(job) = state.jobs.get(&seq) else { return (Vec::new(), Vec::new()) };
+    let delay = kill_delay(state, job);
+    let job_id = job.id(&state.server_name);
+    let Some(ms) = job
+        .get("exec_vnode", None)
+        .and_then(|e| e.parse::<ExecVnode>().ok())
+        .and_then(|e| e.vnodes().first().map(|v| v.to_string()))
+    else {
+        return (Vec::new(), Vec::new());
+    };
+    state.ending.insert(seq, reason);
+    let mut frames = Vec::new();
+    if job.state == JobState::Suspended {
+        // A stopped session cannot act on SIGTERM: wake it first.
+        frames.push((ms.clone(), ToMom::SignalJob { job_id: job_id.clone(), signal: "resume".into() }));
+    }
+    frames.push((ms, ToMom::KillJob { job_id: job_id.clone(), kill_delay: delay }));
+    let Some(job) = state.jobs.get_mut(&seq) else { return (Vec::new(), frames) };
+    if reason == EndReason::Delete {
+        job.state = JobState::Exiting;
+        job.substate = Substate::EXITING;
+    }
+    let ops = vec![job.put_op(None)];
+    state.changes.jobs.insert(seq, job_id);
+    (ops, frames)
+}
+
+/// Ends a running job without waiting for its mom (`qdel -W force`): resources are freed
+/// and the moms told to forget it.
+pub fn force_delete(state: &mut State, seq: u64, now: i64) -> (Vec<StoreOp>, MomFrames) {
+    state.ending.remove(&seq);
+    let frames = release(state, seq, now);
+    (finish(state, seq, None, None, true, now), frames)
+}
+
+/// A job whose mother superior was lost: requeued if rerunnable, else finished.
+pub fn lost(state: &mut State, seq: u64, now: i64) -> (Vec<StoreOp>, MomFrames) {
+    state.ending.remove(&seq);
+    let rerunnable = state
+        .jobs
+        .get(&seq)
+        .and_then(|j| j.get("Rerunable", None))
+        .and_then(pbs_core::attr::parse_bool)
+        .unwrap_or(true);
+    let frames = release(state, seq, now);
+    let ops = if rerunnable { requeue(state, seq, now) } else { finish(state, seq, Some(-20), None, false, now) };
+    (ops, frames)
+}
+
+/// The ids of jobs whose mother superior is `node`.
+pub fn jobs_on(state: &State, node: &str) -> Vec<u64> {
+    state
+        .node_rt
+        .get(node)
+        .map(|rt| rt.jobs.iter().map(|(seq, _, _)| *seq).collect::<Vec<_>>())
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|seq| {
+            state
+                .jobs
+                .get(seq)
+                .and_then(|j| j.get("exec_vnode", None))
+                .and_then(|e| e.parse::<ExecVnode>().ok())
+                .is_some_and(|e| e.vnodes().first() == Some(&node))
+        })
+        .collect()
+}
+
+/// Suspends (`suspend = true`) or resumes a running job: its ncpus and other consumables
+/// are released while it is stopped and taken again when it continues, as OpenPBS does.
+pub fn suspend_resume(state: &mut State, seq: u64, suspend: bool, now: i64) -> Result<Vec<StoreOp>, ReqError> {
+    let job = state.jobs.get(&seq).ok_or_else(|| ReqError::new(Pbse::UNKJOBID))?;
+    let wanted = if suspend { JobState::Running } else { JobState::Suspended };
+    if job.state != wanted {
+        return Err(ReqError::new(Pbse::BADSTATE));
+    }
+    let exec: ExecVnode =
+        job.get("exec_vnode", None).and_then(|e| e.parse().ok()).ok_or_else(|| ReqError::new(Pbse::BADSTATE))?;
+    let job_id = job.id(&state.server_name);
+    let exclusive = job_exclusive(state, job, &exec);
+    nodes::account(state, seq, &job_id, &exec, exclusive, !suspend, now);
+    let Some(job) = state.jobs.get_mut(&seq) else { return Err(ReqError::new(Pbse::UNKJOBID)) };
+    if suspend {
+        job.state = JobState::Suspended;
+        job.substate = Substate::SUSPEND;
+    } else {
+        job.state = JobState::Running;
+        job.substate = Substate::RUNNING;
+    }
+    job.attrs.set(job_idx("mtime"), None, now.to_string());
+    let ops = vec![job.put_op(None)];
+    state.changes.jobs.insert(seq, job_id);
+    state.changes.cycle = true;
+    Ok(ops)
+}
+
+/// Rebuilds what running jobs hold on nodes after a restart.
+pub fn recover(state: &mut State, now: i64) {
+    let running: Vec<(u64, String, ExecVnode, bool)> = state
+        .jobs
+        .values()
+        .filter(|j| matches!(j.state, JobState::Running | JobState::Exiting))
+        .filter_map(|j| {
+            let exec: ExecVnode = j.get("exec_vnode", None)?.parse().ok()?;
+            Some((j.seq, j.id(&state.server_name), exec, false))
+        })
+        .collect();
+    for (seq, id, exec, _) in running {
+        let exclusive = state.jobs.get(&seq).is_some_and(|j| job_exclusive(state, j, &exec));
+        nodes::account(state, seq, &id, &exec, exclusive, true, now);
+    }
+    state.changes = Default::default();
+}
+
+/// Signal names qsig accepts besides numbers, without the `SIG` prefix.
+const SIGNALS: &[&str] = &[
+    "HUP", "INT", "QUIT", "ILL", "TRAP", "ABRT", "BUS", "FPE", "KILL", "USR1", "SEGV", "USR2", "PIPE", "ALRM", "TERM",
+    "STKFLT", "CHLD", "CONT", "STOP", "TSTP", "TTIN", "TTOU", "URG", "XCPU", "XFSZ", "VTALRM", "PROF", "WINCH", "IO",
+    "PWR", "SYS",
+];
+
+fn valid_signal(signal: &str) -> bool {
+    if let Ok(n) = signal.parse::<u32>() {
+        return (1..=64).contains(&n);
+    }
+    let name = signal.strip_prefix("SIG").unwrap_or(signal);
+    SIGNALS.contains(&name)
+}
+
+/// The mother superior's node of a running job.
+fn mother_superior(job: &Job) -> Option<String> {
+    let exec: ExecVnode = job.get("exec_vnode", None)?.parse().ok()?;
+    exec.vnodes().first().map(|v| v.to_string())
+}
+
+/// SignalJob (qsig) over several ids: `suspend` and `resume` (operators and managers
+/// only) stop and continue the whole job and release and take back its resources; any
+/// other signal goes to the job's session.
+pub fn signal_jobs(
+    state: &mut State,
+    ctx: &crate::jobs::Ctx<'_>,
+    ids: &[String],
+    signal: &str,
+) -> (Vec<IdError>, Vec<StoreOp>) {
+    let signal = signal.trim().to_string();
+    crate::jobs::per_id(state, ctx, ids, |state, ctx, seq| {
+        let job = state.jobs.get(&seq).ok_or_else(|| ReqError::new(Pbse::UNKJOBID))?;
+        if job.state.is_history() {
+            return Err(ReqError::new(Pbse::HISTJOBID));
+        }
+        let lower = signal.to_ascii_lowercase();
+        let admin = lower == "suspend" || lower == "resume";
+        if admin && ctx.privilege < pbs_core::Privilege::Operator {
+            return Err(ReqError::new(Pbse::PERM));
+        }
+        if !admin && !valid_signal(&signal) {
+            return Err(ReqError::new(Pbse::UNKSIG));
+        }
+        if !matches!(job.state, JobState::Running | JobState::Suspended) || state.starting.contains(&seq) {
+            return Err(ReqError::new(Pbse::BADSTATE));
+        }
+        let ms = mother_superior(job).ok_or_else(|| ReqError::new(Pbse::BADSTATE))?;
+        let job_id = job.id(&state.server_name);
+        let ops = if admin { suspend_resume(state, seq, lower == "suspend", ctx.now)? } else { Vec::new() };
+        let sent = if admin { lower } else { signal.clone() };
+        send_frames(state, vec![(ms, ToMom::SignalJob { job_id, signal: sent })]);
+        Ok(ops)
+    })
+}
+
+/// RerunJob (qrerun) over several ids: operators and managers requeue running jobs;
+/// the mom kills the job and the end puts it back in the queue. With `-W force` a job
+/// whose mom cannot be reached is requeued at once.
+pub fn rerun_jobs(
+    state: &mut State,
+    ctx: &crate::jobs::Ctx<'_>,
+    ids: &[String],
+    force: bool,
+) -> (Vec<IdError>, Vec<StoreOp>) {
+    crate::jobs::per_id(state, ctx, ids, |state, ctx, seq| {
+        if ctx.privilege < pbs_core::Privilege::Operator {
+            return Err(ReqError::new(Pbse::PERM));
+        }
+        let job = state.jobs.get(&seq).ok_or_else(|| ReqError::new(Pbse::UNKJOBID))?;
+        if job.state.is_history() {
+            return Err(ReqError::new(Pbse::HISTJOBID));
+        }
+        if !matches!(job.state, JobState::Running | JobState::Suspended) {
+            return Err(ReqError::new(Pbse::BADSTATE));
+        }
+        let rerunnable = job.get("Rerunable", None).and_then(pbs_core::attr::parse_bool).unwrap_or(true);
+        if !rerunnable && !force {
+            return Err(ReqError::new(Pbse::NORERUN));
+        }
+        let ms_up = mother_superior(job).and_then(|ms| state.node_rt.get(&ms)).is_some_and(|rt| rt.up);
+        let (ops, frames) =
+            if force && !ms_up { lost(state, seq, ctx.now) } else { begin_end(state, seq, EndReason::Rerun) };
+        send_frames(state, frames);
+        Ok(ops)
+    })
+}
+
+// ---- the scheduler's view ------------------------------------------------------------
+
+/// The scheduler's view of a job.
+pub fn sched_job(state: &State, job: &Job) -> SchedJob {
+    let time = |name: &str| job.get(name, None).and_then(|v| v.parse::<i64>().ok()).unwrap_or(0);
+    let resources: Vec<(String, String)> =
+        job.attrs.resources(job_idx("Resource_List")).map(|(r, v)| (r.to_string(), v.to_string())).collect();
+    let mut attrs = Vec::new();
+    for name in ["max_run_subjobs", "array_indices_remaining", "array_indices_submitted", "Rerunable", "run_count"] {
+        if let Some(value) = job.get(name, None) {
+            attrs.push(Attr::new(name, value));
+        }
+    }
+    for (base, resource) in
+        [("estimated", None), ("resources_used", Some("walltime")), ("resources_used", Some("cput"))]
+    {
+        match resource {
+            Some(r) => {
+                if let Some(v) = job.get(base, Some(r)) {
+                    attrs.push(Attr::new(format!("{base}.{r}"), v));
+                }
+            }
+            None => {
+                for (r, v) in job.attrs.resources(job_idx(base)) {
+                    attrs.push(Attr::new(format!("{base}.{r}"), v));
+                }
+            }
+        }
+    }
+    SchedJob {
+        id: job.id(&state.server_name),
+        seq: job.seq,
+        queue: job.queue.to_string(),
+        state: job.state.letter(),
+        substate: job.substate.0,
+        priority: job.get("Priority", None).and_then(|p| p.parse().ok()).unwrap_or(0),
+        qtime: time("qtime"),
+        etime: time("etime"),
+        stime: time("stime"),
+        owner: job.owner().to_string(),
+        group: job.get("egroup", None).unwrap_or("").to_string(),
+        select: job.get("Resource_List", Some("select")).unwrap_or("1:ncpus=1").to_string(),
+        place: job.get("Resource_List", Some("place")).unwrap_or("pack").to_string(),
+        resources,
+        exec_vnode: job.get("exec_vnode", None).map(str::to_string),
+        comment: job.get("comment", None).map(str::to_string),
+        attrs,
+    }
+}
+
+fn sched_queue(state: &State, index: usize) -> SchedQueue {
+    let queue = &state.queues[index];
+    SchedQueue { name: queue.name.clone(), attrs: queue.attrs.to_wire(ObjectKind::Queue) }
+}
+
+fn sched_attrs(state: &State) -> Vec<Attr> {
+    state.scheds.iter().find(|s| s.name == "default").map(|s| s.attrs.to_wire(ObjectKind::Sched)).unwrap_or_default()
+}
+
+/// The whole mirror, sent when a scheduler connects.
+pub fn snapshot(state: &State) -> Snapshot {
+    Snapshot {
+        server_name: state.server_name.clone(),
+        server: state.server.to_wire(ObjectKind::Server),
+        sched: sched_attrs(state),
+        queues: (0..state.queues.len()).map(|i| sched_queue(state, i)).collect(),
+        nodes: state.nodes.iter().map(|n| nodes::sched_node(state, n)).collect(),
+        jobs: state.jobs.values().filter(|j| !j.state.is_history()).map(|j| sched_job(state, j)).collect(),
+    }
+}
+
+/// Sends what changed to the scheduler (if one is connected) and clears the record.
+/// Called under the state lock after every change, so the scheduler sees changes in the
+/// order they were made.
+pub fn flush(state: &mut State) {
+    let pending = std::mem::take(&mut state.changes);
+    let Some(tx) = state.links.sched.as_ref() else { return };
+    let mut changes = Vec::new();
+    if pending.objects {
+        changes.push(SchedChange::Server { attrs: state.server.to_wire(ObjectKind::Server) });
+        changes.push(SchedChange::Sched { attrs: sched_attrs(state) });
+        for i in 0..state.queues.len() {
+            changes.push(SchedChange::Queue { queue: sched_queue(state, i) });
+        }
+        for node in &state.nodes {
+            changes.push(SchedChange::Node { node: Box::new(nodes::sched_node(state, node)) });
+        }
+    } else {
+        for name in &pending.nodes {
+            match state.nodes.iter().find(|n| n.name == *name) {
+                Some(node) => changes.push(SchedChange::Node { node: Box::new(nodes::sched_node(state, node)) }),
+                None => changes.push(SchedChange::NodeGone { name: name.clone() }),
+            }
+        }
+    }
+    for (seq, id) in &pending.jobs {
+        match state.jobs.get(seq) {
+            Some(job) if !job.state.is_history() => {
+                changes.push(SchedChange::Job { job: Box::new(sched_job(state, job)) });
+            }
+            _ => changes.push(SchedChange::JobGone { id: id.clone() }),
+        }
+    }
+    if changes.is_empty() && !pending.cycle {
+        return;
+    }
+    if tx.send(ToSched::Changes { changes, cycle: pending.cycle }).is_err() {
+        state.links.sched = None;
+    }
+}
+
+/// Applies one cycle's decisions: runs (each checked again) and attribute updates.
+pub fn apply_decisions(
+    state: &mut State,
+    run: &[RunDecision],
+    updates: &[JobUpdate],
+    now: i64,
+) -> (Vec<IdError>, Vec<StoreOp>, Vec<Launch>) {
+    let mut errors = Vec::new();
+    let mut ops = Vec::new();
+    let mut all_launches = Vec::new();
+    for update in updates {
+        match apply_update(state, update) {
+            Ok(more) => ops.extend(more),
+            Err(e) => errors.push(IdError { id: update.job_id.clone(), code: e.code.0, message: e.message }),
+        }
+    }
+    for decision in run {
+        let result = seq_of(&decision.job_id)
+            .ok_or_else(|| ReqError::new(Pbse::UNKJOBID))
+            .and_then(|seq| run_job(state, seq, &decision.exec_vnode, now));
+        match result {
+            Ok((more, launches)) => {
+                ops.extend(more);
+                all_launches.extend(launches);
+            }
+            Err(e) => errors.push(IdError { id: decision.job_id.clone(), code: e.code.0, message: e.message }),
+        }
+    }
+    (errors, ops, all_launches)
+}
+
+fn apply_update(state: &mut State, update: &JobUpdate) -> Result<Vec<StoreOp>, ReqError> {
+    let seq = seq_of(&update.job_id).ok_or_else(|| ReqError::new(Pbse::UNKJOBID))?;
+    let mut resolved = Vec::new();
+    for Attr(name, value) in &update.attrs {
+        let (def, resource) = resolve(ObjectKind::Job, name).ok_or_else(|| ReqError::attr(Pbse::NOATTR, name))?;
+        resolved.push((def, resource.map(|r| state.interner.intern(r)), value.clone()));
+    }
+    let job = state.jobs.get_mut(&seq).ok_or_else(|| ReqError::new(Pbse::UNKJOBID))?;
+    if job.state.is_history() {
+        return Err(ReqError::new(Pbse::HISTJOBID));
+    }
+    for (def, resource, value) in resolved {
+        if value.is_empty() {
+            job.attrs.unset(def, resource.as_deref());
+        } else {
+            job.attrs.set(def, resource, value);
+        }
+    }
+    let ops = vec![job.put_op(None)];
+    state.changes.jobs.insert(seq, update.job_id.clone());
+    Ok(ops)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn variables_decode_escaped_commas() {
+        let vars = decode_variables(r"PBS_O_HOME=/root,A=x\,y,B=,PBS_O_WORKDIR=/tmp");
+        assert_eq!(
+            vars,
+            vec![
+                ("PBS_O_HOME".to_string(), "/root".to_string()),
+                ("A".to_string(), "x,y".to_string()),
+                ("B".to_string(), String::new()),
+                ("PBS_O_WORKDIR".to_string(), "/tmp".to_string()),
+            ]
+        );
+    }
+
+    #[test]
+    fn jsdl_lists() {
+        let args = "<jsdl-hpcpa:Argument>1</jsdl-hpcpa:Argument><jsdl-hpcpa:Argument>a&amp;b</jsdl-hpcpa:Argument>";
+        assert_eq!(jsdl_values(args, "jsdl-hpcpa:Argument"), vec!["1", "a&b"]);
+    }
+
+    #[test]
+    fn finish_comments_follow_openpbs() {
+        let run = Some("Job run at Sun Nov 22 at 20:35 on (vm:ncpus=1)");
+        assert_eq!(finish_comment(run, 0).unwrap(), "Job run at Sun Nov 22 at 20:35 on (vm:ncpus=1) and finished");
+        assert!(finish_comment(run, 1).unwrap().ends_with(" and failed"));
+        assert!(finish_comment(run, -29).unwrap().ends_with(" and exceeded resource walltime"));
+    }
+}

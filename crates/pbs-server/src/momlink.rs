@@ -1,0 +1,318 @@
+//! The server's links to its moms: one task per node connects to the node's `Mom` host and
+//! `Port`, proves the cluster key, and then carries [`ToMom`] frames out and [`FromMom`]
+//! reports in, reconnecting with backoff while the mom is away.
+//!
+//! A link that closes marks its node `down` at once; a mom that stops answering pings is
+//! dropped after [`SILENCE_LIMIT`]. Frames for a node whose link is down wait in its channel
+//! and go out when the link is back, after the mom's first [`FromMom::NodeStatus`] has been
+//! reconciled with what the server believes runs there.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::{SinkExt, StreamExt};
+use pbs_proto::codec::length_codec;
+use pbs_proto::mom::{FromMom, MomJob, ToMom};
+use pbs_proto::{AuthProof, Hello, HelloReply, MAX_REPLY_FRAME_LEN, PROTOCOL_VERSION, Role};
+use tokio::net::TcpStream;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tokio_util::codec::{Framed, LengthDelimitedCodec};
+
+use crate::Server;
+use crate::exec::{self, MomFrames};
+use crate::nodes::Reported;
+
+/// How often an idle link is probed.
+const PING_INTERVAL: Duration = Duration::from_secs(5);
+/// A mom silent for this long is taken for dead.
+const SILENCE_LIMIT: Duration = Duration::from_secs(15);
+/// Longest wait between connection attempts.
+const MAX_BACKOFF: Duration = Duration::from_secs(2);
+/// Limit on connecting and on the handshake.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+type Conn = Framed<TcpStream, LengthDelimitedCodec>;
+
+/// A running link task and the address it serves.
+pub struct LinkTask {
+    host: String,
+    port: u16,
+    task: JoinHandle<()>,
+}
+
+fn now() -> i64 {
+    chrono::Utc::now().timestamp()
+}
+
+/// Starts link tasks for new nodes, restarts those whose `Mom`/`Port` changed, and stops
+/// those of deleted nodes.
+pub fn sync(server: &Arc<Server>) {
+    let wanted: Vec<(String, String, u16)> = match server.state.lock() {
+        Ok(state) => state
+            .nodes
+            .iter()
+            .map(|n| {
+                let get = |name: &str| n.attrs.get_named(pbs_core::ObjectKind::Node, name, None);
+                let host = get("Mom").unwrap_or(&n.name).to_string();
+                let port = get("Port").and_then(|p| p.parse().ok()).unwrap_or(pbs_core::conf::DEFAULT_MOM_PORT);
+                (n.name.clone(), host, port)
+            })
+            .collect(),
+        Err(_) => return,
+    };
+    let Ok(mut tasks) = server.mom_tasks.lock() else { return };
+    let stale: Vec<String> = tasks
+        .iter()
+        .filter(|(name, t)| !wanted.iter().any(|(n, h, p)| n == *name && *h == t.host && *p == t.port))
+        .map(|(name, _)| name.clone())
+        .collect();
+    for name in stale {
+        if let Some(old) = tasks.remove(&name) {
+            old.task.abort();
+        }
+        if let Ok(mut state) = server.state.lock() {
+            state.links.moms.remove(&name);
+            if !state.nodes.iter().any(|n| n.name == name) {
+                state.node_rt.remove(&name);
+            } else {
+                mark_down(&mut state, &name);
+            }
+            state.changes.nodes.insert(name.clone());
+            exec::flush(&mut state);
+        }
+    }
+    for (name, host, port) in wanted {
+        if tasks.contains_key(&name) {
+            continue;
+        }
+        let (tx, rx) = mpsc::unbounded_channel();
+        if let Ok(mut state) = server.state.lock() {
+            state.links.moms.insert(name.clone(), tx);
+            state.node_rt.entry(name.clone()).or_default();
+        }
+        let task = tokio::spawn(link_loop(server.clone(), name.clone(), host.clone(), port, rx));
+        tasks.insert(name, LinkTask { host, port, task });
+    }
+}
+
+/// Stops every link (server shutdown).
+pub fn stop_all(server: &Server) {
+    if let Ok(mut tasks) = server.mom_tasks.lock() {
+        for (_, t) in tasks.drain() {
+            t.task.abort();
+        }
+    }
+}
+
+fn mark_down(state: &mut crate::state::State, node: &str) {
+    let rt = state.node_rt.entry(node.to_string()).or_default();
+    if rt.up {
+        rt.up = false;
+        rt.down_since = Some(now());
+        rt.last_state_change = now();
+        tracing::warn!(object_type = "Node", object_name = node, "node down: communication closed");
+    }
+    state.changes.nodes.insert(node.to_string());
+}
+
+async fn link_loop(server: Arc<Server>, node: String, host: String, port: u16, mut rx: mpsc::UnboundedReceiver<ToMom>) {
+    let mut backoff = Duration::from_millis(50);
+    loop {
+        match connect(&server, &node, &host, port).await {
+            Ok(conn) => {
+                backoff = Duration::from_millis(50);
+                serve(&server, &node, conn, &mut rx).await;
+                if let Ok(mut state) = server.state.lock() {
+                    mark_down(&mut state, &node);
+                    exec::flush(&mut state);
+                }
+            }
+            Err(why) => tracing::debug!(object_type = "Node", object_name = node.as_str(), "cannot reach mom: {why}"),
+        }
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(MAX_BACKOFF);
+    }
+}
+
+async fn connect(server: &Server, node: &str, host: &str, port: u16) -> Result<Conn, String> {
+    let key = server.config.cluster_key.clone().ok_or("no cluster key")?;
+    let attempt = async {
+        let stream = TcpStream::connect((host, port)).await.map_err(|e| e.to_string())?;
+        let _ = stream.set_nodelay(true);
+        let mut conn = Framed::new(stream, length_codec(MAX_REPLY_FRAME_LEN));
+        send(&mut conn, &Hello { version: PROTOCOL_VERSION, role: Role::Server }).await?;
+        loop {
+            let bytes = conn.next().await.ok_or("closed")?.map_err(|e| e.to_string())?;
+            match serde_json::from_slice::<HelloReply>(&bytes).map_err(|e| e.to_string())? {
+                HelloReply::Challenge { nonce } => {
+                    let proof = pbs_proto::auth::proof(&key, &nonce);
+                    send(&mut conn, &AuthProof { proof }).await?;
+                }
+                HelloReply::Welcome { server_name, .. } => {
+                    if server_name != node {
+                        tracing::warn!(
+                            object_type = "Node",
+                            object_name = node,
+                            "mom at {host}:{port} serves node {server_name}"
+                        );
+                    }
+                    return Ok(conn);
+                }
+                HelloReply::Refused { message, .. } => return Err(message),
+            }
+        }
+    };
+    tokio::time::timeout(CONNECT_TIMEOUT, attempt).await.map_err(|_| "timed out".to_string())?
+}
+
+async fn send<T: serde::Serialize>(conn: &mut Conn, message: &T) -> Result<(), String> {
+    let bytes = serde_json::to_vec(message).map_err(|e| e.to_string())?;
+    conn.send(bytes::Bytes::from(bytes)).await.map_err(|e| e.to_string())
+}
+
+async fn serve(server: &Arc<Server>, node: &str, mut conn: Conn, rx: &mut mpsc::UnboundedReceiver<ToMom>) {
+    let mut ping = tokio::time::interval(PING_INTERVAL);
+    let mut last_heard = Instant::now();
+    // Queued frames wait until the mom's first status has been reconciled.
+    let mut reconciled = false;
+    loop {
+        tokio::select! {
+            frame = conn.next() => {
+                let bytes = match frame {
+                    Some(Ok(bytes)) => bytes,
+                    _ => return,
+                };
+                last_heard = Instant::now();
+                match serde_json::from_slice::<FromMom>(&bytes) {
+                    Ok(report) => {
+                        reconciled |= matches!(report, FromMom::NodeStatus { .. });
+                        handle(server, node, report);
+                    }
+                    Err(e) => {
+                        tracing::warn!(object_type = "Node", object_name = node, "bad frame from mom: {e}");
+                        return;
+                    }
+                }
+            }
+            frame = rx.recv(), if reconciled => {
+                let Some(frame) = frame else { return };
+                if send(&mut conn, &frame).await.is_err() {
+                    return;
+                }
+            }
+            _ = ping.tick() => {
+                if last_heard.elapsed() > SILENCE_LIMIT {
+                    tracing::warn!(object_type = "Node", object_name = node, "mom silent, dropping the link");
+                    return;
+                }
+                if send(&mut conn, &ToMom::Ping).await.is_err() {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// Applies one report from a node's mom.
+fn handle(server: &Arc<Server>, node: &str, report: FromMom) {
+    let Ok(mut state) = server.state.lock() else { return };
+    let now = now();
+    let (ops, frames, wait_for_commit): (Vec<_>, MomFrames, bool) = match report {
+        FromMom::NodeStatus { ncpus, mem_kb, arch, host, version, jobs } => {
+            let rt = state.node_rt.entry(node.to_string()).or_default();
+            let was_up = rt.up;
+            rt.up = true;
+            rt.ever_up = true;
+            rt.down_since = None;
+            rt.reported = Some(Reported { ncpus, mem_kb, arch, host, version });
+            if !was_up {
+                rt.last_state_change = now;
+                tracing::info!(object_type = "Node", object_name = node, "node up");
+            }
+            state.changes.nodes.insert(node.to_string());
+            state.changes.cycle = true;
+            let (ops, frames) = reconcile(&mut state, node, &jobs, now);
+            (ops, frames, true)
+        }
+        FromMom::JobStarted { job_id, session_id } => {
+            (exec::job_started(&mut state, node, &job_id, session_id), Vec::new(), false)
+        }
+        FromMom::JobUsage { job_id, usage } => {
+            exec::job_usage(&mut state, node, &job_id, &usage);
+            (Vec::new(), Vec::new(), false)
+        }
+        FromMom::JobEnded { job_id, exit_status, usage } => {
+            let (ops, frames) = exec::job_ended(&mut state, node, &job_id, exit_status, &usage, now);
+            (ops, frames, true)
+        }
+        FromMom::SignalResult { job_id, signal, code } => {
+            if code != 0 {
+                tracing::warn!(
+                    object_type = "Job",
+                    object_name = job_id.as_str(),
+                    "signal {signal} failed on {node} ({code})"
+                );
+            }
+            (Vec::new(), Vec::new(), false)
+        }
+        FromMom::Pong => (Vec::new(), Vec::new(), false),
+    };
+    exec::flush(&mut state);
+    if !wait_for_commit {
+        exec::send_frames(&mut state, frames);
+        server.store.commit_detached(ops);
+        return;
+    }
+    // A mom forgets an ended job only once its end is on disk.
+    let ack = server.store.commit(ops);
+    drop(state);
+    let server = server.clone();
+    tokio::spawn(async move {
+        if matches!(ack.await, Ok(Ok(()))) {
+            if let Ok(mut state) = server.state.lock() {
+                exec::send_frames(&mut state, frames);
+            }
+        }
+    });
+}
+
+/// Matches what a reconnecting mom holds with what the server believes runs there.
+fn reconcile(
+    state: &mut crate::state::State,
+    node: &str,
+    held: &[MomJob],
+    now: i64,
+) -> (Vec<crate::store::StoreOp>, MomFrames) {
+    let mut ops = Vec::new();
+    let mut frames = Vec::new();
+    for job in held.iter().filter(|j| !j.sister) {
+        match job.exit_status {
+            Some(status) => {
+                let (more, f) = exec::job_ended(state, node, &job.job_id, status, &job.usage, now);
+                ops.extend(more);
+                frames.extend(f);
+            }
+            None => {
+                let known = exec::jobs_on(state, node).into_iter().any(|seq| Some(seq) == exec::seq_of(&job.job_id));
+                if known {
+                    if job.session_id > 0 {
+                        ops.extend(exec::job_started(state, node, &job.job_id, job.session_id));
+                    }
+                    exec::job_usage(state, node, &job.job_id, &job.usage);
+                } else {
+                    frames.push((node.to_string(), ToMom::ForgetJob { job_id: job.job_id.clone() }));
+                }
+            }
+        }
+    }
+    for seq in exec::jobs_on(state, node) {
+        let listed = held.iter().any(|j| !j.sister && exec::seq_of(&j.job_id) == Some(seq));
+        if !listed && !state.starting.contains(&seq) {
+            let (more, f) = exec::lost(state, seq, now);
+            ops.extend(more);
+            frames.extend(f);
+        }
+    }
+    (ops, frames)
+}

@@ -1,0 +1,279 @@
+//! Nodes at run time: what each mom reported, what running jobs hold on it, its state as
+//! pbsnodes shows it, and its view for the scheduler.
+//!
+//! Only what a manager set is stored (the node's attribute list, plus the `offline` flag in
+//! `state`). What a mom reports and what jobs hold is rebuilt at start: resources held from
+//! the running jobs' `exec_vnode`, the rest when each mom's link comes up.
+
+use std::collections::BTreeMap;
+
+use pbs_core::attr::{ObjectKind, Privilege};
+use pbs_core::{ExecVnode, Size};
+use pbs_proto::StatusObject;
+use pbs_proto::sched::SchedNode;
+
+use crate::attrlist::AttrList;
+use crate::error::ReqError;
+use crate::manager::filtered;
+use crate::state::{Named, State, set_named};
+
+/// What a node's mom said about its host on the current (or last) link.
+#[derive(Clone, Debug, Default)]
+pub struct Reported {
+    /// CPUs.
+    pub ncpus: u32,
+    /// Memory, kilobytes.
+    pub mem_kb: u64,
+    /// Architecture.
+    pub arch: String,
+    /// Host name.
+    pub host: String,
+    /// Mom version.
+    pub version: String,
+}
+
+/// A node's run-time state.
+#[derive(Clone, Debug, Default)]
+pub struct NodeRt {
+    /// The mom's link is up.
+    pub up: bool,
+    /// The link was up at least once since the server started.
+    pub ever_up: bool,
+    /// When the link went down (for `node_fail_requeue`).
+    pub down_since: Option<i64>,
+    /// The mom's last report.
+    pub reported: Option<Reported>,
+    /// Consumable resources held by running jobs, as integers (sizes in bytes).
+    pub assigned: BTreeMap<String, u64>,
+    /// Running jobs here, in start order, with the ncpus each holds here.
+    pub jobs: Vec<(u64, String, u64)>,
+    /// A job holds the node exclusively.
+    pub exclusive: bool,
+    /// `last_state_change_time`.
+    pub last_state_change: i64,
+    /// `last_used_time`.
+    pub last_used: i64,
+}
+
+/// Consumable resource value as an integer: sizes in bytes, numbers as they are.
+pub fn amount(value: &str) -> Option<u64> {
+    if let Ok(n) = value.parse::<u64>() {
+        return Some(n);
+    }
+    if let Ok(f) = value.parse::<f64>() {
+        return (f >= 0.0).then_some(f.round() as u64);
+    }
+    value.parse::<Size>().ok().map(Size::to_bytes)
+}
+
+/// Whether a resource is a size (printed in kb when assigned).
+fn is_size(state: &State, resource: &str) -> bool {
+    state.resources.get(resource).is_some_and(|d| matches!(d.rtype, pbs_core::resource::ResourceType::Size))
+}
+
+/// Whether a resource is consumable on nodes.
+pub fn consumable(state: &State, resource: &str) -> bool {
+    state.resources.get(resource).is_some_and(|d| d.flags.consumable)
+}
+
+impl NodeRt {
+    /// The state text pbsnodes shows, `offline` first when set.
+    pub fn state_text(&self, offline: bool, available_ncpus: u64) -> String {
+        let base = if !self.up {
+            if self.ever_up { "down" } else { "state-unknown,down" }
+        } else if self.exclusive {
+            "job-exclusive"
+        } else if !self.jobs.is_empty()
+            && available_ncpus > 0
+            && self.assigned.get("ncpus").copied().unwrap_or(0) >= available_ncpus
+        {
+            "job-busy"
+        } else {
+            "free"
+        };
+        match (offline, base) {
+            (true, "free") => "offline".to_string(),
+            (true, other) => format!("offline,{other}"),
+            (false, other) => other.to_string(),
+        }
+    }
+}
+
+/// Whether the stored `state` of a node holds the offline flag.
+pub fn is_offline(node: &Named) -> bool {
+    node.attrs.get_named(ObjectKind::Node, "state", None).is_some_and(|s| s.split(',').any(|f| f.trim() == "offline"))
+}
+
+/// Effective `resources_available` of a node: what a manager set wins over what the mom
+/// reported.
+pub fn available(state: &State, node: &Named) -> Vec<(String, String)> {
+    let mut out: BTreeMap<String, String> = BTreeMap::new();
+    if let Some(rep) = state.node_rt.get(&node.name).and_then(|rt| rt.reported.as_ref()) {
+        out.insert("arch".into(), rep.arch.clone());
+        out.insert("host".into(), rep.host.clone());
+        out.insert("mem".into(), format!("{}kb", rep.mem_kb));
+        out.insert("ncpus".into(), rep.ncpus.to_string());
+    }
+    for (resource, value) in node.attrs.resources(res_avail_idx()) {
+        out.insert(resource.to_string(), value.to_string());
+    }
+    out.entry("vnode".into()).or_insert_with(|| node.name.clone());
+    out.entry("host".into()).or_insert_with(|| node.name.clone());
+    out.into_iter().collect()
+}
+
+fn res_avail_idx() -> u8 {
+    crate::state::idx(ObjectKind::Node, "resources_available")
+}
+
+fn available_ncpus(available: &[(String, String)]) -> u64 {
+    available.iter().find(|(r, _)| r == "ncpus").and_then(|(_, v)| amount(v)).unwrap_or(0)
+}
+
+/// `resources_assigned` as text pairs, with the zeros OpenPBS shows once a mom is known.
+pub fn assigned_text(state: &State, rt: &NodeRt) -> Vec<(String, String)> {
+    let mut out: BTreeMap<String, String> = BTreeMap::new();
+    if rt.ever_up || !rt.assigned.is_empty() {
+        for (resource, zero) in [("mem", "0kb"), ("ncpus", "0"), ("vmem", "0kb")] {
+            out.insert(resource.to_string(), zero.to_string());
+        }
+    }
+    for (resource, value) in &rt.assigned {
+        let text = if is_size(state, resource) { format!("{}kb", value / 1024) } else { value.to_string() };
+        out.insert(resource.clone(), text);
+    }
+    out.into_iter().collect()
+}
+
+/// The node's state text right now.
+pub fn node_state(state: &State, node: &Named) -> String {
+    let rt = state.node_rt.get(&node.name).cloned().unwrap_or_default();
+    rt.state_text(is_offline(node), available_ncpus(&available(state, node)))
+}
+
+/// StatusNode: stored attributes plus everything known at run time, in table order.
+pub fn node_status(state: &State, names: &[String], privilege: Privilege) -> Result<Vec<StatusObject>, ReqError> {
+    let selected: Vec<&Named> = if names.is_empty() {
+        state.nodes.iter().collect()
+    } else {
+        let mut out = Vec::new();
+        for name in names {
+            let node =
+                state.nodes.iter().find(|n| n.name == *name).ok_or_else(|| ReqError::new(pbs_core::Pbse::UNKNODE))?;
+            out.push(node);
+        }
+        out
+    };
+    let mut interner = crate::attrlist::Interner::default();
+    Ok(selected
+        .into_iter()
+        .map(|node| {
+            let rt = state.node_rt.get(&node.name).cloned().unwrap_or_default();
+            let avail = available(state, node);
+            let mut list: AttrList = node.attrs.clone();
+            let mut set = |name: &str, value: &str| set_named(&mut list, ObjectKind::Node, name, value, &mut interner);
+            set("state", &rt.state_text(is_offline(node), available_ncpus(&avail)));
+            if let Some(rep) = &rt.reported {
+                set("pbs_version", &rep.version);
+                set("pcpus", &rep.ncpus.to_string());
+            }
+            if !rt.jobs.is_empty() {
+                let mut slots = Vec::new();
+                let mut index = 0u64;
+                for (_, id, ncpus) in &rt.jobs {
+                    for _ in 0..(*ncpus).max(1) {
+                        slots.push(format!("{id}/{index}"));
+                        index += 1;
+                    }
+                }
+                set("jobs", &slots.join(", "));
+            }
+            for (resource, value) in &avail {
+                set(&format!("resources_available.{resource}"), value);
+            }
+            for (resource, value) in assigned_text(state, &rt) {
+                set(&format!("resources_assigned.{resource}"), &value);
+            }
+            if rt.last_state_change > 0 {
+                set("last_state_change_time", &rt.last_state_change.to_string());
+            }
+            if rt.last_used > 0 {
+                set("last_used_time", &rt.last_used.to_string());
+            }
+            StatusObject {
+                name: node.name.clone(),
+                attrs: filtered(&list, ObjectKind::Node, privilege, &[], Vec::new()),
+            }
+        })
+        .collect())
+}
+
+/// The scheduler's view of one node.
+pub fn sched_node(state: &State, node: &Named) -> SchedNode {
+    let rt = state.node_rt.get(&node.name).cloned().unwrap_or_default();
+    let avail = available(state, node);
+    let get = |name: &str| node.attrs.get_named(ObjectKind::Node, name, None);
+    let mut jobs: Vec<String> = Vec::new();
+    for (_, id, _) in &rt.jobs {
+        if !jobs.contains(id) {
+            jobs.push(id.clone());
+        }
+    }
+    SchedNode {
+        name: node.name.clone(),
+        state: rt.state_text(is_offline(node), available_ncpus(&avail)),
+        resources_assigned: assigned_text(state, &rt),
+        resources_available: avail,
+        sharing: get("sharing").unwrap_or("default_shared").to_string(),
+        queue: get("queue").map(str::to_string),
+        priority: get("priority").and_then(|p| p.parse().ok()).unwrap_or(0),
+        jobs,
+        exclusive: rt.exclusive,
+    }
+}
+
+/// Adds (`hold = true`) or removes a running job's resources on every node of its
+/// `exec_vnode`, and records or forgets it in the nodes' job lists.
+pub fn account(
+    state: &mut State,
+    seq: u64,
+    job_id: &str,
+    exec_vnode: &ExecVnode,
+    exclusive: bool,
+    hold: bool,
+    now: i64,
+) {
+    let mut per_node: BTreeMap<String, Vec<(String, u64)>> = BTreeMap::new();
+    for part in exec_vnode.parts() {
+        let entry = per_node.entry(part.vnode.clone()).or_default();
+        for (resource, value) in &part.resources {
+            if !consumable(state, resource) {
+                continue;
+            }
+            if let Some(n) = amount(value) {
+                entry.push((resource.clone(), n));
+            }
+        }
+    }
+    for (vnode, resources) in per_node {
+        let rt = state.node_rt.entry(vnode.clone()).or_default();
+        let ncpus: u64 = resources.iter().filter(|(r, _)| r == "ncpus").map(|(_, n)| n).sum();
+        for (resource, n) in resources {
+            let slot = rt.assigned.entry(resource).or_insert(0);
+            *slot = if hold { slot.saturating_add(n) } else { slot.saturating_sub(n) };
+        }
+        rt.assigned.retain(|_, v| *v > 0);
+        if hold {
+            rt.jobs.push((seq, job_id.to_string(), ncpus));
+            rt.exclusive |= exclusive;
+            rt.last_used = now;
+        } else {
+            rt.jobs.retain(|(s, _, _)| *s != seq);
+            if exclusive || rt.jobs.is_empty() {
+                rt.exclusive = false;
+            }
+            rt.last_used = now;
+        }
+        state.changes.nodes.insert(vnode);
+    }
+}

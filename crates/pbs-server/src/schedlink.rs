@@ -1,0 +1,152 @@
+//! The scheduler's connection: a snapshot, then the stream of changes, in; batched
+//! decisions out. See `pbs_proto::sched` for the exchange.
+//!
+//! One writer per link: everything for the scheduler (snapshot, changes, the answers to
+//! its decisions, `qrun` requests) goes through one channel that this task drains, so the
+//! scheduler sees them in the order the state changed.
+
+use std::sync::Arc;
+
+use futures::{SinkExt, StreamExt};
+use pbs_core::{JobState, Pbse};
+use pbs_proto::sched::{FromSched, ToSched};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::codec::{Framed, LengthDelimitedCodec};
+
+use crate::Server;
+use crate::error::ReqError;
+use crate::exec::{self, Launch};
+
+/// Serves a scheduler until it disconnects.
+pub async fn serve<S>(server: Arc<Server>, mut conn: Framed<S, LengthDelimitedCodec>)
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    {
+        let Ok(mut state) = server.state.lock() else { return };
+        let snapshot = exec::snapshot(&state);
+        // What was pending is already in the snapshot.
+        state.changes = Default::default();
+        let _ = tx.send(ToSched::Snapshot { snapshot: Box::new(snapshot) });
+        let _ = tx.send(ToSched::Changes { changes: Vec::new(), cycle: true });
+        if state.links.sched.replace(tx.clone()).is_some() {
+            tracing::warn!(object_type = "Server", "a new scheduler connection replaces the old one");
+        }
+    }
+    tracing::info!(object_type = "Server", "Scheduler connected");
+    loop {
+        tokio::select! {
+            out = rx.recv() => {
+                let Some(out) = out else { break };
+                let Ok(bytes) = serde_json::to_vec(&out) else { break };
+                if conn.send(bytes::Bytes::from(bytes)).await.is_err() {
+                    break;
+                }
+            }
+            frame = conn.next() => {
+                let Some(Ok(bytes)) = frame else { break };
+                match serde_json::from_slice::<FromSched>(&bytes) {
+                    Ok(FromSched::Decisions { cycle, qrun, run, updates }) => {
+                        apply(&server, &tx, cycle, qrun, &run, &updates);
+                    }
+                    Err(e) => {
+                        tracing::warn!(object_type = "Server", "bad frame from the scheduler: {e}");
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    if let Ok(mut state) = server.state.lock() {
+        if state.links.sched.as_ref().is_some_and(|current| current.same_channel(&tx)) {
+            state.links.sched = None;
+            for (_, waiter) in state.links.qruns.drain() {
+                let _ = waiter.send(Err(ReqError::new(Pbse::NOSCHEDULER)));
+            }
+        }
+    }
+    tracing::info!(object_type = "Server", "Scheduler disconnected");
+}
+
+fn apply(
+    server: &Arc<Server>,
+    tx: &mpsc::UnboundedSender<ToSched>,
+    cycle: u64,
+    qrun: Option<u64>,
+    run: &[pbs_proto::sched::RunDecision],
+    updates: &[pbs_proto::sched::JobUpdate],
+) {
+    let Ok(mut state) = server.state.lock() else { return };
+    let now = chrono::Utc::now().timestamp();
+    let (errors, ops, launches) = exec::apply_decisions(&mut state, run, updates, now);
+    let mut answer = None;
+    if let Some(number) = qrun {
+        if let Some(waiter) = state.links.qruns.remove(&number) {
+            let started = run.iter().any(|r| {
+                exec::seq_of(&r.job_id).and_then(|s| state.jobs.get(&s)).is_some_and(|j| j.state == JobState::Running)
+            });
+            let result = if started {
+                Ok(())
+            } else {
+                let why = errors.first().map(|e| e.message.clone());
+                Err(match why {
+                    Some(message) => ReqError::with_message(Pbse::RESCUNAV, message),
+                    None => ReqError::new(Pbse::RESCUNAV),
+                })
+            };
+            answer = Some((waiter, result));
+        }
+    }
+    exec::flush(&mut state);
+    let _ = tx.send(ToSched::DecisionsApplied { cycle, errors });
+    let ack = server.store.commit(ops);
+    drop(state);
+    launch_after_commit(server.clone(), ack, launches, answer);
+}
+
+/// A `qrun` waiting for its job's run to be committed, and what to tell it.
+pub type QrunAnswer = (oneshot::Sender<Result<(), ReqError>>, Result<(), ReqError>);
+
+/// Sends job starts to their moms once the runs are on disk, with each script read from
+/// the store (outside the state lock).
+pub fn launch_after_commit(
+    server: Arc<Server>,
+    ack: oneshot::Receiver<Result<(), String>>,
+    mut launches: Vec<Launch>,
+    answer: Option<QrunAnswer>,
+) {
+    tokio::spawn(async move {
+        let committed = matches!(ack.await, Ok(Ok(())));
+        if let Some((waiter, result)) = answer {
+            let _ = waiter.send(if committed { result } else { Err(ReqError::new(Pbse::SYSTEM)) });
+        }
+        if !committed || launches.is_empty() {
+            return;
+        }
+        let wanted: Vec<u64> =
+            launches.iter().filter(|l| !l.launch.sister && l.launch.executable.is_none()).map(|l| l.seq).collect();
+        if !wanted.is_empty() {
+            let path = server.db_path();
+            let scripts = tokio::task::spawn_blocking(move || crate::store::Store::read_scripts(&path, &wanted)).await;
+            match scripts {
+                Ok(Ok(scripts)) => {
+                    for launch in &mut launches {
+                        if let Some(script) = scripts.get(&launch.seq) {
+                            launch.launch.script.clone_from(script);
+                        }
+                    }
+                }
+                other => tracing::error!(object_type = "Server", "cannot read job scripts: {other:?}"),
+            }
+        }
+        let Ok(mut state) = server.state.lock() else { return };
+        let frames = launches
+            .into_iter()
+            .filter(|l| state.jobs.get(&l.seq).is_some_and(|j| j.state == JobState::Running))
+            .map(|l| (l.node, pbs_proto::mom::ToMom::RunJob { launch: Box::new(l.launch) }))
+            .collect();
+        exec::send_frames(&mut state, frames);
+    });
+}
