@@ -65,13 +65,24 @@ fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).unwrap_or(0)
 }
 
-/// A running server in its own PBS_HOME. Stopped (SIGKILL) when dropped.
+/// A running server in its own PBS_HOME, with moms and a scheduler once started. Every
+/// daemon is stopped (SIGKILL) when dropped.
 pub struct Cluster {
     dir: tempfile::TempDir,
     bins: PathBuf,
     server: Option<Child>,
     pub port: u16,
     pub host: String,
+    /// Moms by node name: (port, process while running).
+    moms: Vec<Mom>,
+    sched: Option<Child>,
+}
+
+/// One pbs_mom serving one node, with its own PBS_HOME and pbs.conf.
+struct Mom {
+    node: String,
+    port: u16,
+    child: Option<Child>,
 }
 
 impl Cluster {
@@ -87,7 +98,7 @@ impl Cluster {
             dir.path().join("home").display()
         );
         std::fs::write(dir.path().join("pbs.conf"), conf).expect("write pbs.conf");
-        let mut cluster = Cluster { dir, bins: bin_dir(), server: None, port, host };
+        let mut cluster = Cluster { dir, bins: bin_dir(), server: None, port, host, moms: Vec::new(), sched: None };
         cluster.start_server();
         cluster
     }
@@ -227,8 +238,163 @@ impl Cluster {
     }
 }
 
+/// Polls `condition` every 20 ms until it holds; panics with `what` after `timeout`.
+#[track_caller]
+pub fn wait_until(what: &str, timeout: Duration, mut condition: impl FnMut() -> bool) {
+    let deadline = Instant::now() + timeout;
+    while !condition() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+impl Cluster {
+    /// A server with `n` moms (nodes `n1`..`nN`, each with `ncpus` cpus), and the
+    /// scheduler; returns once every node is `free`. Job history is on so finished jobs
+    /// can be inspected; root's jobs are allowed.
+    pub fn with_moms(n: usize, ncpus: u32) -> Cluster {
+        let mut cluster = Cluster::start();
+        cluster.allow_root_jobs();
+        cluster.qmgr("set server job_history_enable = True");
+        for i in 1..=n {
+            let name = format!("n{i}");
+            cluster.add_mom(&name);
+            cluster.qmgr(&format!("set node {name} resources_available.ncpus = {ncpus}"));
+        }
+        cluster.start_sched();
+        for i in 1..=n {
+            cluster.wait_node_state(&format!("n{i}"), "free");
+        }
+        cluster
+    }
+
+    /// Runs `qmgr -c <command>` as root and panics unless it succeeds.
+    #[track_caller]
+    pub fn qmgr(&self, command: &str) {
+        self.run("qmgr", &["-c", command]).ok();
+    }
+
+    fn mom_conf_path(&self, node: &str) -> PathBuf {
+        self.dir.path().join(format!("mom-{node}.conf"))
+    }
+
+    /// Creates node `node` and starts a mom for it on a free port.
+    pub fn add_mom(&mut self, node: &str) {
+        let port = free_port();
+        let home = self.dir.path().join(format!("mom-{node}"));
+        std::fs::create_dir_all(&home).expect("mom home");
+        let conf = format!(
+            "PBS_SERVER={}\nPBS_HOME={}\nPBS_BATCH_SERVICE_PORT={}\nPBS_MOM_SERVICE_PORT={port}\nPBS_MOM_NODE_NAME={node}\nPBS_CLUSTER_KEY_FILE={}\nPBS_MOM_SAMPLE_SECS=1\n",
+            self.host,
+            home.display(),
+            self.port,
+            self.home().join("server_priv").join("cluster_key").display()
+        );
+        std::fs::write(self.mom_conf_path(node), conf).expect("write mom conf");
+        self.moms.push(Mom { node: node.to_string(), port, child: None });
+        self.start_mom(node);
+        self.qmgr(&format!("create node {node} Mom=127.0.0.1,Port={port}"));
+    }
+
+    /// Starts (or restarts) the mom of `node`.
+    pub fn start_mom(&mut self, node: &str) {
+        let conf = self.mom_conf_path(node);
+        let log = std::fs::File::create(self.dir.path().join(format!("mom-{node}.stderr"))).expect("mom log");
+        let bins = self.bins.clone();
+        let mom = self.moms.iter_mut().find(|m| m.node == node).expect("known mom");
+        let child = Command::new(bins.join("pbs_mom"))
+            .env("PBS_CONF_FILE", &conf)
+            .arg("--listen")
+            .arg(format!("127.0.0.1:{}", mom.port))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("spawn pbs_mom");
+        mom.child = Some(child);
+    }
+
+    /// Kills the mom of `node` with SIGKILL; its jobs' shepherds live on.
+    pub fn kill_mom(&mut self, node: &str) {
+        if let Some(mom) = self.moms.iter_mut().find(|m| m.node == node) {
+            if let Some(mut child) = mom.child.take() {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+        }
+    }
+
+    /// What the mom of `node` wrote to stderr.
+    pub fn mom_stderr(&self, node: &str) -> String {
+        std::fs::read_to_string(self.dir.path().join(format!("mom-{node}.stderr"))).unwrap_or_default()
+    }
+
+    /// Starts pbs_sched against this server.
+    pub fn start_sched(&mut self) {
+        let log = std::fs::File::create(self.dir.path().join("sched.stderr")).expect("sched log");
+        let child = Command::new(self.bins.join("pbs_sched"))
+            .env("PBS_CONF_FILE", self.conf_path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("spawn pbs_sched");
+        self.sched = Some(child);
+    }
+
+    /// What the scheduler wrote to stderr.
+    pub fn sched_stderr(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("sched.stderr")).unwrap_or_default()
+    }
+
+    /// A node attribute as the server reports it.
+    pub fn node_attr(&self, node: &str, name: &str) -> Option<String> {
+        let reply = self.client().status(pbs_proto::Request::StatusNode { names: vec![node.to_string()] }).ok()?;
+        reply.objects.first()?.get(name).map(str::to_string)
+    }
+
+    /// Waits until the node's state is exactly `state`.
+    #[track_caller]
+    pub fn wait_node_state(&self, node: &str, state: &str) {
+        wait_until(&format!("node {node} {state}"), READY_TIMEOUT, || {
+            self.node_attr(node, "state").as_deref() == Some(state)
+        });
+    }
+
+    /// A job attribute (history included), `None` if unset or the job is unknown.
+    pub fn job_attr(&self, id: &str, name: &str) -> Option<String> {
+        let reply = self.client().status_jobs(vec![id.to_string()], vec![], vec![], true, false).ok()?;
+        reply.objects.first()?.get(name).map(str::to_string)
+    }
+
+    /// Waits until the job's `job_state` is `state`.
+    #[track_caller]
+    pub fn wait_job_state(&self, id: &str, state: &str, timeout: Duration) {
+        wait_until(&format!("job {id} in state {state}"), timeout, || {
+            self.job_attr(id, "job_state").as_deref() == Some(state)
+        });
+    }
+
+    /// Debug text of every daemon's stderr, for assertion messages.
+    pub fn logs(&self) -> String {
+        let mut out = format!("--- server\n{}\n--- sched\n{}\n", self.server_stderr(), self.sched_stderr());
+        for mom in &self.moms {
+            out.push_str(&format!("--- mom {}\n{}\n", mom.node, self.mom_stderr(&mom.node)));
+        }
+        out
+    }
+}
+
 impl Drop for Cluster {
     fn drop(&mut self) {
+        if let Some(mut child) = self.sched.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        let nodes: Vec<String> = self.moms.iter().map(|m| m.node.clone()).collect();
+        for node in nodes {
+            self.kill_mom(&node);
+        }
         self.kill9();
     }
 }

@@ -254,15 +254,6 @@ pub fn run_job(
 fn launches(state: &State, seq: u64, exec: &ExecVnode, run_count: u32) -> Vec<Launch> {
     let Some(job) = state.jobs.get(&seq) else { return Vec::new() };
     let get = |name: &str| job.get(name, None).unwrap_or("").to_string();
-    let host_of = |vnode: &str| -> String {
-        state
-            .nodes
-            .iter()
-            .find(|n| n.name == vnode)
-            .map(|n| nodes::available(state, n))
-            .and_then(|a| a.into_iter().find(|(r, _)| r == "host").map(|(_, v)| v))
-            .unwrap_or_else(|| vnode.to_string())
-    };
     let chunks = expanded_chunks(job);
     let mut nodefile = Vec::new();
     for (i, chunk) in exec.chunks.iter().enumerate() {
@@ -275,7 +266,7 @@ fn launches(state: &State, seq: u64, exec: &ExecVnode, run_count: u32) -> Vec<La
             .unwrap_or(if ncpus > 0 { 1 } else { 0 });
         if let Some(first) = chunk.first() {
             for _ in 0..mpiprocs {
-                nodefile.push(host_of(&first.vnode));
+                nodefile.push(first.vnode.clone());
             }
         }
     }
