@@ -4,4 +4,6 @@
 
 mod commands;
 mod durability;
+mod exec;
+mod nodes_cli;
 mod protocol;

@@ -395,6 +395,37 @@ impl Drop for Cluster {
         for node in nodes {
             self.kill_mom(&node);
         }
+        kill_shepherds(self.dir.path());
         self.kill9();
+    }
+}
+
+/// Kills what is left of jobs started under `dir`: job shepherds outlive their mom by
+/// design, so a test's jobs would otherwise outlive the test.
+fn kill_shepherds(dir: &Path) {
+    let needle = dir.display().to_string();
+    let Ok(entries) = std::fs::read_dir("/proc") else { return };
+    let mut shepherds = Vec::new();
+    let mut parents = Vec::new();
+    for entry in entries.flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else { continue };
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let text = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if text.contains("--shepherd") && text.contains(&needle) {
+            shepherds.push(pid);
+        }
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let fields: Vec<&str> = stat.rsplit(')').next().unwrap_or("").split_whitespace().collect();
+        if let (Some(ppid), Some(sid)) = (fields.get(1), fields.get(3)) {
+            if let (Ok(ppid), Ok(sid)) = (ppid.parse::<i32>(), sid.parse::<i32>()) {
+                parents.push((pid, ppid, sid));
+            }
+        }
+    }
+    for shepherd in shepherds {
+        for (_, _, sid) in parents.iter().filter(|(_, ppid, _)| *ppid == shepherd) {
+            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(-sid), nix::sys::signal::Signal::SIGKILL);
+        }
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(shepherd), nix::sys::signal::Signal::SIGKILL);
     }
 }

@@ -98,6 +98,65 @@ pub fn start<T: clap::Parser>(usage: &str, status: u8, version: impl Fn(&T) -> b
     Ok(args)
 }
 
+/// Why [`try_connect`] failed. Some OpenPBS commands word a connection failure their own
+/// way (`pbsnodes: cannot connect to server h, error=111`, `qrun: could not connect to
+/// server h (111)`), so they get the parts instead of [`connect`]'s message.
+#[derive(Debug)]
+pub enum ConnectFailure {
+    /// pbs.conf could not be read or parsed.
+    Conf(anyhow::Error),
+    /// Nobody answered: the server's name and the socket's errno.
+    NoServer {
+        /// The server as the user knows it (`PBS_SERVER`, else this host).
+        server: String,
+        /// The OS error number.
+        errno: i32,
+    },
+    /// The server answered but refused (or broke) the connection.
+    Client(ClientError),
+}
+
+/// Loads pbs.conf and connects to its server, leaving the wording of a failure to the
+/// caller. Returns the configuration too, for commands that print the server's name.
+pub fn try_connect() -> Result<(PbsConf, Client), ConnectFailure> {
+    let conf = load_conf().map_err(ConnectFailure::Conf)?;
+    match Client::connect(&conf) {
+        Ok(client) => Ok((conf, client)),
+        Err(ClientError::Connect { errno, .. }) => Err(ConnectFailure::NoServer { server: server_name(&conf), errno }),
+        Err(e) => Err(ConnectFailure::Client(e)),
+    }
+}
+
+/// The server's name as OpenPBS's `pbs_default()` gives it: `PBS_SERVER`, else this host.
+pub fn server_name(conf: &PbsConf) -> String {
+    conf.server.clone().unwrap_or_else(local_host_name)
+}
+
+/// Seconds since the epoch now (0 if the clock is before 1970).
+pub fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+/// Whether the command line is exactly `--version`, which every OpenPBS command answers
+/// (`PRINT_VERSION_AND_EXIT`) before looking at anything else.
+pub fn version_only(argv: &[String]) -> bool {
+    argv.len() == 2 && argv[1] == "--version"
+}
+
+/// Prints `pbs_version = X`, the answer to `--version`.
+pub fn print_version() {
+    println!("pbs_version = {}", env!("CARGO_PKG_VERSION"));
+}
+
+/// The command line as strings (arguments that are not UTF-8 are converted lossily, as
+/// the server could not use them anyway).
+pub fn argv() -> Vec<String> {
+    std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -48,6 +48,8 @@ struct Bench {
     server: Option<Child>,
     host: String,
     figures: Vec<Figure>,
+    /// Moms and the scheduler of the execution figures.
+    daemons: Vec<Child>,
 }
 
 impl Bench {
@@ -60,7 +62,7 @@ impl Bench {
             dir.path().join("home").display()
         );
         std::fs::write(dir.path().join("pbs.conf"), conf)?;
-        Ok(Bench { dir, bins, server: None, host, figures: Vec::new() })
+        Ok(Bench { dir, bins, server: None, host, figures: Vec::new(), daemons: Vec::new() })
     }
 
     fn conf(&self) -> PathBuf {
@@ -220,8 +222,121 @@ impl Bench {
     }
 }
 
+impl Bench {
+    /// Starts `moms` moms (nodes `n1`.. with plenty of cpus, so tiny jobs are never held
+    /// back by cpus) and the scheduler, and waits until every node is free.
+    fn start_cluster(&mut self, moms: usize) -> Result<()> {
+        let key = self.dir.path().join("home/server_priv/cluster_key");
+        let mut client = self.client()?;
+        let set = |name: &str, value: &str| MgrAttr { name: name.into(), op: MgrOp::Set, value: value.into() };
+        client.manager(MgrCommand::Set, MgrObject::Server, vec![], vec![set("job_history_enable", "True")])?;
+        for i in 1..=moms {
+            let node = format!("n{i}");
+            let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+            let home = self.dir.path().join(format!("mom-{node}"));
+            std::fs::create_dir_all(&home)?;
+            let conf_path = self.dir.path().join(format!("mom-{node}.conf"));
+            let conf = format!(
+                "PBS_HOME={}\nPBS_MOM_SERVICE_PORT={port}\nPBS_MOM_NODE_NAME={node}\nPBS_CLUSTER_KEY_FILE={}\n",
+                home.display(),
+                key.display()
+            );
+            std::fs::write(&conf_path, conf)?;
+            let child = Command::new(self.bins.join("pbs_mom"))
+                .env("PBS_CONF_FILE", &conf_path)
+                .args(["--listen", &format!("127.0.0.1:{port}")])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .context("starting pbs_mom")?;
+            self.daemons.push(child);
+            let attrs = vec![set("Mom", "127.0.0.1"), set("Port", &port.to_string())];
+            client.manager(MgrCommand::Create, MgrObject::Node, vec![node.clone()], attrs)?;
+            let ncpus = vec![set("resources_available.ncpus", "64")];
+            client.manager(MgrCommand::Set, MgrObject::Node, vec![node], ncpus)?;
+        }
+        let sched = Command::new(self.bins.join("pbs_sched"))
+            .env("PBS_CONF_FILE", self.conf())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .context("starting pbs_sched")?;
+        self.daemons.push(sched);
+        let started = Instant::now();
+        loop {
+            let nodes = client.status(pbs_proto::Request::StatusNode { names: vec![] })?;
+            if nodes.objects.iter().all(|n| n.get("state") == Some("free")) {
+                return Ok(());
+            }
+            if started.elapsed() > Duration::from_secs(30) {
+                bail!("nodes did not come up");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn tiny_job(client: &mut Client) -> Result<String> {
+        let attrs = vec![
+            Attr::new("executable", "<jsdl-hpcpa:Executable>/bin/true</jsdl-hpcpa:Executable>"),
+            Attr::new("Output_Path", "localhost:/dev/null"),
+            Attr::new("Error_Path", "localhost:/dev/null"),
+        ];
+        Ok(client.submit(attrs, String::new(), None)?)
+    }
+
+    /// Median time from submitting one tiny job to seeing it finished, on an idle cluster.
+    fn one_job_latency(&self, runs: usize) -> Result<Duration> {
+        let mut client = self.client()?;
+        let mut times = Vec::new();
+        for _ in 0..runs {
+            let started = Instant::now();
+            let id = Bench::tiny_job(&mut client)?;
+            loop {
+                let reply = client.status_jobs(vec![id.clone()], vec![], vec!["job_state".into()], true, false)?;
+                if reply.objects.first().and_then(|o| o.get("job_state")) == Some("F") {
+                    break;
+                }
+                if started.elapsed() > Duration::from_secs(30) {
+                    bail!("job {id} did not finish");
+                }
+                std::thread::sleep(Duration::from_micros(500));
+            }
+            times.push(started.elapsed());
+        }
+        times.sort();
+        Ok(times[times.len() / 2])
+    }
+
+    /// Jobs per second from the first submission to the last job finished.
+    fn throughput(&self, jobs: usize) -> Result<f64> {
+        let mut client = self.client()?;
+        let started = Instant::now();
+        let mut ids = Vec::with_capacity(jobs);
+        for _ in 0..jobs {
+            ids.push(Bench::tiny_job(&mut client)?);
+        }
+        loop {
+            let reply = client.status_jobs(ids.clone(), vec![], vec!["job_state".into()], true, false)?;
+            let done = reply.objects.iter().filter(|o| o.get("job_state") == Some("F")).count();
+            if done == jobs {
+                return Ok(jobs as f64 / started.elapsed().as_secs_f64());
+            }
+            if started.elapsed() > Duration::from_secs(600) {
+                bail!("only {done} of {jobs} jobs finished");
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
 impl Drop for Bench {
     fn drop(&mut self) {
+        for mut child in self.daemons.drain(..) {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
         if let Some(mut child) = self.server.take() {
             let _ = child.kill();
             let _ = child.wait();
@@ -310,7 +425,66 @@ fn run(args: &Args) -> Result<Vec<Figure>> {
         format!("{recovered} of {n} jobs recovered"),
     );
     bench.stop_server();
+
+    // Execution: a fresh server with moms and the scheduler.
+    let figures = std::mem::take(&mut bench.figures);
+    let bins = bench.bins.clone();
+    drop(bench);
+    let mut bench = Bench::new(bins)?;
+    bench.figures = figures;
+    bench.start_server()?;
+    let attr = MgrAttr { name: "acl_roots".into(), op: MgrOp::Set, value: "root".into() };
+    bench.client()?.manager(MgrCommand::Set, MgrObject::Server, vec![], vec![attr])?;
+    bench.start_cluster(4)?;
+    let (latency_runs, tiny_jobs) = if args.smoke { (5, 50) } else { (21, 1000) };
+    let latency = bench.one_job_latency(latency_runs)?;
+    bench.record(
+        "one_job_submit_to_finished",
+        Some(ms(latency)),
+        "ms",
+        Some("< 100"),
+        format!("median of {latency_runs}, /bin/true, idle cluster of 4 moms"),
+    );
+    let rate = bench.throughput(tiny_jobs)?;
+    bench.record(
+        "tiny_jobs_4_moms",
+        Some(rate),
+        "jobs/s",
+        Some(">= 200"),
+        format!("{tiny_jobs} x /bin/true, first submit to last finished"),
+    );
+    bench.stop_server();
+    sched_cycle_figures(&mut bench.figures, args.smoke);
     Ok(std::mem::take(&mut bench.figures))
+}
+
+/// Cycle time of the scheduler's pure core on synthetic clusters (no daemons involved).
+fn sched_cycle_figures(figures: &mut Vec<Figure>, smoke: bool) {
+    use pbs_sched::synthetic::{Shape, cluster, time_cycle};
+    let cases: &[(&str, usize, usize, Shape, &str)] = if smoke {
+        &[("sched_cycle_1k_jobs_cannot_run", 100, 1_000, Shape::TooBig, "< 20")]
+    } else {
+        &[
+            ("sched_cycle_10k_jobs_cannot_run", 1_000, 10_000, Shape::TooBig, "< 20"),
+            ("sched_cycle_10k_jobs_nodes_full", 1_000, 10_000, Shape::NodesFull, "< 20"),
+            ("sched_cycle_100k_jobs_10k_full", 10_000, 100_000, Shape::NodesFull, "< 1000"),
+        ]
+    };
+    for &(name, nodes, jobs, shape, target) in cases {
+        let mut mirror = cluster(nodes, jobs, shape);
+        let timing = time_cycle(&mut mirror, 5);
+        figures.push(Figure {
+            name: name.to_string(),
+            value: Some(ms(timing.first)),
+            unit: "ms",
+            target: Some(target.to_string()),
+            note: format!(
+                "{jobs} queued jobs, {nodes} nodes, pure core; first cycle ({} comments), later cycles {:.1} ms",
+                timing.updates,
+                ms(timing.steady)
+            ),
+        });
+    }
 }
 
 fn main() -> std::process::ExitCode {
@@ -331,10 +505,10 @@ fn main() -> std::process::ExitCode {
             }
         }
     } else {
-        println!("{:<26} {:>12} {:<7} {:<10} note", "figure", "value", "unit", "target");
+        println!("{:<34} {:>12} {:<7} {:<10} note", "figure", "value", "unit", "target");
         for f in &figures {
             let value = f.value.map(|v| format!("{v:.1}")).unwrap_or_else(|| "n/a".into());
-            println!("{:<26} {:>12} {:<7} {:<10} {}", f.name, value, f.unit, f.target.as_deref().unwrap_or(""), f.note);
+            println!("{:<34} {:>12} {:<7} {:<10} {}", f.name, value, f.unit, f.target.as_deref().unwrap_or(""), f.note);
         }
     }
     std::process::ExitCode::SUCCESS

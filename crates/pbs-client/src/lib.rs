@@ -283,6 +283,35 @@ impl Client {
         self.request(Request::Manager { command, object, names, attrs })?;
         Ok(())
     }
+
+    /// Status of nodes (pbsnodes); an empty `names` means every node.
+    pub fn status_nodes(&mut self, names: Vec<String>) -> Result<StatusReply> {
+        self.status(Request::StatusNode { names })
+    }
+
+    /// Runs one job now (qrun), on `exec_vnode` if given (`qrun -H`). A failure, whether
+    /// the server reports it for the request or for the id, is [`ClientError::Server`].
+    pub fn run_job(&mut self, id: String, exec_vnode: Option<String>) -> Result<()> {
+        let reply = self.request(Request::RunJob { id, exec_vnode })?;
+        match reply.body {
+            ReplyBody::PerId(errors) => match errors.into_iter().next() {
+                Some(error) => Err(ClientError::Server { code: Pbse(error.code), message: error.message }),
+                None if reply.code != 0 => Err(ClientError::Server { code: Pbse(reply.code), message: reply.message }),
+                None => Ok(()),
+            },
+            _ => Ok(()),
+        }
+    }
+
+    /// Sends `signal` to jobs (qsig); returns the ids that failed with their errors.
+    pub fn signal_jobs(&mut self, ids: Vec<String>, signal: String) -> Result<Vec<IdError>> {
+        self.per_id(Request::SignalJob { ids, signal })
+    }
+
+    /// Requeues running jobs (qrerun, `force` for `-W force`); returns the ids that failed.
+    pub fn rerun_jobs(&mut self, ids: Vec<String>, force: bool) -> Result<Vec<IdError>> {
+        self.per_id(Request::RerunJob { ids, force })
+    }
 }
 
 fn merge_part(acc: &mut ReplyBody, part: ReplyBody) -> Result<()> {

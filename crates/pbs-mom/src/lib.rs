@@ -1,1 +1,111 @@
-//! Placeholder crate: filled in by the execution and scheduling issue.
+//! pbs_mom, the execution daemon: it listens for the server's link ([`link`]), runs each job
+//! under a per-job shepherd process that survives mom restarts ([`shepherd`], [`exec`]),
+//! samples usage from /proc and enforces limits ([`mom`], [`procfs`]), and keeps every
+//! job's state under `PBS_HOME/mom_priv/jobs/` ([`layout`]) until the server forgets it.
+//!
+//! How the pieces talk: the mom writes `launch.json` into the job's directory and starts
+//! `pbs_mom --shepherd <jobdir>`; the shepherd writes `started.json` / `status.json` and
+//! sends the same facts as a datagram on `PBS_HOME/mom_priv/mom_sock`. The mom reacts to
+//! the datagram at once (no polling on a job's path); it also notices its own shepherds
+//! exiting, and checks the files of adopted shepherds at every usage sample, so a lost
+//! datagram delays a report but never loses it.
+
+pub mod env;
+pub mod error;
+pub mod exec;
+pub mod layout;
+pub mod link;
+pub mod logging;
+pub mod mom;
+pub mod procfs;
+pub mod shepherd;
+pub mod signals;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+pub use error::MomError;
+pub use mom::Mom;
+
+/// Exec failed before the job's files were set up (`JOB_EXEC_FAIL1`).
+pub const JOB_EXEC_FAIL1: i32 = -1;
+/// The mom lost the job: its shepherd vanished without a status (`JOB_EXEC_INITABT`).
+pub const JOB_EXEC_INITABT: i32 = -4;
+/// Retry later: the job id is still held by a run being torn down (`JOB_EXEC_RETRY`).
+pub const JOB_EXEC_RETRY: i32 = -3;
+/// The owner does not exist here or privileges could not be dropped (`JOB_EXEC_FAILUID`).
+pub const JOB_EXEC_FAILUID: i32 = -10;
+/// Killed for exceeding mem (`JOB_EXEC_KILL_MEM`).
+pub const JOB_EXEC_KILL_MEM: i32 = -27;
+/// Killed for exceeding cput (`JOB_EXEC_KILL_CPUT`).
+pub const JOB_EXEC_KILL_CPUT: i32 = -28;
+/// Killed for exceeding walltime (`JOB_EXEC_KILL_WALLTIME`).
+pub const JOB_EXEC_KILL_WALLTIME: i32 = -29;
+
+/// Default period of usage samples (`PBS_MOM_SAMPLE_SECS`).
+pub const DEFAULT_SAMPLE_PERIOD: Duration = Duration::from_secs(10);
+
+/// A mom's settings, from pbs.conf and the command line.
+#[derive(Clone, Debug)]
+pub struct MomConfig {
+    /// `PBS_HOME`, canonical (shepherds are recognised by their job directory's path).
+    pub home: PathBuf,
+    /// The node this mom serves (`PBS_MOM_NODE_NAME`, else the host name).
+    pub node_name: String,
+    /// The host name (`resources_available.host`).
+    pub host: String,
+    /// Where the server's link is accepted.
+    pub listen: SocketAddr,
+    /// The cluster key file; read at each handshake so a key written later is picked up.
+    pub key_file: PathBuf,
+    /// Period of usage samples and limit checks.
+    pub sample_period: Duration,
+    /// Base of per-job TMPDIRs (`PBS_TMPDIR`).
+    pub tmpdir_base: PathBuf,
+    /// `PBS_MOMPORT` given to jobs (`PBS_MANAGER_SERVICE_PORT`, 15003, as OpenPBS).
+    pub job_mom_port: u16,
+    /// The program started as `--shepherd` (this binary: `/proc/self/exe`).
+    pub shepherd_exe: PathBuf,
+}
+
+impl MomConfig {
+    /// Settings from a parsed pbs.conf; `listen` overrides `PBS_MOM_SERVICE_PORT`.
+    pub fn from_conf(conf: &pbs_core::conf::PbsConf, listen: Option<SocketAddr>) -> Result<MomConfig, MomError> {
+        let host = host_name();
+        std::fs::create_dir_all(&conf.home)
+            .map_err(|e| MomError::io(format!("creating {}", conf.home.display()), e))?;
+        let home = std::fs::canonicalize(&conf.home)
+            .map_err(|e| MomError::io(format!("resolving {}", conf.home.display()), e))?;
+        let sample_period = match conf.raw.get("PBS_MOM_SAMPLE_SECS") {
+            None => DEFAULT_SAMPLE_PERIOD,
+            Some(text) => match text.trim().parse::<f64>().ok().and_then(|s| Duration::try_from_secs_f64(s).ok()) {
+                // A zero period would make the sampler spin.
+                Some(period) if period >= Duration::from_millis(50) => period,
+                _ => return Err(MomError::Config(format!("PBS_MOM_SAMPLE_SECS: invalid value {text:?}"))),
+            },
+        };
+        let tmpdir_base = conf
+            .raw
+            .get("PBS_TMPDIR")
+            .filter(|v| !v.trim().is_empty())
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("/var/tmp"));
+        Ok(MomConfig {
+            node_name: conf.mom_node_name.clone().unwrap_or_else(|| host.clone()),
+            host,
+            listen: listen.unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], conf.mom_port))),
+            key_file: conf.cluster_key_file(),
+            sample_period,
+            tmpdir_base,
+            job_mom_port: conf.manager_port,
+            shepherd_exe: PathBuf::from("/proc/self/exe"),
+            home,
+        })
+    }
+}
+
+/// This host's name.
+pub fn host_name() -> String {
+    nix::unistd::gethostname().ok().and_then(|h| h.into_string().ok()).unwrap_or_else(|| "localhost".to_string())
+}

@@ -201,7 +201,7 @@ pub enum FromMom {
         job_id: String,
         /// The signal as asked.
         signal: String,
-        /// PBSE code, 0 on success (15001 unknown job, 15014 bad signal...).
+        /// PBSE code, 0 on success (15001 unknown job, 15013 bad signal...).
         code: u32,
     },
     /// Answer to [`ToMom::Ping`].

@@ -1,0 +1,190 @@
+//! `qrun`: runs jobs now, where the scheduler would place them or on the vnodes of `-H`;
+//! one request per job, in command-line order, with OpenPBS's messages and exit statuses
+//! (1 for a bad command line or job id, 2 for a job the server would not run).
+
+use std::process::ExitCode;
+
+use pbs_cli::jobopts::{self, Scan};
+use pbs_client::{Client, ClientError};
+use pbs_core::{JobId, Pbse};
+
+const USAGE: &str = "Usage: qrun [-a] [-H vnode_specification ] job_identifier_list\n       qrun [-a] [-H - ] job_identifier_list\n       qrun --version\n";
+
+/// getopt(3) option string of OpenPBS's qrun.
+const OPTSTRING: &str = "H:a";
+
+/// The options, as clap declares them; filled from the getopt scan (see [`Args::from_scan`]).
+#[derive(clap::Parser, Debug, Default, PartialEq, Eq)]
+#[command(name = "qrun", disable_help_flag = true, disable_version_flag = true)]
+struct Args {
+    /// Where to run: `(n1:ncpus=1)+(n2)`, `n1+n2`, or `-`; the last one given wins.
+    #[arg(short = 'H', allow_hyphen_values = true)]
+    location: Vec<String>,
+    /// Return once the server accepted the request instead of once the job started.
+    #[arg(short = 'a')]
+    asynchronous: bool,
+    /// Job ids.
+    jobs: Vec<String>,
+}
+
+impl Args {
+    fn from_scan(scan: &Scan) -> Args {
+        let mut args = Args { jobs: scan.operands.clone(), ..Args::default() };
+        for opt in &scan.options {
+            match opt.letter {
+                'H' => args.location.extend(opt.value.clone()),
+                'a' => args.asynchronous = true,
+                _ => {}
+            }
+        }
+        args
+    }
+}
+
+/// What the command line asks for.
+#[derive(Debug, PartialEq, Eq)]
+struct Run {
+    location: Option<String>,
+    jobs: Vec<String>,
+}
+
+/// Parses the command line; `Err` is the text to print before exiting with status 1.
+fn parse(prog: &str, argv: &[String]) -> Result<Run, String> {
+    let scan = jobopts::getopt(prog, argv, OPTSTRING, true);
+    let args = Args::from_scan(&scan);
+    let mut text: String = scan.errors.iter().map(|e| format!("{e}\n")).collect();
+    let mut bad = !scan.errors.is_empty();
+    for location in &args.location {
+        if location.is_empty() {
+            text.push_str("qrun: illegal -H value\n");
+            bad = true;
+        }
+    }
+    if bad || args.jobs.is_empty() {
+        text.push_str(USAGE);
+        return Err(text);
+    }
+    // `-a` only changes when the server answers; the reply carries the same errors.
+    Ok(Run { location: args.location.last().cloned(), jobs: args.jobs })
+}
+
+/// The line qrun prints when the server refuses to run `job`.
+fn failure_line(error: &ClientError, job: &str, location: Option<&str>) -> String {
+    match error {
+        ClientError::Server { code, message } | ClientError::Refused { code, message } => {
+            if message.is_empty() {
+                // OpenPBS's own wording for a reply without text, spacing included.
+                format!("qrun : Server returned error {} for job", code.0)
+            } else if *code == Pbse::UNKNODE {
+                // An unknown vnode is named by the -H text, not the job.
+                format!("qrun: {message} {}", location.unwrap_or("(null)"))
+            } else {
+                format!("qrun: {message} {job}")
+            }
+        }
+        other => format!("qrun: {other} {job}"),
+    }
+}
+
+fn main() -> ExitCode {
+    pbs_cli::reset_sigpipe();
+    let argv = pbs_cli::argv();
+    if pbs_cli::version_only(&argv) {
+        pbs_cli::print_version();
+        return ExitCode::SUCCESS;
+    }
+    let prog = argv.first().map(String::as_str).unwrap_or("qrun");
+    let Run { location, jobs } = match parse(prog, argv.get(1..).unwrap_or_default()) {
+        Ok(run) => run,
+        Err(text) => {
+            eprint!("{text}");
+            return ExitCode::from(1);
+        }
+    };
+    // Connected at the first well-formed id, as OpenPBS connects only to run a job.
+    let mut client: Option<Result<Client, String>> = None;
+    let mut status = 0u8;
+    for typed in &jobs {
+        if typed.parse::<JobId>().is_err() {
+            eprintln!("qrun: illegally formed job identifier: {typed}");
+            status = 1;
+            continue;
+        }
+        let connection = client.get_or_insert_with(|| match pbs_cli::try_connect() {
+            Ok((_, client)) => Ok(client),
+            Err(pbs_cli::ConnectFailure::NoServer { server, errno }) => {
+                Err(format!("qrun: could not connect to server {server} ({errno})"))
+            }
+            Err(pbs_cli::ConnectFailure::Conf(e)) => Err(format!("qrun: {e:#}")),
+            Err(pbs_cli::ConnectFailure::Client(e)) => Err(format!("qrun: {e}")),
+        });
+        let client = match connection {
+            Ok(client) => client,
+            Err(message) => {
+                eprintln!("{message}");
+                status = 2;
+                continue;
+            }
+        };
+        let server_name = client.server_name().to_string();
+        let job = pbs_cli::full_job_id(typed, &server_name).unwrap_or_else(|| typed.clone());
+        if let Err(e) = client.run_job(job.clone(), location.clone()) {
+            eprintln!("{}", failure_line(&e, &job, location.as_deref()));
+            status = 2;
+        }
+    }
+    ExitCode::from(status)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(argv: &[&str], expected: Result<(Option<&str>, &[&str]), &str>) {
+        let argv: Vec<String> = argv.iter().map(|s| s.to_string()).collect();
+        let got = parse("qrun", &argv);
+        let expected = expected
+            .map(|(location, jobs)| Run {
+                location: location.map(str::to_string),
+                jobs: jobs.iter().map(|s| s.to_string()).collect(),
+            })
+            .map_err(|lines| format!("{lines}{USAGE}"));
+        assert_eq!(got, expected, "{argv:?}");
+    }
+
+    #[test]
+    fn options() {
+        check(&["1"], Ok((None, &["1"])));
+        check(&["-H", "(n1:ncpus=1)+(n2)", "1", "2.s"], Ok((Some("(n1:ncpus=1)+(n2)"), &["1", "2.s"])));
+        check(&["-a", "1", "-Hn1"], Ok((Some("n1"), &["1"])));
+        check(&["-H", "-", "1"], Ok((Some("-"), &["1"])));
+        check(&["-H", "", "1"], Err("qrun: illegal -H value\n"));
+        check(&["-a"], Err(""));
+        check(&[], Err(""));
+        check(&["-H"], Err("qrun: option requires an argument -- 'H'\n"));
+        check(&["-x", "1"], Err("qrun: invalid option -- 'x'\n"));
+    }
+
+    #[test]
+    fn failure_lines() {
+        let server = |code: Pbse, message: &str| ClientError::Server { code, message: message.into() };
+        assert_eq!(failure_line(&server(Pbse::UNKJOBID, "Unknown Job Id"), "9.h", None), "qrun: Unknown Job Id 9.h");
+        assert_eq!(
+            failure_line(&server(Pbse::BADSTATE, "Request invalid for state of job"), "9.h", Some("n1")),
+            "qrun: Request invalid for state of job 9.h"
+        );
+        assert_eq!(failure_line(&server(Pbse::UNKNODE, "Unknown node "), "9.h", Some("nx")), "qrun: Unknown node  nx");
+        assert_eq!(
+            failure_line(&server(Pbse::UNKJOBID, ""), "9.h", None),
+            "qrun : Server returned error 15001 for job"
+        );
+    }
+
+    #[test]
+    fn clap_reads_the_same_options() {
+        use clap::Parser;
+        let words: Vec<String> = ["-H", "n1", "1", "-a", "2"].iter().map(|s| s.to_string()).collect();
+        let scan = jobopts::getopt("qrun", &words, OPTSTRING, true);
+        assert_eq!(Args::from_scan(&scan), Args::try_parse_from(scan.to_clap_args("qrun")).unwrap());
+    }
+}

@@ -1,0 +1,135 @@
+//! `qsig`: sends a signal to running jobs (`-s signal`, SIGTERM by default); one request
+//! for all jobs, errors per job, as OpenPBS's qsig prints them.
+
+use std::process::ExitCode;
+
+use pbs_cli::jobopts::{self, Scan};
+use pbs_proto::Request;
+
+const USAGE: &str = "usage: qsig [-s signal] job_identifier...\n       qsig --version\n";
+
+/// getopt(3) option string of OpenPBS's qsig.
+const OPTSTRING: &str = "s:";
+
+/// OpenPBS keeps at most this many bytes of the signal (`MAX_SIGNAL_TYPE_LEN`).
+const MAX_SIGNAL_LEN: usize = 32;
+
+/// The options, as clap declares them; filled from the getopt scan (see [`Args::from_scan`]).
+#[derive(clap::Parser, Debug, Default, PartialEq, Eq)]
+#[command(name = "qsig", disable_help_flag = true, disable_version_flag = true)]
+struct Args {
+    /// A signal name with or without `SIG`, a number, `suspend` or `resume`; the last one
+    /// given wins.
+    #[arg(short = 's', allow_hyphen_values = true)]
+    signal: Vec<String>,
+    /// Job ids.
+    jobs: Vec<String>,
+}
+
+impl Args {
+    fn from_scan(scan: &Scan) -> Args {
+        let mut args = Args { jobs: scan.operands.clone(), ..Args::default() };
+        for opt in &scan.options {
+            if opt.letter == 's' {
+                args.signal.extend(opt.value.clone());
+            }
+        }
+        args
+    }
+}
+
+/// What the command line asks for.
+#[derive(Debug, PartialEq, Eq)]
+struct Signal {
+    signal: String,
+    jobs: Vec<String>,
+}
+
+/// Parses the command line; `Err` is the text to print before exiting with status 2.
+fn parse(prog: &str, argv: &[String]) -> Result<Signal, String> {
+    let scan = jobopts::getopt(prog, argv, OPTSTRING, true);
+    let args = Args::from_scan(&scan);
+    if !scan.errors.is_empty() || args.jobs.is_empty() {
+        let mut text: String = scan.errors.iter().map(|e| format!("{e}\n")).collect();
+        text.push_str(USAGE);
+        return Err(text);
+    }
+    let signal = args.signal.last().map(|s| truncate(s, MAX_SIGNAL_LEN)).unwrap_or("SIGTERM");
+    Ok(Signal { signal: signal.to_string(), jobs: args.jobs })
+}
+
+/// At most `max` bytes of `s`, cut at a character boundary.
+fn truncate(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+fn main() -> ExitCode {
+    pbs_cli::reset_sigpipe();
+    let argv = pbs_cli::argv();
+    if pbs_cli::version_only(&argv) {
+        pbs_cli::print_version();
+        return ExitCode::SUCCESS;
+    }
+    let prog = argv.first().map(String::as_str).unwrap_or("qsig");
+    let Signal { signal, jobs } = match parse(prog, argv.get(1..).unwrap_or_default()) {
+        Ok(request) => request,
+        Err(text) => {
+            eprint!("{text}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut client = match pbs_cli::connect("qsig") {
+        Ok(client) => client,
+        Err(code) => return code,
+    };
+    pbs_cli::perjob::run("qsig", &mut client, &jobs, |ids| Request::SignalJob { ids, signal })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(argv: &[&str], expected: Result<(&str, &[&str]), &str>) {
+        let argv: Vec<String> = argv.iter().map(|s| s.to_string()).collect();
+        let got = parse("qsig", &argv);
+        let expected = expected
+            .map(|(signal, jobs)| Signal { signal: signal.into(), jobs: jobs.iter().map(|s| s.to_string()).collect() })
+            .map_err(|lines| format!("{lines}{USAGE}"));
+        assert_eq!(got, expected, "{argv:?}");
+    }
+
+    #[test]
+    fn options() {
+        check(&["1"], Ok(("SIGTERM", &["1"])));
+        check(&["-s", "KILL", "1", "2.s"], Ok(("KILL", &["1", "2.s"])));
+        check(&["1", "-sSIGHUP"], Ok(("SIGHUP", &["1"])));
+        check(&["-s", "9", "-s", "suspend", "1"], Ok(("suspend", &["1"])));
+        check(&["-s", "-1", "1"], Ok(("-1", &["1"])));
+        check(&["-s", "KILL"], Err(""));
+        check(&[], Err(""));
+        check(&["-s"], Err("qsig: option requires an argument -- 's'\n"));
+        check(&["-x", "1"], Err("qsig: invalid option -- 'x'\n"));
+    }
+
+    #[test]
+    fn long_signals_are_cut_like_openpbs() {
+        let long = "S".repeat(40);
+        check(&["-s", &long, "1"], Ok((&long[..32], &["1"])));
+        assert_eq!(truncate("ééé", 3), "é");
+    }
+
+    #[test]
+    fn clap_reads_the_same_options() {
+        use clap::Parser;
+        let words: Vec<String> = ["-s", "HUP", "1", "-s", "KILL", "2"].iter().map(|s| s.to_string()).collect();
+        let scan = jobopts::getopt("qsig", &words, OPTSTRING, true);
+        assert_eq!(Args::from_scan(&scan), Args::try_parse_from(scan.to_clap_args("qsig")).unwrap());
+    }
+}

@@ -1,0 +1,369 @@
+//! Test harness: a real `pbs_mom` in a temporary PBS_HOME on a free loopback port, and a
+//! fake server that speaks the mom link with the proto types.
+// A harness failure is a test failure: panicking with a message is the right report.
+#![allow(clippy::expect_used, clippy::unwrap_used, dead_code, unreachable_pub)]
+
+use std::collections::VecDeque;
+use std::net::TcpStream;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use pbs_proto::mom::{FromMom, JobLaunch, ToMom, Usage};
+use pbs_proto::{AuthProof, Hello, HelloReply, MAX_REPLY_FRAME_LEN, PROTOCOL_VERSION, Role, read_frame, write_frame};
+
+/// uid of `nobody`.
+pub const NOBODY: u32 = 65534;
+/// How long any expected frame may take.
+pub const WAIT: Duration = Duration::from_secs(20);
+
+const KEY: &[u8] = b"test-cluster-key-0123456789";
+
+/// A free TCP port on loopback (the kernel picks it; released at once).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).unwrap_or(0)
+}
+
+/// A running pbs_mom in its own PBS_HOME, SIGKILLed when dropped.
+pub struct TestMom {
+    dir: tempfile::TempDir,
+    child: Option<Child>,
+    pub port: u16,
+    pub node: String,
+}
+
+impl TestMom {
+    /// A mom sampling usage every second.
+    pub fn start() -> TestMom {
+        TestMom::start_with("PBS_MOM_SAMPLE_SECS=1\n")
+    }
+
+    /// A mom with extra pbs.conf lines.
+    pub fn start_with(extra_conf: &str) -> TestMom {
+        let dir = tempfile::Builder::new().prefix("pbs-mom-").tempdir().expect("temp dir");
+        // The job's user must reach its script under PBS_HOME, and write into work/.
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        let work = dir.path().join("work");
+        std::fs::create_dir(&work).expect("work dir");
+        std::fs::set_permissions(&work, std::fs::Permissions::from_mode(0o1777)).expect("chmod work");
+        let key = dir.path().join("cluster_key");
+        std::fs::write(&key, KEY).expect("key");
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).expect("chmod key");
+        let port = free_port();
+        let node = format!("node{port}");
+        let conf = format!(
+            "PBS_HOME={}\nPBS_MOM_SERVICE_PORT={port}\nPBS_MOM_NODE_NAME={node}\nPBS_CLUSTER_KEY_FILE={}\n\
+             PBS_TMPDIR={}\n{extra_conf}",
+            dir.path().join("home").display(),
+            key.display(),
+            work.display(),
+        );
+        std::fs::write(dir.path().join("pbs.conf"), conf).expect("pbs.conf");
+        let mut mom = TestMom { dir, child: None, port, node };
+        mom.spawn();
+        mom
+    }
+
+    pub fn home(&self) -> PathBuf {
+        self.dir.path().join("home")
+    }
+
+    /// A world-writable directory for job output.
+    pub fn work(&self) -> PathBuf {
+        self.dir.path().join("work")
+    }
+
+    pub fn job_dir(&self, job_id: &str) -> PathBuf {
+        self.home().join("mom_priv").join("jobs").join(job_id)
+    }
+
+    /// What the mom printed on stderr (its log lines).
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("mom.stderr")).unwrap_or_default()
+    }
+
+    /// Starts the daemon and waits until it accepts connections.
+    pub fn spawn(&mut self) {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.path().join("mom.stderr"))
+            .expect("mom log");
+        let child = Command::new(env!("CARGO_BIN_EXE_pbs_mom"))
+            .env("PBS_CONF_FILE", self.dir.path().join("pbs.conf"))
+            // Must not reach any job.
+            .env("MOM_LEAK_CHECK", "leaked")
+            .arg("--listen")
+            .arg(format!("127.0.0.1:{}", self.port))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("start pbs_mom");
+        self.child = Some(child);
+        let deadline = Instant::now() + WAIT;
+        while TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+            if let Some(child) = self.child.as_mut()
+                && let Ok(Some(status)) = child.try_wait()
+            {
+                panic!("pbs_mom exited with {status}: {}", self.log());
+            }
+            assert!(Instant::now() < deadline, "pbs_mom did not start listening: {}", self.log());
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// kill -9, as a crash would.
+    pub fn kill9(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Pid of the daemon.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().map(Child::id).unwrap_or(0)
+    }
+
+    /// Connects as the server with the right key; the Welcome has been read.
+    pub fn connect(&self) -> Link {
+        match self.connect_with_key(KEY) {
+            Ok(link) => link,
+            Err(reply) => panic!("handshake refused: {reply:?}\n{}", self.log()),
+        }
+    }
+
+    /// Connects as the server with `key`: the link, or the mom's refusal.
+    pub fn connect_with_key(&self, key: &[u8]) -> Result<Link, HelloReply> {
+        let mut stream = TcpStream::connect(("127.0.0.1", self.port)).expect("connect");
+        // As the real server does: without it a RunJob right after another frame waits
+        // for the mom's delayed ACK.
+        stream.set_nodelay(true).expect("nodelay");
+        stream.set_read_timeout(Some(WAIT)).expect("timeout");
+        write_frame(&mut stream, &Hello { version: PROTOCOL_VERSION, role: Role::Server }).expect("hello");
+        let challenge: HelloReply = read_frame(&mut stream, MAX_REPLY_FRAME_LEN).expect("read").expect("challenge");
+        let HelloReply::Challenge { nonce } = challenge else { return Err(challenge) };
+        write_frame(&mut stream, &AuthProof { proof: pbs_proto::auth::proof(key, &nonce) }).expect("proof");
+        let reply: HelloReply = read_frame(&mut stream, MAX_REPLY_FRAME_LEN).expect("read").expect("reply");
+        match reply {
+            HelloReply::Welcome { ref server_name, .. } => {
+                assert_eq!(server_name, &self.node);
+                Ok(Link { stream, seen: VecDeque::new() })
+            }
+            other => Err(other),
+        }
+    }
+
+    /// A script job for `nobody` writing into [`TestMom::work`].
+    pub fn launch(&self, job_id: &str, script: &str) -> JobLaunch {
+        let work = self.work().display().to_string();
+        JobLaunch {
+            job_id: job_id.to_string(),
+            job_name: "testjob".to_string(),
+            user: "nobody".to_string(),
+            group: String::new(),
+            queue: "workq".to_string(),
+            script: script.to_string(),
+            // nobody's login shell is nologin.
+            shell: Some("/bin/sh".to_string()),
+            variables: vec![
+                ("PBS_O_WORKDIR".to_string(), work.clone()),
+                ("PBS_O_PATH".to_string(), "/usr/bin:/bin".to_string()),
+                ("PBS_O_QUEUE".to_string(), "workq".to_string()),
+            ],
+            output_path: format!("testhost:{work}/{job_id}.OU"),
+            error_path: format!("testhost:{work}/{job_id}.ER"),
+            join_path: "n".to_string(),
+            keep_files: "n".to_string(),
+            nodefile: vec![self.node.clone(), self.node.clone()],
+            ncpus: 2,
+            ompthreads: 2,
+            run_count: 1,
+            ..JobLaunch::default()
+        }
+    }
+
+    pub fn out_file(&self, job_id: &str) -> PathBuf {
+        self.work().join(format!("{job_id}.OU"))
+    }
+
+    pub fn err_file(&self, job_id: &str) -> PathBuf {
+        self.work().join(format!("{job_id}.ER"))
+    }
+}
+
+impl Drop for TestMom {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("--- pbs_mom log ---\n{}", self.log());
+        }
+        self.kill9();
+        // Jobs outlive their mom by design; a test that failed half-way must not leave
+        // them (a busy loop, say) running.
+        let Ok(entries) = std::fs::read_dir(self.home().join("mom_priv").join("jobs")) else { return };
+        for entry in entries.flatten() {
+            // An ended job's pids may belong to someone else by now.
+            if entry.path().join("status.json").exists() {
+                continue;
+            }
+            let Ok(text) = std::fs::read_to_string(entry.path().join("started.json")) else { continue };
+            let Ok(started) = serde_json::from_str::<serde_json::Value>(&text) else { continue };
+            for key in ["shepherd_pid", "session_id"] {
+                let Some(pid) = started.get(key).and_then(|v| v.as_i64()).filter(|p| *p > 1) else { continue };
+                // SAFETY: kill(2) has no memory-safety preconditions.
+                unsafe {
+                    libc::kill(-(pid as i32), libc::SIGKILL);
+                    libc::kill(pid as i32, libc::SIGKILL);
+                }
+            }
+        }
+    }
+}
+
+/// The fake server's end of a link.
+pub struct Link {
+    stream: TcpStream,
+    /// Frames read but not yet asked for.
+    pub seen: VecDeque<FromMom>,
+}
+
+impl Link {
+    pub fn send(&mut self, frame: &ToMom) {
+        write_frame(&mut self.stream, frame).expect("send to mom");
+    }
+
+    /// Raw bytes, for garbage tests.
+    pub fn send_raw(&mut self, bytes: &[u8]) {
+        use std::io::Write;
+        let _ = self.stream.write_all(bytes);
+    }
+
+    /// The next frame within `timeout`; `None` on timeout or a closed link.
+    fn read(&mut self, timeout: Duration) -> Option<FromMom> {
+        self.stream.set_read_timeout(Some(timeout.max(Duration::from_millis(1)))).ok()?;
+        read_frame(&mut self.stream, MAX_REPLY_FRAME_LEN).ok().flatten()
+    }
+
+    /// True once the mom has closed the connection.
+    pub fn closed(&mut self, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            self.stream.set_read_timeout(Some(Duration::from_millis(100))).expect("timeout");
+            match read_frame::<FromMom>(&mut self.stream, MAX_REPLY_FRAME_LEN) {
+                Ok(None) => return true,
+                Ok(Some(frame)) => self.seen.push_back(frame),
+                Err(pbs_proto::FrameError::Io(e))
+                    if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
+                Err(_) => return true,
+            }
+        }
+        false
+    }
+
+    /// The first frame (already seen or still to come) matching `pred`, removed from the
+    /// queue; panics after [`WAIT`].
+    pub fn wait_for(&mut self, what: &str, pred: impl Fn(&FromMom) -> bool) -> FromMom {
+        if let Some(pos) = self.seen.iter().position(&pred) {
+            return self.seen.remove(pos).expect("position");
+        }
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            assert!(!left.is_zero(), "timed out waiting for {what}; frames seen: {:?}", self.seen);
+            match self.read(left) {
+                Some(frame) if pred(&frame) => return frame,
+                Some(frame) => self.seen.push_back(frame),
+                None => {
+                    assert!(Instant::now() < deadline, "timed out waiting for {what}; frames seen: {:?}", self.seen)
+                }
+            }
+        }
+    }
+
+    /// True if no frame matching `pred` arrives for `period` (others are kept).
+    pub fn quiet_for(&mut self, period: Duration, pred: impl Fn(&FromMom) -> bool) -> bool {
+        let deadline = Instant::now() + period;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return !self.seen.iter().any(&pred);
+            }
+            if let Some(frame) = self.read(left) {
+                self.seen.push_back(frame);
+            }
+        }
+    }
+
+    pub fn node_status(&mut self) -> FromMom {
+        self.wait_for("NodeStatus", |f| matches!(f, FromMom::NodeStatus { .. }))
+    }
+
+    /// Session id from the job's JobStarted.
+    pub fn started(&mut self, job_id: &str) -> i64 {
+        match self.wait_for(
+            &format!("JobStarted {job_id}"),
+            |f| matches!(f, FromMom::JobStarted { job_id: j, .. } if j == job_id),
+        ) {
+            FromMom::JobStarted { session_id, .. } => session_id,
+            _ => unreachable!(),
+        }
+    }
+
+    /// Exit status and usage from the job's JobEnded.
+    pub fn ended(&mut self, job_id: &str) -> (i32, Usage) {
+        match self.wait_for(
+            &format!("JobEnded {job_id}"),
+            |f| matches!(f, FromMom::JobEnded { job_id: j, .. } if j == job_id),
+        ) {
+            FromMom::JobEnded { exit_status, usage, .. } => (exit_status, usage),
+            _ => unreachable!(),
+        }
+    }
+
+    /// The code of the SignalResult for `job_id`.
+    pub fn signal(&mut self, job_id: &str, signal: &str) -> u32 {
+        self.send(&ToMom::SignalJob { job_id: job_id.to_string(), signal: signal.to_string() });
+        match self.wait_for(
+            &format!("SignalResult {job_id} {signal}"),
+            |f| matches!(f, FromMom::SignalResult { job_id: j, signal: s, .. } if j == job_id && s == signal),
+        ) {
+            FromMom::SignalResult { code, .. } => code,
+            _ => unreachable!(),
+        }
+    }
+
+    pub fn run(&mut self, launch: JobLaunch) {
+        self.send(&ToMom::RunJob { launch: Box::new(launch) });
+    }
+}
+
+/// State letters of the live processes of session `sid`.
+pub fn session_states(sid: i64) -> Vec<char> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
+        let Ok(text) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
+        let Some((_, tail)) = text.rsplit_once(')') else { continue };
+        let fields: Vec<&str> = tail.split_whitespace().collect();
+        if fields.get(3).and_then(|s| s.parse::<i64>().ok()) == Some(sid) {
+            out.push(fields[0].chars().next().unwrap_or('?'));
+        }
+    }
+    out
+}
+
+/// Waits until `cond` holds, checking every 10 ms; panics after [`WAIT`].
+pub fn eventually(what: &str, cond: impl Fn() -> bool) {
+    let deadline = Instant::now() + WAIT;
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// The owner uid of `path`.
+pub fn owner(path: &Path) -> u32 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).expect("metadata").uid()
+}

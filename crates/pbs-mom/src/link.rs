@@ -1,0 +1,165 @@
+//! The server's link to this mom: the TCP listener, the handshake (the mom challenges, the
+//! server proves the cluster key), and the frame loop that carries `ToMom` requests in and
+//! `FromMom` reports out.
+//!
+//! One link at a time: a newly authenticated link replaces the current one, which is
+//! closed. Anything malformed (a bad handshake, an oversized or torn frame, a frame that is
+//! not a `ToMom`) closes the connection; nothing a peer sends can panic the mom.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::{SinkExt, StreamExt};
+use pbs_core::Pbse;
+use pbs_proto::codec::length_codec;
+use pbs_proto::mom::{FromMom, ToMom};
+use pbs_proto::{AuthProof, Hello, HelloReply, MAX_REQUEST_FRAME_LEN, PROTOCOL_VERSION, Role};
+use serde::Serialize;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::codec::{Framed, LengthDelimitedCodec};
+
+use crate::Mom;
+
+/// Limit on each step of the handshake.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+type Conn = Framed<TcpStream, LengthDelimitedCodec>;
+
+/// Runs the mom: shepherd notes, usage samples and server links, until `shutdown`.
+/// Jobs keep running after it returns: their shepherds do not depend on the mom.
+pub async fn run(
+    mom: Arc<Mom>,
+    listener: TcpListener,
+    notes: tokio::net::UnixDatagram,
+    shutdown: impl Future<Output = ()>,
+) {
+    let notes_task = tokio::spawn(mom.clone().serve_notes(notes));
+    let sampler = tokio::spawn(mom.clone().sample_loop());
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            () = &mut shutdown => break,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, peer)) => {
+                    let _ = stream.set_nodelay(true);
+                    tokio::spawn(serve(mom.clone(), stream, peer));
+                }
+                Err(e) => {
+                    // Out of descriptors, usually: let some close before trying again.
+                    tracing::warn!("accept failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            },
+        }
+    }
+    notes_task.abort();
+    sampler.abort();
+}
+
+async fn send<T: Serialize>(conn: &mut Conn, message: &T) -> bool {
+    match serde_json::to_vec(message) {
+        Ok(bytes) => conn.send(bytes::Bytes::from(bytes)).await.is_ok(),
+        Err(_) => false,
+    }
+}
+
+async fn feed(conn: &mut Conn, message: &FromMom) -> bool {
+    match serde_json::to_vec(message) {
+        Ok(bytes) => conn.feed(bytes::Bytes::from(bytes)).await.is_ok(),
+        Err(_) => false,
+    }
+}
+
+async fn recv<T: serde::de::DeserializeOwned>(conn: &mut Conn) -> Option<T> {
+    match tokio::time::timeout(HANDSHAKE_TIMEOUT, conn.next()).await {
+        Ok(Some(Ok(bytes))) => serde_json::from_slice(&bytes).ok(),
+        _ => None,
+    }
+}
+
+/// The handshake, mom side: true once the peer has proved the key and been welcomed.
+async fn handshake(mom: &Mom, conn: &mut Conn, peer: SocketAddr) -> bool {
+    let Some(hello) = recv::<Hello>(conn).await else {
+        tracing::debug!("closed connection from {peer}: no valid Hello");
+        return false;
+    };
+    if hello.version != PROTOCOL_VERSION || hello.role != Role::Server {
+        let message = format!(
+            "pbs_mom accepts only the server, protocol {PROTOCOL_VERSION} (got {:?}, version {})",
+            hello.role, hello.version
+        );
+        tracing::warn!("refused {peer}: {message}");
+        let _ = send(conn, &HelloReply::Refused { code: Pbse::PROTOCOL.0, message }).await;
+        return false;
+    }
+    let Ok(nonce) = pbs_proto::auth::new_nonce() else { return false };
+    if !send(conn, &HelloReply::Challenge { nonce: nonce.clone() }).await {
+        return false;
+    }
+    let Some(proof) = recv::<AuthProof>(conn).await else { return false };
+    let key_file = &mom.config().key_file;
+    let verified = match std::fs::read(key_file) {
+        Ok(key) if !key.is_empty() => pbs_proto::auth::verify(&key, &nonce, &proof.proof),
+        Ok(_) | Err(_) => {
+            tracing::error!("cannot read the cluster key {}", key_file.display());
+            false
+        }
+    };
+    if !verified {
+        tracing::warn!("refused {peer}: it did not prove the cluster key");
+        let refused = HelloReply::Refused { code: Pbse::BADCRED.0, message: Pbse::BADCRED.to_string() };
+        let _ = send(conn, &refused).await;
+        return false;
+    }
+    let welcome = HelloReply::Welcome { version: PROTOCOL_VERSION, server_name: mom.config().node_name.clone() };
+    send(conn, &welcome).await
+}
+
+/// Serves one connection: handshake, then the link until either side ends it.
+async fn serve(mom: Arc<Mom>, stream: TcpStream, peer: SocketAddr) {
+    let mut conn = Framed::new(stream, length_codec(MAX_REQUEST_FRAME_LEN));
+    if !handshake(&mom, &mut conn, peer).await {
+        return;
+    }
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let (close_tx, mut close_rx) = oneshot::channel::<()>();
+    let id = mom.install_link(tx, close_tx);
+    tracing::info!("server link from {peer} established");
+    let why = loop {
+        tokio::select! {
+            _ = &mut close_rx => break "replaced by a newer link".to_string(),
+            out = rx.recv() => {
+                let Some(first) = out else { break "link dropped".to_string() };
+                // Write everything queued, then flush once.
+                let mut ok = feed(&mut conn, &first).await;
+                while ok && let Ok(more) = rx.try_recv() {
+                    ok = feed(&mut conn, &more).await;
+                }
+                if !ok || SinkExt::<bytes::Bytes>::flush(&mut conn).await.is_err() {
+                    break "write failed".to_string();
+                }
+            }
+            frame = conn.next() => {
+                let bytes = match frame {
+                    None => break "closed by the server".to_string(),
+                    Some(Err(e)) => break format!("bad frame: {e}"),
+                    Some(Ok(bytes)) => bytes,
+                };
+                let request = match serde_json::from_slice::<ToMom>(&bytes) {
+                    Ok(request) => request,
+                    Err(e) => break format!("malformed request: {e}"),
+                };
+                if let Some(reply) = mom.handle(request)
+                    && !send(&mut conn, &reply).await
+                {
+                    break "write failed".to_string();
+                }
+            }
+        }
+    };
+    mom.drop_link(id);
+    tracing::info!("server link from {peer} closed: {why}");
+}

@@ -1,0 +1,175 @@
+//! The mom's log in PBS's line format, one file per day under `PBS_HOME/mom_logs/`:
+//! `MM/DD/YYYY HH:MM:SS;EVENT;pbs_mom;object type;object name;message`, and the same lines
+//! on stderr. Events name their object with the `object_type` and `object_name` fields
+//! (`Job` and the job id for job events, as OpenPBS's mom logs them).
+//!
+//! A copy of pbs-server's `logging.rs` (the mom cannot depend on the server crate): the
+//! event loop only formats a line and hands it to a writer thread, which writes in batches,
+//! so a log line never puts a system call on a job's start or end.
+
+use std::fmt::Write as _;
+use std::fs::{File, OpenOptions};
+use std::io::{BufWriter, Write as _};
+use std::path::PathBuf;
+use std::sync::mpsc;
+
+use chrono::Local;
+use tracing::field::{Field, Visit};
+use tracing::{Event, Level, Subscriber};
+use tracing_subscriber::EnvFilter;
+use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
+use tracing_subscriber::util::SubscriberInitExt;
+
+/// A tracing layer writing PBS-format daily log files.
+pub struct PbsLogLayer {
+    daemon: String,
+    default_object: String,
+    lines: mpsc::Sender<LogMsg>,
+}
+
+/// What the writer thread receives.
+enum LogMsg {
+    /// (day `YYYYMMDD`, line with its newline).
+    Line(String, String),
+    /// Write out everything before this, then answer.
+    Flush(mpsc::Sender<()>),
+}
+
+/// The writer thread's inbox, for [`flush`].
+static WRITER: std::sync::OnceLock<mpsc::Sender<LogMsg>> = std::sync::OnceLock::new();
+
+/// How long the writer lets lines gather after a write: senders then find it busy rather
+/// than asleep, so a busy server does not pay a thread wake-up per log line.
+const GATHER: std::time::Duration = std::time::Duration::from_millis(20);
+
+/// Writes out every line logged so far (call before the process exits).
+pub fn flush() {
+    if let Some(writer) = WRITER.get() {
+        let (done, wait) = mpsc::channel();
+        if writer.send(LogMsg::Flush(done)).is_ok() {
+            let _ = wait.recv_timeout(std::time::Duration::from_secs(5));
+        }
+    }
+}
+
+/// Writes lines to the day's file and to stderr until every sender is gone.
+fn writer_loop(dir: PathBuf, inbox: mpsc::Receiver<LogMsg>) {
+    let mut file: Option<(String, BufWriter<File>)> = None;
+    let mut stderr = BufWriter::new(std::io::stderr());
+    while let Ok(first) = inbox.recv() {
+        let mut next = Some(first);
+        let mut waiting: Vec<mpsc::Sender<()>> = Vec::new();
+        while let Some(msg) = next {
+            match msg {
+                LogMsg::Line(day, line) => {
+                    if file.as_ref().is_none_or(|(d, _)| *d != day) {
+                        if let Some((_, mut old)) = file.take() {
+                            let _ = old.flush();
+                        }
+                        let opened = OpenOptions::new().create(true).append(true).open(dir.join(&day));
+                        file = opened.ok().map(|f| (day, BufWriter::with_capacity(64 * 1024, f)));
+                    }
+                    if let Some((_, f)) = file.as_mut() {
+                        let _ = f.write_all(line.as_bytes());
+                    }
+                    let _ = stderr.write_all(line.as_bytes());
+                }
+                LogMsg::Flush(done) => waiting.push(done),
+            }
+            next = inbox.try_recv().ok();
+        }
+        if let Some((_, f)) = file.as_mut() {
+            let _ = f.flush();
+        }
+        let _ = stderr.flush();
+        let flushed = !waiting.is_empty();
+        for done in waiting {
+            let _ = done.send(());
+        }
+        if !flushed {
+            std::thread::sleep(GATHER);
+        }
+    }
+}
+
+#[derive(Default)]
+struct Fields {
+    message: String,
+    object_type: Option<String>,
+    object_name: Option<String>,
+    event: Option<String>,
+    rest: String,
+}
+
+impl Visit for Fields {
+    fn record_str(&mut self, field: &Field, value: &str) {
+        match field.name() {
+            "message" => self.message = value.to_string(),
+            "object_type" => self.object_type = Some(value.to_string()),
+            "object_name" => self.object_name = Some(value.to_string()),
+            "event" => self.event = Some(value.to_string()),
+            other => {
+                let _ = write!(self.rest, " {other}={value}");
+            }
+        }
+    }
+
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        self.record_str(field, &format!("{value:?}"));
+    }
+}
+
+impl PbsLogLayer {
+    /// Logs of `daemon` (`Server`, `Scheduler`, `MoM`) go into `dir`; events without an
+    /// object name are attributed to `default_object` (e.g. `Server@host`).
+    /// Starts the writer thread for `dir`.
+    pub fn new(dir: PathBuf, daemon: &str, default_object: &str) -> PbsLogLayer {
+        let (lines, received) = mpsc::channel();
+        // Without the thread nothing is logged, but the daemon still works.
+        let _ = std::thread::Builder::new().name("log-writer".into()).spawn(move || writer_loop(dir, received));
+        let _ = WRITER.set(lines.clone());
+        PbsLogLayer { daemon: daemon.to_string(), default_object: default_object.to_string(), lines }
+    }
+}
+
+fn event_code(level: &Level, object_type: &str) -> &'static str {
+    match *level {
+        Level::ERROR => "0001",
+        Level::WARN => "0002",
+        Level::INFO if object_type == "Job" => "0008",
+        Level::INFO => "0002",
+        Level::DEBUG => "0080",
+        Level::TRACE => "0100",
+    }
+}
+
+impl<S: Subscriber> Layer<S> for PbsLogLayer {
+    fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
+        let mut fields = Fields::default();
+        event.record(&mut fields);
+        let now = Local::now();
+        let object_type = fields.object_type.unwrap_or_else(|| self.daemon.clone());
+        let object_name = fields.object_name.unwrap_or_else(|| self.default_object.clone());
+        let code = fields.event.unwrap_or_else(|| event_code(event.metadata().level(), &object_type).to_string());
+        let line = format!(
+            "{};{};{};{};{};{}{}\n",
+            now.format("%m/%d/%Y %H:%M:%S"),
+            code,
+            self.default_object,
+            object_type,
+            object_name,
+            fields.message,
+            fields.rest
+        );
+        let day = now.format("%Y%m%d").to_string();
+        let _ = self.lines.send(LogMsg::Line(day, line));
+    }
+}
+
+/// Installs the PBS log layer (daily file and stderr). `RUST_LOG` overrides the
+/// `default_filter` (e.g. `info`, or `debug` with `--debug`).
+pub fn init(dir: PathBuf, daemon: &str, default_object: &str, default_filter: &str) {
+    let _ = std::fs::create_dir_all(&dir);
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_filter));
+    let _ = tracing_subscriber::registry().with(filter).with(PbsLogLayer::new(dir, daemon, default_object)).try_init();
+}

@@ -1,0 +1,795 @@
+//! The mom's state and behaviour: the jobs it holds, the current server link, and what
+//! happens on each server request, each shepherd note, each usage sample, and at start-up
+//! (re-adopting the jobs of a previous run).
+//!
+//! All state is behind one `std::sync::Mutex`, never held across an await or a system call
+//! that can block for long; frames for the server are queued on the link's channel under
+//! that lock, so the server sees events in the order they happened here, and the
+//! `NodeStatus` a new link starts with is consistent with everything queued after it.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::os::unix::process::CommandExt as _;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use pbs_core::Pbse;
+use pbs_proto::mom::{FromMom, JobLaunch, MomJob, ToMom, Usage};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::layout::{
+    self, FORGOTTEN_FILE, JobResult, KILL_FILE, KillReason, Layout, Note, RESULT_FILE, SHEPHERD_ERR_FILE, SPEC_FILE,
+    STARTED_FILE, STATUS_FILE, SUSPEND_FILE, Spec, Started, Status, SuspendClock, USAGE_FILE, now_ms,
+};
+use crate::signals::{self, JobSignal};
+use crate::{
+    JOB_EXEC_FAIL1, JOB_EXEC_INITABT, JOB_EXEC_KILL_CPUT, JOB_EXEC_KILL_MEM, JOB_EXEC_RETRY, MomConfig, MomError,
+    procfs, shepherd,
+};
+
+/// Where a job is in its life on this mom.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    /// The shepherd is preparing it; no session yet.
+    Starting,
+    /// Its shell runs in session `Job::session_id`.
+    Running,
+    /// Ended; kept until the server forgets it.
+    Ended(JobResult),
+    /// A sister's record: nothing runs here.
+    Sister,
+}
+
+struct Job {
+    dir: PathBuf,
+    ncpus: u32,
+    cput_limit: Option<u64>,
+    mem_limit: Option<u64>,
+    phase: Phase,
+    session_id: i64,
+    start_ms: u64,
+    /// The shepherd of the current run, once known: reports from any other are stale.
+    shepherd_pid: Option<i32>,
+    /// The shepherd was adopted from a previous run of the mom: it is not our child, so the
+    /// sampler checks that it is alive.
+    adopted: bool,
+    usage: Usage,
+    clock: SuspendClock,
+    /// (time in ms, CPU ticks) of the previous sample, for cpupercent.
+    last_cpu: Option<(u64, u64)>,
+    kill_reason: Option<KillReason>,
+    /// A KillJob that came before the job's session existed: its kill_delay.
+    pending_kill: Option<u32>,
+    /// ForgetJob came while it still ran: it ends without a report.
+    forgotten: bool,
+}
+
+impl Job {
+    fn new(launch: &JobLaunch, dir: PathBuf) -> Job {
+        Job {
+            dir,
+            ncpus: launch.ncpus,
+            cput_limit: launch.cput,
+            mem_limit: launch.mem,
+            phase: if launch.sister { Phase::Sister } else { Phase::Starting },
+            session_id: 0,
+            start_ms: 0,
+            shepherd_pid: None,
+            adopted: false,
+            usage: Usage { ncpus: launch.ncpus, ..Usage::default() },
+            clock: SuspendClock::default(),
+            last_cpu: None,
+            kill_reason: None,
+            pending_kill: None,
+            forgotten: false,
+        }
+    }
+
+    fn report(&self, job_id: &str) -> MomJob {
+        let (exit_status, usage) = match self.phase {
+            Phase::Ended(result) => (Some(result.exit_status), result.usage),
+            _ => (None, self.usage),
+        };
+        MomJob {
+            job_id: job_id.to_string(),
+            sister: self.phase == Phase::Sister,
+            session_id: if matches!(self.phase, Phase::Running | Phase::Ended(_)) { self.session_id } else { 0 },
+            exit_status,
+            usage,
+        }
+    }
+}
+
+/// The server's link: frames queued for it, and the means to close it when a newer link
+/// replaces it (dropping `_close` wakes the old link's task).
+struct Link {
+    id: u64,
+    tx: mpsc::UnboundedSender<FromMom>,
+    _close: oneshot::Sender<()>,
+}
+
+#[derive(Default)]
+struct State {
+    jobs: HashMap<String, Job>,
+    link: Option<Link>,
+    next_link: u64,
+}
+
+impl State {
+    fn emit(&self, frame: FromMom) {
+        // Without a link the frame is dropped: NodeStatus carries the same facts later.
+        if let Some(link) = &self.link {
+            let _ = link.tx.send(frame);
+        }
+    }
+}
+
+/// One execution daemon.
+pub struct Mom {
+    cfg: MomConfig,
+    layout: Layout,
+    state: Mutex<State>,
+    host_ncpus: u32,
+    host_mem_kb: u64,
+    ticks_per_sec: u64,
+    page_kb: u64,
+}
+
+fn log_job(job_id: &str, message: std::fmt::Arguments<'_>) {
+    tracing::info!(object_type = "Job", object_name = job_id, "{message}");
+}
+
+fn warn_job(job_id: &str, message: std::fmt::Arguments<'_>) {
+    tracing::warn!(object_type = "Job", object_name = job_id, "{message}");
+}
+
+impl Mom {
+    /// A mom for `cfg`, with its directories created.
+    pub fn new(cfg: MomConfig) -> Result<Arc<Mom>, MomError> {
+        let layout = Layout::new(&cfg.home);
+        layout.create_dirs().map_err(|e| MomError::io(format!("creating {}", layout.priv_dir().display()), e))?;
+        Ok(Arc::new(Mom {
+            layout,
+            cfg,
+            state: Mutex::new(State::default()),
+            host_ncpus: procfs::host_ncpus(),
+            host_mem_kb: procfs::host_mem_kb(),
+            ticks_per_sec: procfs::clock_ticks(),
+            page_kb: (procfs::page_size() / 1024).max(1),
+        }))
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &MomConfig {
+        &self.cfg
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic elsewhere must not stop the mom from reporting and cleaning up.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Binds the socket shepherds notify on (before [`Mom::recover`], so no note from a
+    /// shepherd that ends meanwhile is lost). Needs a tokio runtime.
+    pub fn bind_notes(&self) -> Result<tokio::net::UnixDatagram, MomError> {
+        let path = self.layout.notify_socket();
+        if path.as_os_str().len() >= 108 {
+            return Err(MomError::Config(format!("{}: path too long for a Unix socket", path.display())));
+        }
+        let _ = std::fs::remove_file(&path);
+        let sock = tokio::net::UnixDatagram::bind(&path)
+            .map_err(|e| MomError::io(format!("binding {}", path.display()), e))?;
+        // Only root (the shepherds) may send notes.
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))
+            .map_err(|e| MomError::io(format!("chmod {}", path.display()), e))?;
+        Ok(sock)
+    }
+
+    /// Rebuilds the job table from `mom_priv/jobs/`: ended jobs are kept for the server,
+    /// running ones whose shepherd lives are adopted, and those whose shepherd is gone are
+    /// ended with what their files say.
+    pub fn recover(self: &Arc<Self>) {
+        let Ok(entries) = std::fs::read_dir(self.layout.jobs_dir()) else { return };
+        let shepherds = procfs::shepherds();
+        let mut to_check = Vec::new();
+        for entry in entries.flatten() {
+            let Some(job_id) = entry.file_name().to_str().map(str::to_string) else { continue };
+            if !layout::valid_job_id(&job_id) {
+                continue;
+            }
+            let dir = self.layout.job_dir(&job_id);
+            let Some(spec) = layout::read_record::<Spec>(&dir, SPEC_FILE) else {
+                // RunJob died before the launch was written: nothing ever ran.
+                warn_job(&job_id, format_args!("removing {}: no launch description", dir.display()));
+                let _ = std::fs::remove_dir_all(&dir);
+                continue;
+            };
+            let shepherd = dir.to_str().and_then(|d| shepherds.get(d)).copied();
+            let forgotten = dir.join(FORGOTTEN_FILE).exists();
+            if forgotten && shepherd.is_none() {
+                self.remove_job_files(&job_id, &dir);
+                continue;
+            }
+            let mut job = Job::new(&spec.launch, dir.clone());
+            job.forgotten = forgotten;
+            job.usage = layout::read_record(&dir, USAGE_FILE).unwrap_or(job.usage);
+            job.clock = layout::read_record(&dir, SUSPEND_FILE).unwrap_or_default();
+            job.kill_reason = layout::read_record(&dir, KILL_FILE);
+            let started: Option<Started> = layout::read_record(&dir, STARTED_FILE);
+            if let Some(started) = started {
+                job.session_id = started.session_id;
+                job.start_ms = started.start_ms;
+            }
+            if job.phase != Phase::Sister {
+                if let Some(result) = layout::read_record::<JobResult>(&dir, RESULT_FILE) {
+                    job.phase = Phase::Ended(result);
+                } else {
+                    job.phase = if started.is_some() { Phase::Running } else { Phase::Starting };
+                    match shepherd {
+                        Some(pid) => {
+                            job.shepherd_pid = Some(pid);
+                            job.adopted = true;
+                            log_job(&job_id, format_args!("adopted, shepherd pid {pid}, session {}", job.session_id));
+                        }
+                        None => to_check.push(job_id.clone()),
+                    }
+                }
+            }
+            if forgotten && job.session_id > 0 {
+                procfs::signal_session(job.session_id, libc::SIGKILL);
+            }
+            self.lock().jobs.insert(job_id, job);
+        }
+        for job_id in to_check {
+            self.shepherd_exited(&job_id, None);
+        }
+    }
+
+    /// The frame a link starts with.
+    fn node_status(&self, state: &State) -> FromMom {
+        let mut jobs: Vec<MomJob> =
+            state.jobs.iter().filter(|(_, j)| !j.forgotten).map(|(id, j)| j.report(id)).collect();
+        jobs.sort_by(|a, b| a.job_id.cmp(&b.job_id));
+        FromMom::NodeStatus {
+            ncpus: self.host_ncpus,
+            mem_kb: self.host_mem_kb,
+            arch: "linux".to_string(),
+            host: self.cfg.host.clone(),
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            jobs,
+        }
+    }
+
+    /// Makes `tx` the server link (closing any older one) and queues its first frame,
+    /// the node status. Returns the link's id for [`Mom::drop_link`].
+    pub fn install_link(&self, tx: mpsc::UnboundedSender<FromMom>, close: oneshot::Sender<()>) -> u64 {
+        let mut state = self.lock();
+        state.next_link += 1;
+        let id = state.next_link;
+        let _ = tx.send(self.node_status(&state));
+        state.link = Some(Link { id, tx, _close: close });
+        id
+    }
+
+    /// Forgets link `id` if it is still the current one.
+    pub fn drop_link(&self, id: u64) {
+        let mut state = self.lock();
+        if state.link.as_ref().is_some_and(|l| l.id == id) {
+            state.link = None;
+        }
+    }
+
+    /// Serves one request from the server; the reply, if the request has one.
+    pub fn handle(self: &Arc<Self>, request: ToMom) -> Option<FromMom> {
+        match request {
+            ToMom::RunJob { launch } => {
+                self.run_job(*launch);
+                None
+            }
+            ToMom::SignalJob { job_id, signal } => {
+                let code = self.signal_job(&job_id, &signal);
+                Some(FromMom::SignalResult { job_id, signal, code })
+            }
+            ToMom::KillJob { job_id, kill_delay } => {
+                self.kill_request(&job_id, kill_delay);
+                None
+            }
+            ToMom::ForgetJob { job_id } => {
+                self.forget_job(&job_id);
+                None
+            }
+            ToMom::Ping => Some(FromMom::Pong),
+        }
+    }
+
+    fn run_job(self: &Arc<Self>, launch: JobLaunch) {
+        let job_id = launch.job_id.clone();
+        if !layout::valid_job_id(&job_id) {
+            tracing::warn!("RunJob for an unusable job id {job_id:?}");
+            self.lock().emit(FromMom::JobEnded { job_id, exit_status: JOB_EXEC_FAIL1, usage: Usage::default() });
+            return;
+        }
+        let dir = self.layout.job_dir(&job_id);
+        {
+            let mut state = self.lock();
+            if let Some(job) = state.jobs.get(&job_id) {
+                // The server asks again (it lost our answer): repeat what we know.
+                let again = match job.phase {
+                    _ if job.forgotten => Some(FromMom::JobEnded {
+                        job_id: job_id.clone(),
+                        exit_status: JOB_EXEC_RETRY,
+                        usage: Usage::default(),
+                    }),
+                    Phase::Starting => None,
+                    Phase::Running => Some(FromMom::JobStarted { job_id: job_id.clone(), session_id: job.session_id }),
+                    Phase::Sister => Some(FromMom::JobStarted { job_id: job_id.clone(), session_id: 0 }),
+                    Phase::Ended(r) => {
+                        Some(FromMom::JobEnded { job_id: job_id.clone(), exit_status: r.exit_status, usage: r.usage })
+                    }
+                };
+                if let Some(frame) = again {
+                    state.emit(frame);
+                }
+                return;
+            }
+            state.jobs.insert(job_id.clone(), Job::new(&launch, dir.clone()));
+        }
+        let sister = launch.sister;
+        let spec = Spec {
+            launch,
+            home: self.cfg.home.clone(),
+            tmpdir_base: self.cfg.tmpdir_base.clone(),
+            mom_port: self.cfg.job_mom_port,
+            notify_socket: self.layout.notify_socket(),
+        };
+        if let Err(e) = create_job_dir(&dir).and_then(|()| layout::write_record(&dir, SPEC_FILE, &spec)) {
+            self.start_failed(&job_id, format!("cannot write {}: {e}", dir.display()));
+            return;
+        }
+        if sister {
+            self.lock().emit(FromMom::JobStarted { job_id: job_id.clone(), session_id: 0 });
+            log_job(&job_id, format_args!("sister job, nothing to run here"));
+            return;
+        }
+        match self.spawn_shepherd(&dir) {
+            Ok(mut child) => {
+                let pid = child.id().and_then(|p| i32::try_from(p).ok());
+                if let Some(job) = self.lock().jobs.get_mut(&job_id)
+                    && job.shepherd_pid.is_none()
+                {
+                    job.shepherd_pid = pid;
+                }
+                let mom = self.clone();
+                tokio::spawn(async move {
+                    let _ = child.wait().await;
+                    mom.shepherd_exited(&job_id, pid);
+                });
+            }
+            Err(e) => self.start_failed(&job_id, format!("cannot start the shepherd: {e}")),
+        }
+    }
+
+    fn spawn_shepherd(&self, dir: &Path) -> std::io::Result<tokio::process::Child> {
+        let err = std::fs::File::create(dir.join(SHEPHERD_ERR_FILE))?;
+        let mut command = std::process::Command::new(&self.cfg.shepherd_exe);
+        command
+            .arg0("pbs_mom")
+            .args(shepherd::shepherd_args(dir))
+            .env_clear()
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(err));
+        tokio::process::Command::from(command).spawn()
+    }
+
+    fn start_failed(&self, job_id: &str, message: String) {
+        warn_job(job_id, format_args!("{message}"));
+        self.finish(job_id, Status::failed(JOB_EXEC_FAIL1, message));
+    }
+
+    /// A shepherd exited (ours: `pid`) or is gone (adopted, or unknown at start-up): its
+    /// status file says how the job ended; without one the job is lost.
+    fn shepherd_exited(&self, job_id: &str, pid: Option<i32>) {
+        let dir = {
+            let state = self.lock();
+            match state.jobs.get(job_id) {
+                Some(job) if pid.is_some() && job.shepherd_pid.is_some() && job.shepherd_pid != pid => return,
+                Some(job) if matches!(job.phase, Phase::Starting | Phase::Running) => job.dir.clone(),
+                _ => return,
+            }
+        };
+        let status = match layout::read_record::<Status>(&dir, STATUS_FILE) {
+            Some(status) => status,
+            None => {
+                let started = dir.join(STARTED_FILE).exists();
+                let why = std::fs::read_to_string(dir.join(SHEPHERD_ERR_FILE)).unwrap_or_default();
+                let message = format!("shepherd ended without a status: {}", why.trim());
+                Status::failed(if started { JOB_EXEC_INITABT } else { JOB_EXEC_FAIL1 }, message)
+            }
+        };
+        self.finish(job_id, status);
+    }
+
+    /// Ends a job once: computes the result, reports it, records it.
+    fn finish(&self, job_id: &str, status: Status) {
+        let (dir, result) = {
+            let mut state = self.lock();
+            let Some(job) = state.jobs.get_mut(job_id) else { return };
+            if !matches!(job.phase, Phase::Starting | Phase::Running) {
+                return;
+            }
+            if status.shepherd_pid != 0 && job.shepherd_pid.is_some_and(|mine| mine != status.shepherd_pid) {
+                tracing::debug!(object_type = "Job", object_name = job_id, "ignored the end of an earlier run");
+                return;
+            }
+            if job.forgotten {
+                let dir = job.dir.clone();
+                state.jobs.remove(job_id);
+                drop(state);
+                self.remove_job_files(job_id, &dir);
+                return;
+            }
+            let kill = job.kill_reason.clone().or_else(|| layout::read_record(&job.dir, KILL_FILE));
+            let exit_status = match kill {
+                Some(k) if status.exit_status >= 0 => k.exit_status,
+                _ => status.exit_status,
+            };
+            if job.start_ms == 0 {
+                job.start_ms = status.start_ms;
+            }
+            let mut usage = job.usage;
+            usage.ncpus = job.ncpus;
+            if job.start_ms > 0 {
+                usage.walltime = job.clock.walltime_ms(job.start_ms, status.end_ms.max(job.start_ms)) / 1000;
+            }
+            usage.cput = usage.cput.max(status.cput_ms / 1000);
+            usage.mem_kb = usage.mem_kb.max(status.maxrss_kb);
+            let announce = job.phase == Phase::Starting && status.session_id > 0;
+            if status.session_id > 0 {
+                job.session_id = status.session_id;
+            }
+            let result = JobResult { exit_status, usage };
+            job.phase = Phase::Ended(result);
+            let dir = job.dir.clone();
+            let session_id = job.session_id;
+            if announce {
+                state.emit(FromMom::JobStarted { job_id: job_id.to_string(), session_id });
+            }
+            state.emit(FromMom::JobEnded { job_id: job_id.to_string(), exit_status, usage });
+            (dir, result)
+        };
+        if !status.message.is_empty() {
+            log_job(job_id, format_args!("{}", status.message));
+        }
+        log_job(
+            job_id,
+            format_args!(
+                "Terminated, exit status {}, cput {} s, walltime {} s, mem {} kb",
+                result.exit_status, result.usage.cput, result.usage.walltime, result.usage.mem_kb
+            ),
+        );
+        if let Err(e) = layout::write_record(&dir, RESULT_FILE, &result) {
+            warn_job(job_id, format_args!("cannot record the result: {e}"));
+        }
+    }
+
+    /// A datagram from a shepherd.
+    pub fn on_note(self: &Arc<Self>, note: Note) {
+        match note {
+            Note::Started { job_id, started } => self.started(&job_id, started),
+            Note::Ended { job_id, status } => self.finish(&job_id, status),
+        }
+    }
+
+    fn started(self: &Arc<Self>, job_id: &str, started: Started) {
+        let (forgotten, pending_kill) = {
+            let mut state = self.lock();
+            let Some(job) = state.jobs.get_mut(job_id) else { return };
+            if job.phase != Phase::Starting || job.shepherd_pid.is_some_and(|mine| mine != started.shepherd_pid) {
+                return;
+            }
+            job.shepherd_pid = Some(started.shepherd_pid);
+            job.phase = Phase::Running;
+            job.session_id = started.session_id;
+            job.start_ms = started.start_ms;
+            let (forgotten, pending) = (job.forgotten, job.pending_kill);
+            if !forgotten {
+                state.emit(FromMom::JobStarted { job_id: job_id.to_string(), session_id: started.session_id });
+            }
+            (forgotten, pending)
+        };
+        log_job(job_id, format_args!("Started, pid = {}", started.session_id));
+        if forgotten {
+            procfs::signal_session(started.session_id, libc::SIGKILL);
+        } else if let Some(delay) = pending_kill {
+            self.terminate(job_id, started.session_id, delay);
+        }
+    }
+
+    /// SIGTERM (and SIGCONT, so a stopped job receives it) now, SIGKILL after `delay`
+    /// seconds if the job still runs.
+    fn terminate(self: &Arc<Self>, job_id: &str, sid: i64, delay: u32) {
+        procfs::signal_session(sid, libc::SIGTERM);
+        procfs::signal_session(sid, libc::SIGCONT);
+        let mom = self.clone();
+        let job_id = job_id.to_string();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_secs(u64::from(delay))).await;
+            if mom.running_session(&job_id) == Some(sid) {
+                let _ = tokio::task::spawn_blocking(move || shepherd::kill_session(sid, libc::SIGKILL)).await;
+            }
+        });
+    }
+
+    fn running_session(&self, job_id: &str) -> Option<i64> {
+        let state = self.lock();
+        state.jobs.get(job_id).filter(|j| j.phase == Phase::Running).map(|j| j.session_id)
+    }
+
+    fn kill_request(self: &Arc<Self>, job_id: &str, kill_delay: u32) {
+        let sid = {
+            let mut state = self.lock();
+            let Some(job) = state.jobs.get_mut(job_id) else {
+                tracing::warn!(object_type = "Job", object_name = job_id, "KillJob for an unknown job");
+                return;
+            };
+            match job.phase {
+                Phase::Starting => {
+                    job.pending_kill = Some(kill_delay);
+                    None
+                }
+                Phase::Running => Some(job.session_id),
+                Phase::Sister => {
+                    // Nothing runs here; end the record so the server gets its answer.
+                    let usage = Usage { ncpus: job.ncpus, ..Usage::default() };
+                    let result = JobResult { exit_status: 256 + libc::SIGTERM, usage };
+                    job.phase = Phase::Ended(result);
+                    let dir = job.dir.clone();
+                    state.emit(FromMom::JobEnded {
+                        job_id: job_id.to_string(),
+                        exit_status: result.exit_status,
+                        usage,
+                    });
+                    drop(state);
+                    let _ = layout::write_record(&dir, RESULT_FILE, &result);
+                    return;
+                }
+                Phase::Ended(r) => {
+                    state.emit(FromMom::JobEnded {
+                        job_id: job_id.to_string(),
+                        exit_status: r.exit_status,
+                        usage: r.usage,
+                    });
+                    None
+                }
+            }
+        };
+        if let Some(sid) = sid {
+            log_job(job_id, format_args!("kill requested, SIGKILL after {kill_delay} s"));
+            self.terminate(job_id, sid, kill_delay);
+        }
+    }
+
+    fn forget_job(self: &Arc<Self>, job_id: &str) {
+        let (dir, sid) = {
+            let mut state = self.lock();
+            let Some(job) = state.jobs.get_mut(job_id) else { return };
+            match job.phase {
+                Phase::Starting | Phase::Running => {
+                    job.forgotten = true;
+                    (job.dir.clone(), Some(job.session_id).filter(|s| *s > 0 && job.phase == Phase::Running))
+                }
+                Phase::Ended(_) | Phase::Sister => {
+                    let dir = job.dir.clone();
+                    state.jobs.remove(job_id);
+                    drop(state);
+                    self.remove_job_files(job_id, &dir);
+                    return;
+                }
+            }
+        };
+        // Still running: it dies now and its shepherd's report removes the files.
+        let _ = std::fs::write(dir.join(FORGOTTEN_FILE), b"");
+        if let Some(sid) = sid {
+            procfs::signal_session(sid, libc::SIGKILL);
+        }
+        log_job(job_id, format_args!("forgotten while running: killed"));
+    }
+
+    fn remove_job_files(&self, job_id: &str, dir: &Path) {
+        let _ = std::fs::remove_dir_all(dir);
+        let _ = std::fs::remove_file(layout::nodefile_path(&self.cfg.home, job_id));
+        let _ = std::fs::remove_dir_all(layout::tmpdir_path(&self.cfg.tmpdir_base, job_id));
+        tracing::debug!(object_type = "Job", object_name = job_id, "job files removed");
+    }
+
+    /// SignalJob: the PBSE code of the answer.
+    fn signal_job(&self, job_id: &str, text: &str) -> u32 {
+        let Some(signal) = signals::parse(text) else {
+            // OpenPBS's mom answers PBSE_UNKSIG here, as the server does for a bad name.
+            return Pbse::UNKSIG.0;
+        };
+        let (sid, clock) = {
+            let mut state = self.lock();
+            let Some(job) = state.jobs.get_mut(job_id) else { return Pbse::UNKJOBID.0 };
+            match job.phase {
+                Phase::Sister => return 0,
+                Phase::Starting | Phase::Ended(_) => return Pbse::BADSTATE.0,
+                Phase::Running => {}
+            }
+            if job.forgotten {
+                return Pbse::UNKJOBID.0;
+            }
+            let now = now_ms();
+            let clock = match signal {
+                JobSignal::Suspend if job.clock.since_ms.is_none() => {
+                    job.clock.since_ms = Some(now);
+                    Some(job.clock)
+                }
+                JobSignal::Resume => job.clock.since_ms.take().map(|since| {
+                    job.clock.total_ms += now.saturating_sub(since);
+                    job.clock
+                }),
+                _ => None,
+            };
+            (job.session_id, clock.map(|c| (job.dir.clone(), c)))
+        };
+        if let Some((dir, clock)) = clock {
+            // Before the signal: the shepherd's walltime watch reads it.
+            let _ = layout::write_record(&dir, SUSPEND_FILE, &clock);
+        }
+        procfs::signal_session(sid, signals::number(signal));
+        log_job(job_id, format_args!("signal {text} sent to session {sid}"));
+        0
+    }
+
+    /// One usage sample of every running job: reports usage, enforces cput and mem, and
+    /// notices adopted shepherds that ended without a note reaching us.
+    pub fn sample(self: &Arc<Self>) {
+        struct Target {
+            job_id: String,
+            dir: PathBuf,
+            sid: i64,
+            running: bool,
+            adopted: Option<i32>,
+        }
+        let targets: Vec<Target> = {
+            let state = self.lock();
+            state
+                .jobs
+                .iter()
+                .filter(|(_, j)| matches!(j.phase, Phase::Starting | Phase::Running))
+                .map(|(id, j)| Target {
+                    job_id: id.clone(),
+                    dir: j.dir.clone(),
+                    sid: j.session_id,
+                    running: j.phase == Phase::Running && !j.forgotten,
+                    adopted: j.shepherd_pid.filter(|_| j.adopted),
+                })
+                .collect()
+        };
+        if targets.is_empty() {
+            return;
+        }
+        let sids: Vec<i64> = targets.iter().filter(|t| t.running).map(|t| t.sid).collect();
+        let procs = procfs::sessions(&sids);
+        let gone: Vec<(String, Option<i32>)> = targets
+            .iter()
+            .filter(|t| t.adopted.is_some_and(|pid| !procfs::alive(pid)) || t.dir.join(STATUS_FILE).exists())
+            .map(|t| (t.job_id.clone(), t.adopted))
+            .collect();
+        let now = now_ms();
+        let mut kills = Vec::new();
+        let mut records = Vec::new();
+        {
+            let mut state = self.lock();
+            for target in targets.iter().filter(|t| t.running) {
+                let Some(job) = state.jobs.get_mut(&target.job_id) else { continue };
+                if job.phase != Phase::Running || job.session_id != target.sid {
+                    continue;
+                }
+                let list = procs.get(&target.sid).map(Vec::as_slice).unwrap_or_default();
+                let ticks: u64 = list.iter().map(|p| p.cpu_ticks).sum::<u64>()
+                    + list.iter().filter(|p| i64::from(p.pid) == target.sid).map(|p| p.child_ticks).sum::<u64>();
+                let mem_kb: u64 = list.iter().map(|p| p.rss_pages * self.page_kb).sum();
+                let vmem_kb: u64 = list.iter().map(|p| p.vsize / 1024).sum();
+                let usage = &mut job.usage;
+                usage.cput = usage.cput.max(ticks / self.ticks_per_sec);
+                usage.mem_kb = usage.mem_kb.max(mem_kb);
+                usage.vmem_kb = usage.vmem_kb.max(vmem_kb);
+                usage.ncpus = job.ncpus;
+                usage.walltime = job.clock.walltime_ms(job.start_ms, now) / 1000;
+                if let Some((then, then_ticks)) = job.last_cpu
+                    && now > then
+                {
+                    let cpu_ms = ticks.saturating_sub(then_ticks) * 1000 / self.ticks_per_sec;
+                    usage.cpupercent = u32::try_from(cpu_ms * 100 / (now - then)).unwrap_or(u32::MAX);
+                }
+                job.last_cpu = Some((now, ticks));
+                if job.kill_reason.is_none() {
+                    let reason = match (job.cput_limit, job.mem_limit) {
+                        (Some(limit), _) if usage.cput > limit => Some(KillReason {
+                            exit_status: JOB_EXEC_KILL_CPUT,
+                            message: format!("cput {} exceeded limit {limit}", usage.cput),
+                        }),
+                        (_, Some(limit)) if mem_kb.saturating_mul(1024) > limit => Some(KillReason {
+                            exit_status: JOB_EXEC_KILL_MEM,
+                            message: format!("mem {mem_kb}kb exceeded limit {}kb", limit / 1024),
+                        }),
+                        _ => None,
+                    };
+                    if let Some(reason) = reason {
+                        job.kill_reason = Some(reason.clone());
+                        kills.push((target.job_id.clone(), job.dir.clone(), target.sid, reason));
+                    }
+                }
+                let usage = job.usage;
+                records.push((job.dir.clone(), usage));
+                state.emit(FromMom::JobUsage { job_id: target.job_id.clone(), usage });
+            }
+        }
+        for (dir, usage) in records {
+            let _ = layout::write_record(&dir, USAGE_FILE, &usage);
+        }
+        for (job_id, dir, sid, reason) in kills {
+            let _ = layout::write_record(&dir, KILL_FILE, &reason);
+            append_to_stderr(sid, &reason.message);
+            log_job(&job_id, format_args!("{}", reason.message));
+            let grace = u32::try_from(shepherd::LIMIT_KILL_GRACE.as_secs()).unwrap_or(2);
+            self.terminate(&job_id, sid, grace);
+        }
+        for (job_id, pid) in gone {
+            self.shepherd_exited(&job_id, pid);
+        }
+    }
+
+    /// Receives shepherd notes until the socket fails.
+    pub async fn serve_notes(self: Arc<Self>, sock: tokio::net::UnixDatagram) {
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            match sock.recv(&mut buf).await {
+                Ok(n) => match serde_json::from_slice::<Note>(buf.get(..n).unwrap_or_default()) {
+                    Ok(note) => self.on_note(note),
+                    Err(e) => tracing::debug!("ignored a malformed shepherd note: {e}"),
+                },
+                Err(e) => {
+                    tracing::error!("shepherd socket failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            }
+        }
+    }
+
+    /// Samples usage every `sample_period`.
+    pub async fn sample_loop(self: Arc<Self>) {
+        let mut interval = tokio::time::interval(self.cfg.sample_period);
+        interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            interval.tick().await;
+            let mom = self.clone();
+            let _ = tokio::task::spawn_blocking(move || mom.sample()).await;
+        }
+    }
+}
+
+/// Appends `=>> PBS: job killed: <message>` to the stderr of the session's shell: the file
+/// the job opened as its owner, reached through /proc rather than by a path it could
+/// have replaced with a link.
+fn append_to_stderr(sid: i64, message: &str) {
+    if let Ok(mut file) = std::fs::OpenOptions::new().append(true).open(format!("/proc/{sid}/fd/2")) {
+        let _ = file.write_all(format!("=>> PBS: job killed: {message}\n").as_bytes());
+    }
+}
+
+/// A fresh job directory (a leftover of an earlier run of the same id is replaced).
+fn create_job_dir(dir: &Path) -> std::io::Result<()> {
+    if dir.exists() {
+        std::fs::remove_dir_all(dir)?;
+    }
+    std::fs::DirBuilder::new().mode(0o711).create(dir)?;
+    // The umask may have narrowed the mode; the job's user must reach its script.
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o711))
+}

@@ -1,0 +1,395 @@
+//! The per-job shepherd (`pbs_mom --shepherd <jobdir>`): owns one job from fork to exit, so
+//! that a mom restart neither kills nor loses it (like Slurm's slurmstepd).
+//!
+//! It detaches into its own session, prepares what the job needs as root (script, node
+//! file, TMPDIR), forks the job (see [`crate::exec`]), records [`Started`], enforces the
+//! walltime limit itself (so it holds while the mom is down), waits, kills what is left of
+//! the session, records [`Status`] and tells the mom with a datagram on `mom_sock`. Every
+//! record is on disk before the datagram is sent, so a mom that was down when the note
+//! came finds the same facts when it rescans `mom_priv/jobs/`.
+//!
+//! The shepherd must stay single-threaded until the fork: the child runs ordinary Rust code
+//! before exec. Its only thread, the walltime watch, starts after the fork.
+
+use std::ffi::CString;
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Write};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::os::unix::net::UnixDatagram;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use nix::unistd::{ForkResult, Gid, Group, User};
+
+use crate::exec::{ChildPlan, Join, path_part};
+use crate::layout::{
+    self, Note, SCRIPT_FILE, SPEC_FILE, STARTED_FILE, STATUS_FILE, Spec, Started, Status, SuspendClock, now_ms,
+};
+use crate::{JOB_EXEC_FAIL1, JOB_EXEC_FAILUID, JOB_EXEC_KILL_WALLTIME, env};
+
+/// Time between SIGTERM and SIGKILL when a limit ends a job.
+pub const LIMIT_KILL_GRACE: Duration = Duration::from_secs(2);
+
+/// Runs the shepherd for the job in `job_dir`; returns the process exit code.
+pub fn run(job_dir: &Path) -> i32 {
+    // Out of the mom's session: a signal to the mom's process group must not reach jobs.
+    let _ = nix::unistd::setsid();
+    // Orphans of the job are reparented here, not to init: the shepherd then knows for
+    // certain (and cheaply) whether anything of the job is left when its shell exits,
+    // and their CPU time is counted.
+    // SAFETY: prctl with integer arguments only.
+    unsafe {
+        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    }
+    let Some(spec) = layout::read_record::<Spec>(job_dir, SPEC_FILE) else {
+        eprintln!("pbs_mom --shepherd: cannot read {}", job_dir.join(SPEC_FILE).display());
+        let status = failed(JOB_EXEC_FAIL1, "cannot read the launch description".into());
+        let _ = layout::write_record(job_dir, STATUS_FILE, &status);
+        return 1;
+    };
+    let status = shepherd(&spec, job_dir);
+    if let Err(e) = layout::write_record(job_dir, STATUS_FILE, &status) {
+        eprintln!("pbs_mom --shepherd: cannot record the end of {}: {e}", spec.launch.job_id);
+    }
+    notify(&spec.notify_socket, &Note::Ended { job_id: spec.launch.job_id.clone(), status });
+    0
+}
+
+fn failed(exit_status: i32, message: String) -> Status {
+    Status { shepherd_pid: std::process::id() as i32, ..Status::failed(exit_status, message) }
+}
+
+/// Sends a note to the mom. A mom that is down or busy loses nothing: it rescans the files.
+pub fn notify(socket: &Path, note: &Note) {
+    let Ok(bytes) = serde_json::to_vec(note) else { return };
+    let Ok(sock) = UnixDatagram::unbound() else { return };
+    if sock.set_nonblocking(true).is_err() {
+        return;
+    }
+    // A full queue (a mom that is stopped) must not hold the shepherd: retry briefly, then
+    // leave it to the mom's periodic check of the status files.
+    for _ in 0..50 {
+        match sock.send_to(&bytes, socket) {
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::thread::sleep(Duration::from_millis(2)),
+            _ => return,
+        }
+    }
+}
+
+struct Prepared {
+    plan: ChildPlan,
+    tmpdir: Option<PathBuf>,
+    nodefile: PathBuf,
+}
+
+fn shepherd(spec: &Spec, job_dir: &Path) -> Status {
+    let prepared = match prepare(spec, job_dir) {
+        Ok(p) => p,
+        Err((code, message)) => return failed(code, message),
+    };
+    let status = run_job(spec, job_dir, &prepared.plan);
+    if let Some(dir) = &prepared.tmpdir {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+    let _ = std::fs::remove_file(&prepared.nodefile);
+    status
+}
+
+/// Looks up the owner and makes the script, node file and TMPDIR.
+fn prepare(spec: &Spec, job_dir: &Path) -> Result<Prepared, (i32, String)> {
+    let launch = &spec.launch;
+    let user = match User::from_name(&launch.user) {
+        Ok(Some(user)) => user,
+        _ => return Err((JOB_EXEC_FAILUID, format!("user {} does not exist on this host", launch.user))),
+    };
+    let gid = match launch.group.is_empty() {
+        true => user.gid,
+        false => Group::from_name(&launch.group).ok().flatten().map(|g| g.gid).unwrap_or(user.gid),
+    };
+    let shell = [launch.shell.clone().unwrap_or_default(), user.shell.to_string_lossy().into_owned()]
+        .into_iter()
+        .find(|s| !s.trim().is_empty())
+        .unwrap_or_else(|| "/bin/sh".to_string());
+    let fail1 = |what: &str, e: std::io::Error| (JOB_EXEC_FAIL1, format!("{what}: {e}"));
+
+    let (program, search_path, argv) = match &launch.executable {
+        Some(exe) => {
+            let mut argv = vec![exe.clone()];
+            argv.extend(launch.arguments.iter().cloned());
+            (PathBuf::from(exe), true, argv)
+        }
+        None => {
+            let script = job_dir.join(SCRIPT_FILE);
+            std::fs::write(&script, launch.script.as_bytes()).map_err(|e| fail1("writing the script", e))?;
+            std::os::unix::fs::chown(&script, Some(user.uid.as_raw()), Some(gid.as_raw()))
+                .map_err(|e| fail1("chown of the script", e))?;
+            std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o500))
+                .map_err(|e| fail1("chmod of the script", e))?;
+            (PathBuf::from(&shell), false, vec![shell.clone(), script.to_string_lossy().into_owned()])
+        }
+    };
+
+    let nodefile = layout::nodefile_path(&spec.home, &launch.job_id);
+    let mut lines = launch.nodefile.join("\n");
+    if !lines.is_empty() {
+        lines.push('\n');
+    }
+    std::fs::write(&nodefile, lines.as_bytes()).map_err(|e| fail1("writing the node file", e))?;
+    let _ = std::os::unix::fs::chown(&nodefile, Some(user.uid.as_raw()), Some(gid.as_raw()));
+    let _ = std::fs::set_permissions(&nodefile, std::fs::Permissions::from_mode(0o644));
+
+    let tmpdir = make_tmpdir(&layout::tmpdir_path(&spec.tmpdir_base, &launch.job_id), user.uid.as_raw(), gid);
+    let cookie = cookie();
+    let ctx = env::JobContext {
+        user: &launch.user,
+        home: &user.dir,
+        shell: &shell,
+        mom_port: spec.mom_port,
+        nodefile: &nodefile,
+        tmpdir: tmpdir.as_deref(),
+        cookie: &cookie,
+    };
+    let env = env::job_env(launch, &ctx);
+    let path_var = env.get("PATH").unwrap_or(env::DEFAULT_PATH).to_string();
+    let envp = env.vars().iter().filter_map(|(k, v)| CString::new(format!("{k}={v}")).ok()).collect();
+    let argv = argv.into_iter().filter_map(|a| CString::new(a).ok()).collect();
+    let mut workdirs = Vec::new();
+    if let Some((_, dir)) = launch.variables.iter().find(|(k, _)| k == "PBS_O_WORKDIR")
+        && !dir.is_empty()
+    {
+        workdirs.push(PathBuf::from(dir));
+    }
+    workdirs.push(user.dir.clone());
+    let umask = launch.umask.as_deref().and_then(|u| u32::from_str_radix(u.trim(), 8).ok()).unwrap_or(0o022);
+    let user_c = CString::new(launch.user.as_bytes()).map_err(|_| (JOB_EXEC_FAILUID, "bad user name".into()))?;
+    let plan = ChildPlan {
+        user: user_c,
+        uid: user.uid,
+        gid,
+        home: user.dir.clone(),
+        workdirs,
+        umask,
+        stdout: PathBuf::from(path_part(&launch.output_path)),
+        stderr: PathBuf::from(path_part(&launch.error_path)),
+        join: Join::parse(&launch.join_path),
+        program,
+        search_path,
+        path_var,
+        argv,
+        envp,
+    };
+    Ok(Prepared { plan, tmpdir, nodefile })
+}
+
+/// Creates `<base>/pbs.<jobid>` for the owner. A leftover of that name (a symlink planted in
+/// a world-writable base, say) is removed first, never followed.
+fn make_tmpdir(dir: &Path, uid: u32, gid: Gid) -> Option<PathBuf> {
+    let create = || std::fs::DirBuilder::new().mode(0o700).create(dir);
+    if create().is_err() {
+        match std::fs::symlink_metadata(dir) {
+            Ok(meta) if meta.is_dir() => std::fs::remove_dir_all(dir).ok()?,
+            Ok(_) => std::fs::remove_file(dir).ok()?,
+            Err(_) => return None,
+        }
+        create().ok()?;
+    }
+    std::os::unix::fs::lchown(dir, Some(uid), Some(gid.as_raw())).ok()?;
+    Some(dir.to_path_buf())
+}
+
+fn cookie() -> String {
+    let mut bytes = [0u8; 16];
+    if getrandom::fill(&mut bytes).is_err() {
+        // Not a secret OpenPBS relies on: a time-based value still distinguishes jobs.
+        bytes[..8].copy_from_slice(&now_ms().to_le_bytes());
+    }
+    bytes.iter().map(|b| format!("{b:02X}")).collect()
+}
+
+/// Forks the job, waits for it, and returns its status.
+fn run_job(spec: &Spec, job_dir: &Path, plan: &ChildPlan) -> Status {
+    let launch = &spec.launch;
+    let (read_end, write_end) = match nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC) {
+        Ok(pair) => pair,
+        Err(e) => return failed(JOB_EXEC_FAIL1, format!("pipe: {e}")),
+    };
+    // SAFETY: the shepherd is single-threaded here (the walltime thread starts later), so
+    // the child may run ordinary code before it execs.
+    let child = match unsafe { nix::unistd::fork() } {
+        Ok(ForkResult::Child) => {
+            drop(read_end);
+            crate::exec::run_child(plan, write_end)
+        }
+        Ok(ForkResult::Parent { child }) => child,
+        Err(e) => return failed(JOB_EXEC_FAIL1, format!("fork: {e}")),
+    };
+    drop(write_end);
+    let start_ms = now_ms();
+    let mut report = String::new();
+    let _ = File::from(read_end).read_to_string(&mut report);
+    if !report.is_empty() {
+        let _ = wait_for_leader(child.as_raw());
+        let (code, message) = report.split_once('\t').unwrap_or(("-1", report.as_str()));
+        return failed(code.parse().unwrap_or(JOB_EXEC_FAIL1), message.to_string());
+    }
+    let sid = i64::from(child.as_raw());
+    let started = Started { shepherd_pid: std::process::id() as i32, session_id: sid, start_ms };
+    let _ = layout::write_record(job_dir, STARTED_FILE, &started);
+    notify(&spec.notify_socket, &Note::Started { job_id: launch.job_id.clone(), started });
+
+    let killed = Arc::new(AtomicBool::new(false));
+    let message = Arc::new(Mutex::new(String::new()));
+    if let Some(limit) = launch.walltime {
+        // The job's own stderr, reopened now so a limit message lands in the file the job
+        // writes to, with the job's permissions already decided.
+        let sink = OpenOptions::new().append(true).open(format!("/proc/{sid}/fd/2")).ok();
+        let watch = WalltimeWatch {
+            job_dir: job_dir.to_path_buf(),
+            sid,
+            start_ms,
+            limit,
+            sink,
+            killed: killed.clone(),
+            message: message.clone(),
+        };
+        let _ = std::thread::Builder::new().name("walltime".into()).spawn(move || watch.run());
+    }
+    let wstatus = wait_for_leader(child.as_raw());
+    let end_ms = now_ms();
+    reap_leftovers(sid);
+    // SAFETY: rusage is plain data; zeroes are a valid value, and getrusage fills it.
+    let mut rusage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: the pointer is to a live local.
+    unsafe {
+        libc::getrusage(libc::RUSAGE_CHILDREN, &mut rusage);
+    }
+    let exit_status = if killed.load(Ordering::SeqCst) {
+        JOB_EXEC_KILL_WALLTIME
+    } else if libc::WIFEXITED(wstatus) {
+        libc::WEXITSTATUS(wstatus)
+    } else if libc::WIFSIGNALED(wstatus) {
+        256 + libc::WTERMSIG(wstatus)
+    } else {
+        JOB_EXEC_FAIL1
+    };
+    let tv_ms = |tv: libc::timeval| tv.tv_sec.max(0) as u64 * 1000 + tv.tv_usec.max(0) as u64 / 1000;
+    Status {
+        shepherd_pid: std::process::id() as i32,
+        exit_status,
+        session_id: sid,
+        start_ms,
+        end_ms,
+        cput_ms: tv_ms(rusage.ru_utime) + tv_ms(rusage.ru_stime),
+        maxrss_kb: rusage.ru_maxrss.max(0) as u64,
+        message: message.lock().map(|m| m.clone()).unwrap_or_default(),
+    }
+}
+
+/// Waits until the job's shell exits, reaping orphans reparented to the shepherd meanwhile;
+/// returns the shell's wait status.
+fn wait_for_leader(leader: i32) -> i32 {
+    loop {
+        let mut status = 0;
+        // SAFETY: the pointer is to a live local.
+        let rc = unsafe { libc::waitpid(-1, &mut status, 0) };
+        if rc == leader {
+            return status;
+        }
+        if rc < 0 && nix::errno::Errno::last() != nix::errno::Errno::EINTR {
+            return status;
+        }
+    }
+}
+
+/// What the job left behind dies with it, as in OpenPBS: its session, and every process
+/// that left the session but descends from the job (they are the shepherd's children now).
+fn reap_leftovers(sid: i64) {
+    let me = std::process::id() as i32;
+    for _ in 0..1000 {
+        let mut status = 0;
+        loop {
+            // SAFETY: the pointer is to a live local.
+            match unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) } {
+                0 => break,
+                pid if pid > 0 => continue,
+                // No child left: the common case, without reading /proc at all.
+                _ => return,
+            }
+        }
+        for p in crate::procfs::all_processes() {
+            if (p.session == sid || p.ppid == me) && p.state != 'Z' {
+                // SAFETY: kill(2) has no memory-safety preconditions.
+                unsafe {
+                    libc::kill(p.pid, libc::SIGKILL);
+                }
+            }
+        }
+        // SAFETY: the pointer is to a live local.
+        if unsafe { libc::waitpid(-1, &mut status, 0) } < 0 {
+            return;
+        }
+    }
+}
+
+/// Sends `signal` to the session until nothing is left in it (for SIGKILL) or once.
+pub fn kill_session(sid: i64, signal: i32) {
+    for _ in 0..100 {
+        if crate::procfs::signal_session(sid, signal) == 0 || signal != libc::SIGKILL {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// SIGTERM (and SIGCONT, so a suspended job sees it), then SIGKILL after `grace`.
+pub fn terminate_session(sid: i64, grace: Duration) {
+    crate::procfs::signal_session(sid, libc::SIGTERM);
+    crate::procfs::signal_session(sid, libc::SIGCONT);
+    std::thread::sleep(grace);
+    kill_session(sid, libc::SIGKILL);
+}
+
+/// The walltime limit, watched from a thread of the shepherd.
+struct WalltimeWatch {
+    job_dir: PathBuf,
+    sid: i64,
+    start_ms: u64,
+    limit: u64,
+    sink: Option<File>,
+    killed: Arc<AtomicBool>,
+    message: Arc<Mutex<String>>,
+}
+
+impl WalltimeWatch {
+    fn run(mut self) {
+        // As in OpenPBS the job is over its limit when its whole seconds exceed it.
+        let deadline_ms = self.limit.saturating_add(1).saturating_mul(1000);
+        let used_ms = loop {
+            let clock: SuspendClock = layout::read_record(&self.job_dir, layout::SUSPEND_FILE).unwrap_or_default();
+            let used_ms = clock.walltime_ms(self.start_ms, now_ms());
+            if used_ms >= deadline_ms {
+                break used_ms;
+            }
+            // While suspended the clock stands still: look again later.
+            let wait = if clock.since_ms.is_some() { 1000 } else { deadline_ms - used_ms };
+            std::thread::sleep(Duration::from_millis(wait));
+        };
+        let text = format!("walltime {} exceeded limit {}", used_ms / 1000, self.limit);
+        if let Some(sink) = self.sink.as_mut() {
+            let _ = sink.write_all(format!("=>> PBS: job killed: {text}\n").as_bytes());
+        }
+        if let Ok(mut m) = self.message.lock() {
+            *m = text;
+        }
+        self.killed.store(true, Ordering::SeqCst);
+        terminate_session(self.sid, LIMIT_KILL_GRACE);
+    }
+}
+
+/// Path helper for the mom: the shepherd's arguments.
+pub fn shepherd_args(job_dir: &Path) -> [&std::ffi::OsStr; 2] {
+    [std::ffi::OsStr::from_bytes(b"--shepherd"), job_dir.as_os_str()]
+}

@@ -1,0 +1,28 @@
+//! Times scheduling cycles on synthetic clusters (run with `--release`):
+//! 10,000 queued jobs that cannot run on 1,000 nodes, and 100,000 queued jobs on 10,000
+//! full nodes.
+
+use pbs_sched::synthetic::{Shape, cluster, time_cycle};
+
+fn main() {
+    let cases = [
+        ("10,000 jobs too big, 1,000 nodes", 1_000, 10_000, Shape::TooBig),
+        ("10,000 jobs, 1,000 full nodes", 1_000, 10_000, Shape::NodesFull),
+        ("100,000 jobs, 10,000 full nodes", 10_000, 100_000, Shape::NodesFull),
+        ("100,000 jobs too big, 10,000 nodes", 10_000, 100_000, Shape::TooBig),
+    ];
+    for (label, nodes, jobs, shape) in cases {
+        let built = std::time::Instant::now();
+        let mut mirror = cluster(nodes, jobs, shape);
+        let build = built.elapsed();
+        let t = time_cycle(&mut mirror, 5);
+        println!(
+            "{label}: first cycle {:.2} ms ({} comments), steady cycle {:.2} ms ({} comments); mirror built in {:.0} ms",
+            t.first.as_secs_f64() * 1e3,
+            t.updates,
+            t.steady.as_secs_f64() * 1e3,
+            t.steady_updates,
+            build.as_secs_f64() * 1e3
+        );
+    }
+}

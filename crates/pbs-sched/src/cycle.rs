@@ -1,0 +1,393 @@
+//! One scheduling cycle over the mirror, and the placement of a single `qrun` job.
+//!
+//! The order of checks for a job is OpenPBS's `is_ok_to_run`: its equivalence class
+//! (already found unable to run this cycle?), the quick test against all the nodes it may
+//! use (Not Running / Can Never Run with `(R: A: T:)`), run limits, `max_run_subjobs`,
+//! queue then server resources, and finally the node search. Jobs come in order: queue
+//! `Priority`, job `Priority`, submission.
+//!
+//! Equivalence classes: jobs of one queue asking for the same select, place and
+//! resources (and, where user or group limits exist, of the same owner or group) get the
+//! same answer until something is booked, and booking only takes resources away; so a
+//! class that failed once fails for the rest of the cycle and its other jobs cost a hash
+//! lookup. That is what keeps a cycle over 100,000 waiting jobs cheap.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+use pbs_proto::Attr;
+use pbs_proto::sched::{JobUpdate, RunDecision};
+
+use crate::limits::{Entity, check_limits};
+use crate::mirror::{ArrayRole, Job, Mirror, QueueInfo, iter_indices, subjob_id, subjob_parent_id};
+use crate::place::{SetView, can_fit_set, find_nodes};
+use crate::reason::{Failure, Reason, Status};
+use crate::resources::{UNSET, amount_of, exec_amount, format_amount};
+use crate::world::{Alloc, World};
+
+/// What a cycle (or a qrun) decided.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Decisions {
+    /// Jobs to start, in the order they were placed.
+    pub run: Vec<RunDecision>,
+    /// Comments that change (only those).
+    pub updates: Vec<JobUpdate>,
+}
+
+/// A small fast hash for the per-cycle class table (keys are four integers, never from
+/// outside the process), so looking up a class costs a few nanoseconds.
+#[derive(Default, Clone, Copy)]
+struct FxHasher {
+    hash: u64,
+}
+
+impl FxHasher {
+    fn add(&mut self, value: u64) {
+        self.hash = (self.hash.rotate_left(5) ^ value).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+}
+
+impl Hasher for FxHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for byte in bytes {
+            self.add(u64::from(*byte));
+        }
+    }
+
+    fn write_u32(&mut self, value: u32) {
+        self.add(u64::from(value));
+    }
+
+    fn write_u64(&mut self, value: u64) {
+        self.add(value);
+    }
+
+    fn finish(&self) -> u64 {
+        self.hash
+    }
+}
+
+/// (queue, request, owner or NONE, group or NONE).
+type ClassKey = (u32, u32, u32, u32);
+const NONE: u32 = u32::MAX;
+
+/// Everything the cycle carries from job to job besides the world.
+struct Ctx {
+    classes: HashMap<ClassKey, (Failure, String), BuildHasherDefault<FxHasher>>,
+    /// Strict ordering: a job that could not run holds every later one.
+    blocked: bool,
+    out: Decisions,
+}
+
+/// The queue a job is scheduled from, with what the class key and limits need.
+struct QueueCtx<'a> {
+    index: u32,
+    name: &'a str,
+    info: &'a QueueInfo,
+    split_user: bool,
+    split_group: bool,
+}
+
+/// Runs one cycle: decides which queued jobs start now and where, and which comments
+/// change. Pure: the same mirror and `now` give the same decisions. `now` is for the
+/// calendar (estimated start times), which later work adds.
+pub fn cycle(m: &Mirror, now: i64) -> Decisions {
+    let _ = now;
+    let mut ctx = Ctx { classes: HashMap::default(), blocked: false, out: Decisions::default() };
+    if !m.scheduling() {
+        return ctx.out;
+    }
+    let mut world = World::new(m);
+    // OpenPBS runs jobs of execution queues that are started (`enabled` only governs
+    // submission).
+    let mut queues: Vec<QueueCtx<'_>> = Vec::new();
+    for (index, (name, entry)) in m.queues.iter().enumerate() {
+        let Some(info) = entry.info.as_ref() else { continue };
+        if !info.execution || !info.started || entry.queued.is_empty() {
+            continue;
+        }
+        queues.push(QueueCtx {
+            index: u32::try_from(index).unwrap_or(NONE - 1),
+            name: name.as_str(),
+            info,
+            split_user: m.server.limits.has_user_limit() || info.limits.has_user_limit(),
+            split_group: m.server.limits.has_group_limit() || info.limits.has_group_limit(),
+        });
+    }
+    queues.sort_by(|a, b| b.info.priority.cmp(&a.info.priority).then(a.name.cmp(b.name)));
+    let mut start = 0;
+    while start < queues.len() {
+        let priority = queues[start].info.priority;
+        let end = queues[start..].iter().position(|q| q.info.priority != priority).map_or(queues.len(), |n| start + n);
+        let group = &queues[start..end];
+        if let [queue] = group {
+            for key in &m.queues[queue.name].queued {
+                handle_job(&mut world, &mut ctx, queue, key.3);
+            }
+        } else {
+            // Queues of equal priority: their jobs interleave by job priority, then
+            // submission.
+            let mut iters: Vec<_> = group.iter().map(|q| m.queues[q.name].queued.iter().peekable()).collect();
+            loop {
+                let mut best: Option<(usize, crate::mirror::OrderKey)> = None;
+                for (i, it) in iters.iter_mut().enumerate() {
+                    if let Some(&&key) = it.peek()
+                        && best.is_none_or(|(_, b)| key < b)
+                    {
+                        best = Some((i, key));
+                    }
+                }
+                let Some((i, key)) = best else { break };
+                iters[i].next();
+                handle_job(&mut world, &mut ctx, &group[i], key.3);
+            }
+        }
+        start = end;
+    }
+    ctx.out
+}
+
+/// Places one job for `qrun` (no `-H`): run limits, `max_run_subjobs` and strict ordering
+/// do not apply, resources do; a job that cannot run gets its comment in the answer
+/// even when unchanged. A subjob id (`12[3].server`) starts that subjob of its
+/// array. Unknown ids decide nothing (the server answers for them).
+pub fn qrun(m: &Mirror, job_id: &str, now: i64) -> Decisions {
+    let _ = now;
+    let mut ctx = Ctx { classes: HashMap::default(), blocked: false, out: Decisions::default() };
+    let (slot, parent_seq) = match m.job_slot(job_id) {
+        Some(slot) => (slot, None),
+        None => match m.job_slot(&subjob_parent_id(job_id)) {
+            Some(slot) => (slot, m.job(slot).map(|j| j.view.seq)),
+            None => return ctx.out,
+        },
+    };
+    let Some(job) = m.job(slot) else { return ctx.out };
+    let mut world = World::new(m);
+    let default_info = QueueInfo::default();
+    let info = m.queues.get(&job.view.queue).and_then(|q| q.info.as_ref()).unwrap_or(&default_info);
+    let queue = QueueCtx { index: NONE, name: job.view.queue.as_str(), info, split_user: false, split_group: false };
+    match evaluate(&world, job, &queue, None, true) {
+        Ok(placed) => commit(&mut world, &mut ctx.out, job, job_id, &placed, parent_seq),
+        // The answer to a qrun always carries the reason, changed or not: it is what the
+        // server tells the qrun caller.
+        Err(failure) => note_comment(&mut ctx.out, job_id, None, &failure.comment()),
+    }
+    ctx.out
+}
+
+/// Emits a comment update when the comment changes.
+fn note_comment(out: &mut Decisions, job_id: &str, current: Option<&str>, comment: &str) {
+    if current != Some(comment) {
+        out.updates.push(JobUpdate { job_id: job_id.to_string(), attrs: vec![Attr::new("comment", comment)] });
+    }
+}
+
+fn handle_job(world: &mut World<'_>, ctx: &mut Ctx, queue: &QueueCtx<'_>, slot: u32) {
+    let m = world.m;
+    let Some(job) = m.job(slot) else { return };
+    if m.pending.contains_key(&job.view.id) {
+        return;
+    }
+    let key: ClassKey = (
+        queue.index,
+        job.request,
+        if queue.split_user { job.user } else { NONE },
+        if queue.split_group { job.group } else { NONE },
+    );
+    match &job.array {
+        ArrayRole::Parent { remaining, max_run } => {
+            let present = m.subjobs_present.get(&job.view.seq);
+            for index in iter_indices(remaining) {
+                if present.is_some_and(|p| p.contains(&index)) {
+                    continue;
+                }
+                let sub_id = subjob_id(&job.view.id, index);
+                if m.pending.contains_key(&sub_id) {
+                    continue;
+                }
+                if !try_job(world, ctx, queue, job, key, Some(*max_run), &sub_id) {
+                    break;
+                }
+            }
+        }
+        ArrayRole::Sub { .. } => {
+            // A subjob queued on its own (requeued) still counts against its array's
+            // max_run_subjobs.
+            let max_run =
+                m.job_slot(&subjob_parent_id(&job.view.id)).and_then(|s| m.job(s)).and_then(|p| match p.array {
+                    ArrayRole::Parent { max_run, .. } => max_run,
+                    _ => None,
+                });
+            try_job(world, ctx, queue, job, key, Some(max_run), &job.view.id);
+        }
+        ArrayRole::None => {
+            try_job(world, ctx, queue, job, key, None, &job.view.id);
+        }
+    }
+}
+
+/// Tries to start `run_id` (the job, or a subjob of it); comments on the job when it
+/// cannot. Returns whether it started.
+fn try_job(
+    world: &mut World<'_>,
+    ctx: &mut Ctx,
+    queue: &QueueCtx<'_>,
+    job: &Job,
+    key: ClassKey,
+    array_limit: Option<Option<u64>>,
+    run_id: &str,
+) -> bool {
+    if ctx.blocked {
+        let comment = Failure::not_run(Reason::StrictOrdering).comment();
+        note_comment(&mut ctx.out, &job.view.id, job.view.comment.as_deref(), &comment);
+        return false;
+    }
+    if let Some((_, comment)) = ctx.classes.get(&key) {
+        note_comment(&mut ctx.out, &job.view.id, job.view.comment.as_deref(), comment);
+        return false;
+    }
+    match evaluate(world, job, queue, array_limit, false) {
+        Ok(placed) => {
+            let parent_seq = array_limit.map(|_| job.view.seq);
+            commit(world, &mut ctx.out, job, run_id, &placed, parent_seq);
+            true
+        }
+        Err(failure) => {
+            let comment = failure.comment();
+            note_comment(&mut ctx.out, &job.view.id, job.view.comment.as_deref(), &comment);
+            if failure.status == Status::NotRun && world.m.config.strict_ordering {
+                // The calendar goes here: with `backfill`, this job would become a top job
+                // with an estimated start, and later jobs could still run if they end
+                // before it. Until then strict ordering holds everything behind it.
+                ctx.blocked = true;
+            }
+            if failure.marks_class() {
+                ctx.classes.insert(key, (failure, comment));
+            }
+            false
+        }
+    }
+}
+
+/// The checks of OpenPBS's `is_ok_to_run`, in its order, then the node search.
+fn evaluate(
+    world: &World<'_>,
+    job: &Job,
+    queue: &QueueCtx<'_>,
+    array_limit: Option<Option<u64>>,
+    qrun: bool,
+) -> Result<crate::place::Placed, Failure> {
+    let m = world.m;
+    let req = m.request(job.request);
+    if let Some(what) = &req.invalid {
+        return Err(Failure::never_run(Reason::InvalidJob(what.clone())));
+    }
+    let pool = world.pool_of_queue.get(queue.name).copied().unwrap_or(0);
+    let set = &world.pools[pool];
+    let view = SetView { nodes: &set.nodes, free_nodes: set.free_nodes, avail: &set.avail, assigned: &set.assigned };
+    if let Err(now_reason) = can_fit_set(world, &view, req, false) {
+        return Err(match can_fit_set(world, &view, req, true) {
+            Err(total_reason) => Failure::never_run(total_reason),
+            Ok(()) => Failure::not_run(now_reason),
+        });
+    }
+    if !qrun {
+        let who = Entity {
+            user: job.user,
+            user_name: m.users.name(job.user),
+            group: job.group,
+            group_name: m.groups.name(job.group),
+        };
+        let empty = Default::default();
+        let queue_counts = world.queue_counts.get(queue.name).unwrap_or(&empty);
+        if let Some(reason) =
+            check_limits((queue.name, &queue.info.limits, queue_counts), (&m.server.limits, &world.server_counts), &who)
+        {
+            return Err(Failure::not_run(reason));
+        }
+        if let Some(Some(max)) = array_limit
+            && world.array_running.get(&job.view.seq).copied().unwrap_or(0) >= max
+        {
+            return Err(Failure::not_run(Reason::MaxRunSubjobs));
+        }
+    }
+    let queue_assigned = world.queue_assigned.get(queue.name).map(Vec::as_slice).unwrap_or(&[]);
+    check_pool_resources(world, &queue.info.avail, queue_assigned, &req.job_wide, Reason::InsufficientQueueResource)?;
+    check_pool_resources(
+        world,
+        &m.server.avail,
+        &world.server_assigned,
+        &req.job_wide,
+        Reason::InsufficientServerResource,
+    )?;
+    find_nodes(world, req, &set.nodes)
+}
+
+/// Queue or server `resources_available` against the job's `Resource_List`.
+fn check_pool_resources(
+    world: &World<'_>,
+    avail: &[(crate::resources::ResId, i64)],
+    assigned: &[i64],
+    wanted: &[(crate::resources::ResId, i64)],
+    make: fn(String, String) -> Reason,
+) -> Result<(), Failure> {
+    for &(id, total) in avail {
+        let Some(&(_, asked)) = wanted.iter().find(|(r, _)| *r == id) else { continue };
+        if asked == 0 {
+            continue;
+        }
+        let used = amount_of(assigned, id);
+        let free = (total - if used == UNSET { 0 } else { used }).max(0);
+        if asked <= free {
+            continue;
+        }
+        let kind = world.m.res.kind(id);
+        let name = world.m.res.name(id).to_string();
+        let (status, shown) = if asked > total { (Status::NeverRun, total) } else { (Status::NotRun, free) };
+        let detail = format!(
+            "(R: {} A: {} T: {})",
+            format_amount(kind, asked),
+            format_amount(kind, shown),
+            format_amount(kind, total)
+        );
+        return Err(Failure { status, reason: make(name, detail) });
+    }
+    Ok(())
+}
+
+/// Books a placement and emits the run.
+fn commit(
+    world: &mut World<'_>,
+    out: &mut Decisions,
+    job: &Job,
+    run_id: &str,
+    placed: &crate::place::Placed,
+    parent_seq: Option<u64>,
+) {
+    let m = world.m;
+    world.book_nodes(&placed.allocs, &placed.exclusive);
+    let req = m.request(job.request);
+    world.book_counts(&job.view.queue, job.user, job.group, &req.job_wide, parent_seq);
+    out.run.push(RunDecision { job_id: run_id.to_string(), exec_vnode: exec_vnode(world, &placed.allocs) });
+}
+
+/// `(n1:ncpus=2:mem=1048576kb)+(n2:ncpus=2)`: one group per chunk.
+fn exec_vnode(world: &World<'_>, allocs: &[Alloc]) -> String {
+    let m = world.m;
+    let mut text = String::new();
+    for (i, alloc) in allocs.iter().enumerate() {
+        if i > 0 {
+            text.push('+');
+        }
+        text.push('(');
+        text.push_str(m.node(alloc.node).map(|n| n.name.as_str()).unwrap_or(""));
+        for &(id, amount) in &alloc.taken {
+            text.push(':');
+            text.push_str(m.res.name(id));
+            text.push('=');
+            text.push_str(&exec_amount(m.res.kind(id), amount));
+        }
+        text.push(')');
+    }
+    text
+}

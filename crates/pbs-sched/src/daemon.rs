@@ -1,0 +1,559 @@
+//! The pbs_sched daemon loop: connect to pbs_server as the scheduler, take the snapshot,
+//! apply change frames as they come, run a cycle when asked (`Changes.cycle`) or every
+//! `scheduler_iteration` seconds while scheduling is on, send each cycle's decisions in
+//! one frame and wait for the server to apply them before the next cycle. `qrun` requests
+//! are answered between cycles. If the server goes away the daemon reconnects with
+//! backoff and starts over from a new snapshot; [`Stopper::stop`] ends it.
+//!
+//! Blocking std I/O: one reader thread per connection turns frames into events on a
+//! channel, and the loop waits on that channel with a timeout, so frames, timers and the
+//! stop request all arrive in one place.
+
+use std::collections::VecDeque;
+use std::io::{self, BufReader, BufWriter, Read, Write};
+use std::net::{Shutdown, TcpStream};
+use std::os::unix::net::UnixStream;
+use std::path::PathBuf;
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::time::{Duration, Instant};
+
+use pbs_proto::sched::{FromSched, ToSched};
+use pbs_proto::{
+    AuthProof, FrameError, Hello, HelloReply, MAX_REPLY_FRAME_LEN, PROTOCOL_VERSION, Role, read_frame, write_frame,
+};
+use tracing::{debug, info, warn};
+
+use crate::config::SchedConfig;
+use crate::cycle::{Decisions, cycle, qrun};
+use crate::mirror::Mirror;
+
+/// Where the server is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// Its local Unix socket (`PBS_HOME/server_sock`); root is recognised by the kernel.
+    Unix(PathBuf),
+    /// `HOST:PORT` over TCP, proving the cluster key.
+    Tcp(String),
+}
+
+impl std::fmt::Display for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Target::Unix(path) => write!(f, "{}", path.display()),
+            Target::Tcp(addr) => f.write_str(addr),
+        }
+    }
+}
+
+/// How the daemon runs.
+#[derive(Clone, Debug)]
+pub struct DaemonConfig {
+    /// The server.
+    pub target: Target,
+    /// The cluster key file, for a server that challenges (always over TCP).
+    pub key_file: Option<PathBuf>,
+    /// sched_config settings.
+    pub sched_config: SchedConfig,
+    /// First reconnection delay; doubles up to `max_backoff`.
+    pub min_backoff: Duration,
+    /// Longest reconnection delay.
+    pub max_backoff: Duration,
+    /// How long to wait for `DecisionsApplied` before going on without it.
+    pub apply_timeout: Duration,
+}
+
+impl DaemonConfig {
+    /// Defaults for a target: backoff 0.5 s to 30 s, 60 s for the server to apply.
+    pub fn new(target: Target, key_file: Option<PathBuf>, sched_config: SchedConfig) -> DaemonConfig {
+        DaemonConfig {
+            target,
+            key_file,
+            sched_config,
+            min_backoff: Duration::from_millis(500),
+            max_backoff: Duration::from_secs(30),
+            apply_timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+/// Why a connection could not be used. All are retried (the server may come back), except
+/// that the daemon stops when asked.
+#[derive(Debug, thiserror::Error)]
+pub enum DaemonError {
+    /// The server could not be reached.
+    #[error("cannot connect to {target}: {source}")]
+    Connect {
+        /// Where.
+        target: String,
+        /// Why.
+        source: io::Error,
+    },
+    /// The connection broke or carried something that is not a frame.
+    #[error("{0}")]
+    Frame(#[from] FrameError),
+    /// The server refused the handshake (wrong key, another scheduler connected...).
+    #[error("server refused the connection: {message} ({code})")]
+    Refused {
+        /// PBSE code.
+        code: u32,
+        /// Text.
+        message: String,
+    },
+    /// The server said something out of turn.
+    #[error("protocol error: {0}")]
+    Protocol(String),
+    /// The cluster key could not be read.
+    #[error("cluster key {path}: {source}")]
+    Key {
+        /// The key file.
+        path: String,
+        /// Why.
+        source: io::Error,
+    },
+}
+
+/// What wakes the loop.
+enum Event {
+    /// A frame from connection `n`.
+    Frame(u64, Box<ToSched>),
+    /// Connection `n` ended.
+    Closed(u64, String),
+    /// Stop the daemon.
+    Stop,
+}
+
+/// Asks a running [`Daemon`] to stop.
+#[derive(Clone)]
+pub struct Stopper {
+    events: Sender<Event>,
+}
+
+impl Stopper {
+    /// Ends the daemon's loop at its next wake-up (immediately if it is waiting).
+    pub fn stop(&self) {
+        let _ = self.events.send(Event::Stop);
+    }
+}
+
+/// The daemon.
+pub struct Daemon {
+    config: DaemonConfig,
+    events: Sender<Event>,
+    inbox: Receiver<Event>,
+    next_conn: u64,
+    next_frame: u64,
+}
+
+/// Either kind of socket.
+enum Stream {
+    Unix(UnixStream),
+    Tcp(TcpStream),
+}
+
+impl Stream {
+    fn try_clone(&self) -> io::Result<Stream> {
+        Ok(match self {
+            Stream::Unix(s) => Stream::Unix(s.try_clone()?),
+            Stream::Tcp(s) => Stream::Tcp(s.try_clone()?),
+        })
+    }
+
+    fn shutdown(&self) {
+        let _ = match self {
+            Stream::Unix(s) => s.shutdown(Shutdown::Both),
+            Stream::Tcp(s) => s.shutdown(Shutdown::Both),
+        };
+    }
+
+    fn set_read_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
+        match self {
+            Stream::Unix(s) => s.set_read_timeout(timeout),
+            Stream::Tcp(s) => s.set_read_timeout(timeout),
+        }
+    }
+}
+
+impl Read for Stream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Stream::Unix(s) => s.read(buf),
+            Stream::Tcp(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for Stream {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Stream::Unix(s) => s.write(buf),
+            Stream::Tcp(s) => s.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Stream::Unix(s) => s.flush(),
+            Stream::Tcp(s) => s.flush(),
+        }
+    }
+}
+
+/// A welcomed connection.
+struct Conn {
+    id: u64,
+    stream: Stream,
+    writer: BufWriter<Stream>,
+    server_name: String,
+}
+
+/// How a session ended.
+enum End {
+    Stopped,
+    Lost(String),
+}
+
+/// Longest wait on the inbox: the loop re-checks its timers at least this often.
+const MAX_WAIT: Duration = Duration::from_secs(3600);
+/// A server that does not finish the handshake in this time is given up on.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+impl Daemon {
+    /// A daemon for `config`; nothing happens until [`Daemon::run`].
+    pub fn new(config: DaemonConfig) -> Daemon {
+        let (events, inbox) = mpsc::channel();
+        Daemon { config, events, inbox, next_conn: 1, next_frame: 1 }
+    }
+
+    /// A handle that stops [`Daemon::run`].
+    pub fn stopper(&self) -> Stopper {
+        Stopper { events: self.events.clone() }
+    }
+
+    /// Connects, schedules, reconnects; returns when stopped.
+    pub fn run(mut self) -> Result<(), DaemonError> {
+        let mut backoff = self.config.min_backoff;
+        loop {
+            match self.connect() {
+                Ok(conn) => {
+                    info!(server = %conn.server_name, target = %self.config.target, "Connected to server");
+                    let stream = match conn.stream.try_clone() {
+                        Ok(stream) => stream,
+                        Err(e) => {
+                            warn!("Cannot use the connection: {e}");
+                            continue;
+                        }
+                    };
+                    let (end, got_snapshot) = self.session(conn);
+                    stream.shutdown();
+                    match end {
+                        End::Stopped => return Ok(()),
+                        End::Lost(why) => warn!("Lost the server connection: {why}"),
+                    }
+                    if got_snapshot {
+                        backoff = self.config.min_backoff;
+                    }
+                }
+                Err(e) => warn!("{e}"),
+            }
+            if self.wait_or_stop(backoff) {
+                return Ok(());
+            }
+            backoff = (backoff * 2).min(self.config.max_backoff);
+        }
+    }
+
+    /// Sleeps `delay` unless told to stop (returns true then). Events of old connections
+    /// are dropped.
+    fn wait_or_stop(&self, delay: Duration) -> bool {
+        let until = Instant::now() + delay;
+        loop {
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            match self.inbox.recv_timeout(left) {
+                Ok(Event::Stop) => return true,
+                Ok(_) => {}
+                Err(RecvTimeoutError::Timeout) => return false,
+                Err(RecvTimeoutError::Disconnected) => return true,
+            }
+        }
+    }
+
+    fn read_key(&self) -> Result<Vec<u8>, DaemonError> {
+        let Some(path) = &self.config.key_file else {
+            return Err(DaemonError::Protocol("the server asks for the cluster key and none is configured".into()));
+        };
+        std::fs::read(path).map_err(|source| DaemonError::Key { path: path.display().to_string(), source })
+    }
+
+    /// Opens the socket, says Hello as the scheduler, answers a challenge, and starts the
+    /// reader thread.
+    fn connect(&mut self) -> Result<Conn, DaemonError> {
+        let target = self.config.target.to_string();
+        let connect_err = |source| DaemonError::Connect { target: target.clone(), source };
+        let stream = match &self.config.target {
+            Target::Unix(path) => Stream::Unix(UnixStream::connect(path).map_err(connect_err)?),
+            Target::Tcp(addr) => {
+                let tcp = TcpStream::connect(addr).map_err(connect_err)?;
+                // Decisions are small and answered at once: Nagle would only add latency.
+                tcp.set_nodelay(true).map_err(connect_err)?;
+                Stream::Tcp(tcp)
+            }
+        };
+        let io_err = |e: io::Error| DaemonError::Frame(FrameError::Io(e));
+        let mut reader = BufReader::with_capacity(256 * 1024, stream.try_clone().map_err(io_err)?);
+        let mut writer = BufWriter::with_capacity(64 * 1024, stream.try_clone().map_err(io_err)?);
+        stream.set_read_timeout(Some(HANDSHAKE_TIMEOUT)).map_err(io_err)?;
+        write_frame(&mut writer, &Hello { version: PROTOCOL_VERSION, role: Role::Scheduler })?;
+        let server_name = loop {
+            let reply: HelloReply = read_frame(&mut reader, MAX_REPLY_FRAME_LEN)?
+                .ok_or_else(|| DaemonError::Protocol("the server closed the connection during the handshake".into()))?;
+            match reply {
+                HelloReply::Welcome { server_name, .. } => break server_name,
+                HelloReply::Challenge { nonce } => {
+                    let key = self.read_key()?;
+                    write_frame(&mut writer, &AuthProof { proof: pbs_proto::auth::proof(&key, &nonce) })?;
+                }
+                HelloReply::Refused { code, message } => return Err(DaemonError::Refused { code, message }),
+            }
+        };
+        stream.set_read_timeout(None).map_err(io_err)?;
+        let id = self.next_conn;
+        self.next_conn += 1;
+        let events = self.events.clone();
+        let spawned = std::thread::Builder::new().name("sched-reader".into()).spawn(move || {
+            loop {
+                match read_frame::<ToSched>(&mut reader, MAX_REPLY_FRAME_LEN) {
+                    Ok(Some(frame)) => {
+                        if events.send(Event::Frame(id, Box::new(frame))).is_err() {
+                            return;
+                        }
+                    }
+                    Ok(None) => {
+                        let _ = events.send(Event::Closed(id, "the server closed the connection".into()));
+                        return;
+                    }
+                    Err(e) => {
+                        let _ = events.send(Event::Closed(id, e.to_string()));
+                        return;
+                    }
+                }
+            }
+        });
+        spawned.map_err(io_err)?;
+        Ok(Conn { id, stream, writer, server_name })
+    }
+
+    /// Sends one Decisions frame and records it in the mirror. Returns the frame number
+    /// and whether decisions were held back to keep the frame within the server's limit.
+    fn send(
+        &mut self,
+        conn: &mut Conn,
+        mirror: &mut Mirror,
+        mut decisions: Decisions,
+        qrun_id: Option<u64>,
+    ) -> Result<(u64, bool), FrameError> {
+        let frame = self.next_frame;
+        self.next_frame += 1;
+        let trimmed = trim_to_budget(&mut decisions, FRAME_BUDGET);
+        if trimmed {
+            info!(
+                runs = decisions.run.len(),
+                updates = decisions.updates.len(),
+                "Decisions held back for the next cycle"
+            );
+        }
+        mirror.note_sent(frame, &decisions.run, &decisions.updates);
+        let message =
+            FromSched::Decisions { cycle: frame, qrun: qrun_id, run: decisions.run, updates: decisions.updates };
+        write_frame(&mut conn.writer, &message)?;
+        Ok((frame, trimmed))
+    }
+
+    /// Waits for this connection's next event (others are stale and dropped).
+    fn next_event(&self, conn: &Conn, timeout: Duration) -> Result<Event, RecvTimeoutError> {
+        let until = Instant::now() + timeout;
+        loop {
+            let left = until.saturating_duration_since(Instant::now());
+            let event = self.inbox.recv_timeout(left)?;
+            match &event {
+                Event::Frame(id, _) | Event::Closed(id, _) if *id != conn.id => continue,
+                _ => return Ok(event),
+            }
+        }
+    }
+
+    /// One connection's life: snapshot, then changes, cycles and qruns. Returns how it
+    /// ended and whether a snapshot arrived.
+    fn session(&mut self, mut conn: Conn) -> (End, bool) {
+        let mut mirror = loop {
+            match self.next_event(&conn, MAX_WAIT) {
+                Ok(Event::Frame(_, frame)) => match *frame {
+                    ToSched::Snapshot { snapshot } => break Mirror::new(*snapshot, self.config.sched_config.clone()),
+                    other => debug!("Ignoring a frame before the snapshot: {other:?}"),
+                },
+                Ok(Event::Closed(_, why)) => return (End::Lost(why), false),
+                Ok(Event::Stop) | Err(RecvTimeoutError::Disconnected) => return (End::Stopped, false),
+                Err(RecvTimeoutError::Timeout) => {}
+            }
+        };
+        info!(jobs = mirror.job_count(), nodes = mirror.node_count(), "Received the server's state");
+        let mut want_cycle = true;
+        let mut last_cycle: Option<Instant> = None;
+        let mut in_flight: Option<(u64, Instant)> = None;
+        let mut qruns: VecDeque<(u64, String)> = VecDeque::new();
+        loop {
+            if in_flight.is_none() {
+                let sent = if let Some((qrun_id, job_id)) = qruns.pop_front() {
+                    let decisions = qrun(&mirror, &job_id, now_secs());
+                    debug!(object_type = "Job", object_name = %job_id, runs = decisions.run.len(), "qrun placement");
+                    Some(self.send(&mut conn, &mut mirror, decisions, Some(qrun_id)))
+                } else if mirror.scheduling()
+                    && (want_cycle
+                        || last_cycle.is_none_or(|t| t.elapsed() >= Duration::from_secs(mirror.scheduler_iteration())))
+                {
+                    want_cycle = false;
+                    last_cycle = Some(Instant::now());
+                    Some(self.run_cycle(&mut conn, &mut mirror))
+                } else {
+                    None
+                };
+                match sent {
+                    Some(Ok((frame, trimmed))) => {
+                        in_flight = Some((frame, Instant::now()));
+                        // What did not fit is decided again right after this frame.
+                        want_cycle |= trimmed;
+                    }
+                    Some(Err(e)) => return (End::Lost(e.to_string()), true),
+                    None => {}
+                }
+            }
+            let timeout = match (in_flight, last_cycle) {
+                (Some((_, sent)), _) => self.config.apply_timeout.saturating_sub(sent.elapsed()),
+                (None, _) if !qruns.is_empty() => Duration::ZERO,
+                (None, Some(last)) if mirror.scheduling() => {
+                    Duration::from_secs(mirror.scheduler_iteration()).saturating_sub(last.elapsed())
+                }
+                _ => MAX_WAIT,
+            };
+            match self.next_event(&conn, timeout) {
+                Ok(Event::Frame(_, frame)) => match *frame {
+                    ToSched::Changes { changes, cycle } => {
+                        for change in changes {
+                            mirror.apply(change);
+                        }
+                        want_cycle |= cycle;
+                    }
+                    ToSched::Snapshot { snapshot } => {
+                        mirror = Mirror::new(*snapshot, self.config.sched_config.clone());
+                        in_flight = None;
+                        want_cycle = true;
+                    }
+                    ToSched::RunNow { qrun, job_id } => qruns.push_back((qrun, job_id)),
+                    ToSched::DecisionsApplied { cycle, errors } => {
+                        mirror.applied(cycle);
+                        if in_flight.is_some_and(|(frame, _)| frame == cycle) {
+                            in_flight = None;
+                        }
+                        for error in errors {
+                            info!(object_type = "Job", object_name = %error.id, "Not applied: {} ({})", error.message, error.code);
+                        }
+                    }
+                },
+                Ok(Event::Closed(_, why)) => return (End::Lost(why), true),
+                Ok(Event::Stop) | Err(RecvTimeoutError::Disconnected) => return (End::Stopped, true),
+                Err(RecvTimeoutError::Timeout) => {
+                    if in_flight.is_some_and(|(_, sent)| sent.elapsed() >= self.config.apply_timeout) {
+                        warn!("The server did not confirm the last decisions; going on without");
+                        in_flight = None;
+                    }
+                }
+            }
+        }
+    }
+
+    fn run_cycle(&mut self, conn: &mut Conn, mirror: &mut Mirror) -> Result<(u64, bool), FrameError> {
+        // The cycle markers are logged at OpenPBS's DEBUG event class (0080), which its
+        // default log_events includes; tests and admins look for them.
+        info!(object_type = "Req", object_name = "", event = "0080", "Starting Scheduling Cycle");
+        let started = Instant::now();
+        let decisions = cycle(mirror, now_secs());
+        for run in &decisions.run {
+            debug!(object_type = "Job", object_name = %run.job_id, "Job run on {}", run.exec_vnode);
+        }
+        debug!(
+            runs = decisions.run.len(),
+            updates = decisions.updates.len(),
+            micros = started.elapsed().as_micros() as u64,
+            "Cycle decided"
+        );
+        let frame = self.send(conn, mirror, decisions, None);
+        info!(object_type = "Req", object_name = "", event = "0080", "Leaving Scheduling Cycle");
+        frame
+    }
+}
+
+/// Largest Decisions frame sent: half the 16 MiB the server accepts from a peer
+/// (`MAX_REQUEST_FRAME_LEN`), leaving room for JSON escaping.
+const FRAME_BUDGET: usize = pbs_proto::MAX_REQUEST_FRAME_LEN / 2;
+
+/// Drops trailing decisions until the frame's estimated size fits `budget`: runs are
+/// kept first (a run never depends on a later one), then comment updates. Returns
+/// whether anything was dropped; nothing dropped is recorded as sent, so the next cycle
+/// decides it again.
+fn trim_to_budget(decisions: &mut Decisions, budget: usize) -> bool {
+    const OVERHEAD: usize = 48;
+    let run_size = |r: &pbs_proto::sched::RunDecision| r.job_id.len() + r.exec_vnode.len() + OVERHEAD;
+    let update_size = |u: &pbs_proto::sched::JobUpdate| {
+        u.job_id.len() + u.attrs.iter().map(|a| a.name().len() + a.value().len() + 8).sum::<usize>() + OVERHEAD
+    };
+    let mut size = 0usize;
+    let mut runs_kept = decisions.run.len();
+    for (i, run) in decisions.run.iter().enumerate() {
+        if size + run_size(run) > budget {
+            runs_kept = i;
+            break;
+        }
+        size += run_size(run);
+    }
+    let mut updates_kept = decisions.updates.len();
+    for (i, update) in decisions.updates.iter().enumerate() {
+        if size + update_size(update) > budget {
+            updates_kept = i;
+            break;
+        }
+        size += update_size(update);
+    }
+    let trimmed = runs_kept < decisions.run.len() || updates_kept < decisions.updates.len();
+    decisions.run.truncate(runs_kept);
+    decisions.updates.truncate(updates_kept);
+    trimmed
+}
+
+fn now_secs() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use pbs_proto::Attr;
+    use pbs_proto::sched::{JobUpdate, RunDecision};
+
+    use super::*;
+
+    #[test]
+    fn big_decisions_are_trimmed_from_the_end() {
+        let mut decisions = Decisions {
+            run: vec![RunDecision { job_id: "1.s".into(), exec_vnode: "(n1:ncpus=1)".into() }],
+            updates: (0..100)
+                .map(|i| JobUpdate { job_id: format!("{i}.s"), attrs: vec![Attr::new("comment", "Not Running: x")] })
+                .collect(),
+        };
+        assert!(!trim_to_budget(&mut decisions.clone(), 1 << 20));
+        assert!(trim_to_budget(&mut decisions, 1000));
+        assert_eq!(decisions.run.len(), 1);
+        assert!(!decisions.updates.is_empty() && decisions.updates.len() < 100);
+        assert_eq!(decisions.updates[0].job_id, "0.s");
+    }
+}

@@ -1,0 +1,965 @@
+//! The scheduler's copy of what the server knows: built from a [`Snapshot`], kept current
+//! by [`SchedChange`]s, each applied in O(log n) (jobs and nodes live in slabs addressed
+//! by id maps; queued jobs sit pre-sorted per queue; select/place are parsed once per
+//! distinct request and shared; running-job counts and assigned sums are kept as jobs
+//! change state). A cycle reads it without rebuilding anything.
+//!
+//! It also remembers what the scheduler itself sent and the server has not confirmed yet
+//! (runs in flight, comments written), so a cycle never double-books a node or re-sends an
+//! unchanged comment while the server's echo is still on its way.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use pbs_core::select::{Arrangement, Place, Select, Sharing as PlaceSharing};
+use pbs_core::{ExecVnode, JobId};
+use pbs_proto::Attr;
+use pbs_proto::sched::{JobUpdate, RunDecision, SchedChange, SchedJob, SchedNode, SchedQueue, Snapshot};
+
+use crate::config::SchedConfig;
+use crate::limits::{RunCounts, RunLimits};
+use crate::resources::{Kind, ResId, ResourceTable, UNSET, amount_of, parse_amount, set_amount};
+
+/// A node's `sharing` attribute.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum NodeSharing {
+    DefaultShared,
+    DefaultExcl,
+    DefaultExclhost,
+    IgnoreExcl,
+    ForceExcl,
+    ForceExclhost,
+}
+
+impl NodeSharing {
+    fn parse(text: &str) -> NodeSharing {
+        match text.trim() {
+            "default_excl" => NodeSharing::DefaultExcl,
+            "default_exclhost" => NodeSharing::DefaultExclhost,
+            "ignore_excl" => NodeSharing::IgnoreExcl,
+            "force_excl" => NodeSharing::ForceExcl,
+            "force_exclhost" => NodeSharing::ForceExclhost,
+            _ => NodeSharing::DefaultShared,
+        }
+    }
+}
+
+/// A node as the policy needs it.
+#[derive(Clone, Debug)]
+pub(crate) struct Node {
+    pub(crate) name: String,
+    /// Arrival order: the tie-breaker after priority, as the server's node order is.
+    pub(crate) seq: u64,
+    pub(crate) priority: i64,
+    pub(crate) state: String,
+    /// In state `free` and not held exclusively (OpenPBS's `is_free`).
+    pub(crate) free: bool,
+    pub(crate) avail: Vec<i64>,
+    pub(crate) assigned: Vec<i64>,
+    /// Values of string resources (string arrays split at commas).
+    pub(crate) strs: Vec<(ResId, Vec<String>)>,
+    pub(crate) host: String,
+    pub(crate) sharing: NodeSharing,
+    pub(crate) queue: Option<String>,
+    pub(crate) njobs: u32,
+}
+
+impl Node {
+    pub(crate) fn order_key(&self) -> (Reverse<i64>, u64) {
+        (Reverse(self.priority), self.seq)
+    }
+
+    pub(crate) fn str_values(&self, id: ResId) -> Option<&[String]> {
+        self.strs.iter().find(|(r, _)| *r == id).map(|(_, v)| v.as_slice())
+    }
+}
+
+/// A non-consumable value a chunk asks for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Wanted {
+    Str(String),
+    Bool(bool),
+}
+
+/// One `+`-section of a select: `count` chunks of these resources.
+#[derive(Clone, Debug)]
+pub(crate) struct ChunkReq {
+    pub(crate) count: u32,
+    /// Consumables checked on nodes (in the chunk's order, which exec_vnode keeps).
+    pub(crate) cons: Vec<(ResId, i64)>,
+    /// Non-consumables that must match.
+    pub(crate) noncons: Vec<(ResId, Wanted)>,
+}
+
+/// A parsed request (select, place, job-wide resources), shared by every job asking for
+/// exactly the same thing: the unit of OpenPBS's equivalence classes.
+#[derive(Clone, Debug)]
+pub(crate) struct Request {
+    pub(crate) chunks: Vec<ChunkReq>,
+    pub(crate) total_chunks: u32,
+    pub(crate) arrangement: Arrangement,
+    pub(crate) sharing: PlaceSharing,
+    pub(crate) group: Option<ResId>,
+    /// Sum over the select of each consumable (checked against all nodes at once).
+    pub(crate) select_totals: Vec<(ResId, i64)>,
+    /// Consumable `Resource_List` amounts (queue and server resource checks).
+    pub(crate) job_wide: Vec<(ResId, i64)>,
+    /// Why the request can never be placed, if it cannot be read.
+    pub(crate) invalid: Option<String>,
+}
+
+/// Which part of an array a job is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum ArrayRole {
+    None,
+    /// `12[]`: its queued subjobs are the indices in `remaining`.
+    Parent {
+        remaining: Vec<(u64, u64, u64)>,
+        max_run: Option<u64>,
+    },
+    /// `12[3]`.
+    Sub {
+        index: u64,
+    },
+}
+
+/// Position of a queued job in its queue: priority (higher first), then submission.
+pub(crate) type OrderKey = (Reverse<i64>, u64, u64, u32);
+
+/// A job as the policy needs it.
+#[derive(Clone, Debug)]
+pub(crate) struct Job {
+    pub(crate) view: SchedJob,
+    pub(crate) user: u32,
+    pub(crate) group: u32,
+    pub(crate) request: u32,
+    pub(crate) array: ArrayRole,
+    /// Where it sits in its queue's order, when it is a candidate.
+    pub(crate) key: Option<OrderKey>,
+}
+
+impl Job {
+    pub(crate) fn running(&self) -> bool {
+        self.view.state == 'R'
+    }
+}
+
+/// A queue's attributes, parsed.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct QueueInfo {
+    pub(crate) execution: bool,
+    pub(crate) enabled: bool,
+    pub(crate) started: bool,
+    pub(crate) priority: i64,
+    pub(crate) limits: RunLimits,
+    /// `resources_available.*` of consumable resources.
+    pub(crate) avail: Vec<(ResId, i64)>,
+}
+
+/// A queue: its attributes (once known), its queued jobs in order, and counts over its
+/// running jobs.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct QueueEntry {
+    pub(crate) info: Option<QueueInfo>,
+    pub(crate) queued: BTreeSet<OrderKey>,
+    pub(crate) counts: RunCounts,
+    /// Sum of the consumable `Resource_List` amounts of running jobs.
+    pub(crate) assigned: Vec<i64>,
+}
+
+/// Server attributes the policy reads.
+#[derive(Clone, Debug)]
+pub(crate) struct ServerInfo {
+    pub(crate) scheduling: bool,
+    pub(crate) scheduler_iteration: Option<u64>,
+    pub(crate) limits: RunLimits,
+    pub(crate) avail: Vec<(ResId, i64)>,
+}
+
+/// A run the scheduler sent whose outcome the server has not confirmed yet.
+#[derive(Clone, Debug)]
+pub(crate) struct Pending {
+    /// The Decisions frame it went in.
+    pub(crate) frame: u64,
+    /// (node slot, consumables taken).
+    pub(crate) allocs: Vec<(u32, Vec<(ResId, i64)>)>,
+    pub(crate) queue: String,
+    pub(crate) user: u32,
+    pub(crate) group: u32,
+    pub(crate) job_wide: Vec<(ResId, i64)>,
+    pub(crate) exclusive: bool,
+    /// The array parent's sequence number, for a subjob.
+    pub(crate) parent_seq: Option<u64>,
+}
+
+/// Names interned to small ids (users, groups).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Interner {
+    names: Vec<String>,
+    ids: HashMap<String, u32>,
+}
+
+impl Interner {
+    pub(crate) fn intern(&mut self, name: &str) -> u32 {
+        if let Some(id) = self.ids.get(name) {
+            return *id;
+        }
+        let id = u32::try_from(self.names.len()).unwrap_or(u32::MAX);
+        self.names.push(name.to_string());
+        self.ids.insert(name.to_string(), id);
+        id
+    }
+
+    pub(crate) fn name(&self, id: u32) -> &str {
+        self.names.get(id as usize).map(String::as_str).unwrap_or("")
+    }
+}
+
+/// The mirror of the server's scheduling state. Build it with [`Mirror::new`], keep it
+/// current with [`Mirror::apply`], and hand it to [`crate::cycle`].
+#[derive(Clone, Debug)]
+pub struct Mirror {
+    pub(crate) server_name: String,
+    pub(crate) config: SchedConfig,
+    pub(crate) res: ResourceTable,
+    pub(crate) server: ServerInfo,
+    pub(crate) sched_scheduling: Option<bool>,
+    pub(crate) sched_iteration: Option<u64>,
+    pub(crate) queues: BTreeMap<String, QueueEntry>,
+    pub(crate) nodes: Vec<Option<Node>>,
+    node_by_name: HashMap<String, u32>,
+    free_node_slots: Vec<u32>,
+    /// Node slots by priority (higher first), then arrival.
+    pub(crate) node_order: Vec<u32>,
+    next_node_seq: u64,
+    pub(crate) jobs: Vec<Option<Job>>,
+    job_by_id: HashMap<String, u32>,
+    free_job_slots: Vec<u32>,
+    pub(crate) requests: Vec<(Request, u32)>,
+    request_by_key: HashMap<String, u32>,
+    free_request_slots: Vec<u32>,
+    pub(crate) users: Interner,
+    pub(crate) groups: Interner,
+    pub(crate) server_counts: RunCounts,
+    pub(crate) server_assigned: Vec<i64>,
+    /// Running subjobs per array (parent sequence number).
+    pub(crate) array_running: HashMap<u64, u64>,
+    /// Subjob indices present as jobs of their own, per array: they are not the parent's
+    /// to start.
+    pub(crate) subjobs_present: HashMap<u64, BTreeSet<u64>>,
+    pub(crate) pending: HashMap<String, Pending>,
+}
+
+fn attr_map(attrs: &[Attr]) -> impl Iterator<Item = (&str, &str)> {
+    attrs.iter().map(|a| (a.name(), a.value()))
+}
+
+fn truth(value: &str) -> Option<bool> {
+    pbs_core::attr::parse_bool(value.trim())
+}
+
+/// Parses `1-3,5,7-9:2` into (first, last, step) runs.
+fn parse_indices(text: &str) -> Vec<(u64, u64, u64)> {
+    let mut runs = Vec::new();
+    for part in text.split(',') {
+        let part = part.trim();
+        if part.is_empty() || part == "-" {
+            continue;
+        }
+        let (span, step) = match part.split_once(':') {
+            Some((span, step)) => (span, step.trim().parse::<u64>().unwrap_or(1).max(1)),
+            None => (part, 1),
+        };
+        match span.split_once('-') {
+            Some((a, b)) => {
+                if let (Ok(a), Ok(b)) = (a.trim().parse::<u64>(), b.trim().parse::<u64>())
+                    && a <= b
+                {
+                    runs.push((a, b, step));
+                }
+            }
+            None => {
+                if let Ok(a) = span.parse::<u64>() {
+                    runs.push((a, a, 1));
+                }
+            }
+        }
+    }
+    runs
+}
+
+/// The indices of (first, last, step) runs, in order.
+pub(crate) fn iter_indices(runs: &[(u64, u64, u64)]) -> impl Iterator<Item = u64> + '_ {
+    runs.iter().flat_map(|&(a, b, step)| (a..=b).step_by(usize::try_from(step).unwrap_or(1).max(1)))
+}
+
+/// `12[3].server` from the parent id `12[].server`.
+pub(crate) fn subjob_id(parent_id: &str, index: u64) -> String {
+    match parent_id.split_once("[]") {
+        Some((head, tail)) => format!("{head}[{index}]{tail}"),
+        None => format!("{parent_id}[{index}]"),
+    }
+}
+
+impl Mirror {
+    /// The mirror of a snapshot, with the scheduler's own settings.
+    pub fn new(snapshot: Snapshot, config: SchedConfig) -> Mirror {
+        let mut mirror = Mirror {
+            server_name: snapshot.server_name.clone(),
+            config,
+            res: ResourceTable::default(),
+            server: ServerInfo {
+                scheduling: true,
+                scheduler_iteration: None,
+                limits: RunLimits::default(),
+                avail: vec![],
+            },
+            sched_scheduling: None,
+            sched_iteration: None,
+            queues: BTreeMap::new(),
+            nodes: Vec::new(),
+            node_by_name: HashMap::new(),
+            free_node_slots: Vec::new(),
+            node_order: Vec::new(),
+            next_node_seq: 0,
+            jobs: Vec::new(),
+            job_by_id: HashMap::new(),
+            free_job_slots: Vec::new(),
+            requests: Vec::new(),
+            request_by_key: HashMap::new(),
+            free_request_slots: Vec::new(),
+            users: Interner::default(),
+            groups: Interner::default(),
+            server_counts: RunCounts::default(),
+            server_assigned: Vec::new(),
+            array_running: HashMap::new(),
+            subjobs_present: HashMap::new(),
+            pending: HashMap::new(),
+        };
+        mirror.set_server(&snapshot.server);
+        mirror.set_sched(&snapshot.sched);
+        for queue in snapshot.queues {
+            mirror.upsert_queue(&queue);
+        }
+        for node in snapshot.nodes {
+            mirror.upsert_node(&node);
+        }
+        for job in snapshot.jobs {
+            mirror.upsert_job(job);
+        }
+        mirror
+    }
+
+    /// Applies one change.
+    pub fn apply(&mut self, change: SchedChange) {
+        match change {
+            SchedChange::Job { job } => self.upsert_job(*job),
+            SchedChange::JobGone { id } => self.remove_job(&id),
+            SchedChange::Node { node } => self.upsert_node(&node),
+            SchedChange::NodeGone { name } => self.remove_node(&name),
+            SchedChange::Queue { queue } => self.upsert_queue(&queue),
+            SchedChange::QueueGone { name } => {
+                if let Some(entry) = self.queues.get_mut(&name) {
+                    entry.info = None;
+                }
+            }
+            SchedChange::Server { attrs } => self.set_server(&attrs),
+            SchedChange::Sched { attrs } => self.set_sched(&attrs),
+        }
+    }
+
+    /// The server name (suffix of job ids).
+    pub fn server_name(&self) -> &str {
+        &self.server_name
+    }
+
+    /// Both the server's and the scheduler object's `scheduling` are True.
+    pub fn scheduling(&self) -> bool {
+        self.server.scheduling && self.sched_scheduling.unwrap_or(true)
+    }
+
+    /// Seconds between cycles nobody asked for: the scheduler object's
+    /// `scheduler_iteration`, else the server's, else 600.
+    pub fn scheduler_iteration(&self) -> u64 {
+        self.sched_iteration.or(self.server.scheduler_iteration).unwrap_or(600).max(1)
+    }
+
+    /// Number of jobs mirrored.
+    pub fn job_count(&self) -> usize {
+        self.job_by_id.len()
+    }
+
+    /// Number of nodes mirrored.
+    pub fn node_count(&self) -> usize {
+        self.node_by_name.len()
+    }
+
+    /// Records what one Decisions frame told the server: its runs stay booked until the
+    /// server's echo arrives, and its comments count as the jobs' current ones.
+    pub fn note_sent(&mut self, frame: u64, run: &[RunDecision], updates: &[JobUpdate]) {
+        for decision in run {
+            self.note_run(frame, decision);
+        }
+        for update in updates {
+            let Some(&slot) = self.job_by_id.get(&update.job_id) else { continue };
+            let Some(job) = self.jobs.get_mut(slot as usize).and_then(Option::as_mut) else { continue };
+            for attr in &update.attrs {
+                if attr.name() == "comment" {
+                    job.view.comment = (!attr.value().is_empty()).then(|| attr.value().to_string());
+                }
+            }
+        }
+    }
+
+    /// The server has applied frame `frame`: its runs are now in the mirror (or failed).
+    pub fn applied(&mut self, frame: u64) {
+        self.pending.retain(|_, p| p.frame != frame);
+    }
+
+    /// Forgets every run in flight (a new connection starts from a fresh snapshot).
+    pub fn clear_pending(&mut self) {
+        self.pending.clear();
+    }
+
+    fn note_run(&mut self, frame: u64, decision: &RunDecision) {
+        let Ok(exec) = decision.exec_vnode.parse::<ExecVnode>() else { return };
+        let (job_slot, parent_seq) = match self.job_by_id.get(&decision.job_id) {
+            Some(&slot) => (Some(slot), None),
+            None => {
+                // A subjob started from its parent.
+                let parsed: Option<JobId> = decision.job_id.parse().ok();
+                let parent = parsed.as_ref().map(|id| {
+                    let parent_id = subjob_parent_id(&decision.job_id);
+                    (self.job_by_id.get(&parent_id).copied(), id.seq())
+                });
+                match parent {
+                    Some((Some(slot), seq)) => (Some(slot), Some(seq)),
+                    _ => (None, None),
+                }
+            }
+        };
+        let Some(job) = job_slot.and_then(|s| self.jobs.get(s as usize)).and_then(Option::as_ref) else { return };
+        let request = &self.requests[job.request as usize].0;
+        let mut allocs = Vec::new();
+        for part in exec.parts() {
+            let Some(&node) = self.node_by_name.get(&part.vnode) else { continue };
+            let mut taken = Vec::new();
+            for (name, value) in &part.resources {
+                if let Some(id) = self.res.get(name)
+                    && let Some(amount) = parse_amount(self.res.kind(id), value)
+                {
+                    taken.push((id, amount));
+                }
+            }
+            allocs.push((node, taken));
+        }
+        let exclusive = matches!(request.sharing, PlaceSharing::Excl | PlaceSharing::ExclHost)
+            || allocs.iter().any(|(n, _)| {
+                self.nodes[*n as usize]
+                    .as_ref()
+                    .is_some_and(|node| matches!(node.sharing, NodeSharing::ForceExcl | NodeSharing::ForceExclhost))
+            });
+        let pending = Pending {
+            frame,
+            allocs,
+            queue: job.view.queue.clone(),
+            user: job.user,
+            group: job.group,
+            job_wide: request.job_wide.clone(),
+            exclusive,
+            parent_seq,
+        };
+        self.pending.insert(decision.job_id.clone(), pending);
+    }
+
+    fn set_server(&mut self, attrs: &[Attr]) {
+        let mut info = ServerInfo {
+            scheduling: true,
+            scheduler_iteration: None,
+            limits: RunLimits::from_attrs(attr_map(attrs)),
+            avail: Vec::new(),
+        };
+        for (name, value) in attr_map(attrs) {
+            match name {
+                "scheduling" => info.scheduling = truth(value).unwrap_or(true),
+                "scheduler_iteration" => info.scheduler_iteration = value.trim().parse().ok(),
+                _ => {
+                    if let Some(res) = name.strip_prefix("resources_available.") {
+                        let id = self.res.intern(res, value);
+                        if let Some(amount) = parse_amount(self.res.kind(id), value)
+                            && self.res.kind(id).consumable()
+                        {
+                            info.avail.push((id, amount));
+                        }
+                    }
+                }
+            }
+        }
+        self.server = info;
+    }
+
+    fn set_sched(&mut self, attrs: &[Attr]) {
+        self.sched_scheduling = None;
+        self.sched_iteration = None;
+        for (name, value) in attr_map(attrs) {
+            match name {
+                "scheduling" => self.sched_scheduling = truth(value),
+                "scheduler_iteration" => self.sched_iteration = value.trim().parse().ok(),
+                _ => {}
+            }
+        }
+    }
+
+    fn upsert_queue(&mut self, queue: &SchedQueue) {
+        let mut info = QueueInfo { limits: RunLimits::from_attrs(attr_map(&queue.attrs)), ..QueueInfo::default() };
+        for (name, value) in attr_map(&queue.attrs) {
+            match name {
+                "queue_type" => info.execution = value.trim().to_ascii_lowercase().starts_with('e'),
+                "enabled" => info.enabled = truth(value).unwrap_or(false),
+                "started" => info.started = truth(value).unwrap_or(false),
+                "Priority" => info.priority = value.trim().parse().unwrap_or(0),
+                _ => {
+                    if let Some(res) = name.strip_prefix("resources_available.") {
+                        let id = self.res.intern(res, value);
+                        if let Some(amount) = parse_amount(self.res.kind(id), value)
+                            && self.res.kind(id).consumable()
+                        {
+                            info.avail.push((id, amount));
+                        }
+                    }
+                }
+            }
+        }
+        self.queues.entry(queue.name.clone()).or_default().info = Some(info);
+    }
+
+    fn parse_node(&mut self, view: &SchedNode, seq: u64) -> Node {
+        let mut node = Node {
+            name: view.name.clone(),
+            seq,
+            priority: view.priority,
+            state: view.state.clone(),
+            free: view.state.trim() == "free" && !view.exclusive,
+            avail: Vec::new(),
+            assigned: Vec::new(),
+            strs: Vec::new(),
+            host: view.name.clone(),
+            sharing: NodeSharing::parse(&view.sharing),
+            queue: view.queue.clone().filter(|q| !q.is_empty()),
+            njobs: u32::try_from(view.jobs.len()).unwrap_or(u32::MAX),
+        };
+        for (name, value) in &view.resources_available {
+            let id = self.res.intern(name, value);
+            match self.res.kind(id) {
+                Kind::Str => {
+                    if name == "host" {
+                        node.host = value.clone();
+                    }
+                    let values = value.split(',').map(|v| v.trim().to_string()).collect();
+                    node.strs.push((id, values));
+                }
+                kind => {
+                    if let Some(amount) = parse_amount(kind, value) {
+                        set_amount(&mut node.avail, id, amount);
+                    }
+                }
+            }
+        }
+        // OpenPBS nodes always carry `host` and `vnode`; a mirror fed without them still
+        // matches `host=`/`vnode=` chunks by name.
+        for implied in ["host", "vnode"] {
+            let id = self.res.intern(implied, "");
+            if node.str_values(id).is_none() {
+                let value = if implied == "host" { node.host.clone() } else { node.name.clone() };
+                node.strs.push((id, vec![value]));
+            }
+        }
+        for (name, value) in &view.resources_assigned {
+            let id = self.res.intern(name, value);
+            if let Some(amount) = parse_amount(self.res.kind(id), value)
+                && self.res.kind(id).consumable()
+            {
+                set_amount(&mut node.assigned, id, amount);
+            }
+        }
+        // OpenPBS's server marks a node job-busy exactly when its cpus are all assigned;
+        // a job-busy node that still has cpus (a server that marks it earlier) stays
+        // usable for what it has left.
+        if !node.free && !view.exclusive && view.state.trim() == "job-busy" {
+            let ncpus = self.res.intern("ncpus", "");
+            let avail = amount_of(&node.avail, ncpus);
+            let assigned = amount_of(&node.assigned, ncpus);
+            node.free = avail != UNSET && avail > if assigned == UNSET { 0 } else { assigned };
+        }
+        node
+    }
+
+    fn order_position(&self, key: (Reverse<i64>, u64)) -> usize {
+        self.node_order
+            .partition_point(|slot| self.nodes[*slot as usize].as_ref().map(Node::order_key).is_some_and(|k| k < key))
+    }
+
+    fn upsert_node(&mut self, view: &SchedNode) {
+        if let Some(&slot) = self.node_by_name.get(&view.name) {
+            let (seq, old_key) = match self.nodes[slot as usize].as_ref() {
+                Some(old) => (old.seq, old.order_key()),
+                None => return,
+            };
+            let node = self.parse_node(view, seq);
+            if node.order_key() != old_key {
+                let at = self.order_position(old_key);
+                if self.node_order.get(at) == Some(&slot) {
+                    self.node_order.remove(at);
+                }
+                let key = node.order_key();
+                self.nodes[slot as usize] = Some(node);
+                let at = self.order_position(key);
+                self.node_order.insert(at, slot);
+            } else {
+                self.nodes[slot as usize] = Some(node);
+            }
+            return;
+        }
+        let seq = self.next_node_seq;
+        self.next_node_seq += 1;
+        let node = self.parse_node(view, seq);
+        let key = node.order_key();
+        let slot = match self.free_node_slots.pop() {
+            Some(slot) => {
+                self.nodes[slot as usize] = Some(node);
+                slot
+            }
+            None => {
+                self.nodes.push(Some(node));
+                u32::try_from(self.nodes.len() - 1).unwrap_or(u32::MAX)
+            }
+        };
+        self.node_by_name.insert(view.name.clone(), slot);
+        let at = self.order_position(key);
+        self.node_order.insert(at, slot);
+    }
+
+    fn remove_node(&mut self, name: &str) {
+        let Some(slot) = self.node_by_name.remove(name) else { return };
+        if let Some(node) = self.nodes[slot as usize].as_ref() {
+            let at = self.order_position(node.order_key());
+            if self.node_order.get(at) == Some(&slot) {
+                self.node_order.remove(at);
+            } else {
+                self.node_order.retain(|s| *s != slot);
+            }
+        }
+        self.nodes[slot as usize] = None;
+        self.free_node_slots.push(slot);
+        // Runs in flight on a node that is gone can no longer be booked against it.
+        for pending in self.pending.values_mut() {
+            pending.allocs.retain(|(n, _)| *n != slot);
+        }
+    }
+
+    /// The resources a chunk is matched on: sched_config's `resources` plus booleans, or
+    /// everything but the per-chunk process layout.
+    fn checked(&self, name: &str, kind: Kind) -> bool {
+        match &self.config.resources {
+            Some(list) => kind == Kind::Bool || list.iter().any(|r| r == name),
+            None => !matches!(name, "mpiprocs" | "ompthreads" | "nodect"),
+        }
+    }
+
+    fn build_request(&mut self, job: &SchedJob) -> Request {
+        let mut request = Request {
+            chunks: Vec::new(),
+            total_chunks: 0,
+            arrangement: Arrangement::Pack,
+            sharing: PlaceSharing::Default,
+            group: None,
+            select_totals: Vec::new(),
+            job_wide: Vec::new(),
+            invalid: None,
+        };
+        let place_text = if job.place.trim().is_empty() { "pack" } else { job.place.trim() };
+        match place_text.parse::<Place>() {
+            Ok(place) => {
+                request.arrangement = place.arrangement;
+                request.sharing = place.sharing;
+                request.group = place.group.as_deref().map(|g| self.res.intern(g, ""));
+            }
+            Err(_) => request.invalid = Some("invalid place".to_string()),
+        }
+        let select_text = if job.select.trim().is_empty() {
+            let ncpus = job.resources.iter().find(|(n, _)| n == "ncpus").map(|(_, v)| v.as_str()).unwrap_or("1");
+            format!("1:ncpus={ncpus}")
+        } else {
+            job.select.trim().to_string()
+        };
+        match select_text.parse::<Select>() {
+            Ok(select) => {
+                for chunk in select.chunks() {
+                    let mut req = ChunkReq { count: chunk.count(), cons: Vec::new(), noncons: Vec::new() };
+                    for (name, value) in chunk.resources() {
+                        let id = self.res.intern(name, value);
+                        let kind = self.res.kind(id);
+                        if !self.checked(name, kind) {
+                            continue;
+                        }
+                        match kind {
+                            Kind::Str => req.noncons.push((id, Wanted::Str(value.clone()))),
+                            Kind::Bool => {
+                                let wanted = parse_amount(Kind::Bool, value).unwrap_or(0) != 0;
+                                req.noncons.push((id, Wanted::Bool(wanted)));
+                            }
+                            kind => match parse_amount(kind, value) {
+                                Some(amount) => {
+                                    req.cons.push((id, amount));
+                                    let total = amount.saturating_mul(i64::from(chunk.count()));
+                                    match request.select_totals.iter_mut().find(|(r, _)| *r == id) {
+                                        Some((_, sum)) => *sum = sum.saturating_add(total),
+                                        None => request.select_totals.push((id, total)),
+                                    }
+                                }
+                                None => request.invalid = Some("invalid chunk in select".to_string()),
+                            },
+                        }
+                    }
+                    request.total_chunks = request.total_chunks.saturating_add(chunk.count());
+                    request.chunks.push(req);
+                }
+            }
+            Err(_) => request.invalid = Some("invalid chunk in select".to_string()),
+        }
+        for (name, value) in &job.resources {
+            if matches!(name.as_str(), "select" | "place" | "nodes") {
+                continue;
+            }
+            let id = self.res.intern(name, value);
+            let kind = self.res.kind(id);
+            if kind.consumable()
+                && let Some(amount) = parse_amount(kind, value)
+            {
+                request.job_wide.push((id, amount));
+            }
+        }
+        for &(id, total) in &request.select_totals {
+            if !request.job_wide.iter().any(|(r, _)| *r == id) {
+                request.job_wide.push((id, total));
+            }
+        }
+        request
+    }
+
+    fn request_key(job: &SchedJob) -> String {
+        let mut key = String::with_capacity(64 + job.select.len() + job.place.len());
+        key.push_str(&job.select);
+        key.push('\u{1}');
+        key.push_str(&job.place);
+        for (name, value) in &job.resources {
+            key.push('\u{1}');
+            key.push_str(name);
+            key.push('=');
+            key.push_str(value);
+        }
+        key
+    }
+
+    fn acquire_request(&mut self, job: &SchedJob) -> u32 {
+        let key = Mirror::request_key(job);
+        if let Some(&id) = self.request_by_key.get(&key) {
+            self.requests[id as usize].1 += 1;
+            return id;
+        }
+        let request = self.build_request(job);
+        let id = match self.free_request_slots.pop() {
+            Some(id) => {
+                self.requests[id as usize] = (request, 1);
+                id
+            }
+            None => {
+                self.requests.push((request, 1));
+                u32::try_from(self.requests.len() - 1).unwrap_or(u32::MAX)
+            }
+        };
+        self.request_by_key.insert(key, id);
+        id
+    }
+
+    fn release_request(&mut self, id: u32, job: &SchedJob) {
+        let Some(entry) = self.requests.get_mut(id as usize) else { return };
+        entry.1 = entry.1.saturating_sub(1);
+        if entry.1 == 0 {
+            self.request_by_key.remove(&Mirror::request_key(job));
+            self.free_request_slots.push(id);
+        }
+    }
+
+    fn array_role(job: &SchedJob) -> (ArrayRole, Option<u64>) {
+        let Ok(id) = job.id.parse::<JobId>() else { return (ArrayRole::None, None) };
+        match id.array() {
+            pbs_core::ArrayPart::Parent => {
+                let remaining = job
+                    .attrs
+                    .iter()
+                    .find(|a| a.name() == "array_indices_remaining")
+                    .map(|a| parse_indices(a.value()))
+                    .unwrap_or_default();
+                let max_run = job
+                    .attrs
+                    .iter()
+                    .find(|a| a.name() == "max_run_subjobs")
+                    .and_then(|a| a.value().trim().parse().ok());
+                (ArrayRole::Parent { remaining, max_run }, Some(id.seq()))
+            }
+            pbs_core::ArrayPart::Index(index) => (ArrayRole::Sub { index: *index }, Some(id.seq())),
+            _ => (ArrayRole::None, Some(id.seq())),
+        }
+    }
+
+    /// Adds (`sign` 1) or removes (-1) a running job's share of the counts and sums.
+    fn count_running(&mut self, job_slot: u32, sign: i64) {
+        let Some(job) = self.jobs[job_slot as usize].as_ref() else { return };
+        let (user, group, request, queue) = (job.user, job.group, job.request, job.view.queue.clone());
+        let parent_seq = match job.array {
+            ArrayRole::Sub { .. } => Some(job.view.seq),
+            _ => None,
+        };
+        self.server_counts.add(user, group, sign);
+        let job_wide = self.requests[request as usize].0.job_wide.clone();
+        add_amounts(&mut self.server_assigned, &job_wide, sign);
+        let entry = self.queues.entry(queue).or_default();
+        entry.counts.add(user, group, sign);
+        add_amounts(&mut entry.assigned, &job_wide, sign);
+        if let Some(seq) = parent_seq {
+            let count = self.array_running.entry(seq).or_default();
+            *count = count.saturating_add_signed(sign);
+        }
+    }
+
+    fn unindex_job(&mut self, slot: u32) {
+        let Some(job) = self.jobs[slot as usize].as_mut() else { return };
+        if let Some(key) = job.key.take()
+            && let Some(entry) = self.queues.get_mut(&job.view.queue)
+        {
+            entry.queued.remove(&key);
+        }
+    }
+
+    fn remove_job(&mut self, id: &str) {
+        self.pending.remove(id);
+        let Some(slot) = self.job_by_id.remove(id) else { return };
+        self.unindex_job(slot);
+        if self.jobs[slot as usize].as_ref().is_some_and(Job::running) {
+            self.count_running(slot, -1);
+        }
+        if let Some(job) = self.jobs[slot as usize].take() {
+            if let ArrayRole::Sub { index } = job.array
+                && let Some(set) = self.subjobs_present.get_mut(&job.view.seq)
+            {
+                set.remove(&index);
+                if set.is_empty() {
+                    self.subjobs_present.remove(&job.view.seq);
+                }
+            }
+            self.release_request(job.request, &job.view);
+        }
+        self.free_job_slots.push(slot);
+    }
+
+    fn upsert_job(&mut self, view: SchedJob) {
+        // The server's view of a job supersedes any run of it still in flight once it is
+        // no longer queued (it ran, or failed and is back to Q after the frame's reply).
+        if view.state != 'Q' {
+            self.pending.remove(&view.id);
+        }
+        let id = view.id.clone();
+        if self.job_by_id.contains_key(&id) {
+            self.remove_job_keep_pending(&id);
+        }
+        let (array, seq) = Mirror::array_role(&view);
+        let user = self.users.intern(&view.owner);
+        let group = self.groups.intern(&view.group);
+        let request = self.acquire_request(&view);
+        let candidate = match &array {
+            ArrayRole::Parent { remaining, .. } => matches!(view.state, 'Q' | 'B') && !remaining.is_empty(),
+            _ => view.state == 'Q',
+        };
+        let sub_index = match array {
+            ArrayRole::Sub { index } => index.saturating_add(1),
+            _ => 0,
+        };
+        let slot = match self.free_job_slots.pop() {
+            Some(slot) => slot,
+            None => {
+                self.jobs.push(None);
+                u32::try_from(self.jobs.len() - 1).unwrap_or(u32::MAX)
+            }
+        };
+        let key = candidate.then_some((Reverse(view.priority), view.seq, sub_index, slot));
+        if let (ArrayRole::Sub { index }, Some(seq)) = (&array, seq) {
+            self.subjobs_present.entry(seq).or_default().insert(*index);
+        }
+        if let Some(key) = key {
+            self.queues.entry(view.queue.clone()).or_default().queued.insert(key);
+        }
+        let running = view.state == 'R';
+        self.jobs[slot as usize] = Some(Job { view, user, group, request, array, key });
+        self.job_by_id.insert(id, slot);
+        if running {
+            self.count_running(slot, 1);
+        }
+    }
+
+    fn remove_job_keep_pending(&mut self, id: &str) {
+        let pending = self.pending.remove(id);
+        self.remove_job(id);
+        if let Some(pending) = pending {
+            self.pending.insert(id.to_string(), pending);
+        }
+    }
+
+    /// The job in a slot.
+    pub(crate) fn job(&self, slot: u32) -> Option<&Job> {
+        self.jobs.get(slot as usize).and_then(Option::as_ref)
+    }
+
+    pub(crate) fn job_slot(&self, id: &str) -> Option<u32> {
+        self.job_by_id.get(id).copied()
+    }
+
+    pub(crate) fn request(&self, id: u32) -> &Request {
+        &self.requests[id as usize].0
+    }
+
+    pub(crate) fn node(&self, slot: u32) -> Option<&Node> {
+        self.nodes.get(slot as usize).and_then(Option::as_ref)
+    }
+}
+
+/// The parent id (`12[].server`) of a subjob id (`12[3].server`).
+pub(crate) fn subjob_parent_id(id: &str) -> String {
+    match (id.find('['), id.find(']')) {
+        (Some(open), Some(close)) if open < close => format!("{}[]{}", &id[..open], &id[close + 1..]),
+        _ => id.to_string(),
+    }
+}
+
+/// Adds `sign` times `amounts` into a dense vector.
+pub(crate) fn add_amounts(values: &mut Vec<i64>, amounts: &[(ResId, i64)], sign: i64) {
+    for &(id, amount) in amounts {
+        let current = amount_of(values, id);
+        let base = if current == UNSET { 0 } else { current };
+        set_amount(values, id, base.saturating_add(amount.saturating_mul(sign)));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn index_runs_parse_and_iterate() {
+        let runs = parse_indices("1-3,5,7-11:2");
+        assert_eq!(iter_indices(&runs).collect::<Vec<_>>(), vec![1, 2, 3, 5, 7, 9, 11]);
+        assert!(parse_indices("-").is_empty());
+        assert_eq!(subjob_id("12[].srv", 3), "12[3].srv");
+        assert_eq!(subjob_parent_id("12[3].srv"), "12[].srv");
+    }
+}

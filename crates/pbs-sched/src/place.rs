@@ -1,0 +1,370 @@
+//! Where a job's chunks go: the quick test against the sums of a node set (OpenPBS's
+//! `resresv_can_fit_nodepart`, which gives the `(R: A: T:)` comments and tells "Not
+//! Running" from "Can Never Run"), and the node search by `place` (free, pack, scatter,
+//! vscatter, excl/exclhost/shared, group=RES) with the node's `sharing`.
+//!
+//! The search only reads the cycle state; the caller books what it returns, so a failed
+//! search needs no undo.
+
+use pbs_core::select::{Arrangement, Sharing as PlaceSharing};
+
+use crate::mirror::{NodeSharing, Request, Wanted};
+use crate::reason::{Failure, Reason};
+use crate::resources::{ResId, UNSET, amount_of, format_amount};
+use crate::world::{Alloc, World};
+
+/// Whether a node is used exclusively by a job with this placement (OpenPBS `is_excl`).
+pub(crate) fn is_excl(place: PlaceSharing, node: NodeSharing) -> bool {
+    match node {
+        NodeSharing::ForceExcl | NodeSharing::ForceExclhost => return true,
+        NodeSharing::IgnoreExcl => return false,
+        _ => {}
+    }
+    match place {
+        PlaceSharing::Excl | PlaceSharing::ExclHost => true,
+        PlaceSharing::Shared => false,
+        PlaceSharing::Default => matches!(node, NodeSharing::DefaultExcl | NodeSharing::DefaultExclhost),
+    }
+}
+
+/// Whether the whole host goes to the job (OpenPBS's `do_exclhost` in eval_placement).
+pub(crate) fn is_exclhost(place: PlaceSharing, node: NodeSharing) -> bool {
+    node == NodeSharing::ForceExclhost
+        || (node == NodeSharing::DefaultExclhost && !matches!(place, PlaceSharing::Excl | PlaceSharing::Shared))
+        || place == PlaceSharing::ExclHost
+}
+
+/// The sums of a node set, as the quick test reads them.
+pub(crate) struct SetView<'a> {
+    pub(crate) nodes: &'a [u32],
+    pub(crate) free_nodes: u32,
+    pub(crate) avail: &'a [i64],
+    pub(crate) assigned: &'a [i64],
+}
+
+fn zero_if_unset(value: i64) -> i64 {
+    if value == UNSET { 0 } else { value }
+}
+
+/// Checks one consumable against a set's sums: `(R: .. A: .. T: ..)` on failure.
+fn check_amount(w: &World<'_>, set: &SetView<'_>, id: ResId, wanted: i64, total: bool) -> Result<(), Reason> {
+    if wanted == 0 {
+        return Ok(());
+    }
+    let avail_sum = zero_if_unset(amount_of(set.avail, id));
+    let assigned_sum = zero_if_unset(amount_of(set.assigned, id));
+    let avail = if total { avail_sum } else { (avail_sum - assigned_sum).max(0) };
+    if avail >= wanted {
+        return Ok(());
+    }
+    let kind = w.m.res.kind(id);
+    let detail = format!(
+        "(R: {} A: {} T: {})",
+        format_amount(kind, wanted),
+        format_amount(kind, avail),
+        format_amount(kind, avail_sum)
+    );
+    Err(Reason::InsufficientResource(w.m.res.name(id).to_string(), detail))
+}
+
+/// OpenPBS's `resresv_can_fit_nodepart`: enough (free) nodes, enough of each consumable
+/// over the set for the whole job and for each chunk, and every non-consumable asked for
+/// present somewhere. With `total`, compares with what the set has at all.
+pub(crate) fn can_fit_set(w: &World<'_>, set: &SetView<'_>, req: &Request, total: bool) -> Result<(), Reason> {
+    let no_nodes = || if total { Reason::NoTotalNodes } else { Reason::NoFreeNodes };
+    let count = if total { u32::try_from(set.nodes.len()).unwrap_or(u32::MAX) } else { set.free_nodes };
+    if count == 0 {
+        return Err(no_nodes());
+    }
+    if matches!(req.arrangement, Arrangement::Scatter | Arrangement::VScatter) && count < req.total_chunks {
+        return Err(no_nodes());
+    }
+    for &(id, wanted) in &req.select_totals {
+        check_amount(w, set, id, wanted, total)?;
+    }
+    for chunk in &req.chunks {
+        for (id, wanted) in &chunk.noncons {
+            let name = || w.m.res.name(*id).to_string();
+            match wanted {
+                Wanted::Str(value) => {
+                    let values = w.set_strs(set.nodes, *id);
+                    if !values.contains(value) {
+                        return Err(Reason::InsufficientResource(name(), format!("({value} != {})", values.join(","))));
+                    }
+                }
+                Wanted::Bool(value) => {
+                    let (has_true, has_false) = w.set_bools(set.nodes, *id);
+                    if (*value && !has_true) || (!*value && !has_false) {
+                        let (asked, have) = if *value { ("True", "False") } else { ("False", "True") };
+                        return Err(Reason::InsufficientResource(name(), format!("({asked} != {have})")));
+                    }
+                }
+            }
+        }
+        for &(id, wanted) in &chunk.cons {
+            check_amount(w, set, id, wanted, total)?;
+        }
+    }
+    Ok(())
+}
+
+/// What this job has already taken in the search (not yet booked in the world).
+#[derive(Default)]
+struct Local {
+    taken: Vec<(u32, ResId, i64)>,
+}
+
+impl Local {
+    fn get(&self, slot: u32, id: ResId) -> i64 {
+        self.taken.iter().filter(|(s, r, _)| *s == slot && *r == id).map(|(_, _, a)| *a).sum()
+    }
+}
+
+/// OpenPBS's `is_vnode_eligible`: exclusivity first, then the node state.
+fn eligible(w: &World<'_>, slot: u32, req: &Request) -> Result<(), Reason> {
+    let Some(node) = w.m.node(slot) else { return Err(Reason::NoNodeResources) };
+    if is_excl(req.sharing, node.sharing) {
+        let busy = if w.multi_vnode && is_exclhost(req.sharing, node.sharing) {
+            w.hosts.get(node.host.as_str()).is_some_and(|v| v.iter().any(|s| w.njobs[*s as usize] > 0))
+        } else {
+            w.njobs[slot as usize] > 0
+        };
+        if busy {
+            return Err(Reason::NodeNotExcl);
+        }
+    }
+    if !w.free[slot as usize] {
+        let state =
+            if node.free { if w.exclusive[slot as usize] { "job-exclusive" } else { "job-busy" } } else { &node.state };
+        return Err(Reason::InvalidNodeState(state.to_string()));
+    }
+    Ok(())
+}
+
+/// Whether one chunk fits on a node, as `is_vnode_eligible_chunk` then
+/// `resources_avail_on_vnode` decide. The reason names the resource only: OpenPBS drops
+/// the amounts for a single node's shortfall.
+fn fits(w: &World<'_>, slot: u32, chunk: &crate::mirror::ChunkReq, local: &Local) -> Result<(), Reason> {
+    let Some(node) = w.m.node(slot) else { return Err(Reason::NoNodeResources) };
+    let short = |id: ResId| Reason::InsufficientResource(w.m.res.name(id).to_string(), String::new());
+    for (id, wanted) in &chunk.noncons {
+        let ok = match wanted {
+            Wanted::Str(value) => node.str_values(*id).is_some_and(|values| values.contains(value)),
+            Wanted::Bool(value) => (amount_of(&node.avail, *id) == 1) == *value,
+        };
+        if !ok {
+            return Err(short(*id));
+        }
+    }
+    for &(id, wanted) in &chunk.cons {
+        if wanted == 0 {
+            continue;
+        }
+        let avail = zero_if_unset(amount_of(&node.avail, id));
+        if avail - w.assigned(slot, id) - local.get(slot, id) < wanted {
+            return Err(short(id));
+        }
+    }
+    Ok(())
+}
+
+/// How scatter keeps chunks apart.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Apart {
+    No,
+    Host,
+    Vnode,
+}
+
+/// Places every chunk on `nodes` in order (OpenPBS's `eval_complex_selspec`): each chunk
+/// on the first node that can hold it. On failure, the reason of the last node looked at.
+fn place_chunks(w: &World<'_>, req: &Request, nodes: &[u32], apart: Apart) -> Result<Vec<Alloc>, Option<Reason>> {
+    let mut local = Local::default();
+    let mut allocs: Vec<Alloc> = Vec::with_capacity(req.total_chunks as usize);
+    let mut used_hosts: Vec<&str> = Vec::new();
+    for chunk in &req.chunks {
+        // Nodes before the last one used for this chunk could not hold it; resources only
+        // shrink during a search, so they still cannot.
+        let mut start = 0;
+        for _ in 0..chunk.count {
+            let mut last_err: Option<Reason> = None;
+            let mut found = None;
+            for (i, &slot) in nodes.iter().enumerate().skip(start) {
+                let Some(node) = w.m.node(slot) else { continue };
+                match apart {
+                    Apart::Vnode if allocs.iter().any(|a| a.node == slot) => continue,
+                    Apart::Host if used_hosts.contains(&node.host.as_str()) => continue,
+                    _ => {}
+                }
+                if eligible(w, slot, req).is_err() {
+                    continue;
+                }
+                match fits(w, slot, chunk, &local) {
+                    Ok(()) => {
+                        found = Some((i, slot));
+                        break;
+                    }
+                    Err(reason) => last_err = Some(reason),
+                }
+            }
+            let Some((i, slot)) = found else { return Err(last_err) };
+            start = i;
+            let taken: Vec<(ResId, i64)> = chunk.cons.clone();
+            for &(id, amount) in &taken {
+                local.taken.push((slot, id, amount));
+            }
+            if let Some(node) = w.m.node(slot) {
+                used_hosts.push(node.host.as_str());
+            }
+            allocs.push(Alloc { node: slot, taken });
+        }
+    }
+    Ok(allocs)
+}
+
+/// A placement: chunk allocations plus every node the job holds exclusively.
+pub(crate) struct Placed {
+    pub(crate) allocs: Vec<Alloc>,
+    pub(crate) exclusive: Vec<u32>,
+}
+
+/// The first node the job may not use, and why (OpenPBS's `check_node_array_eligibility`
+/// error, reported when the search itself gives none).
+fn first_ineligible(w: &World<'_>, req: &Request, nodes: &[u32]) -> Option<Reason> {
+    nodes.iter().find_map(|&slot| eligible(w, slot, req).err())
+}
+
+/// Searches `nodes` for the job according to its place.
+fn search(w: &World<'_>, req: &Request, nodes: &[u32]) -> Result<Vec<Alloc>, Option<Reason>> {
+    match req.arrangement {
+        Arrangement::Pack if req.total_chunks > 1 => {
+            // All chunks on one host: try the hosts in node order, keep the first failure.
+            let mut hosts: Vec<(&str, Vec<u32>)> = Vec::new();
+            for &slot in nodes {
+                let Some(node) = w.m.node(slot) else { continue };
+                match hosts.iter_mut().find(|(h, _)| *h == node.host) {
+                    Some((_, list)) => list.push(slot),
+                    None => hosts.push((node.host.as_str(), vec![slot])),
+                }
+            }
+            let mut first_err: Option<Reason> = None;
+            for (_, host_nodes) in &hosts {
+                match place_chunks(w, req, host_nodes, Apart::No) {
+                    Ok(allocs) => return Ok(allocs),
+                    Err(err) => {
+                        if first_err.is_none() {
+                            first_err = err;
+                        }
+                    }
+                }
+            }
+            Err(first_err)
+        }
+        Arrangement::Scatter => place_chunks(w, req, nodes, Apart::Host),
+        Arrangement::VScatter => place_chunks(w, req, nodes, Apart::Vnode),
+        Arrangement::Free | Arrangement::Pack => place_chunks(w, req, nodes, Apart::No),
+    }
+}
+
+/// Finds nodes for a job among `nodes` (its pool), `group=RES` placement sets included.
+pub(crate) fn find_nodes(w: &World<'_>, req: &Request, nodes: &[u32]) -> Result<Placed, Failure> {
+    let found = match req.group {
+        None => search(w, req, nodes),
+        Some(group) => search_groups(w, req, nodes, group),
+    };
+    match found {
+        Ok(allocs) => {
+            let mut exclusive: Vec<u32> = Vec::new();
+            for alloc in &allocs {
+                let Some(node) = w.m.node(alloc.node) else { continue };
+                if !is_excl(req.sharing, node.sharing) {
+                    continue;
+                }
+                if w.multi_vnode && is_exclhost(req.sharing, node.sharing) {
+                    for &slot in w.hosts.get(node.host.as_str()).map(Vec::as_slice).unwrap_or(&[]) {
+                        if !exclusive.contains(&slot) {
+                            exclusive.push(slot);
+                        }
+                    }
+                } else if !exclusive.contains(&alloc.node) {
+                    exclusive.push(alloc.node);
+                }
+            }
+            Ok(Placed { allocs, exclusive })
+        }
+        Err(reason) => {
+            let reason = reason.or_else(|| first_ineligible(w, req, nodes)).unwrap_or(Reason::NoNodeResources);
+            Err(Failure::not_run(reason))
+        }
+    }
+}
+
+/// `place=group=RES`: all chunks in one set of nodes sharing a value of RES, trying the
+/// sets in node order; a job no set could ever hold may span them (OpenPBS's default,
+/// `do_not_span_psets` False).
+fn search_groups(w: &World<'_>, req: &Request, nodes: &[u32], group: ResId) -> Result<Vec<Alloc>, Option<Reason>> {
+    let mut sets: Vec<(&str, Vec<u32>)> = Vec::new();
+    for &slot in nodes {
+        let Some(node) = w.m.node(slot) else { continue };
+        let Some(value) = node.str_values(group).and_then(|v| v.first()) else { continue };
+        match sets.iter_mut().find(|(v, _)| *v == value.as_str()) {
+            Some((_, list)) => list.push(slot),
+            None => sets.push((value.as_str(), vec![slot])),
+        }
+    }
+    let name = w.m.res.name(group);
+    let mut last_err: Option<Reason> = None;
+    let mut can_ever_fit = false;
+    for (value, set_nodes) in &sets {
+        let mut avail: Vec<i64> = Vec::new();
+        let mut assigned: Vec<i64> = Vec::new();
+        let mut free_nodes = 0u32;
+        for &slot in set_nodes {
+            let Some(node) = w.m.node(slot) else { continue };
+            let free = w.free[slot as usize];
+            free_nodes += u32::from(free);
+            for &(id, _) in &req.select_totals {
+                let node_avail = zero_if_unset(amount_of(&node.avail, id));
+                let node_assigned = w.assigned(slot, id);
+                let contributed = if free { node_avail } else { node_assigned };
+                crate::mirror::add_amounts(&mut avail, &[(id, contributed)], 1);
+                crate::mirror::add_amounts(&mut assigned, &[(id, node_assigned)], 1);
+            }
+        }
+        let view = SetView { nodes: set_nodes, free_nodes, avail: &avail, assigned: &assigned };
+        match can_fit_set(w, &view, req, false) {
+            Ok(()) => match search(w, req, set_nodes) {
+                Ok(allocs) => return Ok(allocs),
+                Err(err) => last_err = err.or(last_err),
+            },
+            Err(_) => last_err = Some(Reason::SetTooSmall("Placement", format!("{name}={value}"))),
+        }
+        if !can_ever_fit && can_fit_set(w, &view, req, true).is_ok() {
+            can_ever_fit = true;
+        }
+    }
+    if !can_ever_fit {
+        return search(w, req, nodes);
+    }
+    Err(last_err)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sharing_combines_as_openpbs() {
+        use NodeSharing as N;
+        use PlaceSharing as P;
+        assert!(!is_excl(P::Default, N::DefaultShared));
+        assert!(is_excl(P::Excl, N::DefaultShared));
+        assert!(is_excl(P::Default, N::DefaultExcl));
+        assert!(!is_excl(P::Shared, N::DefaultExcl));
+        assert!(is_excl(P::Shared, N::ForceExcl));
+        assert!(!is_excl(P::Excl, N::IgnoreExcl));
+        assert!(is_exclhost(P::Default, N::DefaultExclhost));
+        assert!(!is_exclhost(P::Excl, N::DefaultExclhost));
+        assert!(is_exclhost(P::ExclHost, N::DefaultShared));
+    }
+}

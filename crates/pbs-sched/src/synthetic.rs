@@ -1,0 +1,142 @@
+//! Synthetic clusters for the benchmark (`pbs_bench`) and for timing tests: many nodes,
+//! many queued jobs, in shapes where nothing can run, so that a cycle's cost is the cost
+//! of deciding that (the common state of a busy site).
+
+use std::time::{Duration, Instant};
+
+use pbs_proto::Attr;
+use pbs_proto::sched::{SchedJob, SchedNode, SchedQueue, Snapshot};
+
+use crate::config::SchedConfig;
+use crate::cycle::{Decisions, cycle};
+use crate::mirror::Mirror;
+
+/// What the queued jobs of a synthetic cluster run into.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shape {
+    /// Nodes are empty, but every job asks for more cpus than a node has in total over
+    /// the cluster (each job: `Can Never Run`).
+    TooBig,
+    /// Every node's cpus are all assigned to running jobs (each job: `Not Running`).
+    NodesFull,
+}
+
+/// Cpus per synthetic node.
+const NODE_CPUS: u64 = 16;
+/// Distinct requests among the queued jobs (OpenPBS decides each once per cycle).
+const REQUEST_KINDS: usize = 8;
+/// Distinct owners among the queued jobs.
+const OWNERS: usize = 50;
+
+/// A snapshot of `n_nodes` nodes and `n_jobs` queued jobs (8 kinds of request, 50
+/// owners, 4 priorities) in one execution queue `workq`.
+pub fn snapshot(n_nodes: usize, n_jobs: usize, shape: Shape) -> Snapshot {
+    let server_name = "bench".to_string();
+    let queue = SchedQueue {
+        name: "workq".into(),
+        attrs: vec![Attr::new("queue_type", "Execution"), Attr::new("enabled", "True"), Attr::new("started", "True")],
+    };
+    let nodes = (0..n_nodes)
+        .map(|i| {
+            let name = format!("n{i:05}");
+            let assigned = match shape {
+                Shape::NodesFull => vec![("ncpus".to_string(), NODE_CPUS.to_string()), ("mem".into(), "64gb".into())],
+                Shape::TooBig => vec![("ncpus".to_string(), "0".to_string()), ("mem".into(), "0kb".into())],
+            };
+            SchedNode {
+                name: name.clone(),
+                state: match shape {
+                    Shape::NodesFull => "job-busy".into(),
+                    Shape::TooBig => "free".into(),
+                },
+                resources_available: vec![
+                    ("arch".into(), "linux".into()),
+                    ("host".into(), name.clone()),
+                    ("mem".into(), "64gb".into()),
+                    ("ncpus".into(), NODE_CPUS.to_string()),
+                    ("vnode".into(), name),
+                ],
+                resources_assigned: assigned,
+                sharing: "default_shared".into(),
+                ..SchedNode::default()
+            }
+        })
+        .collect();
+    let too_big = NODE_CPUS * n_nodes as u64 + 1;
+    let jobs = (0..n_jobs)
+        .map(|i| {
+            let kind = i % REQUEST_KINDS;
+            let ncpus = match shape {
+                Shape::TooBig => too_big + kind as u64,
+                Shape::NodesFull => 1 + kind as u64,
+            };
+            let seq = i as u64 + 1;
+            SchedJob {
+                id: format!("{seq}.{server_name}"),
+                seq,
+                queue: "workq".into(),
+                state: 'Q',
+                substate: 10,
+                priority: (i % 4) as i64,
+                qtime: 1_700_000_000 + i as i64,
+                owner: format!("user{}", i % OWNERS),
+                group: "users".into(),
+                resources: vec![
+                    ("ncpus".into(), ncpus.to_string()),
+                    ("nodect".into(), "1".into()),
+                    ("place".into(), "pack".into()),
+                    ("select".into(), format!("1:ncpus={ncpus}")),
+                ],
+                select: format!("1:ncpus={ncpus}"),
+                place: "pack".into(),
+                ..SchedJob::default()
+            }
+        })
+        .collect();
+    Snapshot {
+        server_name,
+        server: vec![Attr::new("scheduling", "True")],
+        sched: vec![],
+        queues: vec![queue],
+        nodes,
+        jobs,
+    }
+}
+
+/// The mirror of [`snapshot`].
+pub fn cluster(n_nodes: usize, n_jobs: usize, shape: Shape) -> Mirror {
+    Mirror::new(snapshot(n_nodes, n_jobs, shape), SchedConfig::default())
+}
+
+/// What [`time_cycle`] measured.
+#[derive(Clone, Debug)]
+pub struct CycleTiming {
+    /// The first cycle (every job's comment is new).
+    pub first: Duration,
+    /// The fastest of `repeats` later cycles, once the first cycle's comments are taken
+    /// as sent (the steady state: nothing to re-send).
+    pub steady: Duration,
+    /// Jobs started by the first cycle.
+    pub runs: usize,
+    /// Comment updates of the first cycle.
+    pub updates: usize,
+    /// Comment updates of the steady cycles (0 when nothing changes).
+    pub steady_updates: usize,
+}
+
+/// Times cycles over `mirror`: one first cycle, then `repeats` (at least 1) steady ones.
+pub fn time_cycle(mirror: &mut Mirror, repeats: usize) -> CycleTiming {
+    let started = Instant::now();
+    let first: Decisions = cycle(mirror, 0);
+    let first_time = started.elapsed();
+    mirror.note_sent(0, &[], &first.updates);
+    let mut steady = Duration::MAX;
+    let mut steady_updates = 0;
+    for _ in 0..repeats.max(1) {
+        let started = Instant::now();
+        let decisions = cycle(mirror, 0);
+        steady = steady.min(started.elapsed());
+        steady_updates = decisions.updates.len();
+    }
+    CycleTiming { first: first_time, steady, runs: first.run.len(), updates: first.updates.len(), steady_updates }
+}

@@ -1,0 +1,612 @@
+//! Tests of the pure core on constructed snapshots: order, placement by place and
+//! sharing, the exact comments, limits, node states and queues, incremental updates,
+//! strict ordering, arrays and qrun.
+
+use pbs_proto::Attr;
+use pbs_proto::sched::{SchedChange, SchedJob, SchedNode, SchedQueue, Snapshot};
+
+use crate::{Decisions, Mirror, SchedConfig, cycle, qrun};
+
+fn queue(name: &str, priority: i64, extra: &[(&str, &str)]) -> SchedQueue {
+    let mut attrs = vec![
+        Attr::new("queue_type", "Execution"),
+        Attr::new("enabled", "True"),
+        Attr::new("started", "True"),
+        Attr::new("Priority", priority.to_string()),
+    ];
+    attrs.extend(extra.iter().map(|(n, v)| Attr::new(*n, *v)));
+    SchedQueue { name: name.into(), attrs }
+}
+
+fn node(name: &str, ncpus: u32, mem: &str) -> SchedNode {
+    SchedNode {
+        name: name.into(),
+        state: "free".into(),
+        resources_available: vec![
+            ("host".into(), name.into()),
+            ("mem".into(), mem.into()),
+            ("ncpus".into(), ncpus.to_string()),
+            ("vnode".into(), name.into()),
+        ],
+        sharing: "default_shared".into(),
+        ..SchedNode::default()
+    }
+}
+
+fn with_res(mut n: SchedNode, name: &str, value: &str) -> SchedNode {
+    match n.resources_available.iter_mut().find(|(r, _)| r == name) {
+        Some(entry) => entry.1 = value.into(),
+        None => n.resources_available.push((name.into(), value.into())),
+    }
+    n
+}
+
+fn job(seq: u64, queue: &str, select: &str, place: &str) -> SchedJob {
+    let ncpus: u64 = select
+        .split('+')
+        .map(|chunk| {
+            let mut parts = chunk.split(':');
+            let count: u64 = parts.next().and_then(|c| c.parse().ok()).unwrap_or(1);
+            let each: u64 =
+                chunk.split(':').find_map(|p| p.strip_prefix("ncpus=").and_then(|v| v.parse().ok())).unwrap_or(0);
+            count * each
+        })
+        .sum();
+    SchedJob {
+        id: format!("{seq}.svr"),
+        seq,
+        queue: queue.into(),
+        state: 'Q',
+        substate: 10,
+        owner: "alice".into(),
+        group: "users".into(),
+        resources: vec![
+            ("ncpus".into(), ncpus.to_string()),
+            ("place".into(), place.into()),
+            ("select".into(), select.into()),
+        ],
+        select: select.into(),
+        place: place.into(),
+        ..SchedJob::default()
+    }
+}
+
+fn owned(mut j: SchedJob, owner: &str, group: &str) -> SchedJob {
+    j.owner = owner.into();
+    j.group = group.into();
+    j
+}
+
+fn prio(mut j: SchedJob, priority: i64) -> SchedJob {
+    j.priority = priority;
+    j
+}
+
+fn snap(queues: Vec<SchedQueue>, nodes: Vec<SchedNode>, jobs: Vec<SchedJob>) -> Snapshot {
+    Snapshot {
+        server_name: "svr".into(),
+        server: vec![Attr::new("scheduling", "True")],
+        sched: vec![],
+        queues,
+        nodes,
+        jobs,
+    }
+}
+
+fn mirror(s: Snapshot) -> Mirror {
+    Mirror::new(s, SchedConfig::default())
+}
+
+fn run_ids(d: &Decisions) -> Vec<&str> {
+    d.run.iter().map(|r| r.job_id.as_str()).collect()
+}
+
+fn exec_of<'a>(d: &'a Decisions, id: &str) -> Option<&'a str> {
+    d.run.iter().find(|r| r.job_id == id).map(|r| r.exec_vnode.as_str())
+}
+
+fn comment_of<'a>(d: &'a Decisions, id: &str) -> Option<&'a str> {
+    d.updates
+        .iter()
+        .find(|u| u.job_id == id)
+        .and_then(|u| u.attrs.iter().find(|a| a.name() == "comment"))
+        .map(Attr::value)
+}
+
+fn four_nodes() -> Vec<SchedNode> {
+    (1..=4).map(|i| node(&format!("n{i}"), 4, "8gb")).collect()
+}
+
+#[test]
+fn order_is_queue_priority_then_job_priority_then_submission() {
+    let s = snap(
+        vec![queue("qa", 10, &[]), queue("qb", 20, &[])],
+        vec![node("n1", 8, "8gb")],
+        vec![
+            job(1, "qa", "1:ncpus=1", "pack"),
+            job(2, "qb", "1:ncpus=1", "pack"),
+            prio(job(3, "qb", "1:ncpus=1", "pack"), 5),
+            prio(job(4, "qa", "1:ncpus=1", "pack"), 5),
+            prio(job(5, "qb", "1:ncpus=1", "pack"), 5),
+        ],
+    );
+    let d = cycle(&mirror(s), 0);
+    assert_eq!(run_ids(&d), vec!["3.svr", "5.svr", "2.svr", "4.svr", "1.svr"]);
+    assert!(d.updates.is_empty());
+}
+
+#[test]
+fn equal_priority_queues_interleave_by_job_priority() {
+    let s = snap(
+        vec![queue("qa", 0, &[]), queue("qb", 0, &[])],
+        vec![node("n1", 8, "8gb")],
+        vec![
+            job(1, "qa", "1:ncpus=1", "pack"),
+            prio(job(2, "qb", "1:ncpus=1", "pack"), 3),
+            job(3, "qb", "1:ncpus=1", "pack"),
+        ],
+    );
+    assert_eq!(run_ids(&cycle(&mirror(s), 0)), vec!["2.svr", "1.svr", "3.svr"]);
+}
+
+#[test]
+fn free_pack_scatter_placements() {
+    let s = snap(
+        vec![queue("workq", 0, &[])],
+        four_nodes(),
+        vec![
+            job(1, "workq", "2:ncpus=2", "free"),
+            job(2, "workq", "2:ncpus=1", "scatter"),
+            job(3, "workq", "2:ncpus=3", "pack"),
+            job(4, "workq", "1:ncpus=2:mem=1gb+1:ncpus=1", "pack"),
+        ],
+    );
+    let d = cycle(&mirror(s), 0);
+    assert_eq!(exec_of(&d, "1.svr"), Some("(n1:ncpus=2)+(n1:ncpus=2)"));
+    // n1 is full (job-busy) now: scatter takes n2 and n3.
+    assert_eq!(exec_of(&d, "2.svr"), Some("(n2:ncpus=1)+(n3:ncpus=1)"));
+    // Two chunks of 3 cpus never fit on one 4-cpu host.
+    assert_eq!(exec_of(&d, "3.svr"), None);
+    assert_eq!(comment_of(&d, "3.svr"), Some("Not Running: Insufficient amount of resource: ncpus "));
+    assert_eq!(exec_of(&d, "4.svr"), Some("(n2:ncpus=2:mem=1048576kb)+(n2:ncpus=1)"));
+}
+
+#[test]
+fn scatter_is_per_host_and_vscatter_per_vnode() {
+    let vnodes = vec![
+        with_res(node("v1", 2, "4gb"), "host", "h1"),
+        with_res(node("v2", 2, "4gb"), "host", "h1"),
+        with_res(node("v3", 2, "4gb"), "host", "h2"),
+        with_res(node("v4", 2, "4gb"), "host", "h2"),
+    ];
+    let s = snap(vec![queue("workq", 0, &[])], vnodes.clone(), vec![job(1, "workq", "2:ncpus=1", "scatter")]);
+    assert_eq!(exec_of(&cycle(&mirror(s), 0), "1.svr"), Some("(v1:ncpus=1)+(v3:ncpus=1)"));
+    let s = snap(vec![queue("workq", 0, &[])], vnodes, vec![job(1, "workq", "2:ncpus=1", "vscatter")]);
+    assert_eq!(exec_of(&cycle(&mirror(s), 0), "1.svr"), Some("(v1:ncpus=1)+(v2:ncpus=1)"));
+}
+
+#[test]
+fn exclusive_placement_and_node_sharing() {
+    let s = snap(
+        vec![queue("workq", 0, &[])],
+        four_nodes(),
+        vec![
+            job(1, "workq", "1:ncpus=1", "excl"),
+            job(2, "workq", "1:ncpus=1", "pack"),
+            job(3, "workq", "1:ncpus=1", "scatter:excl"),
+            job(4, "workq", "1:ncpus=1", "pack"),
+        ],
+    );
+    let d = cycle(&mirror(s), 0);
+    assert_eq!(exec_of(&d, "1.svr"), Some("(n1:ncpus=1)"));
+    assert_eq!(exec_of(&d, "2.svr"), Some("(n2:ncpus=1)"));
+    // n2 has a job: an exclusive request takes n3.
+    assert_eq!(exec_of(&d, "3.svr"), Some("(n3:ncpus=1)"));
+    assert_eq!(exec_of(&d, "4.svr"), Some("(n2:ncpus=1)"));
+
+    let mut nodes = four_nodes();
+    nodes[0].sharing = "force_excl".into();
+    nodes[1].sharing = "default_excl".into();
+    let s = snap(
+        vec![queue("workq", 0, &[])],
+        nodes,
+        vec![
+            job(1, "workq", "1:ncpus=1", "pack"),
+            job(2, "workq", "1:ncpus=1", "shared"),
+            job(3, "workq", "1:ncpus=1", "shared"),
+        ],
+    );
+    let d = cycle(&mirror(s), 0);
+    assert_eq!(exec_of(&d, "1.svr"), Some("(n1:ncpus=1)"));
+    // default_excl yields to place=shared: both shared jobs share n2.
+    assert_eq!(exec_of(&d, "2.svr"), Some("(n2:ncpus=1)"));
+    assert_eq!(exec_of(&d, "3.svr"), Some("(n2:ncpus=1)"));
+}
+
+#[test]
+fn group_placement_uses_one_set() {
+    let mut nodes: Vec<SchedNode> = four_nodes();
+    for (i, n) in nodes.iter_mut().enumerate() {
+        n.resources_available.push(("switch".into(), if i < 2 { "s1" } else { "s2" }.into()));
+    }
+    nodes[0].state = "job-busy".into();
+    nodes[0].resources_assigned = vec![("ncpus".into(), "4".into())];
+    let s = snap(vec![queue("workq", 0, &[])], nodes, vec![job(1, "workq", "2:ncpus=4", "scatter:group=switch")]);
+    let d = cycle(&mirror(s), 0);
+    assert_eq!(exec_of(&d, "1.svr"), Some("(n3:ncpus=4)+(n4:ncpus=4)"));
+}
+
+#[test]
+fn insufficient_resource_comments_have_openpbs_text() {
+    // OpenPBS test_sched_allpart test_rassn / test_free_nodes / test_too_many_ncpus.
+    let nodes = vec![node("vn0", 1, "1gb"), node("vn1", 1, "1gb")];
+    let s = snap(
+        vec![queue("workq", 0, &[])],
+        nodes.clone(),
+        vec![job(1, "workq", "1:ncpus=1", "pack"), job(2, "workq", "2:ncpus=1", "free")],
+    );
+    let d = cycle(&mirror(s), 0);
+    assert_eq!(run_ids(&d), vec!["1.svr"]);
+    assert_eq!(comment_of(&d, "2.svr"), Some("Not Running: Insufficient amount of resource: ncpus (R: 2 A: 1 T: 2)"));
+
+    let s = snap(
+        vec![queue("workq", 0, &[])],
+        nodes.clone(),
+        vec![job(1, "workq", "2:ncpus=1", "free"), job(2, "workq", "2:ncpus=1", "free")],
+    );
+    let d = cycle(&mirror(s), 0);
+    assert_eq!(comment_of(&d, "2.svr"), Some("Not Running: Not enough free nodes available"));
+
+    let s = snap(vec![queue("workq", 0, &[])], nodes, vec![job(1, "workq", "3:ncpus=1", "free")]);
+    let d = cycle(&mirror(s), 0);
+    assert_eq!(comment_of(&d, "1.svr"), Some("Can Never Run: Insufficient amount of resource: ncpus (R: 3 A: 2 T: 2)"));
+}
+
+#[test]
+fn memory_comments_print_sizes() {
+    let s = snap(
+        vec![queue("workq", 0, &[])],
+        vec![node("n1", 2, "4gb")],
+        vec![
+            job(1, "workq", "1:ncpus=1:mem=2gb", "pack"),
+            job(2, "workq", "1:ncpus=1:mem=4gb", "pack"),
+            job(3, "workq", "1:ncpus=1:mem=8gb", "pack"),
+        ],
+    );
+    let d = cycle(&mirror(s), 0);
+    assert_eq!(run_ids(&d), vec!["1.svr"]);
+    assert_eq!(
+        comment_of(&d, "2.svr"),
+        Some("Not Running: Insufficient amount of resource: mem (R: 4gb A: 2gb T: 4gb)")
+    );
+    assert_eq!(
+        comment_of(&d, "3.svr"),
+        Some("Can Never Run: Insufficient amount of resource: mem (R: 8gb A: 4gb T: 4gb)")
+    );
+}
+
+#[test]
+fn node_level_and_non_consumable_comments() {
+    let s = snap(
+        vec![queue("workq", 0, &[])],
+        vec![node("n1", 4, "8gb"), node("n2", 4, "8gb")],
+        vec![job(1, "workq", "1:ncpus=8", "pack"), job(2, "workq", "1:ncpus=1:vnode=foo", "pack")],
+    );
+    let d = cycle(&mirror(s), 0);
+    // Enough cpus over the cluster, but no node has 8: OpenPBS names only the resource.
+    assert_eq!(comment_of(&d, "1.svr"), Some("Not Running: Insufficient amount of resource: ncpus "));
+    assert_eq!(comment_of(&d, "2.svr"), Some("Can Never Run: Insufficient amount of resource: vnode (foo != n1,n2)"));
+}
+
+#[test]
+fn run_limits_give_openpbs_comments() {
+    let limited = |server: Vec<Attr>, queue_extra: &[(&str, &str)], jobs: Vec<SchedJob>| {
+        let mut s = snap(vec![queue("workq", 0, queue_extra)], four_nodes(), jobs);
+        s.server.extend(server);
+        cycle(&mirror(s), 0)
+    };
+    let two = || vec![job(1, "workq", "1:ncpus=1", "pack"), job(2, "workq", "1:ncpus=1", "pack")];
+    let d = limited(vec![], &[("max_run", "[o:PBS_ALL=1]")], two());
+    assert_eq!(run_ids(&d), vec!["1.svr"]);
+    assert_eq!(comment_of(&d, "2.svr"), Some("Not Running: Queue workq job limit has been reached."));
+
+    let d = limited(vec![Attr::new("max_running", "1")], &[], two());
+    assert_eq!(comment_of(&d, "2.svr"), Some("Not Running: Server job limit has been reached."));
+
+    let mixed = || {
+        vec![
+            job(1, "workq", "1:ncpus=1", "pack"),
+            job(2, "workq", "1:ncpus=1", "pack"),
+            owned(job(3, "workq", "1:ncpus=1", "pack"), "bob", "staff"),
+        ]
+    };
+    let d = limited(vec![Attr::new("max_run", "[u:PBS_GENERIC=1]")], &[], mixed());
+    assert_eq!(run_ids(&d), vec!["1.svr", "3.svr"]);
+    assert_eq!(comment_of(&d, "2.svr"), Some("Not Running: User has reached server running job limit."));
+
+    let d = limited(vec![Attr::new("max_run", "[u:PBS_GENERIC=5],[u:alice=1]")], &[], mixed());
+    assert_eq!(comment_of(&d, "2.svr"), Some("Not Running: Server job limit reached for user alice"));
+
+    let d = limited(vec![], &[("max_user_run", "1")], mixed());
+    assert_eq!(comment_of(&d, "2.svr"), Some("Not Running: User has reached queue workq running job limit."));
+
+    let d = limited(vec![], &[("max_run", "[g:users=1]")], mixed());
+    assert_eq!(run_ids(&d), vec!["1.svr", "3.svr"]);
+    assert_eq!(comment_of(&d, "2.svr"), Some("Not Running: Queue workq job limit reached for group users"));
+
+    // A job already running counts.
+    let mut running = job(9, "workq", "1:ncpus=1", "pack");
+    running.state = 'R';
+    let d =
+        limited(vec![Attr::new("max_run", "[o:PBS_ALL=1]")], &[], vec![running, job(1, "workq", "1:ncpus=1", "pack")]);
+    assert!(d.run.is_empty());
+    assert_eq!(comment_of(&d, "1.svr"), Some("Not Running: Server job limit has been reached."));
+}
+
+#[test]
+fn offline_and_down_nodes_are_skipped() {
+    let mut nodes = vec![node("n1", 4, "8gb"), node("n2", 4, "8gb"), node("n3", 4, "8gb")];
+    nodes[0].state = "offline".into();
+    nodes[1].state = "down".into();
+    let s = snap(vec![queue("workq", 0, &[])], nodes.clone(), vec![job(1, "workq", "1:ncpus=1", "pack")]);
+    assert_eq!(exec_of(&cycle(&mirror(s), 0), "1.svr"), Some("(n3:ncpus=1)"));
+    nodes[2].state = "state-unknown,down".into();
+    let s = snap(vec![queue("workq", 0, &[])], nodes, vec![job(1, "workq", "1:ncpus=1", "pack")]);
+    let d = cycle(&mirror(s), 0);
+    assert!(d.run.is_empty());
+    // As in OpenPBS: nodes that are not free count only what they have assigned.
+    assert_eq!(comment_of(&d, "1.svr"), Some("Can Never Run: Insufficient amount of resource: ncpus (R: 1 A: 0 T: 0)"));
+}
+
+#[test]
+fn node_queue_restricts_both_ways() {
+    let mut nodes = vec![node("n1", 4, "8gb"), node("n2", 4, "8gb")];
+    nodes[0].queue = Some("qa".into());
+    let s = snap(
+        vec![queue("workq", 0, &[]), queue("qa", 0, &[])],
+        nodes,
+        vec![
+            job(1, "workq", "1:ncpus=1", "pack"),
+            job(2, "qa", "1:ncpus=2", "pack"),
+            job(3, "qa", "1:ncpus=4", "pack"),
+        ],
+    );
+    let d = cycle(&mirror(s), 0);
+    assert_eq!(exec_of(&d, "1.svr"), Some("(n2:ncpus=1)"));
+    assert_eq!(exec_of(&d, "2.svr"), Some("(n1:ncpus=2)"));
+    // qa's jobs never spill onto n2.
+    assert_eq!(comment_of(&d, "3.svr"), Some("Not Running: Insufficient amount of resource: ncpus (R: 4 A: 2 T: 4)"));
+}
+
+#[test]
+fn comments_are_not_resent() {
+    let s = snap(
+        vec![queue("workq", 0, &[])],
+        vec![node("n1", 1, "1gb")],
+        vec![job(1, "workq", "1:ncpus=2", "pack"), job(2, "workq", "1:ncpus=2", "pack")],
+    );
+    let mut m = mirror(s);
+    let first = cycle(&m, 0);
+    assert_eq!(first.updates.len(), 2);
+    m.note_sent(1, &first.run, &first.updates);
+    m.applied(1);
+    assert!(cycle(&m, 0).updates.is_empty());
+    // The server's echo of the comment changes nothing either.
+    let mut echoed = job(1, "workq", "1:ncpus=2", "pack");
+    echoed.comment = comment_of(&first, "1.svr").map(str::to_string);
+    m.apply(SchedChange::Job { job: Box::new(echoed) });
+    assert!(cycle(&m, 0).updates.is_empty());
+}
+
+#[test]
+fn runs_in_flight_stay_booked() {
+    let s = snap(
+        vec![queue("workq", 0, &[])],
+        vec![node("n1", 2, "4gb")],
+        vec![job(1, "workq", "1:ncpus=2", "pack"), job(2, "workq", "1:ncpus=2", "pack")],
+    );
+    let mut m = mirror(s);
+    m.apply(SchedChange::Job { job: Box::new(job(2, "workq", "1:ncpus=2", "pack")) });
+    let first = cycle(&m, 0);
+    assert_eq!(run_ids(&first), vec!["1.svr"]);
+    m.note_sent(1, &first.run, &first.updates);
+    // Before the server confirms, job 1 is not run twice and its cpus are taken.
+    let again = cycle(&m, 0);
+    assert!(again.run.is_empty());
+    assert!(again.updates.is_empty());
+}
+
+/// Builds the same state twice: from a snapshot plus changes, and from a snapshot of
+/// the result; both must decide the same.
+#[test]
+fn incremental_updates_equal_a_fresh_snapshot() {
+    let base_nodes = four_nodes();
+    let s0 = snap(
+        vec![queue("workq", 0, &[]), queue("qb", 5, &[])],
+        base_nodes.clone(),
+        vec![
+            job(1, "workq", "1:ncpus=4", "pack"),
+            job(2, "workq", "2:ncpus=2", "scatter"),
+            job(3, "qb", "1:ncpus=1", "pack"),
+        ],
+    );
+    let mut a = mirror(s0);
+    let mut running = job(1, "workq", "1:ncpus=4", "pack");
+    running.state = 'R';
+    let mut busy = base_nodes[0].clone();
+    busy.state = "job-busy".into();
+    busy.resources_assigned = vec![("ncpus".into(), "4".into())];
+    busy.jobs = vec!["1.svr".into()];
+    let n5 = node("n5", 8, "16gb");
+    let changes = vec![
+        SchedChange::Job { job: Box::new(running.clone()) },
+        SchedChange::Node { node: Box::new(busy.clone()) },
+        SchedChange::JobGone { id: "3.svr".into() },
+        SchedChange::Job { job: Box::new(prio(job(4, "workq", "1:ncpus=8", "pack"), 10)) },
+        SchedChange::Node { node: Box::new(n5.clone()) },
+        SchedChange::Queue { queue: queue("workq", 7, &[("max_run", "[o:PBS_ALL=3]")]) },
+        SchedChange::Job { job: Box::new(prio(job(2, "workq", "2:ncpus=2", "scatter"), 1)) },
+    ];
+    for change in changes {
+        a.apply(change);
+    }
+    let mut nodes = base_nodes;
+    nodes[0] = busy;
+    nodes.push(n5);
+    let s1 = snap(
+        vec![queue("workq", 7, &[("max_run", "[o:PBS_ALL=3]")]), queue("qb", 5, &[])],
+        nodes,
+        vec![running, prio(job(2, "workq", "2:ncpus=2", "scatter"), 1), prio(job(4, "workq", "1:ncpus=8", "pack"), 10)],
+    );
+    let b = mirror(s1);
+    let (da, db) = (cycle(&a, 0), cycle(&b, 0));
+    assert_eq!(da, db);
+    assert_eq!(run_ids(&da), vec!["4.svr", "2.svr"]);
+    assert_eq!(exec_of(&da, "4.svr"), Some("(n5:ncpus=8)"));
+}
+
+#[test]
+fn qrun_ignores_limits_but_not_resources() {
+    let mut s = snap(
+        vec![queue("workq", 0, &[])],
+        vec![node("n1", 2, "4gb")],
+        vec![
+            job(1, "workq", "1:ncpus=1", "pack"),
+            job(2, "workq", "1:ncpus=1", "pack"),
+            job(3, "workq", "1:ncpus=4", "pack"),
+        ],
+    );
+    s.server.push(Attr::new("max_running", "1"));
+    let mut m = mirror(s);
+    let d = cycle(&m, 0);
+    assert_eq!(run_ids(&d), vec!["1.svr"]);
+    m.note_sent(1, &d.run, &d.updates);
+    let q = qrun(&m, "2.svr", 0);
+    assert_eq!(exec_of(&q, "2.svr"), Some("(n1:ncpus=1)"));
+    let q = qrun(&m, "3.svr", 0);
+    assert!(q.run.is_empty());
+    assert_eq!(comment_of(&q, "3.svr"), Some("Can Never Run: Insufficient amount of resource: ncpus (R: 4 A: 2 T: 2)"));
+    assert_eq!(qrun(&m, "99.svr", 0), Decisions::default());
+}
+
+#[test]
+fn strict_ordering_blocks_later_jobs() {
+    let s = snap(
+        vec![queue("workq", 0, &[])],
+        vec![with_res(node("n1", 4, "8gb"), "ncpus", "4")],
+        vec![
+            job(1, "workq", "1:ncpus=3", "pack"),
+            job(2, "workq", "1:ncpus=3", "pack"),
+            job(3, "workq", "1:ncpus=1", "pack"),
+        ],
+    );
+    let strict = SchedConfig { strict_ordering: true, ..SchedConfig::default() };
+    let d = cycle(&Mirror::new(s.clone(), strict), 0);
+    assert_eq!(run_ids(&d), vec!["1.svr"]);
+    assert_eq!(comment_of(&d, "2.svr"), Some("Not Running: Insufficient amount of resource: ncpus (R: 3 A: 1 T: 4)"));
+    assert_eq!(comment_of(&d, "3.svr"), Some("Not Running: Job would break strict sorted order"));
+    // Without strict ordering the small job fills the gap.
+    assert_eq!(run_ids(&cycle(&mirror(s), 0)), vec!["1.svr", "3.svr"]);
+}
+
+#[test]
+fn arrays_start_subjobs_up_to_max_run_subjobs() {
+    let mut parent = job(10, "workq", "1:ncpus=1", "pack");
+    parent.id = "10[].svr".into();
+    parent.attrs = vec![Attr::new("array_indices_remaining", "1-5"), Attr::new("max_run_subjobs", "3")];
+    let mut sub = job(10, "workq", "1:ncpus=1", "pack");
+    sub.id = "10[1].svr".into();
+    sub.state = 'R';
+    parent.attrs[0] = Attr::new("array_indices_remaining", "2-5");
+    let s = snap(vec![queue("workq", 0, &[])], four_nodes(), vec![parent, sub]);
+    let d = cycle(&mirror(s), 0);
+    assert_eq!(run_ids(&d), vec!["10[2].svr", "10[3].svr"]);
+    assert_eq!(comment_of(&d, "10[].svr"), Some("Not Running: Number of concurrent running subjobs limit reached"));
+}
+
+#[test]
+fn queue_and_server_resources_limit() {
+    let mut running = job(9, "workq", "1:ncpus=2", "pack");
+    running.state = 'R';
+    let s = snap(
+        vec![queue("workq", 0, &[("resources_available.ncpus", "2")])],
+        four_nodes(),
+        vec![running, job(1, "workq", "1:ncpus=1", "pack"), job(2, "workq", "1:ncpus=3", "pack")],
+    );
+    let d = cycle(&mirror(s), 0);
+    assert!(d.run.is_empty());
+    assert_eq!(
+        comment_of(&d, "1.svr"),
+        Some("Not Running: Insufficient amount of queue resource: ncpus (R: 1 A: 0 T: 2)")
+    );
+    assert_eq!(
+        comment_of(&d, "2.svr"),
+        Some("Can Never Run: Insufficient amount of queue resource: ncpus (R: 3 A: 2 T: 2)")
+    );
+}
+
+#[test]
+fn nothing_happens_while_scheduling_is_off() {
+    let mut s = snap(vec![queue("workq", 0, &[])], four_nodes(), vec![job(1, "workq", "1:ncpus=1", "pack")]);
+    s.server = vec![Attr::new("scheduling", "False")];
+    let m = mirror(s);
+    assert!(!m.scheduling());
+    assert_eq!(cycle(&m, 0), Decisions::default());
+    // qrun still works, as in OpenPBS.
+    assert_eq!(run_ids(&qrun(&m, "1.svr", 0)), vec!["1.svr"]);
+}
+
+#[test]
+fn equivalence_classes_decide_once_per_cycle() {
+    let jobs: Vec<SchedJob> = (1..=1000).map(|i| job(i, "workq", "1:ncpus=64", "pack")).collect();
+    let d = cycle(&mirror(snap(vec![queue("workq", 0, &[])], four_nodes(), jobs)), 0);
+    assert_eq!(d.updates.len(), 1000);
+    assert!(
+        d.updates
+            .iter()
+            .all(|u| u.attrs[0].value() == "Can Never Run: Insufficient amount of resource: ncpus (R: 64 A: 16 T: 16)")
+    );
+}
+
+#[test]
+fn synthetic_clusters_cannot_run_anything() {
+    let mut m = crate::synthetic::cluster(100, 1000, crate::synthetic::Shape::NodesFull);
+    let t = crate::synthetic::time_cycle(&mut m, 1);
+    assert_eq!((t.runs, t.updates, t.steady_updates), (0, 1000, 0));
+    let mut m = crate::synthetic::cluster(100, 1000, crate::synthetic::Shape::TooBig);
+    let t = crate::synthetic::time_cycle(&mut m, 1);
+    assert_eq!((t.runs, t.updates, t.steady_updates), (0, 1000, 0));
+}
+
+#[test]
+fn job_busy_node_with_cpus_left_stays_usable() {
+    let mut busy = node("n1", 4, "8gb");
+    busy.state = "job-busy".into();
+    busy.resources_assigned = vec![("ncpus".into(), "2".into())];
+    let s = snap(
+        vec![queue("workq", 0, &[])],
+        vec![busy],
+        vec![job(1, "workq", "1:ncpus=2", "pack"), job(2, "workq", "1:ncpus=1", "pack")],
+    );
+    let d = cycle(&mirror(s), 0);
+    assert_eq!(exec_of(&d, "1.svr"), Some("(n1:ncpus=2)"));
+    // Full now: job-busy in the OpenPBS sense.
+    assert_eq!(comment_of(&d, "2.svr"), Some("Not Running: Not enough free nodes available"));
+}
+
+#[test]
+fn requeued_subjob_counts_against_its_array() {
+    let mut parent = job(10, "workq", "1:ncpus=1", "pack");
+    parent.id = "10[].svr".into();
+    parent.state = 'B';
+    parent.attrs = vec![Attr::new("array_indices_remaining", "-"), Attr::new("max_run_subjobs", "1")];
+    let mut running = job(10, "workq", "1:ncpus=1", "pack");
+    running.id = "10[1].svr".into();
+    running.state = 'R';
+    let mut queued = job(10, "workq", "1:ncpus=1", "pack");
+    queued.id = "10[2].svr".into();
+    let s = snap(vec![queue("workq", 0, &[])], four_nodes(), vec![parent, running, queued]);
+    let d = cycle(&mirror(s), 0);
+    assert!(d.run.is_empty());
+    assert_eq!(comment_of(&d, "10[2].svr"), Some("Not Running: Number of concurrent running subjobs limit reached"));
+}

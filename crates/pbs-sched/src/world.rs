@@ -1,0 +1,275 @@
+//! The state one cycle works on: what is free on each node, the running counts and
+//! assigned sums, updated as the cycle books jobs so that later jobs see what earlier ones
+//! took. Built from the mirror at the start of a cycle in one pass over the nodes (no
+//! parsing, no per-job work), with the runs still in flight already booked.
+
+use std::collections::HashMap;
+
+use crate::limits::RunCounts;
+use crate::mirror::{Mirror, Pending, add_amounts};
+use crate::resources::{Kind, ResId, UNSET, amount_of};
+
+/// A set of nodes with the sums OpenPBS keeps for a placement set: how many nodes there
+/// are, how many are free, and per resource the available and assigned totals (a node that
+/// is not free counts its assigned amount as available: it has nothing more to give).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct NodeSet {
+    pub(crate) nodes: Vec<u32>,
+    pub(crate) free_nodes: u32,
+    pub(crate) avail: Vec<i64>,
+    pub(crate) assigned: Vec<i64>,
+}
+
+/// Allocation of one chunk: the node and the consumables taken from it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Alloc {
+    pub(crate) node: u32,
+    pub(crate) taken: Vec<(ResId, i64)>,
+}
+
+/// The cycle's working state.
+pub(crate) struct World<'m> {
+    pub(crate) m: &'m Mirror,
+    pub(crate) nres: usize,
+    /// `assigned[slot * nres + res]`, zero when unset.
+    pub(crate) assigned: Vec<i64>,
+    pub(crate) free: Vec<bool>,
+    /// Held exclusively by a job this cycle booked.
+    pub(crate) exclusive: Vec<bool>,
+    pub(crate) njobs: Vec<u32>,
+    /// Node slot -> index in `pools`.
+    pub(crate) node_pool: Vec<u32>,
+    /// Pool 0 holds the nodes tied to no queue; one more per queue that has nodes.
+    pub(crate) pools: Vec<NodeSet>,
+    pub(crate) pool_of_queue: HashMap<&'m str, usize>,
+    /// Vnodes per host, when some host has several.
+    pub(crate) hosts: HashMap<&'m str, Vec<u32>>,
+    pub(crate) multi_vnode: bool,
+    pub(crate) ncpus: Option<ResId>,
+    pub(crate) server_counts: RunCounts,
+    pub(crate) server_assigned: Vec<i64>,
+    pub(crate) queue_counts: HashMap<&'m str, RunCounts>,
+    pub(crate) queue_assigned: HashMap<&'m str, Vec<i64>>,
+    pub(crate) array_running: HashMap<u64, u64>,
+}
+
+impl<'m> World<'m> {
+    pub(crate) fn new(m: &'m Mirror) -> World<'m> {
+        let nres = m.res.len().max(1);
+        let slots = m.nodes.len();
+        let mut world = World {
+            m,
+            nres,
+            assigned: vec![0; slots * nres],
+            free: vec![false; slots],
+            exclusive: vec![false; slots],
+            njobs: vec![0; slots],
+            node_pool: vec![u32::MAX; slots],
+            pools: vec![NodeSet::default()],
+            pool_of_queue: HashMap::new(),
+            hosts: HashMap::new(),
+            multi_vnode: false,
+            ncpus: m.res.get("ncpus"),
+            server_counts: m.server_counts.clone(),
+            server_assigned: m.server_assigned.clone(),
+            queue_counts: HashMap::new(),
+            queue_assigned: HashMap::new(),
+            array_running: m.array_running.clone(),
+        };
+        for (name, entry) in &m.queues {
+            world.queue_counts.insert(name.as_str(), entry.counts.clone());
+            world.queue_assigned.insert(name.as_str(), entry.assigned.clone());
+        }
+        for &slot in &m.node_order {
+            let Some(node) = m.node(slot) else { continue };
+            let base = slot as usize * nres;
+            for (r, value) in node.assigned.iter().enumerate().take(nres) {
+                if *value != UNSET {
+                    world.assigned[base + r] = *value;
+                }
+            }
+            world.free[slot as usize] = node.free;
+            world.njobs[slot as usize] = node.njobs;
+            let pool = match &node.queue {
+                None => 0,
+                Some(queue) => {
+                    let next = world.pools.len();
+                    let pool = *world.pool_of_queue.entry(queue.as_str()).or_insert(next);
+                    if pool == next {
+                        world.pools.push(NodeSet::default());
+                    }
+                    pool
+                }
+            };
+            world.node_pool[slot as usize] = u32::try_from(pool).unwrap_or(u32::MAX);
+            world.pools[pool].nodes.push(slot);
+            world.hosts.entry(node.host.as_str()).or_default().push(slot);
+        }
+        world.multi_vnode = world.hosts.values().any(|v| v.len() > 1);
+        if !world.multi_vnode {
+            // Host sets are only needed when a host has several vnodes.
+            world.hosts.clear();
+        }
+        for pool in 0..world.pools.len() {
+            let nodes = std::mem::take(&mut world.pools[pool].nodes);
+            for &slot in &nodes {
+                world.add_contribution(pool, slot, 1);
+            }
+            world.pools[pool].nodes = nodes;
+        }
+        for pending in m.pending.values() {
+            world.book_pending(pending);
+        }
+        world
+    }
+
+    pub(crate) fn assigned(&self, slot: u32, id: ResId) -> i64 {
+        self.assigned.get(slot as usize * self.nres + usize::from(id)).copied().unwrap_or(0)
+    }
+
+    fn add_assigned(&mut self, slot: u32, id: ResId, amount: i64) {
+        if usize::from(id) >= self.nres {
+            return;
+        }
+        let index = slot as usize * self.nres + usize::from(id);
+        if let Some(value) = self.assigned.get_mut(index) {
+            *value = value.saturating_add(amount);
+        }
+    }
+
+    /// Adds (`sign` 1) or removes (-1) a node's share of its pool's sums.
+    fn add_contribution(&mut self, pool: usize, slot: u32, sign: i64) {
+        let Some(node) = self.m.node(slot) else { return };
+        let free = self.free[slot as usize];
+        if free {
+            let set = &mut self.pools[pool];
+            set.free_nodes = set.free_nodes.saturating_add_signed(if sign > 0 { 1 } else { -1 });
+        }
+        for r in 0..self.nres {
+            let id = ResId::try_from(r).unwrap_or(ResId::MAX);
+            let kind = self.m.res.kind(id);
+            if !kind.consumable() {
+                continue;
+            }
+            let avail = amount_of(&node.avail, id);
+            let assigned = self.assigned(slot, id);
+            if avail == UNSET && assigned == 0 {
+                continue;
+            }
+            let contributed = if free { if avail == UNSET { 0 } else { avail } } else { assigned };
+            let set = &mut self.pools[pool];
+            add_amounts(&mut set.avail, &[(id, contributed)], sign);
+            add_amounts(&mut set.assigned, &[(id, assigned)], sign);
+        }
+    }
+
+    /// The node is full or held exclusively now: it stops being free.
+    fn update_free(&mut self, slot: u32, exclusive: bool) {
+        if !self.free[slot as usize] {
+            return;
+        }
+        let Some(node) = self.m.node(slot) else { return };
+        let full = self.ncpus.is_some_and(|id| {
+            let avail = amount_of(&node.avail, id);
+            avail != UNSET && self.assigned(slot, id) >= avail
+        });
+        if exclusive || full {
+            self.free[slot as usize] = false;
+            self.exclusive[slot as usize] = exclusive;
+        }
+    }
+
+    /// Books a placement: resources, job counts per node, node states, pool sums.
+    pub(crate) fn book_nodes(&mut self, allocs: &[Alloc], exclusive_nodes: &[u32]) {
+        let mut touched: Vec<u32> = Vec::with_capacity(allocs.len());
+        for alloc in allocs {
+            if !touched.contains(&alloc.node) {
+                touched.push(alloc.node);
+            }
+        }
+        for &slot in exclusive_nodes {
+            if !touched.contains(&slot) {
+                touched.push(slot);
+            }
+        }
+        for &slot in &touched {
+            let pool = self.node_pool[slot as usize] as usize;
+            if pool < self.pools.len() {
+                self.add_contribution(pool, slot, -1);
+            }
+        }
+        for alloc in allocs {
+            for &(id, amount) in &alloc.taken {
+                self.add_assigned(alloc.node, id, amount);
+            }
+        }
+        for &slot in &touched {
+            if allocs.iter().any(|a| a.node == slot) {
+                self.njobs[slot as usize] = self.njobs[slot as usize].saturating_add(1);
+            }
+            self.update_free(slot, exclusive_nodes.contains(&slot));
+            let pool = self.node_pool[slot as usize] as usize;
+            if pool < self.pools.len() {
+                self.add_contribution(pool, slot, 1);
+            }
+        }
+    }
+
+    /// Counts a started job against the limits and the queue and server sums.
+    pub(crate) fn book_counts(
+        &mut self,
+        queue: &str,
+        user: u32,
+        group: u32,
+        job_wide: &[(ResId, i64)],
+        parent_seq: Option<u64>,
+    ) {
+        self.server_counts.add(user, group, 1);
+        add_amounts(&mut self.server_assigned, job_wide, 1);
+        if let Some(counts) = self.queue_counts.get_mut(queue) {
+            counts.add(user, group, 1);
+        }
+        if let Some(assigned) = self.queue_assigned.get_mut(queue) {
+            add_amounts(assigned, job_wide, 1);
+        }
+        if let Some(seq) = parent_seq {
+            *self.array_running.entry(seq).or_default() += 1;
+        }
+    }
+
+    fn book_pending(&mut self, pending: &Pending) {
+        let allocs: Vec<Alloc> =
+            pending.allocs.iter().map(|(node, taken)| Alloc { node: *node, taken: taken.clone() }).collect();
+        let exclusive: Vec<u32> = if pending.exclusive { allocs.iter().map(|a| a.node).collect() } else { vec![] };
+        self.book_nodes(&allocs, &exclusive);
+        self.book_counts(&pending.queue, pending.user, pending.group, &pending.job_wide, pending.parent_seq);
+    }
+
+    /// Distinct values of a string resource over a node set.
+    pub(crate) fn set_strs(&self, nodes: &[u32], id: ResId) -> Vec<String> {
+        let mut values: Vec<String> = Vec::new();
+        for &slot in nodes {
+            let Some(node) = self.m.node(slot) else { continue };
+            for value in node.str_values(id).unwrap_or(&[]) {
+                if !values.contains(value) {
+                    values.push(value.clone());
+                }
+            }
+        }
+        values
+    }
+
+    /// Whether some node of the set has True, and some False (unset counts as False).
+    pub(crate) fn set_bools(&self, nodes: &[u32], id: ResId) -> (bool, bool) {
+        let (mut has_true, mut has_false) = (false, false);
+        for &slot in nodes {
+            let Some(node) = self.m.node(slot) else { continue };
+            if self.m.res.kind(id) == Kind::Bool && amount_of(&node.avail, id) == 1 {
+                has_true = true;
+            } else {
+                has_false = true;
+            }
+        }
+        (has_true, has_false)
+    }
+}
