@@ -15,7 +15,7 @@ pub mod error;
 pub mod exec;
 pub mod layout;
 pub mod link;
-pub mod logging;
+pub use pbs_log as logging;
 pub mod mom;
 pub mod procfs;
 pub mod shepherd;

@@ -16,7 +16,7 @@ mod config;
 mod cycle;
 pub mod daemon;
 mod limits;
-pub mod logging;
+pub use pbs_log as logging;
 mod mirror;
 mod place;
 mod reason;

@@ -9,7 +9,7 @@ pub mod error;
 pub mod exec;
 pub mod identity;
 pub mod jobs;
-pub mod logging;
+pub use pbs_log as logging;
 pub mod manager;
 pub mod momlink;
 pub mod net;

@@ -1,11 +1,11 @@
-//! The mom's log in PBS's line format, one file per day under `PBS_HOME/mom_logs/`:
-//! `MM/DD/YYYY HH:MM:SS;EVENT;pbs_mom;object type;object name;message`, and the same lines
-//! on stderr. Events name their object with the `object_type` and `object_name` fields
-//! (`Job` and the job id for job events, as OpenPBS's mom logs them).
+//! Daemon logs in PBS's line format, one file per day under `PBS_HOME/<daemon>_logs/`
+//! (`server_logs`, `sched_logs`, `mom_logs`), shared by the three daemons:
+//! `MM/DD/YYYY HH:MM:SS;EVENT;daemon;object type;object name;message`, and the same lines
+//! on stderr. Events name their object with the `object_type` and `object_name` fields.
 //!
-//! A copy of pbs-server's `logging.rs` (the mom cannot depend on the server crate): the
-//! event loop only formats a line and hands it to a writer thread, which writes in batches,
-//! so a log line never puts a system call on a job's start or end.
+//! Request handlers only format a line and hand it to a writer thread, which writes in
+//! batches and flushes whenever it has caught up: a log line never costs a request a
+//! system call.
 
 use std::fmt::Write as _;
 use std::fs::{File, OpenOptions};
