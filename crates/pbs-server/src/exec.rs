@@ -18,7 +18,7 @@ use tokio::sync::{mpsc, oneshot};
 use crate::attrlist::resolve;
 use crate::error::ReqError;
 use crate::nodes;
-use crate::state::{Job, State, idx};
+use crate::state::{Job, JobKey, State, idx};
 use crate::store::StoreOp;
 
 /// `substate` of a job sent to its mom but not yet confirmed running (PRERUN).
@@ -49,8 +49,8 @@ pub enum EndReason {
 /// A job start to send once its run is committed: the script is read from the store then.
 #[derive(Clone, Debug)]
 pub struct Launch {
-    /// Job sequence number (to read the script).
-    pub seq: u64,
+    /// The job (its array's script for a subjob).
+    pub key: JobKey,
     /// The node whose mom gets it.
     pub node: String,
     /// What to send (script filled in later for the mother superior).
@@ -76,7 +76,18 @@ pub fn send_frames(state: &mut State, frames: MomFrames) {
     }
 }
 
-/// The sequence number of a plain job id (`12.server` or `12`).
+/// The key of a job id: a plain job or array parent (`12.server`, `12`, `12[]`), or one
+/// subjob (`12[3]`). A range (`12[1-5]`) names no single job.
+pub fn key_of(job_id: &str) -> Option<JobKey> {
+    let parsed: pbs_core::JobId = job_id.parse().ok()?;
+    match parsed.array() {
+        pbs_core::ArrayPart::None | pbs_core::ArrayPart::Parent => Some(JobKey::job(parsed.seq())),
+        pbs_core::ArrayPart::Index(i) => Some(JobKey::subjob(parsed.seq(), *i)),
+        pbs_core::ArrayPart::Range(_) => None,
+    }
+}
+
+/// The sequence number of a job id (`12.server` or `12`).
 pub fn seq_of(job_id: &str) -> Option<u64> {
     let parsed: pbs_core::JobId = job_id.parse().ok()?;
     Some(parsed.seq())
@@ -94,10 +105,10 @@ fn usage_attrs(usage: &Usage) -> [(&'static str, String); 6] {
     ]
 }
 
-fn set_usage(state: &mut State, seq: u64, usage: &Usage) {
+fn set_usage(state: &mut State, key: JobKey, usage: &Usage) {
     let names: Vec<(std::sync::Arc<str>, String)> =
         usage_attrs(usage).into_iter().map(|(r, v)| (state.interner.intern(r), v)).collect();
-    if let Some(job) = state.jobs.get_mut(&seq) {
+    if let Some(job) = state.job_mut(key) {
         for (resource, value) in names {
             job.attrs.set(job_idx("resources_used"), Some(resource), value);
         }
@@ -208,20 +219,8 @@ fn job_exclusive(state: &State, job: &Job, exec: &ExecVnode) -> bool {
     })
 }
 
-/// Starts a queued job on `exec_vnode`: checks, marks it running, holds its resources.
-/// Returns the store operations and the launches to send once they are committed.
-pub fn run_job(
-    state: &mut State,
-    seq: u64,
-    exec_vnode: &str,
-    now: i64,
-) -> Result<(Vec<StoreOp>, Vec<Launch>), ReqError> {
-    let job = state.jobs.get(&seq).ok_or_else(|| ReqError::new(Pbse::UNKJOBID))?;
-    if job.state != JobState::Queued || job.array {
-        return Err(ReqError::new(Pbse::BADSTATE));
-    }
-    let parsed: ExecVnode = exec_vnode.parse().map_err(|_| ReqError::new(Pbse::BADNODESPEC))?;
-    let exec = complete_exec(state, job, parsed);
+/// Every vnode must exist, be up and not offline.
+fn check_nodes(state: &State, exec: &ExecVnode) -> Result<(), ReqError> {
     for name in exec.vnodes() {
         let node = state.nodes.iter().find(|n| n.name == name).ok_or_else(|| ReqError::new(Pbse::UNKNODE))?;
         let up = state.node_rt.get(name).is_some_and(|rt| rt.up);
@@ -229,12 +228,38 @@ pub fn run_job(
             return Err(ReqError::new(Pbse::RESCUNAV));
         }
     }
+    Ok(())
+}
+
+/// Starts a queued job on `exec_vnode`: checks, marks it running, holds its resources.
+/// Returns the store operations and the launches to send once they are committed.
+pub fn run_job(
+    state: &mut State,
+    key: JobKey,
+    exec_vnode: &str,
+    now: i64,
+) -> Result<(Vec<StoreOp>, Vec<Launch>), ReqError> {
+    let parsed: ExecVnode = exec_vnode.parse().map_err(|_| ReqError::new(Pbse::BADNODESPEC))?;
+    let mut ops = Vec::new();
+    if let Some(index) = key.index {
+        // A queued subjob has no record until it starts.
+        if state.job(key).is_none() {
+            check_nodes(state, &parsed)?;
+            ops = crate::arrays::materialize(state, key.seq, index, now)?;
+        }
+    }
+    let job = state.job(key).ok_or_else(|| ReqError::new(Pbse::UNKJOBID))?;
+    if job.state != JobState::Queued || job.array {
+        return Err(ReqError::new(Pbse::BADSTATE));
+    }
+    let exec = complete_exec(state, job, parsed);
+    check_nodes(state, &exec)?;
     let exclusive = job_exclusive(state, job, &exec);
     let exec_text = exec.to_string();
     let job_id = job.id(&state.server_name);
     let run_count: u32 = job.get("run_count", None).and_then(|v| v.parse().ok()).unwrap_or(0) + 1;
-    nodes::account(state, seq, &job_id, &exec, exclusive, true, now);
-    let Some(job) = state.jobs.get_mut(&seq) else { return Err(ReqError::new(Pbse::UNKJOBID)) };
+    nodes::account(state, key, &job_id, &exec, exclusive, true, now);
+    let Some(job) = state.job_mut(key) else { return Err(ReqError::new(Pbse::UNKJOBID)) };
     job.state = JobState::Running;
     job.substate = SUBSTATE_PRERUN;
     job.attrs.set(job_idx("exec_host"), None, exec.exec_host());
@@ -243,16 +268,19 @@ pub fn run_job(
     job.attrs.set(job_idx("run_count"), None, run_count.to_string());
     job.attrs.set(job_idx("comment"), None, run_comment(&exec_text));
     job.attrs.unset(job_idx("Exit_status"), None);
-    let ops = vec![job.put_op(None)];
-    state.starting.insert(seq);
-    state.changes.jobs.insert(seq, job_id.clone());
-    let launches = launches(state, seq, &exec, run_count);
+    ops.push(job.put_op(None));
+    if let Some(seq) = key.index.map(|_| key.seq) {
+        ops.extend(crate::arrays::refresh(state, seq, now));
+    }
+    state.starting.insert(key);
+    state.changes.jobs.insert(key, job_id.clone());
+    let launches = launches(state, key, &exec, run_count);
     tracing::info!(object_type = "Job", object_name = job_id.as_str(), "Job run on {exec_text}");
     Ok((ops, launches))
 }
 
-fn launches(state: &State, seq: u64, exec: &ExecVnode, run_count: u32) -> Vec<Launch> {
-    let Some(job) = state.jobs.get(&seq) else { return Vec::new() };
+fn launches(state: &State, key: JobKey, exec: &ExecVnode, run_count: u32) -> Vec<Launch> {
+    let Some(job) = state.job(key) else { return Vec::new() };
     let get = |name: &str| job.get(name, None).unwrap_or("").to_string();
     let chunks = expanded_chunks(job);
     let mut nodefile = Vec::new();
@@ -332,42 +360,42 @@ fn launches(state: &State, seq: u64, exec: &ExecVnode, run_count: u32) -> Vec<La
                     .filter_map(|p| p.get("ncpus").and_then(|v| v.parse::<u32>().ok()))
                     .sum();
             }
-            Launch { seq, node: vnode.to_string(), launch }
+            Launch { key, node: vnode.to_string(), launch }
         })
         .collect()
 }
 
 /// The job `job_id` whose mother superior is `node`, if it is running there.
-fn running_on(state: &State, node: &str, job_id: &str) -> Option<u64> {
-    let seq = seq_of(job_id)?;
-    let job = state.jobs.get(&seq)?;
+fn running_on(state: &State, node: &str, job_id: &str) -> Option<JobKey> {
+    let key = key_of(job_id)?;
+    let job = state.job(key)?;
     if !matches!(job.state, JobState::Running | JobState::Suspended | JobState::Exiting) {
         return None;
     }
     let exec: ExecVnode = job.get("exec_vnode", None)?.parse().ok()?;
-    (exec.vnodes().first() == Some(&node)).then_some(seq)
+    (exec.vnodes().first() == Some(&node)).then_some(key)
 }
 
 /// The mom says the job's shell is running.
 pub fn job_started(state: &mut State, node: &str, job_id: &str, session_id: i64) -> Vec<StoreOp> {
-    let Some(seq) = running_on(state, node, job_id) else { return Vec::new() };
-    state.starting.remove(&seq);
-    let ncpus = state.jobs.get(&seq).and_then(|j| j.get("Resource_List", Some("ncpus"))).unwrap_or("1").to_string();
-    set_usage(state, seq, &Usage { ncpus: ncpus.parse().unwrap_or(1), ..Usage::default() });
-    let Some(job) = state.jobs.get_mut(&seq) else { return Vec::new() };
+    let Some(key) = running_on(state, node, job_id) else { return Vec::new() };
+    state.starting.remove(&key);
+    let ncpus = state.job(key).and_then(|j| j.get("Resource_List", Some("ncpus"))).unwrap_or("1").to_string();
+    set_usage(state, key, &Usage { ncpus: ncpus.parse().unwrap_or(1), ..Usage::default() });
+    let Some(job) = state.job_mut(key) else { return Vec::new() };
     if job.substate == SUBSTATE_PRERUN {
         job.substate = Substate::RUNNING;
     }
     job.attrs.set(job_idx("session_id"), None, session_id.to_string());
     let ops = vec![job.put_op(None)];
-    state.changes.jobs.insert(seq, job_id.to_string());
+    state.changes.jobs.insert(key, job_id.to_string());
     ops
 }
 
 /// A usage sample: kept in memory, written with the job's next change.
 pub fn job_usage(state: &mut State, node: &str, job_id: &str, usage: &Usage) {
-    if let Some(seq) = running_on(state, node, job_id) {
-        set_usage(state, seq, usage);
+    if let Some(key) = running_on(state, node, job_id) {
+        set_usage(state, key, usage);
     }
 }
 
@@ -385,8 +413,8 @@ fn finish_comment(previous: Option<&str>, exit_status: i32) -> Option<String> {
 }
 
 /// Releases a job's hold on its nodes and returns ForgetJob frames for each of them.
-fn release(state: &mut State, seq: u64, now: i64) -> MomFrames {
-    let Some(job) = state.jobs.get(&seq) else { return Vec::new() };
+fn release(state: &mut State, key: JobKey, now: i64) -> MomFrames {
+    let Some(job) = state.job(key) else { return Vec::new() };
     let job_id = job.id(&state.server_name);
     let suspended = job.state == JobState::Suspended;
     let Some(exec) = job.get("exec_vnode", None).and_then(|e| e.parse::<ExecVnode>().ok()) else {
@@ -394,16 +422,19 @@ fn release(state: &mut State, seq: u64, now: i64) -> MomFrames {
     };
     if !suspended {
         let exclusive = job_exclusive(state, job, &exec);
-        nodes::account(state, seq, &job_id, &exec, exclusive, false, now);
+        nodes::account(state, key, &job_id, &exec, exclusive, false, now);
     }
-    state.starting.remove(&seq);
+    state.starting.remove(&key);
     exec.vnodes().into_iter().map(|v| (v.to_string(), ToMom::ForgetJob { job_id: job_id.clone() })).collect()
 }
 
 /// Puts a job that was running back in the queue.
-fn requeue(state: &mut State, seq: u64, now: i64) -> Vec<StoreOp> {
+fn requeue(state: &mut State, key: JobKey, now: i64) -> Vec<StoreOp> {
+    if key.index.is_some() {
+        return crate::arrays::requeue_subjob(state, key, now);
+    }
     let server_name = state.server_name.clone();
-    let Some(job) = state.jobs.get_mut(&seq) else { return Vec::new() };
+    let Some(job) = state.job_mut(key) else { return Vec::new() };
     job.state = JobState::Queued;
     job.substate = Substate::QUEUED;
     for name in ["exec_host", "exec_vnode", "session_id", "stime"] {
@@ -414,7 +445,7 @@ fn requeue(state: &mut State, seq: u64, now: i64) -> Vec<StoreOp> {
     job.attrs.set(job_idx("mtime"), None, now.to_string());
     let id = job.id(&server_name);
     let ops = vec![job.put_op(None)];
-    state.changes.jobs.insert(seq, id);
+    state.changes.jobs.insert(key, id);
     state.changes.cycle = true;
     ops
 }
@@ -422,19 +453,20 @@ fn requeue(state: &mut State, seq: u64, now: i64) -> Vec<StoreOp> {
 /// Records a job's end: `Exit_status`, usage, comment; history or removal.
 fn finish(
     state: &mut State,
-    seq: u64,
+    key: JobKey,
     exit_status: Option<i32>,
     usage: Option<&Usage>,
     deleted: bool,
     now: i64,
 ) -> Vec<StoreOp> {
     if let Some(usage) = usage {
-        set_usage(state, seq, usage);
+        set_usage(state, key, usage);
     }
     let history = state.server_flag("job_history_enable", false);
-    let server_name = state.server_name.clone();
-    let Some(job) = state.jobs.get_mut(&seq) else { return Vec::new() };
-    let job_id = job.id(&server_name);
+    let Some(job_id) = state.job(key).map(|j| j.id(&state.server_name)) else { return Vec::new() };
+    state.changes.jobs.insert(key, job_id.clone());
+    state.changes.cycle = true;
+    let Some(job) = state.job_mut(key) else { return Vec::new() };
     if let Some(status) = exit_status {
         job.attrs.set(job_idx("Exit_status"), None, status.to_string());
         if let Some(comment) = finish_comment(job.get("comment", None), status) {
@@ -449,8 +481,22 @@ fn finish(
         job.get("resources_used", Some("cput")).unwrap_or("00:00:00"),
         job.get("resources_used", Some("walltime")).unwrap_or("00:00:00"),
     );
-    state.changes.jobs.insert(seq, job_id);
-    state.changes.cycle = true;
+    if key.index.is_some() {
+        // A finished subjob is expired (`X`); its record stays while history is kept.
+        job.state = JobState::Expired;
+        job.substate = Substate::FINISHED;
+        let mut ops = if history {
+            job.attrs.set(job_idx("obittime"), None, now.to_string());
+            vec![job.put_op(None)]
+        } else {
+            if let Some(index) = key.index {
+                state.subjobs.remove(&(key.seq, index));
+            }
+            key.index.map(|index| vec![StoreOp::DeleteSubjob { seq: key.seq, index }]).unwrap_or_default()
+        };
+        ops.extend(crate::arrays::refresh(state, key.seq, now));
+        return ops;
+    }
     if history {
         job.state = JobState::Finished;
         job.substate = if deleted {
@@ -465,9 +511,12 @@ fn finish(
         job.attrs.set(job_idx("obittime"), None, now.as_str());
         job.attrs.set(job_idx("history_timestamp"), None, now.as_str());
         vec![job.put_op(None)]
+    } else if let Some(index) = key.index {
+        state.subjobs.remove(&(key.seq, index));
+        vec![StoreOp::DeleteSubjob { seq: key.seq, index }]
     } else {
-        state.jobs.remove(&seq);
-        vec![StoreOp::DeleteJob { seq }]
+        state.jobs.remove(&key.seq);
+        vec![StoreOp::DeleteJob { seq: key.seq }]
     }
 }
 
@@ -480,19 +529,19 @@ pub fn job_ended(
     usage: &Usage,
     now: i64,
 ) -> (Vec<StoreOp>, MomFrames) {
-    let Some(seq) = running_on(state, node, job_id) else {
+    let Some(key) = running_on(state, node, job_id) else {
         // Not ours (any more): let the mom drop it.
         return (Vec::new(), vec![(node.to_string(), ToMom::ForgetJob { job_id: job_id.to_string() })]);
     };
-    let reason = state.ending.remove(&seq);
-    let frames = release(state, seq, now);
+    let reason = state.ending.remove(&key);
+    let frames = release(state, key, now);
     // -3 (retry), -11 (rerun), -20 (mother superior lost): PBS ended it to run again.
     let requeued = reason == Some(EndReason::Rerun) || matches!(exit_status, -3 | -11 | -20);
     let ops = if requeued {
-        set_usage(state, seq, usage);
-        requeue(state, seq, now)
+        set_usage(state, key, usage);
+        requeue(state, key, now)
     } else {
-        finish(state, seq, Some(exit_status), Some(usage), reason == Some(EndReason::Delete), now)
+        finish(state, key, Some(exit_status), Some(usage), reason == Some(EndReason::Delete), now)
     };
     (ops, frames)
 }
@@ -506,68 +555,67 @@ fn kill_delay(state: &State, job: &Job) -> u32 {
 }
 
 /// Starts ending a running job (qdel, qrerun): the mom kills it and reports the end.
-pub fn begin_end(state: &mut State, seq: u64, reason: EndReason) -> (Vec<StoreOp>, MomFrames) {
-    let Some(job) = state.jobs.get(&seq) else { return (Vec::new(), Vec::new()) };
+pub fn begin_end(state: &mut State, key: JobKey, reason: EndReason) -> (Vec<StoreOp>, MomFrames) {
+    let Some(job) = state.job(key) else { return (Vec::new(), Vec::new()) };
     let delay = kill_delay(state, job);
     let job_id = job.id(&state.server_name);
-    let Some(ms) = job
-        .get("exec_vnode", None)
-        .and_then(|e| e.parse::<ExecVnode>().ok())
-        .and_then(|e| e.vnodes().first().map(|v| v.to_string()))
-    else {
+    let suspended = job.state == JobState::Suspended;
+    let Some(exec) = job.get("exec_vnode", None).and_then(|e| e.parse::<ExecVnode>().ok()) else {
         return (Vec::new(), Vec::new());
     };
-    state.ending.insert(seq, reason);
+    let Some(ms) = exec.vnodes().first().map(|v| v.to_string()) else { return (Vec::new(), Vec::new()) };
+    let exclusive = job_exclusive(state, job, &exec);
     let mut frames = Vec::new();
-    if job.state == JobState::Suspended {
-        // A stopped session cannot act on SIGTERM: wake it first.
+    if suspended {
+        // A stopped session cannot act on SIGTERM: wake it first, and it holds its
+        // resources again until it ends.
         frames.push((ms.clone(), ToMom::SignalJob { job_id: job_id.clone(), signal: "resume".into() }));
+        nodes::account(state, key, &job_id, &exec, exclusive, true, chrono::Utc::now().timestamp());
     }
     frames.push((ms, ToMom::KillJob { job_id: job_id.clone(), kill_delay: delay }));
-    let Some(job) = state.jobs.get_mut(&seq) else { return (Vec::new(), frames) };
+    state.ending.insert(key, reason);
+    let Some(job) = state.job_mut(key) else { return (Vec::new(), frames) };
     if reason == EndReason::Delete {
         job.state = JobState::Exiting;
         job.substate = Substate::EXITING;
+    } else if suspended {
+        job.state = JobState::Running;
+        job.substate = Substate::RUNNING;
     }
     let ops = vec![job.put_op(None)];
-    state.changes.jobs.insert(seq, job_id);
+    state.changes.jobs.insert(key, job_id);
     (ops, frames)
 }
 
 /// Ends a running job without waiting for its mom (`qdel -W force`): resources are freed
 /// and the moms told to forget it.
-pub fn force_delete(state: &mut State, seq: u64, now: i64) -> (Vec<StoreOp>, MomFrames) {
-    state.ending.remove(&seq);
-    let frames = release(state, seq, now);
-    (finish(state, seq, None, None, true, now), frames)
+pub fn force_delete(state: &mut State, key: JobKey, now: i64) -> (Vec<StoreOp>, MomFrames) {
+    state.ending.remove(&key);
+    let frames = release(state, key, now);
+    (finish(state, key, None, None, true, now), frames)
 }
 
 /// A job whose mother superior was lost: requeued if rerunnable, else finished.
-pub fn lost(state: &mut State, seq: u64, now: i64) -> (Vec<StoreOp>, MomFrames) {
-    state.ending.remove(&seq);
-    let rerunnable = state
-        .jobs
-        .get(&seq)
-        .and_then(|j| j.get("Rerunable", None))
-        .and_then(pbs_core::attr::parse_bool)
-        .unwrap_or(true);
-    let frames = release(state, seq, now);
-    let ops = if rerunnable { requeue(state, seq, now) } else { finish(state, seq, Some(-20), None, false, now) };
+pub fn lost(state: &mut State, key: JobKey, now: i64) -> (Vec<StoreOp>, MomFrames) {
+    state.ending.remove(&key);
+    let rerunnable =
+        state.job(key).and_then(|j| j.get("Rerunable", None)).and_then(pbs_core::attr::parse_bool).unwrap_or(true);
+    let frames = release(state, key, now);
+    let ops = if rerunnable { requeue(state, key, now) } else { finish(state, key, Some(-20), None, false, now) };
     (ops, frames)
 }
 
 /// The ids of jobs whose mother superior is `node`.
-pub fn jobs_on(state: &State, node: &str) -> Vec<u64> {
+pub fn jobs_on(state: &State, node: &str) -> Vec<JobKey> {
     state
         .node_rt
         .get(node)
-        .map(|rt| rt.jobs.iter().map(|(seq, _, _)| *seq).collect::<Vec<_>>())
+        .map(|rt| rt.jobs.iter().map(|(key, _, _)| *key).collect::<Vec<_>>())
         .unwrap_or_default()
         .into_iter()
-        .filter(|seq| {
+        .filter(|key| {
             state
-                .jobs
-                .get(seq)
+                .job(*key)
                 .and_then(|j| j.get("exec_vnode", None))
                 .and_then(|e| e.parse::<ExecVnode>().ok())
                 .is_some_and(|e| e.vnodes().first() == Some(&node))
@@ -577,8 +625,8 @@ pub fn jobs_on(state: &State, node: &str) -> Vec<u64> {
 
 /// Suspends (`suspend = true`) or resumes a running job: its ncpus and other consumables
 /// are released while it is stopped and taken again when it continues, as OpenPBS does.
-pub fn suspend_resume(state: &mut State, seq: u64, suspend: bool, now: i64) -> Result<Vec<StoreOp>, ReqError> {
-    let job = state.jobs.get(&seq).ok_or_else(|| ReqError::new(Pbse::UNKJOBID))?;
+pub fn suspend_resume(state: &mut State, key: JobKey, suspend: bool, now: i64) -> Result<Vec<StoreOp>, ReqError> {
+    let job = state.job(key).ok_or_else(|| ReqError::new(Pbse::UNKJOBID))?;
     let wanted = if suspend { JobState::Running } else { JobState::Suspended };
     if job.state != wanted {
         return Err(ReqError::new(Pbse::BADSTATE));
@@ -587,8 +635,8 @@ pub fn suspend_resume(state: &mut State, seq: u64, suspend: bool, now: i64) -> R
         job.get("exec_vnode", None).and_then(|e| e.parse().ok()).ok_or_else(|| ReqError::new(Pbse::BADSTATE))?;
     let job_id = job.id(&state.server_name);
     let exclusive = job_exclusive(state, job, &exec);
-    nodes::account(state, seq, &job_id, &exec, exclusive, !suspend, now);
-    let Some(job) = state.jobs.get_mut(&seq) else { return Err(ReqError::new(Pbse::UNKJOBID)) };
+    nodes::account(state, key, &job_id, &exec, exclusive, !suspend, now);
+    let Some(job) = state.job_mut(key) else { return Err(ReqError::new(Pbse::UNKJOBID)) };
     if suspend {
         job.state = JobState::Suspended;
         job.substate = Substate::SUSPEND;
@@ -598,25 +646,26 @@ pub fn suspend_resume(state: &mut State, seq: u64, suspend: bool, now: i64) -> R
     }
     job.attrs.set(job_idx("mtime"), None, now.to_string());
     let ops = vec![job.put_op(None)];
-    state.changes.jobs.insert(seq, job_id);
+    state.changes.jobs.insert(key, job_id);
     state.changes.cycle = true;
     Ok(ops)
 }
 
 /// Rebuilds what running jobs hold on nodes after a restart.
 pub fn recover(state: &mut State, now: i64) {
-    let running: Vec<(u64, String, ExecVnode, bool)> = state
+    let running: Vec<(JobKey, String, ExecVnode)> = state
         .jobs
         .values()
+        .chain(state.subjobs.values())
         .filter(|j| matches!(j.state, JobState::Running | JobState::Exiting))
         .filter_map(|j| {
             let exec: ExecVnode = j.get("exec_vnode", None)?.parse().ok()?;
-            Some((j.seq, j.id(&state.server_name), exec, false))
+            Some((j.key(), j.id(&state.server_name), exec))
         })
         .collect();
-    for (seq, id, exec, _) in running {
-        let exclusive = state.jobs.get(&seq).is_some_and(|j| job_exclusive(state, j, &exec));
-        nodes::account(state, seq, &id, &exec, exclusive, true, now);
+    for (key, id, exec) in running {
+        let exclusive = state.job(key).is_some_and(|j| job_exclusive(state, j, &exec));
+        nodes::account(state, key, &id, &exec, exclusive, true, now);
     }
     state.changes = Default::default();
 }
@@ -652,8 +701,8 @@ pub fn signal_jobs(
     signal: &str,
 ) -> (Vec<IdError>, Vec<StoreOp>) {
     let signal = signal.trim().to_string();
-    crate::jobs::per_id(state, ctx, ids, |state, ctx, seq| {
-        let job = state.jobs.get(&seq).ok_or_else(|| ReqError::new(Pbse::UNKJOBID))?;
+    crate::jobs::per_key(state, ctx, ids, |state, ctx, key| {
+        let job = state.job(key).ok_or_else(|| ReqError::new(Pbse::UNKJOBID))?;
         if job.state.is_history() {
             return Err(ReqError::new(Pbse::HISTJOBID));
         }
@@ -665,12 +714,12 @@ pub fn signal_jobs(
         if !admin && !valid_signal(&signal) {
             return Err(ReqError::new(Pbse::UNKSIG));
         }
-        if !matches!(job.state, JobState::Running | JobState::Suspended) || state.starting.contains(&seq) {
+        if !matches!(job.state, JobState::Running | JobState::Suspended) || state.starting.contains(&key) {
             return Err(ReqError::new(Pbse::BADSTATE));
         }
         let ms = mother_superior(job).ok_or_else(|| ReqError::new(Pbse::BADSTATE))?;
         let job_id = job.id(&state.server_name);
-        let ops = if admin { suspend_resume(state, seq, lower == "suspend", ctx.now)? } else { Vec::new() };
+        let ops = if admin { suspend_resume(state, key, lower == "suspend", ctx.now)? } else { Vec::new() };
         let sent = if admin { lower } else { signal.clone() };
         send_frames(state, vec![(ms, ToMom::SignalJob { job_id, signal: sent })]);
         Ok(ops)
@@ -686,11 +735,11 @@ pub fn rerun_jobs(
     ids: &[String],
     force: bool,
 ) -> (Vec<IdError>, Vec<StoreOp>) {
-    crate::jobs::per_id(state, ctx, ids, |state, ctx, seq| {
+    crate::jobs::per_key(state, ctx, ids, |state, ctx, key| {
         if ctx.privilege < pbs_core::Privilege::Operator {
             return Err(ReqError::new(Pbse::PERM));
         }
-        let job = state.jobs.get(&seq).ok_or_else(|| ReqError::new(Pbse::UNKJOBID))?;
+        let job = state.job(key).ok_or_else(|| ReqError::new(Pbse::UNKJOBID))?;
         if job.state.is_history() {
             return Err(ReqError::new(Pbse::HISTJOBID));
         }
@@ -703,7 +752,7 @@ pub fn rerun_jobs(
         }
         let ms_up = mother_superior(job).and_then(|ms| state.node_rt.get(&ms)).is_some_and(|rt| rt.up);
         let (ops, frames) =
-            if force && !ms_up { lost(state, seq, ctx.now) } else { begin_end(state, seq, EndReason::Rerun) };
+            if force && !ms_up { lost(state, key, ctx.now) } else { begin_end(state, key, EndReason::Rerun) };
         send_frames(state, frames);
         Ok(ops)
     })
@@ -776,7 +825,13 @@ pub fn snapshot(state: &State) -> Snapshot {
         sched: sched_attrs(state),
         queues: (0..state.queues.len()).map(|i| sched_queue(state, i)).collect(),
         nodes: state.nodes.iter().map(|n| nodes::sched_node(state, n)).collect(),
-        jobs: state.jobs.values().filter(|j| !j.state.is_history()).map(|j| sched_job(state, j)).collect(),
+        jobs: state
+            .jobs
+            .values()
+            .chain(state.subjobs.values())
+            .filter(|j| !j.state.is_history())
+            .map(|j| sched_job(state, j))
+            .collect(),
     }
 }
 
@@ -804,8 +859,8 @@ pub fn flush(state: &mut State) {
             }
         }
     }
-    for (seq, id) in &pending.jobs {
-        match state.jobs.get(seq) {
+    for (key, id) in &pending.jobs {
+        match state.job(*key) {
             Some(job) if !job.state.is_history() => {
                 changes.push(SchedChange::Job { job: Box::new(sched_job(state, job)) });
             }
@@ -837,9 +892,9 @@ pub fn apply_decisions(
         }
     }
     for decision in run {
-        let result = seq_of(&decision.job_id)
+        let result = key_of(&decision.job_id)
             .ok_or_else(|| ReqError::new(Pbse::UNKJOBID))
-            .and_then(|seq| run_job(state, seq, &decision.exec_vnode, now));
+            .and_then(|key| run_job(state, key, &decision.exec_vnode, now));
         match result {
             Ok((more, launches)) => {
                 ops.extend(more);
@@ -852,13 +907,13 @@ pub fn apply_decisions(
 }
 
 fn apply_update(state: &mut State, update: &JobUpdate) -> Result<Vec<StoreOp>, ReqError> {
-    let seq = seq_of(&update.job_id).ok_or_else(|| ReqError::new(Pbse::UNKJOBID))?;
+    let key = key_of(&update.job_id).ok_or_else(|| ReqError::new(Pbse::UNKJOBID))?;
     let mut resolved = Vec::new();
     for Attr(name, value) in &update.attrs {
         let (def, resource) = resolve(ObjectKind::Job, name).ok_or_else(|| ReqError::attr(Pbse::NOATTR, name))?;
         resolved.push((def, resource.map(|r| state.interner.intern(r)), value.clone()));
     }
-    let job = state.jobs.get_mut(&seq).ok_or_else(|| ReqError::new(Pbse::UNKJOBID))?;
+    let job = state.job_mut(key).ok_or_else(|| ReqError::new(Pbse::UNKJOBID))?;
     if job.state.is_history() {
         return Err(ReqError::new(Pbse::HISTJOBID));
     }
@@ -870,7 +925,7 @@ fn apply_update(state: &mut State, update: &JobUpdate) -> Result<Vec<StoreOp>, R
         }
     }
     let ops = vec![job.put_op(None)];
-    state.changes.jobs.insert(seq, update.job_id.clone());
+    state.changes.jobs.insert(key, update.job_id.clone());
     Ok(ops)
 }
 

@@ -14,7 +14,7 @@ use pbs_proto::{Attr, CompareOp, Criterion, IdError, StatusObject};
 use crate::attrlist::{AttrList, resolve};
 use crate::error::ReqError;
 use crate::identity::Identity;
-use crate::state::{Job, State, idx};
+use crate::state::{Job, JobKey, State, idx};
 use crate::store::StoreOp;
 
 /// Who asks, with which privilege, and when.
@@ -199,7 +199,12 @@ pub fn queue_job(
 
     let job_name = list.get(job_idx("Job_Name"), None).unwrap_or("none").to_string();
     for (attr, letter) in [("Output_Path", 'o'), ("Error_Path", 'e')] {
-        let default_file = format!("{job_name}.{letter}{seq}");
+        // A subjob's files carry its index: the mark is replaced when it starts.
+        let default_file = if is_array {
+            format!("{job_name}.{letter}{seq}.{}", crate::arrays::INDEX_MARK)
+        } else {
+            format!("{job_name}.{letter}{seq}")
+        };
         let path = match list.get(job_idx(attr), None) {
             None => format!("{host}:{workdir}/{default_file}"),
             Some(given) if given.ends_with('/') => format!("{given}{default_file}"),
@@ -229,8 +234,15 @@ pub fn queue_job(
         set(&mut list, "etime", &ctx.now.to_string());
     }
     let queue: Arc<str> = state.interner.intern(&queue_name);
-    let job =
-        Job { seq, array: is_array, state: job_state, substate: job_state.default_substate(), queue, attrs: list };
+    let job = Job {
+        seq,
+        array: is_array,
+        index: None,
+        state: job_state,
+        substate: job_state.default_substate(),
+        queue,
+        attrs: list,
+    };
     let id = job.id(&state.server_name);
     let mut ops = vec![job.put_op(Some(script))];
     ops.extend(state.reserve_seq());
@@ -490,6 +502,42 @@ where
     (errors, ops)
 }
 
+/// Like [`per_id`], for requests that also take subjobs (`12[3]`) and ranges
+/// (`12[1-5]`): the action runs once per job or subjob; permissions are the array's.
+pub(crate) fn per_key<F>(
+    state: &mut State,
+    ctx: &Ctx<'_>,
+    ids: &[String],
+    mut action: F,
+) -> (Vec<IdError>, Vec<StoreOp>)
+where
+    F: FnMut(&mut State, &Ctx<'_>, JobKey) -> Result<Vec<StoreOp>, ReqError>,
+{
+    let mut errors = Vec::new();
+    let mut ops = Vec::new();
+    for id in ids {
+        let keys = crate::arrays::keys_of(state, id).and_then(|keys| {
+            let owner_ok = keys.first().and_then(|k| state.jobs.get(&k.seq)).is_some_and(|job| may_act_on(ctx, job));
+            if owner_ok { Ok(keys) } else { Err(ReqError::new(Pbse::PERM)) }
+        });
+        let failed = match keys {
+            Err(e) => Some(e),
+            // What earlier keys of a range changed stays changed, so its writes are kept.
+            Ok(keys) => keys.into_iter().find_map(|key| match action(state, ctx, key) {
+                Ok(more) => {
+                    ops.extend(more);
+                    None
+                }
+                Err(e) => Some(e),
+            }),
+        };
+        if let Some(e) = failed {
+            errors.push(IdError { id: id.clone(), code: e.code.0, message: e.message });
+        }
+    }
+    (errors, ops)
+}
+
 /// Handles ModifyJob (qalter) over several ids.
 pub fn modify_jobs(state: &mut State, ctx: &Ctx<'_>, ids: &[String], attrs: &[Attr]) -> (Vec<IdError>, Vec<StoreOp>) {
     per_id(state, ctx, ids, |state, ctx, seq| {
@@ -564,29 +612,42 @@ pub fn delete_jobs(
     purge_history: bool,
 ) -> (Vec<IdError>, Vec<StoreOp>) {
     let history = state.server_flag("job_history_enable", false);
-    per_id(state, ctx, ids, |state, ctx, seq| {
-        let Some(job) = state.jobs.get_mut(&seq) else {
+    per_key(state, ctx, ids, |state, ctx, key| {
+        if let Some(index) = key.index {
+            if state.job(key).is_none_or(|j| j.state == JobState::Queued) {
+                // A queued subjob is only an index of its array.
+                return crate::arrays::delete_queued(state, key.seq, index, ctx.now);
+            }
+        }
+        let Some(job) = state.job_mut(key) else {
             return Err(ReqError::new(Pbse::UNKJOBID));
         };
         if matches!(job.state, JobState::Running | JobState::Suspended | JobState::Exiting) {
             // A running job ends through its mom: SIGTERM, SIGKILL after kill_delay, and
             // the end is recorded when the mom reports it; `-W force` does not wait.
             let (ops, frames) = if force {
-                crate::exec::force_delete(state, seq, ctx.now)
-            } else if state.ending.get(&seq) == Some(&crate::exec::EndReason::Delete) {
+                crate::exec::force_delete(state, key, ctx.now)
+            } else if state.ending.get(&key) == Some(&crate::exec::EndReason::Delete) {
                 (Vec::new(), Vec::new())
             } else {
-                crate::exec::begin_end(state, seq, crate::exec::EndReason::Delete)
+                crate::exec::begin_end(state, key, crate::exec::EndReason::Delete)
             };
             crate::exec::send_frames(state, frames);
             return Ok(ops);
         }
         if job.state.is_history() {
-            if !purge_history {
+            if !purge_history || key.index.is_some() {
                 return Err(ReqError::new(Pbse::HISTJOBID));
             }
-            state.jobs.remove(&seq);
-            return Ok(vec![StoreOp::DeleteJob { seq }]);
+            state.jobs.remove(&key.seq);
+            let gone: Vec<u64> = state.subjobs_of(key.seq).filter_map(|j| j.index).collect();
+            for index in gone {
+                state.subjobs.remove(&(key.seq, index));
+            }
+            return Ok(vec![StoreOp::DeleteJob { seq: key.seq }]);
+        }
+        if job.array {
+            return Ok(delete_array(state, key.seq, force, history, ctx.now));
         }
         if history && !purge_history {
             job.state = JobState::Finished;
@@ -597,9 +658,40 @@ pub fn delete_jobs(
             job.attrs.set(job_idx("history_timestamp"), None, now.as_str());
             return Ok(vec![job.put_op(None)]);
         }
-        state.jobs.remove(&seq);
-        Ok(vec![StoreOp::DeleteJob { seq }])
+        state.jobs.remove(&key.seq);
+        Ok(vec![StoreOp::DeleteJob { seq: key.seq }])
     })
+}
+
+/// qdel of a whole array: its queued subjobs go at once, its running ones end through
+/// their moms; the array finishes when the last one has.
+fn delete_array(state: &mut State, seq: u64, force: bool, history: bool, now: i64) -> Vec<StoreOp> {
+    let mut ops = Vec::new();
+    if let Some(parent) = state.jobs.get_mut(&seq) {
+        parent.attrs.set(job_idx("array_indices_remaining"), None, "-");
+        if matches!(parent.state, JobState::Held | JobState::Waiting) {
+            parent.state = JobState::Begun;
+        }
+    }
+    let running: Vec<JobKey> = state
+        .subjobs_of(seq)
+        .filter(|j| matches!(j.state, JobState::Running | JobState::Suspended | JobState::Exiting))
+        .map(Job::key)
+        .collect();
+    for key in running {
+        let (more, frames) = if force {
+            crate::exec::force_delete(state, key, now)
+        } else if state.ending.get(&key) == Some(&crate::exec::EndReason::Delete) {
+            (Vec::new(), Vec::new())
+        } else {
+            crate::exec::begin_end(state, key, crate::exec::EndReason::Delete)
+        };
+        ops.extend(more);
+        crate::exec::send_frames(state, frames);
+    }
+    let _ = history;
+    ops.extend(crate::arrays::refresh(state, seq, now));
+    ops
 }
 
 /// The hold letters a privilege may set or clear: `u` for owners, `o` for operators, `s`
@@ -719,70 +811,74 @@ fn criterion_holds(job: &Job, criterion: &Criterion) -> bool {
     }
 }
 
-/// Decides which jobs a StatusJob covers: (sequence numbers to report, per-id errors).
+/// Decides which jobs a StatusJob covers: (keys to report, per-id errors). With
+/// `subjobs` (qstat -t) each array is followed by all its subjobs; a subjob or range id
+/// names those subjobs.
 pub fn status_plan(
     state: &State,
     ctx: &Ctx<'_>,
     ids: &[String],
     queues: &[String],
     history: bool,
-) -> (Vec<u64>, Vec<IdError>) {
-    let mut seqs = Vec::new();
+    subjobs: bool,
+) -> (Vec<JobKey>, Vec<IdError>) {
+    let mut keys = Vec::new();
     let mut errors = Vec::new();
+    let push_job = |keys: &mut Vec<JobKey>, job: &Job| {
+        keys.push(JobKey::job(job.seq));
+        if subjobs && job.array {
+            keys.extend(
+                crate::arrays::indices(job, "array_indices_submitted").iter().map(|i| JobKey::subjob(job.seq, i)),
+            );
+        }
+    };
+    let listed = |job: &&Job| (history || !job.state.is_history()) && may_see(state, ctx, job);
     if ids.is_empty() && queues.is_empty() {
-        seqs.extend(
-            state
-                .jobs
-                .values()
-                .filter(|j| history || !j.state.is_history())
-                .filter(|j| may_see(state, ctx, j))
-                .map(|j| j.seq),
-        );
-        return (seqs, errors);
+        for job in state.jobs.values().filter(listed) {
+            push_job(&mut keys, job);
+        }
+        return (keys, errors);
     }
     for id in ids {
-        let result = find_job(state, id).and_then(|job| {
+        let result = crate::arrays::keys_of(state, id).and_then(|found| {
+            let job =
+                found.first().and_then(|k| state.jobs.get(&k.seq)).ok_or_else(|| ReqError::new(Pbse::UNKJOBID))?;
             if !may_see(state, ctx, job) {
                 return Err(ReqError::new(Pbse::PERM));
             }
             if job.state.is_history() && !history {
                 return Err(ReqError::new(Pbse::HISTJOBID));
             }
-            Ok(job.seq)
+            Ok((found, job))
         });
         match result {
-            Ok(seq) => seqs.push(seq),
+            Ok((found, job)) if found.len() == 1 && found[0].index.is_none() => push_job(&mut keys, job),
+            Ok((found, _)) => keys.extend(found),
             Err(e) => errors.push(IdError { id: id.clone(), code: e.code.0, message: e.message }),
         }
     }
     for queue in queues {
         let name = queue.split('@').next().unwrap_or("");
-        if name.is_empty() {
-            seqs.extend(
-                state
-                    .jobs
-                    .values()
-                    .filter(|j| history || !j.state.is_history())
-                    .filter(|j| may_see(state, ctx, j))
-                    .map(|j| j.seq),
-            );
-            continue;
-        }
-        if state.queue_index(name).is_none() {
+        if !name.is_empty() && state.queue_index(name).is_none() {
             errors.push(IdError { id: queue.clone(), code: Pbse::UNKQUE.0, message: "Unknown queue".into() });
             continue;
         }
-        seqs.extend(
-            state
-                .jobs
-                .values()
-                .filter(|j| *j.queue == *name)
-                .filter(|j| history || !j.state.is_history())
-                .filter(|j| may_see(state, ctx, j))
-                .map(|j| j.seq),
-        );
+        for job in state.jobs.values().filter(|j| name.is_empty() || *j.queue == *name).filter(listed) {
+            push_job(&mut keys, job);
+        }
     }
-    (seqs, errors)
+    (keys, errors)
+}
+
+/// The status of one planned key: a job, a subjob with a record, or a queued subjob.
+pub fn key_status(state: &State, key: JobKey, filter: &StatusFilter) -> Option<StatusObject> {
+    match (key.index, state.job(key)) {
+        (_, Some(job)) => Some(job_status(state, job, filter)),
+        (Some(index), None) => {
+            state.jobs.get(&key.seq).map(|parent| crate::arrays::virtual_status(state, parent, index, filter))
+        }
+        (None, None) => None,
+    }
 }
 
 /// Whether a requested attribute list asks for `full` (a dotted name) or its base.

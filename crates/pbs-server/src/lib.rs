@@ -4,6 +4,7 @@
 //! Entry points: [`Server::open`] rebuilds the state from disk, [`bind`] opens the sockets,
 //! [`run`] serves until the shutdown future completes.
 
+pub mod arrays;
 pub mod attrlist;
 pub mod error;
 pub mod exec;
@@ -140,13 +141,13 @@ impl Server {
         let state = &mut *state;
         let touched = touched_jobs(state, &request);
         let (reply, ack) = self.handle_locked(state, &ctx, who, id, request);
-        for (seq, job_id) in touched {
-            state.changes.jobs.insert(seq, job_id);
+        for (key, job_id) in touched {
+            state.changes.jobs.insert(key, job_id);
             state.changes.cycle = true;
         }
         if let ReplyBody::JobId(job_id) = &reply.body {
-            if let Some(seq) = exec::seq_of(job_id) {
-                state.changes.jobs.insert(seq, job_id.clone());
+            if let Some(key) = exec::key_of(job_id) {
+                state.changes.jobs.insert(key, job_id.clone());
                 state.changes.cycle = true;
             }
         }
@@ -202,14 +203,10 @@ impl Server {
                 let ids = jobs::select_jobs(state, &ctx, &criteria, history, arrays_only);
                 (Reply::ok(id, ReplyBody::Ids(ids)), None)
             }
-            Request::StatusJob { ids, queues, attrs, history, .. } => {
-                let (seqs, errors) = jobs::status_plan(state, &ctx, &ids, &queues, history);
+            Request::StatusJob { ids, queues, attrs, history, subjobs } => {
+                let (keys, errors) = jobs::status_plan(state, &ctx, &ids, &queues, history, subjobs);
                 let filter = jobs::StatusFilter::new(&attrs, ctx.privilege);
-                let objects = seqs
-                    .iter()
-                    .filter_map(|s| state.jobs.get(s))
-                    .map(|j| jobs::job_status(state, j, &filter))
-                    .collect();
+                let objects = keys.iter().filter_map(|k| jobs::key_status(state, *k, &filter)).collect();
                 (Reply::ok(id, ReplyBody::Status { objects, errors }), None)
             }
             Request::StatusServer { attrs } => {
@@ -253,7 +250,7 @@ impl Server {
 }
 
 /// The jobs a request names, with their full ids, so the scheduler hears of their changes.
-fn touched_jobs(state: &State, request: &Request) -> Vec<(u64, String)> {
+fn touched_jobs(state: &State, request: &Request) -> Vec<(state::JobKey, String)> {
     let ids = match request {
         Request::ModifyJob { ids, .. }
         | Request::DeleteJob { ids, .. }
@@ -264,10 +261,18 @@ fn touched_jobs(state: &State, request: &Request) -> Vec<(u64, String)> {
         _ => return Vec::new(),
     };
     ids.iter()
-        .filter_map(|id| {
-            let seq = exec::seq_of(id)?;
-            let job = state.jobs.get(&seq)?;
-            Some((seq, job.id(&state.server_name)))
+        .filter_map(|id| arrays::keys_of(state, id).ok())
+        .flatten()
+        // A subjob's change is its array's too.
+        .flat_map(|key| [Some(key), key.index.map(|_| state::JobKey::job(key.seq))])
+        .flatten()
+        .filter_map(|key| {
+            let job = state.job(key).or_else(|| state.jobs.get(&key.seq))?;
+            let id = match key.index {
+                Some(index) => format!("{}[{index}].{}", key.seq, state.server_name),
+                None => job.id(&state.server_name),
+            };
+            Some((key, id))
         })
         .collect()
 }
@@ -421,13 +426,10 @@ async fn node_watch(server: Arc<Server>) {
         let mut ops = Vec::new();
         let mut frames = Vec::new();
         for node in failed {
-            for seq in exec::jobs_on(&state, &node) {
-                tracing::info!(
-                    object_type = "Job",
-                    object_name = seq.to_string().as_str(),
-                    "requeued: node {node} failed"
-                );
-                let (more, f) = exec::lost(&mut state, seq, now);
+            for key in exec::jobs_on(&state, &node) {
+                let id = state.job(key).map(|j| j.id(&state.server_name)).unwrap_or_default();
+                tracing::info!(object_type = "Job", object_name = id.as_str(), "requeued: node {node} failed");
+                let (more, f) = exec::lost(&mut state, key, now);
                 ops.extend(more);
                 frames.extend(f);
             }

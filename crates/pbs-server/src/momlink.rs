@@ -294,7 +294,7 @@ fn reconcile(
                 frames.extend(f);
             }
             None => {
-                let known = exec::jobs_on(state, node).into_iter().any(|seq| Some(seq) == exec::seq_of(&job.job_id));
+                let known = exec::jobs_on(state, node).into_iter().any(|key| Some(key) == exec::key_of(&job.job_id));
                 if known {
                     if job.session_id > 0 {
                         ops.extend(exec::job_started(state, node, &job.job_id, job.session_id));
@@ -306,10 +306,10 @@ fn reconcile(
             }
         }
     }
-    for seq in exec::jobs_on(state, node) {
-        let listed = held.iter().any(|j| !j.sister && exec::seq_of(&j.job_id) == Some(seq));
-        if !listed && !state.starting.contains(&seq) {
-            let (more, f) = exec::lost(state, seq, now);
+    for key in exec::jobs_on(state, node) {
+        let listed = held.iter().any(|j| !j.sister && exec::key_of(&j.job_id) == Some(key));
+        if !listed && !state.starting.contains(&key) {
+            let (more, f) = exec::lost(state, key, now);
             ops.extend(more);
             frames.extend(f);
         }

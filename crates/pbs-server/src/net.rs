@@ -195,8 +195,8 @@ where
     S: AsyncRead + AsyncWrite + Unpin,
 {
     let id = frame.id;
-    if let Request::StatusJob { ids, queues, attrs, history, subjobs: _ } = &frame.request {
-        return stream_job_status(server, who, id, ids, queues, attrs, *history, conn).await;
+    if let Request::StatusJob { ids, queues, attrs, history, subjobs } = &frame.request {
+        return stream_job_status(server, who, id, ids, queues, attrs, (*history, *subjobs), conn).await;
     }
     if let Request::RunJob { id: job_id, exec_vnode } = frame.request {
         let reply = match run_job(server, who, &job_id, exec_vnode).await {
@@ -243,14 +243,27 @@ async fn run_job(
         if ctx.privilege < pbs_core::Privilege::Operator {
             return Err(ReqError::new(Pbse::PERM));
         }
-        let job = crate::jobs::find_job(&state, job_id)?;
-        if job.state != pbs_core::JobState::Queued {
+        // A subjob (`12[3]`) runs from its array's queue; anything else must be queued.
+        let keys = crate::arrays::keys_of(&state, job_id)?;
+        let [key] = keys[..] else { return Err(ReqError::new(Pbse::IVALREQ)) };
+        let queued = match (key.index, state.job(key)) {
+            (_, Some(job)) => job.state == pbs_core::JobState::Queued && !job.array,
+            (Some(index), None) => state.jobs.get(&key.seq).is_some_and(|parent| {
+                matches!(parent.state, pbs_core::JobState::Queued | pbs_core::JobState::Begun)
+                    && crate::arrays::indices(parent, "array_indices_remaining").contains(index)
+            }),
+            (None, None) => false,
+        };
+        if !queued {
             return Err(ReqError::new(Pbse::BADSTATE));
         }
-        let (seq, full_id) = (job.seq, job.id(&state.server_name));
+        let full_id = match key.index {
+            Some(index) => format!("{}[{index}].{}", key.seq, state.server_name),
+            None => state.job(key).map(|j| j.id(&state.server_name)).unwrap_or_default(),
+        };
         match exec_vnode {
             Some(exec_vnode) => {
-                let (ops, launches) = crate::exec::run_job(&mut state, seq, &exec_vnode, ctx.now)?;
+                let (ops, launches) = crate::exec::run_job(&mut state, key, &exec_vnode, ctx.now)?;
                 crate::exec::flush(&mut state);
                 Next::Committing(server.store.commit(ops), launches)
             }
@@ -292,7 +305,7 @@ async fn stream_job_status<S>(
     ids: &[String],
     queues: &[String],
     attrs: &[String],
-    history: bool,
+    (history, subjobs): (bool, bool),
     conn: &mut Conn<S>,
 ) -> bool
 where
@@ -301,8 +314,8 @@ where
     let (seqs, errors, privilege) = {
         let Ok(state) = server.state.lock() else { return false };
         let ctx = server.ctx(&state, who);
-        let (seqs, errors) = crate::jobs::status_plan(&state, &ctx, ids, queues, history);
-        (seqs, errors, ctx.privilege)
+        let (keys, errors) = crate::jobs::status_plan(&state, &ctx, ids, queues, history, subjobs);
+        (keys, errors, ctx.privilege)
     };
     let code = errors.last().map(|e| e.code).unwrap_or(0);
     let message = errors.last().map(|e| e.message.clone()).unwrap_or_default();
@@ -316,11 +329,7 @@ where
     while let Some(chunk) = chunks.next() {
         let objects = {
             let Ok(state) = server.state.lock() else { return false };
-            chunk
-                .iter()
-                .filter_map(|seq| state.jobs.get(seq))
-                .map(|job| crate::jobs::job_status(&state, job, &filter))
-                .collect()
+            chunk.iter().filter_map(|key| crate::jobs::key_status(&state, *key, &filter)).collect()
         };
         let last = chunks.peek().is_none();
         let body =

@@ -15,7 +15,7 @@ use pbs_proto::sched::SchedNode;
 use crate::attrlist::AttrList;
 use crate::error::ReqError;
 use crate::manager::filtered;
-use crate::state::{Named, State, set_named};
+use crate::state::{JobKey, Named, State, set_named};
 
 /// What a node's mom said about its host on the current (or last) link.
 #[derive(Clone, Debug, Default)]
@@ -46,7 +46,7 @@ pub struct NodeRt {
     /// Consumable resources held by running jobs, as integers (sizes in bytes).
     pub assigned: BTreeMap<String, u64>,
     /// Running jobs here, in start order, with the ncpus each holds here.
-    pub jobs: Vec<(u64, String, u64)>,
+    pub jobs: Vec<(JobKey, String, u64)>,
     /// A job holds the node exclusively.
     pub exclusive: bool,
     /// `last_state_change_time`.
@@ -236,7 +236,7 @@ pub fn sched_node(state: &State, node: &Named) -> SchedNode {
 /// `exec_vnode`, and records or forgets it in the nodes' job lists.
 pub fn account(
     state: &mut State,
-    seq: u64,
+    key: JobKey,
     job_id: &str,
     exec_vnode: &ExecVnode,
     exclusive: bool,
@@ -264,11 +264,11 @@ pub fn account(
         }
         rt.assigned.retain(|_, v| *v > 0);
         if hold {
-            rt.jobs.push((seq, job_id.to_string(), ncpus));
+            rt.jobs.push((key, job_id.to_string(), ncpus));
             rt.exclusive |= exclusive;
             rt.last_used = now;
         } else {
-            rt.jobs.retain(|(s, _, _)| *s != seq);
+            rt.jobs.retain(|(k, _, _)| *k != key);
             if exclusive || rt.jobs.is_empty() {
                 rt.exclusive = false;
             }

@@ -85,7 +85,7 @@ fn apply(
     if let Some(number) = qrun {
         if let Some(waiter) = state.links.qruns.remove(&number) {
             let started = run.iter().any(|r| {
-                exec::seq_of(&r.job_id).and_then(|s| state.jobs.get(&s)).is_some_and(|j| j.state == JobState::Running)
+                exec::key_of(&r.job_id).and_then(|k| state.job(k)).is_some_and(|j| j.state == JobState::Running)
             });
             let result = if started {
                 Ok(())
@@ -126,14 +126,14 @@ pub fn launch_after_commit(
             return;
         }
         let wanted: Vec<u64> =
-            launches.iter().filter(|l| !l.launch.sister && l.launch.executable.is_none()).map(|l| l.seq).collect();
+            launches.iter().filter(|l| !l.launch.sister && l.launch.executable.is_none()).map(|l| l.key.seq).collect();
         if !wanted.is_empty() {
             let path = server.db_path();
             let scripts = tokio::task::spawn_blocking(move || crate::store::Store::read_scripts(&path, &wanted)).await;
             match scripts {
                 Ok(Ok(scripts)) => {
                     for launch in &mut launches {
-                        if let Some(script) = scripts.get(&launch.seq) {
+                        if let Some(script) = scripts.get(&launch.key.seq) {
                             launch.launch.script.clone_from(script);
                         }
                     }
@@ -144,7 +144,7 @@ pub fn launch_after_commit(
         let Ok(mut state) = server.state.lock() else { return };
         let frames = launches
             .into_iter()
-            .filter(|l| state.jobs.get(&l.seq).is_some_and(|j| j.state == JobState::Running))
+            .filter(|l| state.job(l.key).is_some_and(|j| j.state == JobState::Running))
             .map(|l| (l.node, pbs_proto::mom::ToMom::RunJob { launch: Box::new(l.launch) }))
             .collect();
         exec::send_frames(&mut state, frames);

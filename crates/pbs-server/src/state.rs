@@ -18,13 +18,37 @@ use crate::store::{Loaded, StoreOp};
 /// The `pbs_version` this server reports.
 pub const PBS_VERSION: &str = env!("CARGO_PKG_VERSION");
 
-/// A job (or an array parent).
+/// Which job: a plain job or array parent (`index: None`), or one subjob of an array.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct JobKey {
+    /// Sequence number.
+    pub seq: u64,
+    /// Subjob index.
+    pub index: Option<u64>,
+}
+
+impl JobKey {
+    /// A plain job or an array parent.
+    pub fn job(seq: u64) -> JobKey {
+        JobKey { seq, index: None }
+    }
+
+    /// One subjob.
+    pub fn subjob(seq: u64, index: u64) -> JobKey {
+        JobKey { seq, index: Some(index) }
+    }
+}
+
+/// A job, an array parent, or a subjob that has run (queued subjobs have no record: they
+/// are the indices in their parent's `array_indices_remaining`).
 #[derive(Clone, Debug)]
 pub struct Job {
     /// Sequence number, the numeric part of the id.
     pub seq: u64,
     /// An array parent (`12[]`).
     pub array: bool,
+    /// The index of a subjob (`12[3]`).
+    pub index: Option<u64>,
     /// `job_state`.
     pub state: JobState,
     /// `substate`.
@@ -39,6 +63,8 @@ pub struct Job {
 struct JobRecord {
     seq: u64,
     array: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    index: Option<u64>,
     state: char,
     substate: u16,
     queue: String,
@@ -80,6 +106,8 @@ pub struct State {
     pub resources: ResourceRegistry,
     /// Jobs by sequence number.
     pub jobs: BTreeMap<u64, Job>,
+    /// Subjobs that have run (running, ending, or finished and kept in history).
+    pub subjobs: BTreeMap<(u64, u64), Job>,
     /// The next sequence number to hand out.
     pub next_seq: u64,
     /// Every id below this (since the last wrap) may have been handed out: the store holds
@@ -94,16 +122,16 @@ pub struct State {
     /// Live links to the scheduler and the moms.
     pub links: crate::exec::Links,
     /// Running jobs being ended on purpose, and what to do when their mom reports the end.
-    pub ending: HashMap<u64, crate::exec::EndReason>,
+    pub ending: HashMap<JobKey, crate::exec::EndReason>,
     /// Jobs whose start the mom has not confirmed yet.
-    pub starting: HashSet<u64>,
+    pub starting: HashSet<JobKey>,
 }
 
 /// Objects changed since the scheduler was last told, and whether a cycle is due.
 #[derive(Debug, Default)]
 pub struct PendingChanges {
-    /// Jobs by sequence number, with their full ids (kept for jobs that are gone).
-    pub jobs: BTreeMap<u64, String>,
+    /// Jobs by key, with their full ids (kept for jobs that are gone).
+    pub jobs: BTreeMap<JobKey, String>,
     /// Nodes by name.
     pub nodes: BTreeSet<String>,
     /// Every queue, node, server and scheduler attribute (after qmgr).
@@ -121,9 +149,18 @@ pub fn idx(kind: ObjectKind, name: &str) -> u8 {
 pub const SEQ_BLOCK: u64 = 1000;
 
 impl Job {
-    /// The full id, `12.server` or `12[].server`.
+    /// The full id, `12.server`, `12[].server` or `12[3].server`.
     pub fn id(&self, server_name: &str) -> String {
-        if self.array { format!("{}[].{}", self.seq, server_name) } else { format!("{}.{}", self.seq, server_name) }
+        match self.index {
+            Some(index) => format!("{}[{index}].{server_name}", self.seq),
+            None if self.array => format!("{}[].{}", self.seq, server_name),
+            None => format!("{}.{}", self.seq, server_name),
+        }
+    }
+
+    /// Its key.
+    pub fn key(&self) -> JobKey {
+        JobKey { seq: self.seq, index: self.index }
     }
 
     /// A job attribute by base name (and resource).
@@ -141,6 +178,7 @@ impl Job {
         let record = JobRecord {
             seq: self.seq,
             array: self.array,
+            index: self.index,
             state: self.state.letter(),
             substate: self.substate.0,
             queue: self.queue.to_string(),
@@ -149,9 +187,12 @@ impl Job {
         serde_json::to_string(&record).unwrap_or_default()
     }
 
-    /// The store operation that saves this job.
+    /// The store operation that saves this job (or subjob).
     pub fn put_op(&self, script: Option<String>) -> StoreOp {
-        StoreOp::PutJob { seq: self.seq, record: self.to_record(), script }
+        match self.index {
+            Some(index) => StoreOp::PutSubjob { seq: self.seq, index, record: self.to_record() },
+            None => StoreOp::PutJob { seq: self.seq, record: self.to_record(), script },
+        }
     }
 }
 
@@ -180,6 +221,7 @@ impl State {
             hooks: Vec::new(),
             resources: ResourceRegistry::new(),
             jobs: BTreeMap::new(),
+            subjobs: BTreeMap::new(),
             next_seq: 0,
             seq_reserved: 0,
             interner: Interner::default(),
@@ -228,23 +270,34 @@ impl State {
                 _ => {}
             }
         }
-        for (seq, record) in &loaded.jobs {
+        let records = loaded
+            .jobs
+            .iter()
+            .map(|(seq, r)| (*seq, None, r))
+            .chain(loaded.subjobs.iter().map(|(seq, i, r)| (*seq, Some(*i), r)));
+        for (seq, index, record) in records {
             match serde_json::from_str::<JobRecord>(record) {
                 Ok(rec) => {
                     let (attrs, _) = AttrList::from_pairs(ObjectKind::Job, &rec.attrs, &mut state.interner);
                     let job_state = JobState::from_letter(rec.state).unwrap_or(JobState::Queued);
                     let queue = state.interner.intern(&rec.queue);
-                    state.jobs.insert(
-                        *seq,
-                        Job {
-                            seq: *seq,
-                            array: rec.array,
-                            state: job_state,
-                            substate: Substate(rec.substate),
-                            queue,
-                            attrs,
-                        },
-                    );
+                    let job = Job {
+                        seq,
+                        array: rec.array,
+                        index,
+                        state: job_state,
+                        substate: Substate(rec.substate),
+                        queue,
+                        attrs,
+                    };
+                    match index {
+                        Some(index) => {
+                            state.subjobs.insert((seq, index), job);
+                        }
+                        None => {
+                            state.jobs.insert(seq, job);
+                        }
+                    }
                     state.next_seq = state.next_seq.max(seq + 1);
                 }
                 Err(e) => tracing::error!(seq, error = %e, "Unreadable job record skipped"),
@@ -374,6 +427,27 @@ impl State {
             name: def.name.clone(),
             record: serde_json::to_string(&record).unwrap_or_default(),
         }
+    }
+
+    /// A job, array parent or subjob record by key.
+    pub fn job(&self, key: JobKey) -> Option<&Job> {
+        match key.index {
+            None => self.jobs.get(&key.seq),
+            Some(index) => self.subjobs.get(&(key.seq, index)),
+        }
+    }
+
+    /// Mutable access by key.
+    pub fn job_mut(&mut self, key: JobKey) -> Option<&mut Job> {
+        match key.index {
+            None => self.jobs.get_mut(&key.seq),
+            Some(index) => self.subjobs.get_mut(&(key.seq, index)),
+        }
+    }
+
+    /// The subjob records of an array, in index order.
+    pub fn subjobs_of(&self, seq: u64) -> impl Iterator<Item = &Job> {
+        self.subjobs.range((seq, 0)..=(seq, u64::MAX)).map(|(_, j)| j)
     }
 
     /// Index of a queue by name.

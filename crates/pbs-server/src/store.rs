@@ -34,7 +34,23 @@ pub enum StoreOp {
         /// The script, stored once at submission.
         script: Option<String>,
     },
-    /// Remove a job and its script.
+    /// Insert or replace a subjob record.
+    PutSubjob {
+        /// The array's sequence number.
+        seq: u64,
+        /// The subjob's index.
+        index: u64,
+        /// JSON record.
+        record: String,
+    },
+    /// Remove a subjob record.
+    DeleteSubjob {
+        /// The array's sequence number.
+        seq: u64,
+        /// The subjob's index.
+        index: u64,
+    },
+    /// Remove a job, its script and any subjob records.
     DeleteJob {
         /// Sequence number.
         seq: u64,
@@ -70,6 +86,8 @@ pub enum StoreOp {
 pub struct Loaded {
     /// (seq, JSON record) of every job.
     pub jobs: Vec<(u64, String)>,
+    /// (seq, index, JSON record) of every subjob that has run.
+    pub subjobs: Vec<(u64, u64, String)>,
     /// (kind, name, JSON record) of every other object, in insertion order.
     pub objects: Vec<(String, String, String)>,
     /// Meta keys.
@@ -87,6 +105,9 @@ pub struct Store {
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS jobs (seq INTEGER PRIMARY KEY, record TEXT NOT NULL, script TEXT);
+CREATE TABLE IF NOT EXISTS subjobs (
+    seq INTEGER NOT NULL, idx INTEGER NOT NULL, record TEXT NOT NULL, PRIMARY KEY (seq, idx)
+);
 CREATE TABLE IF NOT EXISTS objects (
     kind TEXT NOT NULL, name TEXT NOT NULL, record TEXT NOT NULL, PRIMARY KEY (kind, name)
 );
@@ -206,6 +227,10 @@ fn load(conn: &Connection) -> Result<Loaded, StoreError> {
     let mut loaded = Loaded::default();
     let mut stmt = conn.prepare("SELECT seq, record FROM jobs ORDER BY seq")?;
     loaded.jobs = stmt.query_map([], |r| Ok((r.get::<_, i64>(0)? as u64, r.get(1)?)))?.collect::<Result<_, _>>()?;
+    let mut stmt = conn.prepare("SELECT seq, idx, record FROM subjobs ORDER BY seq, idx")?;
+    loaded.subjobs = stmt
+        .query_map([], |r| Ok((r.get::<_, i64>(0)? as u64, r.get::<_, i64>(1)? as u64, r.get(2)?)))?
+        .collect::<Result<_, _>>()?;
     let mut stmt = conn.prepare("SELECT kind, name, record FROM objects ORDER BY rowid")?;
     loaded.objects = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?.collect::<Result<_, _>>()?;
     let mut stmt = conn.prepare("SELECT key, value FROM meta")?;
@@ -271,6 +296,10 @@ fn apply(conn: &mut Connection, batch: &[(Vec<StoreOp>, Option<Ack>)]) -> Result
              ON CONFLICT (seq) DO UPDATE SET record = excluded.record, script = coalesce(excluded.script, jobs.script)",
         )?;
         let mut del_job = tx.prepare_cached("DELETE FROM jobs WHERE seq = ?1")?;
+        let mut put_subjob =
+            tx.prepare_cached("INSERT OR REPLACE INTO subjobs (seq, idx, record) VALUES (?1, ?2, ?3)")?;
+        let mut del_subjob = tx.prepare_cached("DELETE FROM subjobs WHERE seq = ?1 AND idx = ?2")?;
+        let mut del_subjobs = tx.prepare_cached("DELETE FROM subjobs WHERE seq = ?1")?;
         let mut put_object = tx.prepare_cached(
             "INSERT INTO objects (kind, name, record) VALUES (?1, ?2, ?3)
              ON CONFLICT (kind, name) DO UPDATE SET record = excluded.record",
@@ -285,6 +314,13 @@ fn apply(conn: &mut Connection, batch: &[(Vec<StoreOp>, Option<Ack>)]) -> Result
                     }
                     StoreOp::DeleteJob { seq } => {
                         del_job.execute(params![*seq as i64])?;
+                        del_subjobs.execute(params![*seq as i64])?;
+                    }
+                    StoreOp::PutSubjob { seq, index, record } => {
+                        put_subjob.execute(params![*seq as i64, *index as i64, record])?;
+                    }
+                    StoreOp::DeleteSubjob { seq, index } => {
+                        del_subjob.execute(params![*seq as i64, *index as i64])?;
                     }
                     StoreOp::PutObject { kind, name, record } => {
                         put_object.execute(params![kind, name, record])?;

@@ -1,0 +1,228 @@
+//! Job arrays: an array is one record (`12[]`) whose queued subjobs are only the indices
+//! in its `array_indices_remaining`; a subjob gets a record of its own (`12[3]`) when it
+//! starts, so a 100,000-subjob array costs about as much as one job to submit and to list.
+//!
+//! Here: creating a subjob's record from its parent, putting it back, and keeping the
+//! parent's `array_state_count`, `array_indices_remaining` and state (`Q`, `B` once a
+//! subjob has started, `F` or gone when every subjob is done) in step.
+
+use pbs_core::attr::ObjectKind;
+use pbs_core::range::IndexSet;
+use pbs_core::{ArrayRange, JobState, Pbse, Substate};
+use pbs_proto::StatusObject;
+
+use crate::error::ReqError;
+use crate::jobs::StatusFilter;
+use crate::state::{Job, JobKey, State, idx};
+use crate::store::StoreOp;
+
+/// Attributes only the array itself has; a subjob's view leaves them out.
+const ARRAY_ONLY: [&str; 5] =
+    ["array", "array_state_count", "array_indices_submitted", "array_indices_remaining", "max_run_subjobs"];
+
+/// Where a subjob's output and error paths carry its index.
+pub const INDEX_MARK: &str = "^array_index^";
+
+fn job_idx(name: &str) -> u8 {
+    idx(ObjectKind::Job, name)
+}
+
+/// An array attribute holding indices (`array_indices_submitted`/`_remaining`).
+pub fn indices(job: &Job, attr: &str) -> IndexSet {
+    match job.get(attr, None) {
+        Some("-") | None => IndexSet::default(),
+        Some(text) => parse_set(text),
+    }
+}
+
+/// Parses `1-3,5,7-9:2` (what `IndexSet` prints).
+fn parse_set(text: &str) -> IndexSet {
+    let mut set = IndexSet::default();
+    for part in text.split(',').map(str::trim) {
+        if let Ok(single) = part.parse::<u64>() {
+            set.insert(single);
+        } else if let Ok(range) = part.parse::<ArrayRange>() {
+            for index in range.iter() {
+                set.insert(index);
+            }
+        }
+    }
+    set
+}
+
+/// Whether `index` is one of the array's subjobs.
+pub fn submitted(job: &Job, index: u64) -> bool {
+    job.array && indices(job, "array_indices_submitted").contains(index)
+}
+
+/// Creates the record of subjob `index` from its parent as it starts: the parent's
+/// attributes without the array's own, `array_id`, `array_index`, and paths with the
+/// index filled in. The index leaves `array_indices_remaining`.
+pub fn materialize(state: &mut State, seq: u64, index: u64, now: i64) -> Result<Vec<StoreOp>, ReqError> {
+    if state.subjobs.contains_key(&(seq, index)) {
+        return Ok(Vec::new());
+    }
+    let parent = state.jobs.get(&seq).ok_or_else(|| ReqError::new(Pbse::UNKJOBID))?;
+    if !parent.array || !matches!(parent.state, JobState::Queued | JobState::Begun) {
+        return Err(ReqError::new(Pbse::BADSTATE));
+    }
+    let mut remaining = indices(parent, "array_indices_remaining");
+    if !remaining.remove(index) {
+        return Err(ReqError::new(Pbse::BADSTATE));
+    }
+    let parent_id = parent.id(&state.server_name);
+    let mut attrs = parent.attrs.clone();
+    for name in ARRAY_ONLY {
+        attrs.unset(job_idx(name), None);
+    }
+    for name in ["Output_Path", "Error_Path"] {
+        if let Some(path) = attrs.get(job_idx(name), None).map(|p| p.replace(INDEX_MARK, &index.to_string())) {
+            attrs.set(job_idx(name), None, path);
+        }
+    }
+    attrs.set(job_idx("array_id"), None, parent_id);
+    attrs.set(job_idx("array_index"), None, index.to_string());
+    let subjob = Job {
+        seq,
+        array: false,
+        index: Some(index),
+        state: JobState::Queued,
+        substate: Substate::QUEUED,
+        queue: parent.queue.clone(),
+        attrs,
+    };
+    let began = parent.state == JobState::Queued;
+    let Some(parent) = state.jobs.get_mut(&seq) else { return Err(ReqError::new(Pbse::UNKJOBID)) };
+    parent.attrs.set(job_idx("array_indices_remaining"), None, remaining.to_string());
+    if began {
+        parent.attrs.set(job_idx("stime"), None, now.to_string());
+        let when = chrono::Local::now().format("%a %b %d at %H:%M");
+        parent.attrs.set(job_idx("comment"), None, format!("Job Array Began at {when}"));
+    }
+    state.subjobs.insert((seq, index), subjob);
+    Ok(refresh(state, seq, now))
+}
+
+/// A subjob goes back to the queue (qrerun, lost node): its record goes and its index
+/// returns to `array_indices_remaining`.
+pub fn requeue_subjob(state: &mut State, key: JobKey, now: i64) -> Vec<StoreOp> {
+    let Some(index) = key.index else { return Vec::new() };
+    let mut ops = Vec::new();
+    if state.subjobs.remove(&(key.seq, index)).is_some() {
+        ops.push(StoreOp::DeleteSubjob { seq: key.seq, index });
+    }
+    if let Some(parent) = state.jobs.get_mut(&key.seq) {
+        let mut remaining = indices(parent, "array_indices_remaining");
+        remaining.insert(index);
+        parent.attrs.set(job_idx("array_indices_remaining"), None, remaining.to_string());
+    }
+    ops.extend(refresh(state, key.seq, now));
+    ops
+}
+
+/// Drops queued subjob `index` (qdel of one subjob): it counts as expired.
+pub fn delete_queued(state: &mut State, seq: u64, index: u64, now: i64) -> Result<Vec<StoreOp>, ReqError> {
+    let parent = state.jobs.get_mut(&seq).ok_or_else(|| ReqError::new(Pbse::UNKJOBID))?;
+    let mut remaining = indices(parent, "array_indices_remaining");
+    if !remaining.remove(index) {
+        return Err(ReqError::new(Pbse::BADSTATE));
+    }
+    parent.attrs.set(job_idx("array_indices_remaining"), None, remaining.to_string());
+    Ok(refresh(state, seq, now))
+}
+
+/// Brings the parent up to date with its subjobs: `array_state_count`, its state (`Q`
+/// before any subjob started, `B` after), and its end once every subjob is done.
+pub fn refresh(state: &mut State, seq: u64, now: i64) -> Vec<StoreOp> {
+    let Some(parent) = state.jobs.get(&seq) else { return Vec::new() };
+    if !parent.array || parent.state.is_history() {
+        return Vec::new();
+    }
+    let submitted = indices(parent, "array_indices_submitted").len();
+    let queued = indices(parent, "array_indices_remaining").len();
+    let (mut running, mut exiting) = (0usize, 0usize);
+    for subjob in state.subjobs_of(seq) {
+        match subjob.state {
+            JobState::Running | JobState::Suspended => running += 1,
+            JobState::Exiting => exiting += 1,
+            _ => {}
+        }
+    }
+    let expired = submitted.saturating_sub(queued + running + exiting);
+    let done = queued == 0 && running == 0 && exiting == 0;
+    let history = state.server_flag("job_history_enable", false);
+    let id = parent.id(&state.server_name);
+    state.changes.jobs.insert(JobKey::job(seq), id);
+    if done && !history {
+        state.jobs.remove(&seq);
+        let gone: Vec<u64> = state.subjobs.range((seq, 0)..=(seq, u64::MAX)).map(|(k, _)| k.1).collect();
+        for index in gone {
+            state.subjobs.remove(&(seq, index));
+        }
+        state.changes.cycle = true;
+        return vec![StoreOp::DeleteJob { seq }];
+    }
+    let Some(parent) = state.jobs.get_mut(&seq) else { return Vec::new() };
+    parent.attrs.set(
+        job_idx("array_state_count"),
+        None,
+        format!("Queued:{queued} Running:{running} Exiting:{exiting} Expired:{expired}"),
+    );
+    if done {
+        parent.state = JobState::Finished;
+        parent.substate = Substate::FINISHED;
+        let now = now.to_string();
+        parent.attrs.set(job_idx("mtime"), None, now.as_str());
+        parent.attrs.set(job_idx("obittime"), None, now.as_str());
+        parent.attrs.set(job_idx("history_timestamp"), None, now.as_str());
+        state.changes.cycle = true;
+    } else if matches!(parent.state, JobState::Queued | JobState::Begun) {
+        let began = queued < submitted;
+        parent.state = if began { JobState::Begun } else { JobState::Queued };
+        parent.substate = parent.state.default_substate();
+    }
+    vec![parent.put_op(None)]
+}
+
+/// The status of subjob `index` that has no record: the parent's attributes, without the
+/// array's own, as OpenPBS shows a queued subjob; expired (`X`) if no longer queued.
+pub fn virtual_status(state: &State, parent: &Job, index: u64, filter: &StatusFilter) -> StatusObject {
+    let mut object = crate::jobs::job_status(state, parent, filter);
+    object.name = format!("{}[{index}].{}", parent.seq, state.server_name);
+    let letter = if indices(parent, "array_indices_remaining").contains(index) { "Q" } else { "X" };
+    object.attrs.retain(|a| !ARRAY_ONLY.contains(&a.0.as_str()));
+    if let Some(attr) = object.attrs.iter_mut().find(|a| a.0 == "job_state") {
+        attr.1 = letter.to_string();
+    }
+    object
+}
+
+/// The subjob keys an id names: one for `12[3]`, each submitted index of `12[1-5]`.
+pub fn keys_of(state: &State, id: &str) -> Result<Vec<JobKey>, ReqError> {
+    let parsed: pbs_core::JobId = id.parse().map_err(|_| ReqError::new(Pbse::UNKJOBID))?;
+    let seq = parsed.seq();
+    let job = state.jobs.get(&seq).ok_or_else(|| ReqError::new(Pbse::UNKJOBID))?;
+    match parsed.array() {
+        pbs_core::ArrayPart::None | pbs_core::ArrayPart::Parent => Ok(vec![JobKey::job(seq)]),
+        pbs_core::ArrayPart::Index(i) if submitted(job, *i) => Ok(vec![JobKey::subjob(seq, *i)]),
+        pbs_core::ArrayPart::Range(range) if job.array => {
+            let all = indices(job, "array_indices_submitted");
+            let keys: Vec<JobKey> = range.iter().filter(|i| all.contains(*i)).map(|i| JobKey::subjob(seq, i)).collect();
+            if keys.is_empty() { Err(ReqError::new(Pbse::UNKJOBID)) } else { Ok(keys) }
+        }
+        _ => Err(ReqError::new(Pbse::UNKJOBID)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn index_sets_parse_what_they_print() {
+        let set = parse_set("1-3,5,7-11:2");
+        let back: Vec<u64> = set.iter().collect();
+        assert_eq!(back, vec![1, 2, 3, 5, 7, 9, 11]);
+        assert_eq!(parse_set(&set.to_string()), set);
+    }
+}
