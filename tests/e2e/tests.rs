@@ -2,6 +2,7 @@
 //! the real command binaries or raw protocol frames.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
+mod arrays;
 mod commands;
 mod durability;
 mod exec;

@@ -139,8 +139,8 @@ impl Substate {
     pub const FINISHED: Substate = Substate(92);
     /// 93: failed.
     pub const FAILED: Substate = Substate(93);
-    /// 153: a job array that has begun.
-    pub const BEGUN: Substate = Substate(153);
+    /// 70: a job array that has begun (what OpenPBS 23.06 shows for a `B` array).
+    pub const BEGUN: Substate = Substate(70);
     /// 160: moved to another server.
     pub const MOVED: Substate = Substate(160);
 }

@@ -759,20 +759,40 @@ pub fn select_jobs(
     ctx: &Ctx<'_>,
     criteria: &[Criterion],
     history: bool,
+    subjobs: bool,
     arrays_only: bool,
 ) -> Vec<String> {
-    state
+    let mut ids = Vec::new();
+    let visible = state
         .jobs
         .values()
         .filter(|job| history || !job.state.is_history())
         .filter(|job| !arrays_only || job.array)
-        .filter(|job| may_see(state, ctx, job))
-        .filter(|job| criteria.iter().all(|c| criterion_holds(job, c)))
-        .map(|job| job.id(&state.server_name))
-        .collect()
+        .filter(|job| may_see(state, ctx, job));
+    for job in visible {
+        if subjobs && job.array && !arrays_only {
+            // qselect -T: the subjobs stand for their array.
+            let remaining = crate::arrays::indices(job, "array_indices_remaining");
+            for index in crate::arrays::indices(job, "array_indices_submitted").iter() {
+                let (subjob, letter) = match state.subjobs.get(&(job.seq, index)) {
+                    Some(record) => (record, record.state),
+                    None if remaining.contains(index) => (job, JobState::Queued),
+                    None => (job, JobState::Expired),
+                };
+                if (history || !letter.is_history()) && criteria.iter().all(|c| criterion_holds(subjob, letter, c)) {
+                    ids.push(format!("{}[{index}].{}", job.seq, state.server_name));
+                }
+            }
+            continue;
+        }
+        if criteria.iter().all(|c| criterion_holds(job, job.state, c)) {
+            ids.push(job.id(&state.server_name));
+        }
+    }
+    ids
 }
 
-fn criterion_holds(job: &Job, criterion: &Criterion) -> bool {
+fn criterion_holds(job: &Job, job_state: JobState, criterion: &Criterion) -> bool {
     let (base, resource) = split_name(&criterion.attr);
     let holds = |ord: Option<Ordering>| match (criterion.op, ord) {
         (_, None) => false,
@@ -785,7 +805,7 @@ fn criterion_holds(job: &Job, criterion: &Criterion) -> bool {
     };
     match base {
         "job_state" => {
-            let inside = criterion.value.chars().any(|c| JobState::from_letter(c) == Some(job.state));
+            let inside = criterion.value.chars().any(|c| JobState::from_letter(c) == Some(job_state));
             if criterion.op == CompareOp::Ne { !inside } else { inside }
         }
         "queue" => holds(Some(job.queue.as_ref().cmp(criterion.value.split('@').next().unwrap_or("")))),

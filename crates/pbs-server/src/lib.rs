@@ -199,8 +199,8 @@ impl Server {
             Request::RerunJob { ids, force } => per_id(exec::rerun_jobs(state, &ctx, &ids, force)),
             Request::HoldJob { ids, hold_types } => per_id(jobs::hold_jobs(state, &ctx, &ids, &hold_types, true)),
             Request::ReleaseJob { ids, hold_types } => per_id(jobs::hold_jobs(state, &ctx, &ids, &hold_types, false)),
-            Request::SelectJobs { criteria, history, subjobs: _, arrays_only } => {
-                let ids = jobs::select_jobs(state, &ctx, &criteria, history, arrays_only);
+            Request::SelectJobs { criteria, history, subjobs, arrays_only } => {
+                let ids = jobs::select_jobs(state, &ctx, &criteria, history, subjobs, arrays_only);
                 (Reply::ok(id, ReplyBody::Ids(ids)), None)
             }
             Request::StatusJob { ids, queues, attrs, history, subjobs } => {
