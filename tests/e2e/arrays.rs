@@ -149,3 +149,25 @@ fn array_views_and_subjob_operations() {
     let history = c.run("qstat", &["-x", "-t", &id]).ok().stdout;
     assert!(history.lines().any(|l| l.starts_with(&format!("{}[3].", seq(&id))) && l.contains(" X ")), "{history}");
 }
+
+#[test]
+fn max_run_subjobs_errors_match_openpbs() {
+    let c = Cluster::start();
+    let usage_head = "qsub: multiple max_run_subjobs values found\nusage: qsub [-a date_time]";
+    let both = c.run_as_nobody("qsub", &["-h", "-J", "0-9%2", "-W", "max_run_subjobs=3", "--", "/bin/true"]);
+    assert!(both.stderr.starts_with(usage_head), "{both:?}");
+    assert_eq!(both.code, 2);
+    let bad = c.run_as_nobody("qsub", &["-h", "-J", "0-9", "-W", "max_run_subjobs=abc", "--", "/bin/true"]);
+    assert_eq!((bad.stderr.as_str(), bad.code), ("qsub: Attribute has to be set on an array job\n", 166));
+    let big = c.run_as_nobody("qsub", &["-h", "-J", "0-20000", "--", "/bin/true"]);
+    assert_eq!((big.stderr.as_str(), big.code), ("qsub: Array job exceeds server or queue size limit\n", 3));
+    let array = c.run_as_nobody("qsub", &["-h", "-J", "0-9%2", "--", "/bin/true"]).ok().line().to_string();
+    assert_eq!(c.job_attr(&array, "max_run_subjobs").as_deref(), Some("2"));
+    assert_eq!(c.job_attr(&array, "array_indices_submitted").as_deref(), Some("0-9"));
+    c.run_as_nobody("qalter", &["-W", "max_run_subjobs=5", &array]).ok();
+    assert_eq!(c.job_attr(&array, "max_run_subjobs").as_deref(), Some("5"));
+    let plain = c.run_as_nobody("qsub", &["-h", "--", "/bin/true"]).ok().line().to_string();
+    let refused = c.run_as_nobody("qalter", &["-W", "max_run_subjobs=5", &plain]);
+    assert_eq!(refused.stderr, format!("qalter: Attribute has to be set on an array job {plain}\n"));
+    assert_eq!(refused.code, 127);
+}

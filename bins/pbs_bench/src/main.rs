@@ -453,9 +453,75 @@ fn run(args: &Args) -> Result<Vec<Figure>> {
         Some(">= 200"),
         format!("{tiny_jobs} x /bin/true, first submit to last finished"),
     );
+    array_figures(&mut bench, tiny_jobs, rate)?;
     bench.stop_server();
     sched_cycle_figures(&mut bench.figures, args.smoke);
     Ok(std::mem::take(&mut bench.figures))
+}
+
+/// Job arrays: submitting and listing big ones, and tiny subjobs through the cluster.
+fn array_figures(bench: &mut Bench, tiny_jobs: usize, separate_rate: f64) -> Result<()> {
+    let mut client = bench.client()?;
+    let set = |name: &str, value: &str| MgrAttr { name: name.into(), op: MgrOp::Set, value: value.into() };
+    client.manager(MgrCommand::Set, MgrObject::Server, vec![], vec![set("max_array_size", "100000")])?;
+    let held = ["-h", "-o", "/dev/null", "-e", "/dev/null"];
+    let (qsub, conf) = (bench.bins.join("qsub"), bench.conf());
+    let submit = |size: usize| -> Result<(Duration, String)> {
+        let range = format!("0-{}", size - 1);
+        let started = Instant::now();
+        let out = Command::new(&qsub)
+            .args(held)
+            .args(["-J", &range, "--", "/bin/true"])
+            .env("PBS_CONF_FILE", &conf)
+            .output()?;
+        let elapsed = started.elapsed();
+        if !out.status.success() {
+            bail!("qsub -J {range}: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        Ok((elapsed, String::from_utf8_lossy(&out.stdout).trim().to_string()))
+    };
+    let (elapsed, big) = submit(100_000)?;
+    let (_, ten_k) = submit(10_000)?;
+    bench.record("array_submit_100k", Some(ms(elapsed)), "ms", Some("< 50"), "qsub -J 0-99999, one run".into());
+    let listing = bench.time_command("qstat", &[&big], 5)?;
+    bench.record("array_qstat_100k", Some(ms(listing)), "ms", Some("< 20"), "qstat of the 100,000-subjob array".into());
+    let expanded = bench.time_command("qstat", &["-t", &ten_k], 5)?;
+    bench.record(
+        "array_qstat_t_10k",
+        Some(ms(expanded)),
+        "ms",
+        Some("< 50"),
+        "qstat -t of a 10,000-subjob array".into(),
+    );
+    client.per_id(pbs_proto::Request::DeleteJob { ids: vec![big, ten_k], force: false, purge_history: true })?;
+
+    let attrs = vec![
+        Attr::new("executable", "<jsdl-hpcpa:Executable>/bin/true</jsdl-hpcpa:Executable>"),
+        Attr::new("Output_Path", "localhost:/dev/null"),
+        Attr::new("Error_Path", "localhost:/dev/null"),
+        Attr::new("array_indices_submitted", format!("0-{}", tiny_jobs - 1)),
+    ];
+    let started = Instant::now();
+    let id = client.submit(attrs, String::new(), None)?;
+    loop {
+        let reply = client.status_jobs(vec![id.clone()], vec![], vec!["job_state".into()], true, false)?;
+        if reply.objects.first().and_then(|o| o.get("job_state")) == Some("F") {
+            break;
+        }
+        if started.elapsed() > Duration::from_secs(600) {
+            bail!("array {id} did not finish");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let rate = tiny_jobs as f64 / started.elapsed().as_secs_f64();
+    bench.record(
+        "tiny_subjobs_4_moms",
+        Some(rate),
+        "jobs/s",
+        Some(&format!(">= {separate_rate:.0}")),
+        format!("{tiny_jobs} x /bin/true subjobs of one array (separate jobs: {separate_rate:.0}/s)"),
+    );
+    Ok(())
 }
 
 /// Cycle time of the scheduler's pure core on synthetic clusters (no daemons involved).

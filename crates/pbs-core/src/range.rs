@@ -72,40 +72,91 @@ impl fmt::Display for ArrayRange {
     }
 }
 
-/// A set of array indices, kept as sorted disjoint runs `(first, last, step)` so that a
-/// 10 000-index array costs a few words; printed the OpenPBS way (`1-3,5,7-9:2`).
+/// A set of array indices, kept as arithmetic runs `first..=last` by `step` whose spans
+/// do not overlap, so that a 100,000-index array costs a few words and taking one index
+/// out is a split, not a copy; printed the OpenPBS way (`1-3,5,7-9:2`).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct IndexSet {
-    indices: std::collections::BTreeSet<u64>,
+    /// first -> (last, step); a single index has step 1.
+    runs: std::collections::BTreeMap<u64, (u64, u64)>,
+    len: usize,
+}
+
+fn run_len(first: u64, last: u64, step: u64) -> usize {
+    ((last - first) / step + 1) as usize
 }
 
 impl IndexSet {
     pub fn from_range(range: &ArrayRange) -> Self {
-        IndexSet { indices: range.iter().collect() }
+        let mut set = IndexSet::default();
+        let last = range.start + (range.end - range.start) / range.step * range.step;
+        set.put(range.start, last, range.step);
+        set
     }
 
-    pub fn remove(&mut self, index: u64) -> bool {
-        self.indices.remove(&index)
+    fn put(&mut self, first: u64, last: u64, step: u64) {
+        let step = if first == last { 1 } else { step };
+        self.runs.insert(first, (last, step));
+        self.len += run_len(first, last, step);
     }
 
-    pub fn insert(&mut self, index: u64) -> bool {
-        self.indices.insert(index)
+    /// The run whose span holds `index`, as (first, last, step).
+    fn span_of(&self, index: u64) -> Option<(u64, u64, u64)> {
+        let (&first, &(last, step)) = self.runs.range(..=index).next_back()?;
+        (index <= last).then_some((first, last, step))
     }
 
     pub fn contains(&self, index: u64) -> bool {
-        self.indices.contains(&index)
+        self.span_of(index).is_some_and(|(first, _, step)| (index - first) % step == 0)
+    }
+
+    pub fn remove(&mut self, index: u64) -> bool {
+        if !self.contains(index) {
+            return false;
+        }
+        let Some((first, last, step)) = self.span_of(index) else { return false };
+        self.runs.remove(&first);
+        self.len -= run_len(first, last, step);
+        if index > first {
+            self.put(first, index - step, step);
+        }
+        if index < last {
+            self.put(index + step, last, step);
+        }
+        true
+    }
+
+    pub fn insert(&mut self, index: u64) -> bool {
+        if self.contains(index) {
+            return false;
+        }
+        if let Some((first, last, step)) = self.span_of(index) {
+            // Inside another run's span but not one of its indices: split around it.
+            self.runs.remove(&first);
+            self.len -= run_len(first, last, step);
+            let below = first + (index - first) / step * step;
+            self.put(first, below, step);
+            self.put(below + step, last, step);
+        }
+        self.put(index, index, 1);
+        true
     }
 
     pub fn len(&self) -> usize {
-        self.indices.len()
+        self.len
     }
 
     pub fn is_empty(&self) -> bool {
-        self.indices.is_empty()
+        self.len == 0
+    }
+
+    /// The smallest index.
+    pub fn first(&self) -> Option<u64> {
+        self.runs.keys().next().copied()
     }
 
     pub fn iter(&self) -> impl Iterator<Item = u64> + '_ {
-        self.indices.iter().copied()
+        self.runs.iter().flat_map(|(&first, &(last, step))| (first..=last).step_by(step as usize))
     }
 }
 
@@ -113,7 +164,7 @@ impl fmt::Display for IndexSet {
     /// Runs of at least three equally spaced indices print as `a-b:s` (`:1` omitted);
     /// anything else as single indices, comma separated. An empty set prints `-`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let all: Vec<u64> = self.indices.iter().copied().collect();
+        let all: Vec<u64> = self.iter().collect();
         if all.is_empty() {
             return f.write_str("-");
         }
@@ -180,5 +231,23 @@ mod tests {
             set.remove(i);
         }
         assert_eq!(set.to_string(), "-");
+    }
+
+    #[test]
+    fn index_sets_split_and_join_runs() {
+        let mut set = IndexSet::from_range(&"1-9:2".parse().unwrap());
+        assert_eq!(set.len(), 5);
+        assert!(set.insert(4));
+        assert!(!set.insert(5));
+        assert_eq!(set.iter().collect::<Vec<_>>(), vec![1, 3, 4, 5, 7, 9]);
+        assert!(set.remove(5));
+        assert!(!set.contains(5) && set.contains(7) && !set.contains(2));
+        assert_eq!(set.len(), 5);
+        assert_eq!(set.to_string(), "1,3-4,7,9");
+        let mut big = IndexSet::from_range(&"0-99999".parse().unwrap());
+        assert!(big.remove(0) && big.remove(50_000));
+        assert_eq!(big.first(), Some(1));
+        assert_eq!(big.to_string(), "1-49999,50001-99999");
+        assert_eq!(big.len(), 99_998);
     }
 }

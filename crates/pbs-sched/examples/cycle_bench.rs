@@ -1,8 +1,8 @@
 //! Times scheduling cycles on synthetic clusters (run with `--release`):
-//! 10,000 queued jobs that cannot run on 1,000 nodes, and 100,000 queued jobs on 10,000
-//! full nodes.
+//! 10,000 queued jobs that cannot run on 1,000 nodes, 100,000 queued jobs on 10,000
+//! full nodes, and one array of 100,000 queued subjobs on 4 nodes.
 
-use pbs_sched::synthetic::{Shape, cluster, time_cycle};
+use pbs_sched::synthetic::{Shape, array_cluster, cluster, time_cycle};
 
 fn main() {
     let cases = [
@@ -22,6 +22,19 @@ fn main() {
             t.updates,
             t.steady.as_secs_f64() * 1e3,
             t.steady_updates,
+            build.as_secs_f64() * 1e3
+        );
+    }
+    for (label, max_run) in [("no limit", None), ("max_run_subjobs=10", Some(10))] {
+        let built = std::time::Instant::now();
+        let mut mirror = array_cluster(4, 100_000, max_run);
+        let build = built.elapsed();
+        let t = time_cycle(&mut mirror, 5);
+        println!(
+            "array of 100,000 subjobs, 4 nodes, {label}: first cycle {:.3} ms ({} started), steady cycle {:.3} ms; mirror built in {:.3} ms",
+            t.first.as_secs_f64() * 1e3,
+            t.runs,
+            t.steady.as_secs_f64() * 1e3,
             build.as_secs_f64() * 1e3
         );
     }

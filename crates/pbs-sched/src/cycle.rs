@@ -11,6 +11,13 @@
 //! same answer until something is booked, and booking only takes resources away; so a
 //! class that failed once fails for the rest of the cycle and its other jobs cost a hash
 //! lookup. That is what keeps a cycle over 100,000 waiting jobs cheap.
+//!
+//! Arrays: a parent `12[]` stands in the queue for its queued subjobs, the indices of
+//! `array_indices_remaining` in ascending order, taken one at a time from runs parsed
+//! once per change (never expanded), until one cannot start. `max_run_subjobs` counts
+//! the array's running and exiting subjobs (not suspended ones) plus those started this
+//! cycle; hitting it holds back only that array (its class stays runnable) and is
+//! reported in [`Decisions::log`] for the daemon to log.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -19,7 +26,7 @@ use pbs_proto::Attr;
 use pbs_proto::sched::{JobUpdate, RunDecision};
 
 use crate::limits::{Entity, check_limits};
-use crate::mirror::{ArrayRole, Job, Mirror, QueueInfo, iter_indices, subjob_id, subjob_parent_id};
+use crate::mirror::{ArrayRole, Job, Mirror, QueueInfo, iter_indices, runs_contain, subjob_id, subjob_parent_id};
 use crate::place::{SetView, can_fit_set, find_nodes};
 use crate::reason::{Failure, Reason, Status};
 use crate::resources::{UNSET, amount_of, exec_amount, format_amount};
@@ -32,6 +39,27 @@ pub struct Decisions {
     pub run: Vec<RunDecision>,
     /// Comments that change (only those).
     pub updates: Vec<JobUpdate>,
+    /// Lines for the daemon to log (the core does no I/O); not sent to the server.
+    pub log: Vec<LogEvent>,
+}
+
+/// A scheduler log line the cycle asks for, logged by the daemon at OpenPBS's DEBUG event
+/// class (`0080`): `<object type>;<object name>;<message>`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LogEvent {
+    /// `Job`.
+    pub object_type: &'static str,
+    /// The job or array id.
+    pub object_name: String,
+    /// The text.
+    pub message: String,
+}
+
+impl LogEvent {
+    /// `<arrayid>;Number of concurrent running subjobs limit reached`.
+    fn max_run_subjobs(array_id: &str) -> LogEvent {
+        LogEvent { object_type: "Job", object_name: array_id.to_string(), message: Reason::MaxRunSubjobs.to_string() }
+    }
 }
 
 /// A small fast hash for the per-cycle class table (keys are four integers, never from
@@ -149,30 +177,60 @@ pub fn cycle(m: &Mirror, now: i64) -> Decisions {
 
 /// Places one job for `qrun` (no `-H`): run limits, `max_run_subjobs` and strict ordering
 /// do not apply, resources do; a job that cannot run gets its comment in the answer
-/// even when unchanged. A subjob id (`12[3].server`) starts that subjob of its
-/// array. Unknown ids decide nothing (the server answers for them).
+/// even when unchanged. A subjob id (`12[3].server`) of an index still queued starts that
+/// subjob; the array id (`12[]`) starts its next queued subjob. A subjob has no record
+/// before it starts, so its comment goes to the array, unless the array has begun
+/// (OpenPBS leaves a begun array's comment alone). Unknown ids, and subjobs that are not
+/// queued, decide nothing (the server answers for them).
 pub fn qrun(m: &Mirror, job_id: &str, now: i64) -> Decisions {
     let _ = now;
-    let mut ctx = Ctx { classes: HashMap::default(), blocked: false, out: Decisions::default() };
-    let (slot, parent_seq) = match m.job_slot(job_id) {
-        Some(slot) => (slot, None),
-        None => match m.job_slot(&subjob_parent_id(job_id)) {
-            Some(slot) => (slot, m.job(slot).map(|j| j.view.seq)),
-            None => return ctx.out,
-        },
-    };
-    let Some(job) = m.job(slot) else { return ctx.out };
+    let mut out = Decisions::default();
+    let Some((job, run_id)) = qrun_target(m, job_id) else { return out };
+    let parent_seq = matches!(job.array, ArrayRole::Parent { .. } | ArrayRole::Sub { .. }).then_some(job.view.seq);
     let mut world = World::new(m);
     let default_info = QueueInfo::default();
     let info = m.queues.get(&job.view.queue).and_then(|q| q.info.as_ref()).unwrap_or(&default_info);
     let queue = QueueCtx { index: NONE, name: job.view.queue.as_str(), info, split_user: false, split_group: false };
     match evaluate(&world, job, &queue, None, true) {
-        Ok(placed) => commit(&mut world, &mut ctx.out, job, job_id, &placed, parent_seq),
+        Ok(placed) => commit(&mut world, &mut out, job, &run_id, &placed, parent_seq),
         // The answer to a qrun always carries the reason, changed or not: it is what the
         // server tells the qrun caller.
-        Err(failure) => note_comment(&mut ctx.out, job_id, None, &failure.comment()),
+        Err(failure) => {
+            let begun = job.array_begun(m) || world.array_running.contains_key(&job.view.seq);
+            if !(matches!(job.array, ArrayRole::Parent { .. }) && begun) {
+                note_comment(&mut out, &job.view.id, None, &failure.comment());
+            }
+        }
     }
-    ctx.out
+    out
+}
+
+/// The record a `qrun` id places (the job, or the array of a subjob) and the id to run.
+fn qrun_target<'m>(m: &'m Mirror, job_id: &str) -> Option<(&'m Job, String)> {
+    let queued = |parent: &Job, remaining: &[(u64, u64, u64)], index: u64| {
+        runs_contain(remaining, index)
+            && !m.subjobs_present.get(&parent.view.seq).is_some_and(|p| p.contains(&index))
+            && !m.pending.contains_key(&subjob_id(&parent.view.id, index))
+    };
+    if let Some(job) = m.job_slot(job_id).and_then(|slot| m.job(slot)) {
+        return match &job.array {
+            ArrayRole::Parent { remaining, .. } if matches!(job.view.state, 'Q' | 'B') => iter_indices(remaining)
+                .find(|&index| queued(job, remaining, index))
+                .map(|index| (job, subjob_id(&job.view.id, index))),
+            ArrayRole::Parent { .. } => None,
+            _ => (job.view.state == 'Q').then(|| (job, job_id.to_string())),
+        };
+    }
+    let parent = m.job_slot(&subjob_parent_id(job_id)).and_then(|slot| m.job(slot))?;
+    let ArrayRole::Parent { remaining, .. } = &parent.array else { return None };
+    if !matches!(parent.view.state, 'Q' | 'B') {
+        return None;
+    }
+    let index = match job_id.parse::<pbs_core::JobId>().ok()?.array() {
+        pbs_core::ArrayPart::Index(index) => *index,
+        _ => return None,
+    };
+    queued(parent, remaining, index).then(|| (parent, job_id.to_string()))
 }
 
 /// Emits a comment update when the comment changes.
@@ -196,7 +254,9 @@ fn handle_job(world: &mut World<'_>, ctx: &mut Ctx, queue: &QueueCtx<'_>, slot: 
     );
     match &job.array {
         ArrayRole::Parent { remaining, max_run } => {
-            let present = m.subjobs_present.get(&job.view.seq);
+            let seq = job.view.seq;
+            let present = m.subjobs_present.get(&seq);
+            let begun = job.array_begun(m);
             for index in iter_indices(remaining) {
                 if present.is_some_and(|p| p.contains(&index)) {
                     continue;
@@ -205,29 +265,51 @@ fn handle_job(world: &mut World<'_>, ctx: &mut Ctx, queue: &QueueCtx<'_>, slot: 
                 if m.pending.contains_key(&sub_id) {
                     continue;
                 }
-                if !try_job(world, ctx, queue, job, key, Some(*max_run), &sub_id) {
-                    break;
+                // Once a subjob has started (this cycle, or still in flight), the server
+                // marks the array begun and comments `Job Array Began at ...`; OpenPBS
+                // does not overwrite that.
+                let may_comment = !begun && !world.array_running.contains_key(&seq);
+                match try_job(world, ctx, queue, job, key, Some(*max_run), &sub_id, may_comment) {
+                    Tried::Started => {}
+                    Tried::HeldByLimit => {
+                        ctx.out.log.push(LogEvent::max_run_subjobs(&job.view.id));
+                        break;
+                    }
+                    Tried::Failed => break,
                 }
             }
         }
         ArrayRole::Sub { .. } => {
             // A subjob queued on its own (requeued) still counts against its array's
             // max_run_subjobs.
-            let max_run =
-                m.job_slot(&subjob_parent_id(&job.view.id)).and_then(|s| m.job(s)).and_then(|p| match p.array {
-                    ArrayRole::Parent { max_run, .. } => max_run,
-                    _ => None,
-                });
-            try_job(world, ctx, queue, job, key, Some(max_run), &job.view.id);
+            let parent_id = subjob_parent_id(&job.view.id);
+            let max_run = m.job_slot(&parent_id).and_then(|s| m.job(s)).and_then(|p| match p.array {
+                ArrayRole::Parent { max_run, .. } => max_run,
+                _ => None,
+            });
+            if try_job(world, ctx, queue, job, key, Some(max_run), &job.view.id, true) == Tried::HeldByLimit {
+                ctx.out.log.push(LogEvent::max_run_subjobs(&parent_id));
+            }
         }
         ArrayRole::None => {
-            try_job(world, ctx, queue, job, key, None, &job.view.id);
+            try_job(world, ctx, queue, job, key, None, &job.view.id, true);
         }
     }
 }
 
+/// What became of one try.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Tried {
+    Started,
+    /// Not run: its array is at `max_run_subjobs`.
+    HeldByLimit,
+    /// Not run for any other reason.
+    Failed,
+}
+
 /// Tries to start `run_id` (the job, or a subjob of it); comments on the job when it
-/// cannot. Returns whether it started.
+/// cannot, if `may_comment`.
+#[allow(clippy::too_many_arguments)] // the cycle state, then what to try
 fn try_job(
     world: &mut World<'_>,
     ctx: &mut Ctx,
@@ -236,35 +318,46 @@ fn try_job(
     key: ClassKey,
     array_limit: Option<Option<u64>>,
     run_id: &str,
-) -> bool {
+    may_comment: bool,
+) -> Tried {
+    let current = job.view.comment.as_deref();
     if ctx.blocked {
-        let comment = Failure::not_run(Reason::StrictOrdering).comment();
-        note_comment(&mut ctx.out, &job.view.id, job.view.comment.as_deref(), &comment);
-        return false;
+        if may_comment {
+            let comment = Failure::not_run(Reason::StrictOrdering).comment();
+            note_comment(&mut ctx.out, &job.view.id, current, &comment);
+        }
+        return Tried::Failed;
     }
     if let Some((_, comment)) = ctx.classes.get(&key) {
-        note_comment(&mut ctx.out, &job.view.id, job.view.comment.as_deref(), comment);
-        return false;
+        if may_comment {
+            note_comment(&mut ctx.out, &job.view.id, current, comment);
+        }
+        return Tried::Failed;
     }
     match evaluate(world, job, queue, array_limit, false) {
         Ok(placed) => {
             let parent_seq = array_limit.map(|_| job.view.seq);
             commit(world, &mut ctx.out, job, run_id, &placed, parent_seq);
-            true
+            Tried::Started
         }
         Err(failure) => {
             let comment = failure.comment();
-            note_comment(&mut ctx.out, &job.view.id, job.view.comment.as_deref(), &comment);
+            if may_comment {
+                note_comment(&mut ctx.out, &job.view.id, current, &comment);
+            }
             if failure.status == Status::NotRun && world.m.config.strict_ordering {
                 // The calendar goes here: with `backfill`, this job would become a top job
                 // with an estimated start, and later jobs could still run if they end
                 // before it. Until then strict ordering holds everything behind it.
                 ctx.blocked = true;
             }
+            if failure.reason == Reason::MaxRunSubjobs {
+                return Tried::HeldByLimit;
+            }
             if failure.marks_class() {
                 ctx.classes.insert(key, (failure, comment));
             }
-            false
+            Tried::Failed
         }
     }
 }

@@ -408,6 +408,7 @@ impl Daemon {
                 let sent = if let Some((qrun_id, job_id)) = qruns.pop_front() {
                     let decisions = qrun(&mirror, &job_id, now_secs());
                     debug!(object_type = "Job", object_name = %job_id, runs = decisions.run.len(), "qrun placement");
+                    log_events(&decisions);
                     Some(self.send(&mut conn, &mut mirror, decisions, Some(qrun_id)))
                 } else if mirror.scheduling()
                     && (want_cycle
@@ -479,6 +480,7 @@ impl Daemon {
         info!(object_type = "Req", object_name = "", event = "0080", "Starting Scheduling Cycle");
         let started = Instant::now();
         let decisions = cycle(mirror, now_secs());
+        log_events(&decisions);
         for run in &decisions.run {
             debug!(object_type = "Job", object_name = %run.job_id, "Job run on {}", run.exec_vnode);
         }
@@ -491,6 +493,22 @@ impl Daemon {
         let frame = self.send(conn, mirror, decisions, None);
         info!(object_type = "Req", object_name = "", event = "0080", "Leaving Scheduling Cycle");
         frame
+    }
+}
+
+/// Logs what the cycle asked to log. They are OpenPBS DEBUG-class lines (event `0080`,
+/// e.g. `Job;12[].svr;Number of concurrent running subjobs limit reached`), written like
+/// the cycle markers: at `info` with the event code forced, since OpenPBS's default
+/// `log_events` includes that class.
+fn log_events(decisions: &Decisions) {
+    for line in &decisions.log {
+        info!(
+            object_type = line.object_type,
+            object_name = %line.object_name,
+            event = "0080",
+            "{}",
+            line.message
+        );
     }
 }
 
@@ -549,6 +567,7 @@ mod tests {
             updates: (0..100)
                 .map(|i| JobUpdate { job_id: format!("{i}.s"), attrs: vec![Attr::new("comment", "Not Running: x")] })
                 .collect(),
+            ..Decisions::default()
         };
         assert!(!trim_to_budget(&mut decisions.clone(), 1 << 20));
         assert!(trim_to_budget(&mut decisions, 1000));

@@ -25,7 +25,7 @@ pub mod synthetic;
 mod world;
 
 pub use config::SchedConfig;
-pub use cycle::{Decisions, cycle, qrun};
+pub use cycle::{Decisions, LogEvent, cycle, qrun};
 pub use mirror::Mirror;
 
 #[cfg(test)]

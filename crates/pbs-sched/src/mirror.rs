@@ -112,7 +112,8 @@ pub(crate) struct Request {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum ArrayRole {
     None,
-    /// `12[]`: its queued subjobs are the indices in `remaining`.
+    /// `12[]`: its queued subjobs are the indices in `remaining`, parsed once when the
+    /// parent changes (ascending (first, last, step) runs, never expanded).
     Parent {
         remaining: Vec<(u64, u64, u64)>,
         max_run: Option<u64>,
@@ -141,6 +142,23 @@ pub(crate) struct Job {
 impl Job {
     pub(crate) fn running(&self) -> bool {
         self.view.state == 'R'
+    }
+
+    /// The array (parent sequence number) this job counts against for
+    /// `max_run_subjobs`: a subjob running or exiting. Suspended subjobs do not count.
+    pub(crate) fn array_slot(&self) -> Option<u64> {
+        match self.array {
+            ArrayRole::Sub { .. } if matches!(self.view.state, 'R' | 'E') => Some(self.view.seq),
+            _ => None,
+        }
+    }
+
+    /// An array parent that has begun: the server marked it `B`, or one of its subjobs
+    /// exists. The scheduler leaves such an array's comment (`Job Array Began at ...`)
+    /// alone, as OpenPBS's `update_job_can_not_run` does.
+    pub(crate) fn array_begun(&self, m: &Mirror) -> bool {
+        matches!(self.array, ArrayRole::Parent { .. })
+            && (self.view.state == 'B' || m.subjobs_present.contains_key(&self.view.seq))
     }
 }
 
@@ -242,7 +260,7 @@ pub struct Mirror {
     pub(crate) groups: Interner,
     pub(crate) server_counts: RunCounts,
     pub(crate) server_assigned: Vec<i64>,
-    /// Running subjobs per array (parent sequence number).
+    /// Running or exiting (not suspended) subjobs per array (parent sequence number).
     pub(crate) array_running: HashMap<u64, u64>,
     /// Subjob indices present as jobs of their own, per array: they are not the parent's
     /// to start.
@@ -258,7 +276,9 @@ fn truth(value: &str) -> Option<bool> {
     pbs_core::attr::parse_bool(value.trim())
 }
 
-/// Parses `1-3,5,7-9:2` into (first, last, step) runs.
+/// Parses `1-3,5,7-9:2` into (first, last, step) runs, ordered by their first index (the
+/// server sends disjoint runs in ascending order; this only guards the order). A run is
+/// three numbers whatever its length, so `1-100000` costs nothing to keep.
 fn parse_indices(text: &str) -> Vec<(u64, u64, u64)> {
     let mut runs = Vec::new();
     for part in text.split(',') {
@@ -279,18 +299,27 @@ fn parse_indices(text: &str) -> Vec<(u64, u64, u64)> {
                 }
             }
             None => {
-                if let Ok(a) = span.parse::<u64>() {
+                if let Ok(a) = span.trim().parse::<u64>() {
                     runs.push((a, a, 1));
                 }
             }
         }
     }
+    if !runs.is_sorted() {
+        runs.sort_unstable();
+    }
     runs
 }
 
-/// The indices of (first, last, step) runs, in order.
+/// The indices of (first, last, step) runs, in order, generated lazily: taking the next
+/// few costs nothing however many the runs hold.
 pub(crate) fn iter_indices(runs: &[(u64, u64, u64)]) -> impl Iterator<Item = u64> + '_ {
-    runs.iter().flat_map(|&(a, b, step)| (a..=b).step_by(usize::try_from(step).unwrap_or(1).max(1)))
+    runs.iter().flat_map(|&(a, b, step)| (a..=b).step_by(usize::try_from(step).unwrap_or(usize::MAX).max(1)))
+}
+
+/// Whether `index` is one of the runs' indices.
+pub(crate) fn runs_contain(runs: &[(u64, u64, u64)], index: u64) -> bool {
+    runs.iter().any(|&(a, b, step)| index >= a && index <= b && (index - a) % step.max(1) == 0)
 }
 
 /// `12[3].server` from the parent id `12[].server`.
@@ -424,7 +453,13 @@ impl Mirror {
     fn note_run(&mut self, frame: u64, decision: &RunDecision) {
         let Ok(exec) = decision.exec_vnode.parse::<ExecVnode>() else { return };
         let (job_slot, parent_seq) = match self.job_by_id.get(&decision.job_id) {
-            Some(&slot) => (Some(slot), None),
+            // A subjob with a record of its own (requeued) still counts against its array.
+            Some(&slot) => {
+                let seq = self.jobs[slot as usize]
+                    .as_ref()
+                    .and_then(|j| matches!(j.array, ArrayRole::Sub { .. }).then_some(j.view.seq));
+                (Some(slot), seq)
+            }
             None => {
                 // A subjob started from its parent.
                 let parsed: Option<JobId> = decision.job_id.parse().ok();
@@ -817,19 +852,20 @@ impl Mirror {
     fn count_running(&mut self, job_slot: u32, sign: i64) {
         let Some(job) = self.jobs[job_slot as usize].as_ref() else { return };
         let (user, group, request, queue) = (job.user, job.group, job.request, job.view.queue.clone());
-        let parent_seq = match job.array {
-            ArrayRole::Sub { .. } => Some(job.view.seq),
-            _ => None,
-        };
         self.server_counts.add(user, group, sign);
         let job_wide = self.requests[request as usize].0.job_wide.clone();
         add_amounts(&mut self.server_assigned, &job_wide, sign);
         let entry = self.queues.entry(queue).or_default();
         entry.counts.add(user, group, sign);
         add_amounts(&mut entry.assigned, &job_wide, sign);
-        if let Some(seq) = parent_seq {
-            let count = self.array_running.entry(seq).or_default();
-            *count = count.saturating_add_signed(sign);
+    }
+
+    /// Adds (`sign` 1) or removes (-1) a subjob from its array's `max_run_subjobs` count.
+    fn count_array(&mut self, seq: u64, sign: i64) {
+        let count = self.array_running.entry(seq).or_default();
+        *count = count.saturating_add_signed(sign);
+        if *count == 0 {
+            self.array_running.remove(&seq);
         }
     }
 
@@ -848,6 +884,9 @@ impl Mirror {
         self.unindex_job(slot);
         if self.jobs[slot as usize].as_ref().is_some_and(Job::running) {
             self.count_running(slot, -1);
+        }
+        if let Some(seq) = self.jobs[slot as usize].as_ref().and_then(Job::array_slot) {
+            self.count_array(seq, -1);
         }
         if let Some(job) = self.jobs[slot as usize].take() {
             if let ArrayRole::Sub { index } = job.array
@@ -900,10 +939,15 @@ impl Mirror {
             self.queues.entry(view.queue.clone()).or_default().queued.insert(key);
         }
         let running = view.state == 'R';
-        self.jobs[slot as usize] = Some(Job { view, user, group, request, array, key });
+        let job = Job { view, user, group, request, array, key };
+        let array_slot = job.array_slot();
+        self.jobs[slot as usize] = Some(job);
         self.job_by_id.insert(id, slot);
         if running {
             self.count_running(slot, 1);
+        }
+        if let Some(seq) = array_slot {
+            self.count_array(seq, 1);
         }
     }
 
@@ -959,6 +1003,15 @@ mod tests {
         let runs = parse_indices("1-3,5,7-11:2");
         assert_eq!(iter_indices(&runs).collect::<Vec<_>>(), vec![1, 2, 3, 5, 7, 9, 11]);
         assert!(parse_indices("-").is_empty());
+        // Out-of-order runs are put in order; membership follows steps.
+        let runs = parse_indices("7-11:2, 1-3,5");
+        assert_eq!(iter_indices(&runs).collect::<Vec<_>>(), vec![1, 2, 3, 5, 7, 9, 11]);
+        assert!(runs_contain(&runs, 9) && runs_contain(&runs, 5));
+        assert!(!runs_contain(&runs, 8) && !runs_contain(&runs, 4) && !runs_contain(&runs, 13));
+        // The next few of a huge range come without expanding it.
+        let huge = parse_indices("1-100000");
+        assert_eq!(huge, vec![(1, 100_000, 1)]);
+        assert_eq!(iter_indices(&huge).take(3).collect::<Vec<_>>(), vec![1, 2, 3]);
         assert_eq!(subjob_id("12[].srv", 3), "12[3].srv");
         assert_eq!(subjob_parent_id("12[3].srv"), "12[].srv");
     }

@@ -1,6 +1,7 @@
 //! Synthetic clusters for the benchmark (`pbs_bench`) and for timing tests: many nodes,
 //! many queued jobs, in shapes where nothing can run, so that a cycle's cost is the cost
-//! of deciding that (the common state of a busy site).
+//! of deciding that (the common state of a busy site); and one huge job array on a few
+//! nodes, whose cycle must cost what starts, not what waits.
 
 use std::time::{Duration, Instant};
 
@@ -101,6 +102,49 @@ pub fn snapshot(n_nodes: usize, n_jobs: usize, shape: Shape) -> Snapshot {
         nodes,
         jobs,
     }
+}
+
+/// A snapshot of `n_nodes` free nodes (16 cpus each) and one job array `1[]` of
+/// `n_subjobs` queued subjobs (`array_indices_remaining` = `1-N`), one cpu each, with
+/// `max_run_subjobs` when given.
+pub fn array_snapshot(n_nodes: usize, n_subjobs: u64, max_run: Option<u64>) -> Snapshot {
+    let mut snap = snapshot(n_nodes, 0, Shape::TooBig);
+    for node in &mut snap.nodes {
+        node.resources_assigned.clear();
+    }
+    let mut attrs = vec![
+        Attr::new("array_indices_submitted", format!("1-{n_subjobs}")),
+        Attr::new("array_indices_remaining", if n_subjobs == 0 { "-".to_string() } else { format!("1-{n_subjobs}") }),
+    ];
+    if let Some(max) = max_run {
+        attrs.push(Attr::new("max_run_subjobs", max.to_string()));
+    }
+    snap.jobs.push(SchedJob {
+        id: format!("1[].{}", snap.server_name),
+        seq: 1,
+        queue: "workq".into(),
+        state: 'Q',
+        substate: 10,
+        qtime: 1_700_000_000,
+        owner: "user0".into(),
+        group: "users".into(),
+        resources: vec![
+            ("ncpus".into(), "1".into()),
+            ("nodect".into(), "1".into()),
+            ("place".into(), "pack".into()),
+            ("select".into(), "1:ncpus=1".into()),
+        ],
+        select: "1:ncpus=1".into(),
+        place: "pack".into(),
+        attrs,
+        ..SchedJob::default()
+    });
+    snap
+}
+
+/// The mirror of [`array_snapshot`].
+pub fn array_cluster(n_nodes: usize, n_subjobs: u64, max_run: Option<u64>) -> Mirror {
+    Mirror::new(array_snapshot(n_nodes, n_subjobs, max_run), SchedConfig::default())
 }
 
 /// The mirror of [`snapshot`].

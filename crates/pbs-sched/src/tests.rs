@@ -521,7 +521,9 @@ fn arrays_start_subjobs_up_to_max_run_subjobs() {
     let s = snap(vec![queue("workq", 0, &[])], four_nodes(), vec![parent, sub]);
     let d = cycle(&mirror(s), 0);
     assert_eq!(run_ids(&d), vec!["10[2].svr", "10[3].svr"]);
-    assert_eq!(comment_of(&d, "10[].svr"), Some("Not Running: Number of concurrent running subjobs limit reached"));
+    // The array has begun: its comment is the server's `Job Array Began at ...`.
+    assert_eq!(comment_of(&d, "10[].svr"), None);
+    assert_eq!(d.log, vec![limit_log("10[].svr")]);
 }
 
 #[test]
@@ -609,4 +611,292 @@ fn requeued_subjob_counts_against_its_array() {
     let d = cycle(&mirror(s), 0);
     assert!(d.run.is_empty());
     assert_eq!(comment_of(&d, "10[2].svr"), Some("Not Running: Number of concurrent running subjobs limit reached"));
+}
+
+// ---------------------------------------------------------------------------------------
+// Job arrays and max_run_subjobs.
+
+const LIMIT_COMMENT: &str = "Not Running: Number of concurrent running subjobs limit reached";
+
+/// Array parent `SEQ[].svr` in `state` with `array_indices_remaining` = `remaining` and,
+/// when given, `max_run_subjobs`.
+fn array(seq: u64, select: &str, state: char, remaining: &str, max_run: Option<u64>) -> SchedJob {
+    let mut parent = job(seq, "workq", select, "pack");
+    parent.id = format!("{seq}[].svr");
+    parent.state = state;
+    parent.attrs = vec![Attr::new("array_indices_remaining", remaining), Attr::new("array_indices_submitted", "1-20")];
+    if let Some(max) = max_run {
+        parent.attrs.push(Attr::new("max_run_subjobs", max.to_string()));
+    }
+    if state == 'B' {
+        parent.comment = Some("Job Array Began at Mon Jan 01 at 10:00".into());
+    }
+    parent
+}
+
+/// Subjob `SEQ[index].svr` in `state`.
+fn subjob(seq: u64, index: u64, select: &str, state: char) -> SchedJob {
+    let mut sub = job(seq, "workq", select, "pack");
+    sub.id = format!("{seq}[{index}].svr");
+    sub.state = state;
+    sub
+}
+
+fn limit_log(array_id: &str) -> crate::LogEvent {
+    crate::LogEvent {
+        object_type: "Job",
+        object_name: array_id.into(),
+        message: "Number of concurrent running subjobs limit reached".into(),
+    }
+}
+
+fn workq(jobs: Vec<SchedJob>) -> Mirror {
+    mirror(snap(vec![queue("workq", 0, &[])], four_nodes(), jobs))
+}
+
+/// Takes a cycle's decisions as sent and applied, with the server's echo: each started
+/// subjob running and gone from the parent's remaining indices (`remaining` after), the
+/// parent begun.
+fn echo_runs(m: &mut Mirror, frame: u64, d: &Decisions, parent: &SchedJob, remaining: &str) -> SchedJob {
+    m.note_sent(frame, &d.run, &d.updates);
+    for run in &d.run {
+        let index: u64 =
+            run.job_id[run.job_id.find('[').unwrap_or(0) + 1..run.job_id.find(']').unwrap_or(0)].parse().unwrap_or(0);
+        m.apply(SchedChange::Job { job: Box::new(subjob(parent.seq, index, &parent.select, 'R')) });
+    }
+    let mut began = parent.clone();
+    began.state = 'B';
+    began.comment = Some("Job Array Began at Mon Jan 01 at 10:00".into());
+    for attr in &mut began.attrs {
+        if attr.name() == "array_indices_remaining" {
+            *attr = Attr::new("array_indices_remaining", remaining);
+        }
+    }
+    m.apply(SchedChange::Job { job: Box::new(began.clone()) });
+    m.applied(frame);
+    began
+}
+
+#[test]
+fn max_run_subjobs_counts_running_and_exiting_but_not_suspended() {
+    let sel = "1:ncpus=1";
+    // Running and exiting subjobs hold two of the three slots: one more starts.
+    let m = workq(vec![
+        array(10, sel, 'B', "4-10", Some(3)),
+        subjob(10, 1, sel, 'R'),
+        subjob(10, 2, sel, 'E'),
+        subjob(10, 3, sel, 'S'),
+    ]);
+    let d = cycle(&m, 0);
+    assert_eq!(run_ids(&d), vec!["10[4].svr"]);
+    assert_eq!(d.log, vec![limit_log("10[].svr")]);
+    // Two suspended subjobs leave two slots free.
+    let m = workq(vec![
+        array(10, sel, 'B', "4-10", Some(3)),
+        subjob(10, 1, sel, 'R'),
+        subjob(10, 2, sel, 'S'),
+        subjob(10, 3, sel, 'S'),
+    ]);
+    assert_eq!(run_ids(&cycle(&m, 0)), vec!["10[4].svr", "10[5].svr"]);
+}
+
+#[test]
+fn array_counts_follow_subjob_state_changes() {
+    let sel = "1:ncpus=1";
+    let parent = array(10, sel, 'B', "3-9", Some(2));
+    let mut m = workq(vec![parent, subjob(10, 1, sel, 'R'), subjob(10, 2, sel, 'R')]);
+    assert!(cycle(&m, 0).run.is_empty());
+    // Suspended: its slot is free.
+    m.apply(SchedChange::Job { job: Box::new(subjob(10, 2, sel, 'S')) });
+    assert_eq!(run_ids(&cycle(&m, 0)), vec!["10[3].svr"]);
+    // Resumed, then exiting: it counts again.
+    m.apply(SchedChange::Job { job: Box::new(subjob(10, 2, sel, 'R')) });
+    assert!(cycle(&m, 0).run.is_empty());
+    m.apply(SchedChange::Job { job: Box::new(subjob(10, 2, sel, 'E')) });
+    assert!(cycle(&m, 0).run.is_empty());
+    // Gone: free again.
+    m.apply(SchedChange::JobGone { id: "10[2].svr".into() });
+    assert_eq!(run_ids(&cycle(&m, 0)), vec!["10[3].svr"]);
+    m.apply(SchedChange::JobGone { id: "10[1].svr".into() });
+    assert_eq!(run_ids(&cycle(&m, 0)), vec!["10[3].svr", "10[4].svr"]);
+    assert!(m.array_running.is_empty() || m.array_running.get(&10) == Some(&0));
+}
+
+#[test]
+fn array_without_limit_runs_what_fits_in_index_order() {
+    // 16 cpus: every index of `1-3,5,7-11:2` starts, in ascending order.
+    let m = workq(vec![array(10, "1:ncpus=1", 'Q', "1-3,5,7-11:2", None)]);
+    let d = cycle(&m, 0);
+    assert_eq!(
+        run_ids(&d),
+        vec!["10[1].svr", "10[2].svr", "10[3].svr", "10[5].svr", "10[7].svr", "10[9].svr", "10[11].svr"]
+    );
+    assert!(d.log.is_empty());
+    // Four cpus each: four fit. Some started, so the array keeps its comment.
+    let m = workq(vec![array(10, "1:ncpus=4", 'Q', "1-3,5,7-11:2", None)]);
+    let d = cycle(&m, 0);
+    assert_eq!(run_ids(&d), vec!["10[1].svr", "10[2].svr", "10[3].svr", "10[5].svr"]);
+    assert!(d.updates.is_empty());
+    assert!(d.log.is_empty());
+    // A limit takes the first indices in order too.
+    let m = workq(vec![array(10, "1:ncpus=1", 'Q', "7-11:2,1-3,5", Some(4))]);
+    assert_eq!(run_ids(&cycle(&m, 0)), vec!["10[1].svr", "10[2].svr", "10[3].svr", "10[5].svr"]);
+}
+
+#[test]
+fn array_at_its_limit_does_not_hold_its_class() {
+    let sel = "1:ncpus=1";
+    // The array comes first (lower sequence number); the plain job asks for the same.
+    let m = workq(vec![array(10, sel, 'B', "2-20", Some(1)), subjob(10, 1, sel, 'R'), job(11, "workq", sel, "pack")]);
+    let d = cycle(&m, 0);
+    assert_eq!(run_ids(&d), vec!["11.svr"]);
+    assert_eq!(d.log, vec![limit_log("10[].svr")]);
+    // Begun: the server's `Job Array Began at ...` stays.
+    assert_eq!(comment_of(&d, "10[].svr"), None);
+    assert!(d.updates.is_empty());
+}
+
+#[test]
+fn array_comment_only_when_nothing_could_start() {
+    let sel = "1:ncpus=1";
+    // Limit 0: nothing can ever start; the queued array says why.
+    let m = workq(vec![array(10, sel, 'Q', "1-20", Some(0))]);
+    let d = cycle(&m, 0);
+    assert!(d.run.is_empty());
+    assert_eq!(comment_of(&d, "10[].svr"), Some(LIMIT_COMMENT));
+    assert_eq!(d.log, vec![limit_log("10[].svr")]);
+    // Some start this cycle: no comment (the server writes `Job Array Began at ...`).
+    let m = workq(vec![array(10, sel, 'Q', "1-20", Some(2))]);
+    let d = cycle(&m, 0);
+    assert_eq!(run_ids(&d), vec!["10[1].svr", "10[2].svr"]);
+    assert!(d.updates.is_empty());
+    assert_eq!(d.log, vec![limit_log("10[].svr")]);
+    // A begun array keeps its comment whatever holds it back.
+    let m = workq(vec![array(10, "1:ncpus=64", 'B', "2-20", None), subjob(10, 1, "1:ncpus=64", 'S')]);
+    let d = cycle(&m, 0);
+    assert!(d.run.is_empty() && d.updates.is_empty() && d.log.is_empty());
+    // A queued array that cannot start for another reason gets that reason.
+    let m = workq(vec![array(10, "1:ncpus=64", 'Q', "1-20", Some(2))]);
+    let d = cycle(&m, 0);
+    assert_eq!(
+        comment_of(&d, "10[].svr"),
+        Some("Can Never Run: Insufficient amount of resource: ncpus (R: 64 A: 16 T: 16)")
+    );
+    assert!(d.log.is_empty());
+}
+
+#[test]
+fn raised_limit_takes_effect_next_cycle() {
+    let sel = "1:ncpus=1";
+    let parent = array(10, sel, 'Q', "1-20", Some(2));
+    let mut m = workq(vec![parent.clone()]);
+    let d = cycle(&m, 0);
+    assert_eq!(run_ids(&d), vec!["10[1].svr", "10[2].svr"]);
+    let began = echo_runs(&mut m, 1, &d, &parent, "3-20");
+    let d = cycle(&m, 0);
+    assert!(d.run.is_empty() && d.updates.is_empty());
+    assert_eq!(d.log, vec![limit_log("10[].svr")]);
+    // qalter -W max_run_subjobs=5.
+    let mut raised = began;
+    for attr in &mut raised.attrs {
+        if attr.name() == "max_run_subjobs" {
+            *attr = Attr::new("max_run_subjobs", "5");
+        }
+    }
+    m.apply(SchedChange::Job { job: Box::new(raised) });
+    let d = cycle(&m, 0);
+    assert_eq!(run_ids(&d), vec!["10[3].svr", "10[4].svr", "10[5].svr"]);
+    assert!(d.updates.is_empty());
+}
+
+#[test]
+fn subjobs_in_flight_count_against_the_limit() {
+    let sel = "1:ncpus=1";
+    let mut m = workq(vec![array(10, sel, 'Q', "1-20", Some(2))]);
+    let d = cycle(&m, 0);
+    assert_eq!(run_ids(&d), vec!["10[1].svr", "10[2].svr"]);
+    m.note_sent(1, &d.run, &d.updates);
+    // Before the server's echo: nothing more, and no comment on the array.
+    let d = cycle(&m, 0);
+    assert!(d.run.is_empty() && d.updates.is_empty());
+    assert_eq!(d.log, vec![limit_log("10[].svr")]);
+}
+
+#[test]
+fn requeued_subjob_index_runs_again_first() {
+    let sel = "1:ncpus=1";
+    let mut m = workq(vec![array(10, sel, 'B', "3-20", Some(2)), subjob(10, 1, sel, 'R'), subjob(10, 2, sel, 'R')]);
+    assert!(cycle(&m, 0).run.is_empty());
+    // qrerun 10[1]: its record goes and its index returns to the parent.
+    m.apply(SchedChange::JobGone { id: "10[1].svr".into() });
+    m.apply(SchedChange::Job { job: Box::new(array(10, sel, 'B', "1,3-20", Some(2))) });
+    assert_eq!(run_ids(&cycle(&m, 0)), vec!["10[1].svr"]);
+}
+
+#[test]
+fn held_arrays_wait_begun_ones_run() {
+    let sel = "1:ncpus=1";
+    let m = workq(vec![array(10, sel, 'H', "1-20", None)]);
+    let d = cycle(&m, 0);
+    assert!(d.run.is_empty() && d.updates.is_empty());
+    let m = workq(vec![array(10, sel, 'B', "2-3", None), subjob(10, 1, sel, 'R')]);
+    assert_eq!(run_ids(&cycle(&m, 0)), vec!["10[2].svr", "10[3].svr"]);
+    // Nothing remaining: nothing to do.
+    let m = workq(vec![array(10, sel, 'B', "-", None), subjob(10, 1, sel, 'R')]);
+    assert_eq!(cycle(&m, 0), Decisions::default());
+}
+
+#[test]
+fn qrun_of_a_queued_subjob_ignores_the_limit() {
+    let sel = "1:ncpus=1";
+    let mut m = workq(vec![array(10, sel, 'B', "3-5", Some(2)), subjob(10, 1, sel, 'R'), subjob(10, 2, sel, 'R')]);
+    assert!(cycle(&m, 0).run.is_empty());
+    let q = qrun(&m, "10[4].svr", 0);
+    assert_eq!(run_ids(&q), vec!["10[4].svr"]);
+    assert!(q.log.is_empty());
+    // Not queued (running, or not an index left): nothing to decide.
+    assert_eq!(qrun(&m, "10[1].svr", 0), Decisions::default());
+    assert_eq!(qrun(&m, "10[9].svr", 0), Decisions::default());
+    assert_eq!(qrun(&m, "11[1].svr", 0), Decisions::default());
+    // The array id: its next queued subjob, then the one after while the first is in flight.
+    let q = qrun(&m, "10[].svr", 0);
+    assert_eq!(run_ids(&q), vec!["10[3].svr"]);
+    m.note_sent(1, &q.run, &q.updates);
+    assert_eq!(run_ids(&qrun(&m, "10[].svr", 0)), vec!["10[4].svr"]);
+}
+
+#[test]
+fn qrun_of_a_subjob_that_does_not_fit_comments_on_a_queued_array_only() {
+    let big = "1:ncpus=64";
+    let m = workq(vec![array(10, big, 'Q', "1-5", None)]);
+    let q = qrun(&m, "10[2].svr", 0);
+    assert!(q.run.is_empty());
+    assert_eq!(
+        comment_of(&q, "10[].svr"),
+        Some("Can Never Run: Insufficient amount of resource: ncpus (R: 64 A: 16 T: 16)")
+    );
+    assert_eq!(comment_of(&q, "10[2].svr"), None);
+    let m = workq(vec![array(10, big, 'B', "2-5", None), subjob(10, 1, big, 'S')]);
+    let q = qrun(&m, "10[2].svr", 0);
+    assert!(q.run.is_empty() && q.updates.is_empty());
+}
+
+/// One array of 100,000 queued subjobs on a 4-node cluster: each cycle takes the next
+/// few indices and stops, whatever the array's size. Times are printed (run with
+/// `--nocapture`, `--release` for meaningful numbers); `examples/cycle_bench` measures it
+/// too.
+#[test]
+fn a_huge_array_costs_what_starts() {
+    use crate::synthetic::{array_cluster, time_cycle};
+    let built = std::time::Instant::now();
+    let mut m = array_cluster(4, 100_000, None);
+    let build = built.elapsed();
+    let t = time_cycle(&mut m, 3);
+    // 4 nodes x 16 cpus, one cpu per subjob.
+    assert_eq!(t.runs, 64);
+    eprintln!("100,000-subjob array, 4 nodes: mirror {build:?}, first cycle {:?}, steady {:?}", t.first, t.steady);
+    let mut m = array_cluster(4, 100_000, Some(10));
+    let t = time_cycle(&mut m, 3);
+    assert_eq!(t.runs, 10);
+    eprintln!("same with max_run_subjobs=10: first cycle {:?}, steady {:?}", t.first, t.steady);
 }

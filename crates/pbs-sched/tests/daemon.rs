@@ -169,3 +169,149 @@ fn daemon_cycles_answers_qrun_and_reconnects() {
     stopper.stop();
     running.join().unwrap().unwrap();
 }
+
+/// What the capturing layer saw of one log event.
+#[derive(Debug, Clone)]
+struct Logged {
+    object_type: String,
+    object_name: String,
+    event: String,
+    message: String,
+}
+
+/// Records the daemon's log events (the PBS log layer's fields).
+#[derive(Clone, Default)]
+struct Capture(std::sync::Arc<std::sync::Mutex<Vec<Logged>>>);
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Capture {
+    fn on_event(&self, event: &tracing::Event<'_>, _ctx: tracing_subscriber::layer::Context<'_, S>) {
+        struct Fields(Logged);
+        impl tracing::field::Visit for Fields {
+            fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
+                match field.name() {
+                    "object_type" => self.0.object_type = value.to_string(),
+                    "object_name" => self.0.object_name = value.to_string(),
+                    "event" => self.0.event = value.to_string(),
+                    "message" => self.0.message = value.to_string(),
+                    _ => {}
+                }
+            }
+            fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+                self.record_str(field, &format!("{value:?}"));
+            }
+        }
+        let mut fields = Fields(Logged {
+            object_type: String::new(),
+            object_name: String::new(),
+            event: String::new(),
+            message: String::new(),
+        });
+        event.record(&mut fields);
+        self.0.lock().unwrap().push(fields.0);
+    }
+}
+
+fn array_parent(remaining: &str, max_run: u64, state: char) -> SchedJob {
+    let mut parent = job(10, 1, state);
+    parent.id = "10[].svr".into();
+    parent.attrs = vec![
+        Attr::new("array_indices_submitted", "1-6"),
+        Attr::new("array_indices_remaining", remaining),
+        Attr::new("max_run_subjobs", max_run.to_string()),
+    ];
+    parent
+}
+
+fn array_subjob(index: u64) -> SchedJob {
+    let mut sub = job(10, 1, 'R');
+    sub.id = format!("10[{index}].svr");
+    sub
+}
+
+#[test]
+fn daemon_holds_arrays_at_max_run_subjobs_and_logs_it() {
+    use tracing_subscriber::layer::SubscriberExt;
+
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("server_sock");
+    let listener = UnixListener::bind(&socket).unwrap();
+    let daemon = Daemon::new(DaemonConfig::new(Target::Unix(socket), None, SchedConfig::default()));
+    let stopper = daemon.stopper();
+    let capture = Capture::default();
+    let layer = capture.clone();
+    let running = std::thread::spawn(move || {
+        let subscriber = tracing_subscriber::registry().with(layer);
+        tracing::subscriber::with_default(subscriber, || daemon.run())
+    });
+    let limit_lines = || {
+        capture
+            .0
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|l| l.message == "Number of concurrent running subjobs limit reached")
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+
+    let mut peer = Peer::accept(&listener);
+    let _hello: Hello = peer.recv();
+    peer.send(&HelloReply::Welcome { version: PROTOCOL_VERSION, server_name: "svr".into() });
+    let mut snap = snapshot();
+    let mut big = node(0);
+    big.resources_available = vec![("ncpus".into(), "8".into()), ("mem".into(), "16gb".into())];
+    snap.nodes = vec![big];
+    snap.jobs = vec![array_parent("1-6", 2, 'Q')];
+    peer.send(&ToSched::Snapshot { snapshot: Box::new(snap) });
+
+    // Two subjobs start; the array is held at its limit, logged, and not commented.
+    let Seen { cycle: first, run, updates, .. } = peer.decisions();
+    let ids: Vec<&str> = run.iter().map(|(id, _)| id.as_str()).collect();
+    assert_eq!(ids, ["10[1].svr", "10[2].svr"]);
+    assert!(updates.is_empty());
+    let lines = limit_lines();
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert_eq!((lines[0].object_type.as_str(), lines[0].object_name.as_str()), ("Job", "10[].svr"));
+    assert_eq!(lines[0].event, "0080");
+    let mut began = array_parent("3-6", 2, 'B');
+    began.comment = Some("Job Array Began at Mon Jan 01 at 10:00".into());
+    peer.send(&ToSched::Changes {
+        changes: vec![
+            SchedChange::Job { job: Box::new(array_subjob(1)) },
+            SchedChange::Job { job: Box::new(array_subjob(2)) },
+            SchedChange::Job { job: Box::new(began.clone()) },
+        ],
+        cycle: false,
+    });
+    peer.send(&ToSched::DecisionsApplied { cycle: first, errors: vec![] });
+
+    // qrun of a queued subjob ignores the limit.
+    peer.send(&ToSched::RunNow { qrun: 3, job_id: "10[5].svr".into() });
+    let Seen { cycle: second, qrun, run, .. } = peer.decisions();
+    assert_eq!(qrun, Some(3));
+    assert_eq!(run.len(), 1);
+    assert_eq!(run[0].0, "10[5].svr");
+    let mut after_qrun = began.clone();
+    after_qrun.attrs[1] = Attr::new("array_indices_remaining", "3-4,6");
+    peer.send(&ToSched::Changes {
+        changes: vec![
+            SchedChange::Job { job: Box::new(array_subjob(5)) },
+            SchedChange::Job { job: Box::new(after_qrun.clone()) },
+        ],
+        cycle: false,
+    });
+    peer.send(&ToSched::DecisionsApplied { cycle: second, errors: vec![] });
+
+    // qalter -W max_run_subjobs=4: the next cycle starts one more (three run already).
+    let mut raised = after_qrun;
+    raised.attrs[2] = Attr::new("max_run_subjobs", "4");
+    peer.send(&ToSched::Changes { changes: vec![SchedChange::Job { job: Box::new(raised) }], cycle: true });
+    let Seen { run, updates, .. } = peer.decisions();
+    let ids: Vec<&str> = run.iter().map(|(id, _)| id.as_str()).collect();
+    assert_eq!(ids, ["10[3].svr"]);
+    assert!(updates.is_empty());
+    assert_eq!(limit_lines().len(), 2);
+
+    stopper.stop();
+    running.join().unwrap().unwrap();
+}

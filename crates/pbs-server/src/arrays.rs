@@ -7,7 +7,7 @@
 //! subjob has started, `F` or gone when every subjob is done) in step.
 
 use pbs_core::attr::ObjectKind;
-use pbs_core::range::IndexSet;
+pub use pbs_core::range::IndexSet;
 use pbs_core::{ArrayRange, JobState, Pbse, Substate};
 use pbs_proto::StatusObject;
 
@@ -186,10 +186,10 @@ pub fn refresh(state: &mut State, seq: u64, now: i64) -> Vec<StoreOp> {
 
 /// The status of subjob `index` that has no record: the parent's attributes, without the
 /// array's own, as OpenPBS shows a queued subjob; expired (`X`) if no longer queued.
-pub fn virtual_status(state: &State, parent: &Job, index: u64, filter: &StatusFilter) -> StatusObject {
+pub fn virtual_status(state: &State, parent: &Job, index: u64, queued: bool, filter: &StatusFilter) -> StatusObject {
     let mut object = crate::jobs::job_status(state, parent, filter);
     object.name = format!("{}[{index}].{}", parent.seq, state.server_name);
-    let letter = if indices(parent, "array_indices_remaining").contains(index) { "Q" } else { "X" };
+    let letter = if queued { "Q" } else { "X" };
     object.attrs.retain(|a| !ARRAY_ONLY.contains(&a.0.as_str()));
     if let Some(attr) = object.attrs.iter_mut().find(|a| a.0 == "job_state") {
         attr.1 = letter.to_string();

@@ -206,7 +206,8 @@ impl Server {
             Request::StatusJob { ids, queues, attrs, history, subjobs } => {
                 let (keys, errors) = jobs::status_plan(state, &ctx, &ids, &queues, history, subjobs);
                 let filter = jobs::StatusFilter::new(&attrs, ctx.privilege);
-                let objects = keys.iter().filter_map(|k| jobs::key_status(state, *k, &filter)).collect();
+                let mut arrays = None;
+                let objects = keys.iter().filter_map(|k| jobs::key_status(state, *k, &filter, &mut arrays)).collect();
                 (Reply::ok(id, ReplyBody::Status { objects, errors }), None)
             }
             Request::StatusServer { attrs } => {

@@ -320,6 +320,7 @@ where
     let code = errors.last().map(|e| e.code).unwrap_or(0);
     let message = errors.last().map(|e| e.message.clone()).unwrap_or_default();
     let filter = crate::jobs::StatusFilter::new(attrs, privilege);
+    let mut arrays = None;
     let mut chunks = seqs.chunks(STATUS_CHUNK).peekable();
     let mut errors = Some(errors);
     if chunks.peek().is_none() {
@@ -329,7 +330,7 @@ where
     while let Some(chunk) = chunks.next() {
         let objects = {
             let Ok(state) = server.state.lock() else { return false };
-            chunk.iter().filter_map(|key| crate::jobs::key_status(&state, *key, &filter)).collect()
+            chunk.iter().filter_map(|key| crate::jobs::key_status(&state, *key, &filter, &mut arrays)).collect()
         };
         let last = chunks.peek().is_none();
         let body =
