@@ -171,3 +171,18 @@ fn max_run_subjobs_errors_match_openpbs() {
     assert_eq!(refused.stderr, format!("qalter: Attribute has to be set on an array job {plain}\n"));
     assert_eq!(refused.code, 127);
 }
+
+#[test]
+fn a_running_array_survives_a_server_crash() {
+    let mut c = Cluster::with_moms(1, 4);
+    let id = submit(&c, &["-J", "1-6%2"], "sleep 1\n");
+    wait_until("two subjobs running", JOB_TIMEOUT, || running(&c, &id) == 2);
+    c.kill9();
+    c.start_server();
+    // The moms and the scheduler find the new server; the array carries on and ends.
+    c.wait_job_state(&id, "F", JOB_TIMEOUT);
+    assert_eq!(c.job_attr(&id, "array_state_count").as_deref(), Some("Queued:0 Running:0 Exiting:0 Expired:6"));
+    let states = subjob_states(&c, &id);
+    assert_eq!(states.len(), 6);
+    assert!(states.iter().all(|(_, s)| s == "X"), "{states:?}\n{}", c.logs());
+}

@@ -3,8 +3,9 @@
 //! - [`Mirror`] holds the server's scheduling state: built from a
 //!   [`pbs_proto::sched::Snapshot`], kept current by [`pbs_proto::sched::SchedChange`]s
 //!   applied one at a time, never rebuilt except when a connection starts.
-//! - [`cycle`] decides, without any I/O, which queued jobs start now and where, and which
-//!   job comments change; [`qrun`] places the one job of a `qrun` without `-H`.
+//! - [`cycle`] decides, without any I/O, which queued jobs start now and where, which
+//!   job comments change, and which lines the daemon should log ([`LogEvent`]); [`qrun`]
+//!   places the one job of a `qrun` without `-H`.
 //! - [`daemon`] connects to pbs_server, feeds the mirror, runs cycles when asked or every
 //!   `scheduler_iteration`, and sends the decisions back in one frame per cycle.
 //! - [`synthetic`] builds large mirrors for the benchmark.

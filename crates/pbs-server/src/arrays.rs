@@ -155,10 +155,7 @@ pub fn refresh(state: &mut State, seq: u64, now: i64) -> Vec<StoreOp> {
     state.changes.jobs.insert(JobKey::job(seq), id);
     if done && !history {
         state.jobs.remove(&seq);
-        let gone: Vec<u64> = state.subjobs.range((seq, 0)..=(seq, u64::MAX)).map(|(k, _)| k.1).collect();
-        for index in gone {
-            state.subjobs.remove(&(seq, index));
-        }
+        state.remove_subjobs_of(seq);
         state.changes.cycle = true;
         return vec![StoreOp::DeleteJob { seq }];
     }

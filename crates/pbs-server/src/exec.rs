@@ -481,18 +481,19 @@ fn finish(
         job.get("resources_used", Some("cput")).unwrap_or("00:00:00"),
         job.get("resources_used", Some("walltime")).unwrap_or("00:00:00"),
     );
-    if key.index.is_some() {
+    if let Some(index) = key.index {
         // A finished subjob is expired (`X`); its record stays while history is kept.
         job.state = JobState::Expired;
         job.substate = Substate::FINISHED;
-        let mut ops = if history {
-            job.attrs.set(job_idx("obittime"), None, now.to_string());
-            vec![job.put_op(None)]
-        } else {
-            if let Some(index) = key.index {
-                state.subjobs.remove(&(key.seq, index));
+        job.attrs.set(job_idx("obittime"), None, now.to_string());
+        let op = job.put_op(None);
+        let record = state.subjobs.remove(&(key.seq, index));
+        let mut ops = match record {
+            Some(record) if history => {
+                state.finished_subjobs.insert((key.seq, index), record);
+                vec![op]
             }
-            key.index.map(|index| vec![StoreOp::DeleteSubjob { seq: key.seq, index }]).unwrap_or_default()
+            _ => vec![StoreOp::DeleteSubjob { seq: key.seq, index }],
         };
         ops.extend(crate::arrays::refresh(state, key.seq, now));
         return ops;

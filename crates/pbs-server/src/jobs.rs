@@ -640,10 +640,7 @@ pub fn delete_jobs(
                 return Err(ReqError::new(Pbse::HISTJOBID));
             }
             state.jobs.remove(&key.seq);
-            let gone: Vec<u64> = state.subjobs_of(key.seq).filter_map(|j| j.index).collect();
-            for index in gone {
-                state.subjobs.remove(&(key.seq, index));
-            }
+            state.remove_subjobs_of(key.seq);
             return Ok(vec![StoreOp::DeleteJob { seq: key.seq }]);
         }
         if job.array {
@@ -774,7 +771,7 @@ pub fn select_jobs(
             // qselect -T: the subjobs stand for their array.
             let remaining = crate::arrays::indices(job, "array_indices_remaining");
             for index in crate::arrays::indices(job, "array_indices_submitted").iter() {
-                let (subjob, letter) = match state.subjobs.get(&(job.seq, index)) {
+                let (subjob, letter) = match state.job(JobKey::subjob(job.seq, index)) {
                     Some(record) => (record, record.state),
                     None if remaining.contains(index) => (job, JobState::Queued),
                     None => (job, JobState::Expired),

@@ -106,8 +106,11 @@ pub struct State {
     pub resources: ResourceRegistry,
     /// Jobs by sequence number.
     pub jobs: BTreeMap<u64, Job>,
-    /// Subjobs that have run (running, ending, or finished and kept in history).
+    /// Subjobs that are running or ending.
     pub subjobs: BTreeMap<(u64, u64), Job>,
+    /// Finished subjobs kept in history, apart so that counting an array's active
+    /// subjobs never walks its finished ones.
+    pub finished_subjobs: BTreeMap<(u64, u64), Job>,
     /// The next sequence number to hand out.
     pub next_seq: u64,
     /// Every id below this (since the last wrap) may have been handed out: the store holds
@@ -222,6 +225,7 @@ impl State {
             resources: ResourceRegistry::new(),
             jobs: BTreeMap::new(),
             subjobs: BTreeMap::new(),
+            finished_subjobs: BTreeMap::new(),
             next_seq: 0,
             seq_reserved: 0,
             interner: Interner::default(),
@@ -291,6 +295,9 @@ impl State {
                         attrs,
                     };
                     match index {
+                        Some(index) if job.state.is_history() => {
+                            state.finished_subjobs.insert((seq, index), job);
+                        }
                         Some(index) => {
                             state.subjobs.insert((seq, index), job);
                         }
@@ -433,7 +440,7 @@ impl State {
     pub fn job(&self, key: JobKey) -> Option<&Job> {
         match key.index {
             None => self.jobs.get(&key.seq),
-            Some(index) => self.subjobs.get(&(key.seq, index)),
+            Some(index) => self.subjobs.get(&(key.seq, index)).or_else(|| self.finished_subjobs.get(&(key.seq, index))),
         }
     }
 
@@ -441,11 +448,24 @@ impl State {
     pub fn job_mut(&mut self, key: JobKey) -> Option<&mut Job> {
         match key.index {
             None => self.jobs.get_mut(&key.seq),
-            Some(index) => self.subjobs.get_mut(&(key.seq, index)),
+            Some(index) => match self.subjobs.get_mut(&(key.seq, index)) {
+                Some(job) => Some(job),
+                None => self.finished_subjobs.get_mut(&(key.seq, index)),
+            },
         }
     }
 
-    /// The subjob records of an array, in index order.
+    /// Forgets every subjob record of an array (the array itself is gone).
+    pub fn remove_subjobs_of(&mut self, seq: u64) {
+        for map in [&mut self.subjobs, &mut self.finished_subjobs] {
+            let gone: Vec<(u64, u64)> = map.range((seq, 0)..=(seq, u64::MAX)).map(|(k, _)| *k).collect();
+            for key in gone {
+                map.remove(&key);
+            }
+        }
+    }
+
+    /// The running or ending subjobs of an array, in index order.
     pub fn subjobs_of(&self, seq: u64) -> impl Iterator<Item = &Job> {
         self.subjobs.range((seq, 0)..=(seq, u64::MAX)).map(|(_, j)| j)
     }
