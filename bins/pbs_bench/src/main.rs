@@ -28,6 +28,10 @@ struct Args {
     small: usize,
     #[arg(long, default_value_t = 100_000)]
     large: usize,
+    /// Only one group of figures: `server` (submissions, qstat, memory, restart), `exec`
+    /// (jobs and arrays on moms) or `sched` (the scheduler's pure core).
+    #[arg(long, value_parser = ["server", "exec", "sched"])]
+    only: Option<String>,
     /// Where pbs_server, qsub and qstat are (default: next to this program).
     #[arg(long)]
     bin_dir: Option<PathBuf>,
@@ -357,9 +361,27 @@ fn run(args: &Args) -> Result<Vec<Figure>> {
         Some(dir) => dir.clone(),
         None => std::env::current_exe()?.parent().map(Path::to_path_buf).context("no exe dir")?,
     };
+    let wanted = |group: &str| args.only.as_deref().is_none_or(|only| only == group);
+    let mut figures = Vec::new();
+    if wanted("server") {
+        server_figures(args, &bins, &mut figures)?;
+    }
+    if wanted("exec") {
+        execution_figures(args, &bins, &mut figures)?;
+    }
+    if wanted("sched") {
+        sched_cycle_figures(&mut figures, args.smoke);
+    }
+    Ok(figures)
+}
+
+/// Submissions, qstat, memory and restart on a server without moms.
+fn server_figures(args: &Args, bins: &Path, figures: &mut Vec<Figure>) -> Result<()> {
+    let bins = bins.to_path_buf();
     let (per_client, small, large, loop_jobs) =
         if args.smoke { (100, 500, 1000, 50) } else { (args.jobs_per_client, args.small, args.large, 1000) };
     let mut bench = Bench::new(bins.clone())?;
+    bench.figures = std::mem::take(figures);
     bench.start_server()?;
     {
         // Root's jobs are refused unless root is in acl_roots, as in OpenPBS.
@@ -380,10 +402,10 @@ fn run(args: &Args) -> Result<Vec<Figure>> {
 
     // The status, memory and restart figures need exact queue sizes: start over.
     bench.stop_server();
-    let figures = std::mem::take(&mut bench.figures);
+    let kept = std::mem::take(&mut bench.figures);
     drop(bench);
     let mut bench = Bench::new(bins)?;
-    bench.figures = figures;
+    bench.figures = kept;
     bench.start_server()?;
     let attr = MgrAttr { name: "acl_roots".into(), op: MgrOp::Set, value: "root".into() };
     bench.client()?.manager(MgrCommand::Set, MgrObject::Server, vec![], vec![attr])?;
@@ -426,12 +448,14 @@ fn run(args: &Args) -> Result<Vec<Figure>> {
     );
     bench.stop_server();
 
-    // Execution: a fresh server with moms and the scheduler.
-    let figures = std::mem::take(&mut bench.figures);
-    let bins = bench.bins.clone();
-    drop(bench);
-    let mut bench = Bench::new(bins)?;
-    bench.figures = figures;
+    *figures = std::mem::take(&mut bench.figures);
+    Ok(())
+}
+
+/// Jobs and arrays through a cluster of 4 moms and the scheduler.
+fn execution_figures(args: &Args, bins: &Path, figures: &mut Vec<Figure>) -> Result<()> {
+    let mut bench = Bench::new(bins.to_path_buf())?;
+    bench.figures = std::mem::take(figures);
     bench.start_server()?;
     let attr = MgrAttr { name: "acl_roots".into(), op: MgrOp::Set, value: "root".into() };
     bench.client()?.manager(MgrCommand::Set, MgrObject::Server, vec![], vec![attr])?;
@@ -455,8 +479,8 @@ fn run(args: &Args) -> Result<Vec<Figure>> {
     );
     array_figures(&mut bench, tiny_jobs, rate)?;
     bench.stop_server();
-    sched_cycle_figures(&mut bench.figures, args.smoke);
-    Ok(std::mem::take(&mut bench.figures))
+    *figures = std::mem::take(&mut bench.figures);
+    Ok(())
 }
 
 /// Job arrays: submitting and listing big ones, and tiny subjobs through the cluster.

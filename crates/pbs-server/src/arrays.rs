@@ -57,7 +57,8 @@ pub fn submitted(job: &Job, index: u64) -> bool {
 
 /// Creates the record of subjob `index` from its parent as it starts: the parent's
 /// attributes without the array's own, `array_id`, `array_index`, and paths with the
-/// index filled in. The index leaves `array_indices_remaining`.
+/// index filled in. The index leaves `array_indices_remaining`; the caller runs
+/// [`refresh`] once the subjob has started.
 pub fn materialize(state: &mut State, seq: u64, index: u64, now: i64) -> Result<Vec<StoreOp>, ReqError> {
     if state.subjobs.contains_key(&(seq, index)) {
         return Ok(Vec::new());
@@ -100,7 +101,8 @@ pub fn materialize(state: &mut State, seq: u64, index: u64, now: i64) -> Result<
         parent.attrs.set(job_idx("comment"), None, format!("Job Array Began at {when}"));
     }
     state.subjobs.insert((seq, index), subjob);
-    Ok(refresh(state, seq, now))
+    // The caller starts the subjob and then brings the parent up to date once.
+    Ok(Vec::new())
 }
 
 /// A subjob goes back to the queue (qrerun, lost node): its record goes and its index
