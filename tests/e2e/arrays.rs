@@ -186,3 +186,19 @@ fn a_running_array_survives_a_server_crash() {
     assert_eq!(states.len(), 6);
     assert!(states.iter().all(|(_, s)| s == "X"), "{states:?}\n{}", c.logs());
 }
+
+#[test]
+fn holding_a_begun_array_stops_new_subjobs_until_released() {
+    let c = Cluster::with_moms(1, 4);
+    let id = submit(&c, &["-J", "1-6%2"], "sleep 1\n");
+    wait_until("two subjobs running", JOB_TIMEOUT, || running(&c, &id) == 2);
+    c.run("qhold", &[&id]).ok();
+    assert_eq!(c.job_attr(&id, "job_state").as_deref(), Some("H"));
+    // The running ones finish; no queued one starts while the array is held.
+    wait_until("running subjobs done", JOB_TIMEOUT, || running(&c, &id) == 0);
+    let queued = subjob_states(&c, &id).iter().filter(|(_, s)| s == "Q").count();
+    assert_eq!(queued, 4, "{:?}", subjob_states(&c, &id));
+    c.run("qrls", &[&id]).ok();
+    c.wait_job_state(&id, "F", JOB_TIMEOUT);
+    assert_eq!(c.job_attr(&id, "array_state_count").as_deref(), Some("Queued:0 Running:0 Exiting:0 Expired:6"));
+}

@@ -743,8 +743,16 @@ pub fn hold_jobs(
         let value = if ordered.is_empty() { "n".to_string() } else { ordered };
         job.attrs.set(job_idx("Hold_Types"), None, value.as_str());
         job.attrs.set(job_idx("mtime"), None, ctx.now.to_string());
-        if matches!(job.state, JobState::Queued | JobState::Held | JobState::Waiting) {
+        // A begun array is held like a queued one: its queued subjobs wait, its running
+        // ones go on; released, it is begun again.
+        let begun_array = job.array && job.state == JobState::Begun;
+        if begun_array || matches!(job.state, JobState::Queued | JobState::Held | JobState::Waiting) {
             settle_queued_state(job, ctx.now);
+        }
+        if job.array {
+            let mut ops = vec![job.put_op(None)];
+            ops.extend(crate::arrays::refresh(state, seq, ctx.now));
+            return Ok(ops);
         }
         Ok(vec![job.put_op(None)])
     })
