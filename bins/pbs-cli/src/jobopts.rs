@@ -60,6 +60,25 @@ impl Scan {
         out.extend(self.operands.iter().cloned());
         out
     }
+
+    /// The values given to option `letter`, in command-line order (what clap collects into
+    /// a `Vec`; its last one is what an `Option` field keeps).
+    pub fn values(&self, letter: char) -> Vec<String> {
+        self.options.iter().filter(|opt| opt.letter == letter).filter_map(|opt| opt.value.clone()).collect()
+    }
+
+    /// Whether option `letter` was given.
+    pub fn has(&self, letter: char) -> bool {
+        self.options.iter().any(|opt| opt.letter == letter)
+    }
+}
+
+/// The text a q-command prints for a command line it refuses: each message (getopt's, then
+/// its own) on a line of its own, then the usage text.
+pub fn usage_text(messages: &[String], usage: &str) -> String {
+    let mut text: String = messages.iter().map(|m| format!("{m}\n")).collect();
+    text.push_str(usage);
+    text
 }
 
 /// Scans `args` (without the program name) as glibc's getopt(3) does for `optstring`
@@ -831,6 +850,16 @@ mod tests {
         let scan = getopt("cmd", &strings(&["-b", "x", "--", "op"]), "ab:", true);
         assert_eq!(scan.to_clap_args("cmd"), strings(&["cmd", "-b", "x", "--", "op"]));
         assert!(scan.dashdash);
+    }
+
+    #[test]
+    fn scan_values_and_usage_text() {
+        let scan = getopt("cmd", &strings(&["-b", "x", "op", "-a", "-by"]), "ab:c:", true);
+        assert_eq!(scan.values('b'), strings(&["x", "y"]));
+        assert!(scan.values('c').is_empty() && scan.values('a').is_empty());
+        assert!(scan.has('a') && scan.has('b') && !scan.has('c'));
+        assert_eq!(usage_text(&strings(&["cmd: one", "cmd: two"]), "usage: cmd\n"), "cmd: one\ncmd: two\nusage: cmd\n");
+        assert_eq!(usage_text(&[], "usage: cmd\n"), "usage: cmd\n");
     }
 
     #[test]

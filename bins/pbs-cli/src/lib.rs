@@ -1,5 +1,6 @@
-//! What every q-command shares: loading pbs.conf, connecting, turning job ids typed by a user
-//! into full ids, printing errors in OpenPBS's form and exiting with its status.
+//! What every q-command shares: reading its command line, loading pbs.conf, connecting,
+//! turning job ids typed by a user into full ids, printing errors in OpenPBS's form and
+//! exiting with its status.
 
 use std::process::ExitCode;
 
@@ -25,25 +26,21 @@ pub fn load_conf() -> anyhow::Result<PbsConf> {
 }
 
 /// Connects to the server of pbs.conf; on failure prints OpenPBS's message for `cmd`
-/// (`qstat: cannot connect to server h (errno=111)`) and returns the exit code to use.
+/// (`qstat: cannot connect to server h (errno=111)`) and returns the exit code to use:
+/// 2 for an unreadable pbs.conf, else the low byte of the PBSE code.
 pub fn connect(cmd: &str) -> Result<Client, ExitCode> {
-    let conf = match load_conf() {
-        Ok(conf) => conf,
-        Err(e) => {
-            eprintln!("{cmd}: {e:#}");
-            return Err(ExitCode::from(2));
-        }
-    };
-    match Client::connect(&conf) {
-        Ok(client) => Ok(client),
-        Err(ClientError::Connect { errno, .. }) => {
-            let server = conf.server.clone().unwrap_or_else(local_host_name);
-            eprintln!("{cmd}: cannot connect to server {server} (errno={errno})");
-            Err(exit_code(pbs_core::Pbse::NOSERVER.0))
-        }
-        Err(e) => {
-            eprintln!("{cmd}: {e}");
-            Err(exit_code(e.pbse().0))
+    match try_connect() {
+        Ok((_, client)) => Ok(client),
+        Err(failure) => {
+            eprintln!(
+                "{}",
+                failure.line(cmd, |server, errno| format!("cannot connect to server {server} (errno={errno})"))
+            );
+            Err(match &failure {
+                ConnectFailure::Conf(_) => ExitCode::from(2),
+                ConnectFailure::NoServer { .. } => exit_code(pbs_core::Pbse::NOSERVER.0),
+                ConnectFailure::Client(e) => exit_code(e.pbse().0),
+            })
         }
     }
 }
@@ -65,9 +62,33 @@ pub fn local_host_name() -> String {
     nix::unistd::gethostname().ok().and_then(|h| h.into_string().ok()).unwrap_or_else(|| "localhost".to_string())
 }
 
+/// A per-job error line as `prt_job_err` words it: `<cmd>: <message> <jobid>`.
+pub fn job_error_line(cmd: &str, message: impl std::fmt::Display, job_id: &str) -> String {
+    format!("{cmd}: {message} {job_id}")
+}
+
 /// Prints a per-job error the way `prt_job_err` does: `<cmd>: <message> <jobid>`.
 pub fn print_job_error(cmd: &str, message: &str, job_id: &str) {
-    eprintln!("{cmd}: {message} {job_id}");
+    eprintln!("{}", job_error_line(cmd, message, job_id));
+}
+
+/// Prints what OpenPBS's commands say of an operand that is not a job id:
+/// `<cmd>: illegally formed job identifier: <typed>`.
+pub fn print_bad_job_id(cmd: &str, typed: &str) {
+    eprintln!("{cmd}: illegally formed job identifier: {typed}");
+}
+
+/// At most `max` bytes of `s`, cut at a character boundary (OpenPBS copies option values
+/// into fixed buffers).
+pub fn truncate(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
 }
 
 /// Makes a command die quietly on a closed pipe (`qstat | head`) instead of panicking;
@@ -92,10 +113,33 @@ pub fn start<T: clap::Parser>(usage: &str, status: u8, version: impl Fn(&T) -> b
         }
     };
     if version(&args) {
-        println!("pbs_version = {}", env!("CARGO_PKG_VERSION"));
+        print_version();
         return Err(ExitCode::SUCCESS);
     }
     Ok(args)
+}
+
+/// Reads the command line the way every q-command that scans it with getopt starts:
+/// SIGPIPE reset, `--version` alone answered, then `parse(prog, arguments)`, `prog` being
+/// the program as invoked (else `name`). A command line `parse` refuses has its text
+/// printed on stderr. `Err` carries the exit status to return at once: success after
+/// `--version`, `status` after a refusal.
+pub fn parse_command_line<T>(
+    name: &str,
+    status: u8,
+    parse: impl FnOnce(&str, &[String]) -> Result<T, String>,
+) -> Result<T, ExitCode> {
+    reset_sigpipe();
+    let argv = argv();
+    if version_only(&argv) {
+        print_version();
+        return Err(ExitCode::SUCCESS);
+    }
+    let prog = argv.first().map(String::as_str).unwrap_or(name);
+    parse(prog, argv.get(1..).unwrap_or_default()).map_err(|text| {
+        eprint!("{text}");
+        ExitCode::from(status)
+    })
 }
 
 /// Why [`try_connect`] failed. Some OpenPBS commands word a connection failure their own
@@ -114,6 +158,19 @@ pub enum ConnectFailure {
     },
     /// The server answered but refused (or broke) the connection.
     Client(ClientError),
+}
+
+impl ConnectFailure {
+    /// The line `cmd` prints for this failure: `<cmd>: <error>`, except for a server nobody
+    /// answered, which each command words its own way: `no_server(server, errno)` gives
+    /// the text after `<cmd>: `.
+    pub fn line(&self, cmd: &str, no_server: impl FnOnce(&str, i32) -> String) -> String {
+        match self {
+            ConnectFailure::Conf(e) => format!("{cmd}: {e:#}"),
+            ConnectFailure::NoServer { server, errno } => format!("{cmd}: {}", no_server(server, *errno)),
+            ConnectFailure::Client(e) => format!("{cmd}: {e}"),
+        }
+    }
 }
 
 /// Loads pbs.conf and connects to its server, leaving the wording of a failure to the
@@ -166,5 +223,22 @@ mod tests {
         assert_eq!(full_job_id("12", "srv").as_deref(), Some("12.srv"));
         assert_eq!(full_job_id("12[].other", "srv").as_deref(), Some("12[].other"));
         assert_eq!(full_job_id("abc", "srv"), None);
+    }
+
+    #[test]
+    fn connection_failures_are_worded_per_command() {
+        let no_server = ConnectFailure::NoServer { server: "h".into(), errno: 111 };
+        assert_eq!(
+            no_server.line("qrun", |s, e| format!("could not connect to server {s} ({e})")),
+            "qrun: could not connect to server h (111)"
+        );
+        let refused = ConnectFailure::Client(ClientError::Refused {
+            code: pbs_core::Pbse::PERM,
+            message: "Unauthorized Request".into(),
+        });
+        assert_eq!(refused.line("qsig", |_, _| String::new()), "qsig: Unauthorized Request");
+        let conf = ConnectFailure::Conf(anyhow::anyhow!("cannot read /x: denied"));
+        assert_eq!(conf.line("qdel", |_, _| String::new()), "qdel: cannot read /x: denied");
+        assert_eq!(job_error_line("qdel", "Unknown Job Id", "1.h"), "qdel: Unknown Job Id 1.h");
     }
 }

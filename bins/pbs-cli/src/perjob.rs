@@ -1,12 +1,12 @@
-//! Commands that apply one request to a list of job ids (qdel, qhold, qrls, qalter): id
-//! completion, the request, and OpenPBS's per-job error lines and exit status.
+//! Commands that apply one request to a list of job ids (qdel, qhold, qrls, qalter, qsig,
+//! qrerun): id completion, the request, and OpenPBS's per-job error lines and exit status.
 
 use std::process::ExitCode;
 
 use pbs_client::Client;
 use pbs_proto::Request;
 
-use crate::{exit_code, full_job_id, print_job_error};
+use crate::{connect, exit_code, full_job_id, print_bad_job_id, print_job_error};
 
 /// Completes every typed id with the server name. Ids that are not job ids are reported
 /// the way OpenPBS's commands do (`qdel: illegally formed job identifier: abc`) and make
@@ -18,7 +18,7 @@ pub fn complete_ids(cmd: &str, typed: &[String], server_name: &str) -> (Vec<Stri
         match full_job_id(raw, server_name) {
             Some(id) => ids.push(id),
             None => {
-                eprintln!("{cmd}: illegally formed job identifier: {raw}");
+                print_bad_job_id(cmd, raw);
                 any_bad = true;
             }
         }
@@ -50,4 +50,13 @@ pub fn run(cmd: &str, client: &mut Client, typed: &[String], make: impl FnOnce(V
         }
     }
     status
+}
+
+/// The whole of a command that sends one request for its job ids, once its command line is
+/// read: connects as `cmd` (its message and status if that fails), then [`run`].
+pub fn connect_and_run(cmd: &str, typed: &[String], make: impl FnOnce(Vec<String>) -> Request) -> ExitCode {
+    match connect(cmd) {
+        Ok(mut client) => run(cmd, &mut client, typed, make),
+        Err(code) => code,
+    }
 }

@@ -7,23 +7,17 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::Parser;
 use nix::sys::signal::{SigSet, Signal};
-use pbs_core::conf::{DEFAULT_CONF_FILE, PbsConf};
 use pbs_sched::SchedConfig;
 use pbs_sched::daemon::{Daemon, DaemonConfig, Target};
+use pbs_sched::logging::daemon::DaemonArgs;
 
 /// The PBS scheduler.
 #[derive(Parser, Debug)]
 #[command(name = "pbs_sched", version)]
 struct Args {
-    /// pbs.conf to read.
-    #[arg(long, env = "PBS_CONF_FILE", default_value = DEFAULT_CONF_FILE)]
-    conf: PathBuf,
-    /// Log at debug level (RUST_LOG overrides).
-    #[arg(long)]
-    debug: bool,
-    /// Check the configuration and exit (for systemd's ExecStartPre).
-    #[arg(long)]
-    check_config: bool,
+    /// `--conf`, `--debug`, `--check-config`.
+    #[command(flatten)]
+    daemon: DaemonArgs,
     /// Reach the server over TCP at HOST:PORT (proving the cluster key) instead of its
     /// local Unix socket.
     #[arg(long, value_name = "HOST:PORT")]
@@ -35,33 +29,15 @@ struct Args {
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    let result = run(args);
-    pbs_sched::logging::flush();
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("pbs_sched: {e:#}");
-            ExitCode::from(1)
-        }
-    }
-}
-
-fn read_optional(path: &std::path::Path) -> anyhow::Result<String> {
-    match std::fs::read_to_string(path) {
-        Ok(text) => Ok(text),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(String::new()),
-        Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
-    }
+    pbs_sched::logging::daemon::finish("pbs_sched", run(args))
 }
 
 fn run(args: Args) -> anyhow::Result<()> {
-    let text = read_optional(&args.conf)?;
-    let env: Vec<(String, String)> = std::env::vars().filter(|(k, _)| k.starts_with("PBS_")).collect();
-    let conf = PbsConf::parse(&text, &env).context("parsing pbs.conf")?;
+    let conf = args.daemon.load_conf()?;
     let sched_config_path =
         args.sched_config.clone().unwrap_or_else(|| conf.home.join("sched_priv").join("sched_config"));
-    let sched_config = SchedConfig::parse(&read_optional(&sched_config_path)?);
-    if args.check_config {
+    let sched_config = SchedConfig::parse(&pbs_sched::logging::daemon::read_optional(&sched_config_path)?);
+    if args.daemon.check_config {
         println!("pbs_sched: configuration OK (PBS_HOME={})", conf.home.display());
         return Ok(());
     }
@@ -72,8 +48,7 @@ fn run(args: Args) -> anyhow::Result<()> {
     signals.add(Signal::SIGINT);
     signals.thread_block().context("blocking signals")?;
 
-    let filter = if args.debug { "debug" } else { "info" };
-    pbs_sched::logging::init(conf.home.join("sched_logs"), "Svr", "pbs_sched", filter);
+    args.daemon.init_log(conf.home.join("sched_logs"), "Svr", "pbs_sched");
     let target = match &args.server {
         Some(addr) => Target::Tcp(addr.clone()),
         None => Target::Unix(conf.server_socket()),
@@ -84,7 +59,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         .name("signals".into())
         .spawn(move || {
             if let Ok(signal) = signals.wait() {
-                tracing::info!("Received {signal}, shutting down");
+                pbs_sched::logging::daemon::log_stop(signal.as_str(), "");
             }
             stopper.stop();
         })

@@ -6,6 +6,9 @@
 //! Request handlers only format a line and hand it to a writer thread, which writes in
 //! batches and flushes whenever it has caught up: a log line never costs a request a
 //! system call.
+//!
+//! [`daemon`] holds the rest of what the three daemons' `main`s share: their common options,
+//! reading pbs.conf, log set-up, the exit status and the stop-signal future.
 
 use std::fmt::Write as _;
 use std::fs::{File, OpenOptions};
@@ -19,6 +22,8 @@ use tracing::{Event, Level, Subscriber};
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
 use tracing_subscriber::util::SubscriberInitExt;
+
+pub mod daemon;
 
 /// A tracing layer writing PBS-format daily log files.
 pub struct PbsLogLayer {

@@ -53,18 +53,6 @@ fn names_node(operand: &str, node: &str) -> bool {
     operand == node || operand.strip_prefix(node).is_some_and(|rest| rest.starts_with('.'))
 }
 
-/// At most `max` bytes of `s`, cut at a character boundary.
-fn truncate(s: &str, max: usize) -> &str {
-    if s.len() <= max {
-        return s;
-    }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    &s[..end]
-}
-
 /// One run of the command.
 struct Session<'a> {
     prog: &'a str,
@@ -174,7 +162,7 @@ impl Session<'_> {
             attrs.push(MgrAttr {
                 name: "comment".into(),
                 op: MgrOp::Set,
-                value: truncate(comment, MAX_COMMENT).into(),
+                value: pbs_cli::truncate(comment, MAX_COMMENT).into(),
             });
         }
         if let Err(e) = self.client.manager(MgrCommand::Set, MgrObject::Node, vec![name.to_string()], attrs) {
@@ -290,20 +278,15 @@ impl Session<'_> {
 }
 
 fn main() -> ExitCode {
-    pbs_cli::reset_sigpipe();
-    let argv = pbs_cli::argv();
-    if pbs_cli::version_only(&argv) {
-        pbs_cli::print_version();
-        return ExitCode::SUCCESS;
-    }
-    let prog = argv.first().map(String::as_str).unwrap_or("pbsnodes");
-    let options = match options::parse(prog, argv.get(1..).unwrap_or_default()) {
-        Ok(options) => options,
-        Err(UsageError(text)) => {
-            eprint!("{text}");
-            return ExitCode::from(1);
-        }
+    let parse = |prog: &str, argv: &[String]| match options::parse(prog, argv) {
+        Ok(options) => Ok((prog.to_string(), options)),
+        Err(UsageError(text)) => Err(text),
     };
+    let (prog, options) = match pbs_cli::parse_command_line("pbsnodes", 1, parse) {
+        Ok(parsed) => parsed,
+        Err(code) => return code,
+    };
+    let prog = prog.as_str();
     let (conf, client) = match pbs_cli::try_connect() {
         Ok(connected) => connected,
         Err(failure) => {

@@ -27,15 +27,7 @@ struct Args {
 
 impl Args {
     fn from_scan(scan: &Scan) -> Args {
-        let mut args = Args { jobs: scan.operands.clone(), ..Args::default() };
-        for opt in &scan.options {
-            match opt.letter {
-                'W' => args.extend.extend(opt.value.clone()),
-                'x' => args.purge_history = true,
-                _ => {}
-            }
-        }
-        args
+        Args { extend: scan.values('W'), purge_history: scan.has('x'), jobs: scan.operands.clone() }
     }
 }
 
@@ -73,34 +65,17 @@ fn parse(prog: &str, argv: &[String]) -> Result<Deletion, String> {
         }
     }
     if !errors.is_empty() || args.jobs.is_empty() {
-        let mut text: String = errors.iter().map(|e| format!("{e}\n")).collect();
-        text.push_str(USAGE);
-        return Err(text);
+        return Err(jobopts::usage_text(&errors, USAGE));
     }
     Ok(Deletion { force, purge_history: args.purge_history, jobs: args.jobs })
 }
 
 fn main() -> ExitCode {
-    pbs_cli::reset_sigpipe();
-    let argv: Vec<String> = std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect();
-    if argv.len() == 2 && argv[1] == "--version" {
-        println!("pbs_version = {}", env!("CARGO_PKG_VERSION"));
-        return ExitCode::SUCCESS;
-    }
-    let prog = argv.first().map(String::as_str).unwrap_or("qdel");
-    let deletion = match parse(prog, argv.get(1..).unwrap_or_default()) {
+    let Deletion { force, purge_history, jobs } = match pbs_cli::parse_command_line("qdel", 2, parse) {
         Ok(deletion) => deletion,
-        Err(text) => {
-            eprint!("{text}");
-            return ExitCode::from(2);
-        }
-    };
-    let mut client = match pbs_cli::connect("qdel") {
-        Ok(client) => client,
         Err(code) => return code,
     };
-    let Deletion { force, purge_history, jobs } = deletion;
-    pbs_cli::perjob::run("qdel", &mut client, &jobs, |ids| Request::DeleteJob { ids, force, purge_history })
+    pbs_cli::perjob::connect_and_run("qdel", &jobs, |ids| Request::DeleteJob { ids, force, purge_history })
 }
 
 #[cfg(test)]

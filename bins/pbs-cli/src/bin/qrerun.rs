@@ -24,13 +24,7 @@ struct Args {
 
 impl Args {
     fn from_scan(scan: &Scan) -> Args {
-        let mut args = Args { jobs: scan.operands.clone(), ..Args::default() };
-        for opt in &scan.options {
-            if opt.letter == 'W' {
-                args.extend.extend(opt.value.clone());
-            }
-        }
-        args
+        Args { extend: scan.values('W'), jobs: scan.operands.clone() }
     }
 }
 
@@ -46,41 +40,22 @@ struct Rerun {
 fn parse(prog: &str, argv: &[String]) -> Result<Rerun, String> {
     let scan = jobopts::getopt(prog, argv, OPTSTRING, true);
     let args = Args::from_scan(&scan);
-    let usage = |errors: &[String]| {
-        let mut text: String = errors.iter().map(|e| format!("{e}\n")).collect();
-        text.push_str(USAGE);
-        text
-    };
     // OpenPBS's qrerun exits at the first option getopt rejects: one message at most.
     if let Some(first) = scan.errors.first() {
-        return Err(usage(std::slice::from_ref(first)));
+        return Err(jobopts::usage_text(std::slice::from_ref(first), USAGE));
     }
     if args.extend.iter().any(|w| w != "force") || args.jobs.is_empty() {
-        return Err(usage(&[]));
+        return Err(USAGE.to_string());
     }
     Ok(Rerun { force: !args.extend.is_empty(), jobs: args.jobs })
 }
 
 fn main() -> ExitCode {
-    pbs_cli::reset_sigpipe();
-    let argv = pbs_cli::argv();
-    if pbs_cli::version_only(&argv) {
-        pbs_cli::print_version();
-        return ExitCode::SUCCESS;
-    }
-    let prog = argv.first().map(String::as_str).unwrap_or("qrerun");
-    let Rerun { force, jobs } = match parse(prog, argv.get(1..).unwrap_or_default()) {
+    let Rerun { force, jobs } = match pbs_cli::parse_command_line("qrerun", 2, parse) {
         Ok(request) => request,
-        Err(text) => {
-            eprint!("{text}");
-            return ExitCode::from(2);
-        }
-    };
-    let mut client = match pbs_cli::connect("qrerun") {
-        Ok(client) => client,
         Err(code) => return code,
     };
-    pbs_cli::perjob::run("qrerun", &mut client, &jobs, |ids| Request::RerunJob { ids, force })
+    pbs_cli::perjob::connect_and_run("qrerun", &jobs, |ids| Request::RerunJob { ids, force })
 }
 
 #[cfg(test)]

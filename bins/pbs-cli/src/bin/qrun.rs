@@ -29,15 +29,7 @@ struct Args {
 
 impl Args {
     fn from_scan(scan: &Scan) -> Args {
-        let mut args = Args { jobs: scan.operands.clone(), ..Args::default() };
-        for opt in &scan.options {
-            match opt.letter {
-                'H' => args.location.extend(opt.value.clone()),
-                'a' => args.asynchronous = true,
-                _ => {}
-            }
-        }
-        args
+        Args { location: scan.values('H'), asynchronous: scan.has('a'), jobs: scan.operands.clone() }
     }
 }
 
@@ -52,17 +44,14 @@ struct Run {
 fn parse(prog: &str, argv: &[String]) -> Result<Run, String> {
     let scan = jobopts::getopt(prog, argv, OPTSTRING, true);
     let args = Args::from_scan(&scan);
-    let mut text: String = scan.errors.iter().map(|e| format!("{e}\n")).collect();
-    let mut bad = !scan.errors.is_empty();
+    let mut errors = scan.errors.clone();
     for location in &args.location {
         if location.is_empty() {
-            text.push_str("qrun: illegal -H value\n");
-            bad = true;
+            errors.push("qrun: illegal -H value".to_string());
         }
     }
-    if bad || args.jobs.is_empty() {
-        text.push_str(USAGE);
-        return Err(text);
+    if !errors.is_empty() || args.jobs.is_empty() {
+        return Err(jobopts::usage_text(&errors, USAGE));
     }
     // `-a` only changes when the server answers; the reply carries the same errors.
     Ok(Run { location: args.location.last().cloned(), jobs: args.jobs })
@@ -77,46 +66,33 @@ fn failure_line(error: &ClientError, job: &str, location: Option<&str>) -> Strin
                 format!("qrun : Server returned error {} for job", code.0)
             } else if *code == Pbse::UNKNODE {
                 // An unknown vnode is named by the -H text, not the job.
-                format!("qrun: {message} {}", location.unwrap_or("(null)"))
+                pbs_cli::job_error_line("qrun", message, location.unwrap_or("(null)"))
             } else {
-                format!("qrun: {message} {job}")
+                pbs_cli::job_error_line("qrun", message, job)
             }
         }
-        other => format!("qrun: {other} {job}"),
+        other => pbs_cli::job_error_line("qrun", other, job),
     }
 }
 
 fn main() -> ExitCode {
-    pbs_cli::reset_sigpipe();
-    let argv = pbs_cli::argv();
-    if pbs_cli::version_only(&argv) {
-        pbs_cli::print_version();
-        return ExitCode::SUCCESS;
-    }
-    let prog = argv.first().map(String::as_str).unwrap_or("qrun");
-    let Run { location, jobs } = match parse(prog, argv.get(1..).unwrap_or_default()) {
+    let Run { location, jobs } = match pbs_cli::parse_command_line("qrun", 1, parse) {
         Ok(run) => run,
-        Err(text) => {
-            eprint!("{text}");
-            return ExitCode::from(1);
-        }
+        Err(code) => return code,
     };
     // Connected at the first well-formed id, as OpenPBS connects only to run a job.
     let mut client: Option<Result<Client, String>> = None;
     let mut status = 0u8;
     for typed in &jobs {
         if typed.parse::<JobId>().is_err() {
-            eprintln!("qrun: illegally formed job identifier: {typed}");
+            pbs_cli::print_bad_job_id("qrun", typed);
             status = 1;
             continue;
         }
-        let connection = client.get_or_insert_with(|| match pbs_cli::try_connect() {
-            Ok((_, client)) => Ok(client),
-            Err(pbs_cli::ConnectFailure::NoServer { server, errno }) => {
-                Err(format!("qrun: could not connect to server {server} ({errno})"))
-            }
-            Err(pbs_cli::ConnectFailure::Conf(e)) => Err(format!("qrun: {e:#}")),
-            Err(pbs_cli::ConnectFailure::Client(e)) => Err(format!("qrun: {e}")),
+        let connection = client.get_or_insert_with(|| {
+            pbs_cli::try_connect().map(|(_, client)| client).map_err(|failure| {
+                failure.line("qrun", |server, errno| format!("could not connect to server {server} ({errno})"))
+            })
         });
         let client = match connection {
             Ok(client) => client,

@@ -28,13 +28,7 @@ struct Args {
 
 impl Args {
     fn from_scan(scan: &Scan) -> Args {
-        let mut args = Args { jobs: scan.operands.clone(), ..Args::default() };
-        for opt in &scan.options {
-            if opt.letter == 's' {
-                args.signal.extend(opt.value.clone());
-            }
-        }
-        args
+        Args { signal: scan.values('s'), jobs: scan.operands.clone() }
     }
 }
 
@@ -50,46 +44,18 @@ fn parse(prog: &str, argv: &[String]) -> Result<Signal, String> {
     let scan = jobopts::getopt(prog, argv, OPTSTRING, true);
     let args = Args::from_scan(&scan);
     if !scan.errors.is_empty() || args.jobs.is_empty() {
-        let mut text: String = scan.errors.iter().map(|e| format!("{e}\n")).collect();
-        text.push_str(USAGE);
-        return Err(text);
+        return Err(jobopts::usage_text(&scan.errors, USAGE));
     }
-    let signal = args.signal.last().map(|s| truncate(s, MAX_SIGNAL_LEN)).unwrap_or("SIGTERM");
+    let signal = args.signal.last().map(|s| pbs_cli::truncate(s, MAX_SIGNAL_LEN)).unwrap_or("SIGTERM");
     Ok(Signal { signal: signal.to_string(), jobs: args.jobs })
 }
 
-/// At most `max` bytes of `s`, cut at a character boundary.
-fn truncate(s: &str, max: usize) -> &str {
-    if s.len() <= max {
-        return s;
-    }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    &s[..end]
-}
-
 fn main() -> ExitCode {
-    pbs_cli::reset_sigpipe();
-    let argv = pbs_cli::argv();
-    if pbs_cli::version_only(&argv) {
-        pbs_cli::print_version();
-        return ExitCode::SUCCESS;
-    }
-    let prog = argv.first().map(String::as_str).unwrap_or("qsig");
-    let Signal { signal, jobs } = match parse(prog, argv.get(1..).unwrap_or_default()) {
+    let Signal { signal, jobs } = match pbs_cli::parse_command_line("qsig", 2, parse) {
         Ok(request) => request,
-        Err(text) => {
-            eprint!("{text}");
-            return ExitCode::from(2);
-        }
-    };
-    let mut client = match pbs_cli::connect("qsig") {
-        Ok(client) => client,
         Err(code) => return code,
     };
-    pbs_cli::perjob::run("qsig", &mut client, &jobs, |ids| Request::SignalJob { ids, signal })
+    pbs_cli::perjob::connect_and_run("qsig", &jobs, |ids| Request::SignalJob { ids, signal })
 }
 
 #[cfg(test)]
@@ -122,7 +88,7 @@ mod tests {
     fn long_signals_are_cut_like_openpbs() {
         let long = "S".repeat(40);
         check(&["-s", &long, "1"], Ok((&long[..32], &["1"])));
-        assert_eq!(truncate("ééé", 3), "é");
+        assert_eq!(pbs_cli::truncate("ééé", 3), "é");
     }
 
     #[test]

@@ -224,11 +224,8 @@ pub(crate) fn parse(prog: &str, argv: &[String]) -> Result<Options, UsageError> 
             Oper::Down | Oper::All => false,
         } || (o.summary && !listing(o.oper));
     if bad {
-        let mut text: String = scan.errors.iter().map(|e| format!("{e}\n")).collect();
-        if !o.quiet {
-            text.push_str(&usage(prog));
-        }
-        return Err(UsageError(text));
+        let usage = if o.quiet { String::new() } else { usage(prog) };
+        return Err(UsageError(jobopts::usage_text(&scan.errors, &usage)));
     }
     Ok(o)
 }

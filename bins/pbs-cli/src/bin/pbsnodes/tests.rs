@@ -278,6 +278,6 @@ fn operands_name_nodes_with_or_without_their_domain() {
 #[test]
 fn comments_are_cut_like_openpbs() {
     // OpenPBS copies -C into an 80-byte buffer.
-    assert_eq!(crate::truncate(&"c".repeat(100), crate::MAX_COMMENT).len(), 79);
-    assert_eq!(crate::truncate("éé", 3), "é");
+    assert_eq!(pbs_cli::truncate(&"c".repeat(100), crate::MAX_COMMENT).len(), 79);
+    assert_eq!(pbs_cli::truncate("éé", 3), "é");
 }

@@ -22,13 +22,7 @@ pub(crate) struct Args {
 
 impl Args {
     fn from_scan(scan: &Scan) -> Args {
-        let mut args = Args { jobs: scan.operands.clone(), ..Args::default() };
-        for opt in &scan.options {
-            if opt.letter == 'h' {
-                args.holds = opt.value.clone();
-            }
-        }
-        args
+        Args { holds: scan.values('h').pop(), jobs: scan.operands.clone() }
     }
 }
 
@@ -48,9 +42,7 @@ pub(crate) fn parse(cmd: &str, prog: &str, argv: &[String]) -> Result<(String, V
         errors.push(format!("{cmd}: illegal -h value"));
     }
     if !errors.is_empty() || args.jobs.is_empty() {
-        let mut text: String = errors.iter().map(|e| format!("{e}\n")).collect();
-        text.push_str(&usage(cmd));
-        return Err(text);
+        return Err(jobopts::usage_text(&errors, &usage(cmd)));
     }
     // OpenPBS's library checks the letters before sending.
     if !holds.is_empty() && !jobopts::check_hold(holds) {
@@ -62,25 +54,11 @@ pub(crate) fn parse(cmd: &str, prog: &str, argv: &[String]) -> Result<(String, V
 
 /// The whole of `qhold` (`hold`) and `qrls` (`!hold`).
 pub(crate) fn main(cmd: &str, hold: bool) -> ExitCode {
-    pbs_cli::reset_sigpipe();
-    let argv: Vec<String> = std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect();
-    if argv.len() == 2 && argv[1] == "--version" {
-        println!("pbs_version = {}", env!("CARGO_PKG_VERSION"));
-        return ExitCode::SUCCESS;
-    }
-    let prog = argv.first().map(String::as_str).unwrap_or(cmd);
-    let (hold_types, jobs) = match parse(cmd, prog, argv.get(1..).unwrap_or_default()) {
+    let (hold_types, jobs) = match pbs_cli::parse_command_line(cmd, 2, |prog, argv| parse(cmd, prog, argv)) {
         Ok(parsed) => parsed,
-        Err(text) => {
-            eprint!("{text}");
-            return ExitCode::from(2);
-        }
-    };
-    let mut client = match pbs_cli::connect(cmd) {
-        Ok(client) => client,
         Err(code) => return code,
     };
-    pbs_cli::perjob::run(cmd, &mut client, &jobs, |ids| {
+    pbs_cli::perjob::connect_and_run(cmd, &jobs, |ids| {
         if hold { Request::HoldJob { ids, hold_types } } else { Request::ReleaseJob { ids, hold_types } }
     })
 }
