@@ -183,17 +183,33 @@ pub fn refresh(state: &mut State, seq: u64, now: i64) -> Vec<StoreOp> {
     vec![parent.put_op(None)]
 }
 
-/// The status of subjob `index` that has no record: the parent's attributes, without the
-/// array's own, as OpenPBS shows a queued subjob; expired (`X`) if no longer queued.
-pub fn virtual_status(state: &State, parent: &Job, index: u64, queued: bool, filter: &StatusFilter) -> StatusObject {
-    let mut object = crate::jobs::job_status(state, parent, filter);
-    object.name = format!("{}[{index}].{}", parent.seq, state.server_name);
-    let letter = if queued { "Q" } else { "X" };
-    object.attrs.retain(|a| !ARRAY_ONLY.contains(&a.0.as_str()));
-    if let Some(attr) = object.attrs.iter_mut().find(|a| a.0 == "job_state") {
-        attr.1 = letter.to_string();
+/// How the subjobs of one array that have no record look in a status listing: the
+/// parent's attributes without the array's own, as OpenPBS shows a queued subjob, `Q`
+/// while queued and `X` (expired) once done. Built once per array per listing.
+pub struct SubjobTemplate {
+    /// The array's sequence number.
+    pub seq: u64,
+    remaining: IndexSet,
+    view: StatusObject,
+}
+
+impl SubjobTemplate {
+    /// The template of `parent`'s subjobs for this filter.
+    pub fn new(state: &State, parent: &Job, filter: &StatusFilter) -> SubjobTemplate {
+        let mut view = crate::jobs::job_status(state, parent, filter);
+        view.attrs.retain(|a| !ARRAY_ONLY.contains(&a.0.as_str()));
+        SubjobTemplate { seq: parent.seq, remaining: indices(parent, "array_indices_remaining"), view }
     }
-    object
+
+    /// The status of subjob `index`.
+    pub fn status(&self, state: &State, index: u64) -> StatusObject {
+        let mut object = self.view.clone();
+        object.name = format!("{}[{index}].{}", self.seq, state.server_name);
+        if let Some(attr) = object.attrs.iter_mut().find(|a| a.0 == "job_state") {
+            attr.1 = if self.remaining.contains(index) { "Q" } else { "X" }.to_string();
+        }
+        object
+    }
 }
 
 /// The subjob keys an id names: one for `12[3]`, each submitted index of `12[1-5]`.

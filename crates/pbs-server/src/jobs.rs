@@ -896,23 +896,22 @@ pub fn status_plan(
 }
 
 /// The status of one planned key: a job, a subjob with a record, or a queued subjob.
-/// `arrays` keeps the last array's parsed remaining indices, so listing an array's
-/// subjobs parses them once, not once per subjob.
+/// `arrays` keeps the last array's parsed remaining indices and its subjob view, so
+/// listing an array's subjobs builds them once, not once per subjob.
 pub fn key_status(
     state: &State,
     key: JobKey,
     filter: &StatusFilter,
-    arrays: &mut Option<(u64, crate::arrays::IndexSet)>,
+    arrays: &mut Option<crate::arrays::SubjobTemplate>,
 ) -> Option<StatusObject> {
     match (key.index, state.job(key)) {
         (_, Some(job)) => Some(job_status(state, job, filter)),
         (Some(index), None) => {
-            let parent = state.jobs.get(&key.seq)?;
-            if arrays.as_ref().is_none_or(|(seq, _)| *seq != key.seq) {
-                *arrays = Some((key.seq, crate::arrays::indices(parent, "array_indices_remaining")));
+            if arrays.as_ref().is_none_or(|t| t.seq != key.seq) {
+                let parent = state.jobs.get(&key.seq)?;
+                *arrays = Some(crate::arrays::SubjobTemplate::new(state, parent, filter));
             }
-            let queued = arrays.as_ref().is_some_and(|(_, remaining)| remaining.contains(index));
-            Some(crate::arrays::virtual_status(state, parent, index, queued, filter))
+            arrays.as_ref().map(|t| t.status(state, index))
         }
         (None, None) => None,
     }

@@ -142,11 +142,32 @@ pub fn launch_after_commit(
             }
         }
         let Ok(mut state) = server.state.lock() else { return };
-        let frames = launches
-            .into_iter()
-            .filter(|l| state.job(l.key).is_some_and(|j| j.state == JobState::Running))
-            .map(|l| (l.node, pbs_proto::mom::ToMom::RunJob { launch: Box::new(l.launch) }))
-            .collect();
+        let now = chrono::Utc::now().timestamp();
+        let mut frames = Vec::new();
+        let mut ops = Vec::new();
+        let mut settled = Vec::new();
+        for launch in launches {
+            let ending = state.ending.get(&launch.key).copied();
+            match ending {
+                None if state.job(launch.key).is_some_and(|j| j.state == JobState::Running) => {
+                    frames.push((launch.node, pbs_proto::mom::ToMom::RunJob { launch: Box::new(launch.launch) }));
+                }
+                // Deleted or requeued before its start went out: no mom knows it, so it
+                // ends here and now (its KillJob found nothing to kill).
+                Some(reason) if !settled.contains(&launch.key) => {
+                    settled.push(launch.key);
+                    let (more, f) = match reason {
+                        exec::EndReason::Rerun => exec::lost(&mut state, launch.key, now),
+                        exec::EndReason::Delete => exec::force_delete(&mut state, launch.key, now),
+                    };
+                    ops.extend(more);
+                    frames.extend(f);
+                }
+                _ => {}
+            }
+        }
         exec::send_frames(&mut state, frames);
+        exec::flush(&mut state);
+        server.store.commit_detached(ops);
     });
 }
