@@ -13,6 +13,7 @@ pub mod resource;
 pub mod select;
 pub mod size;
 pub mod state;
+pub mod walltime;
 
 pub use attr::{AttrDef, AttrType, ObjectKind, Privilege};
 pub use duration::Duration;
