@@ -253,7 +253,18 @@ impl Cluster {
     /// scheduler; returns once every node is `free`. Job history is on so finished jobs
     /// can be inspected; root's jobs are allowed.
     pub fn with_moms(n: usize, ncpus: u32) -> Cluster {
+        Cluster::with_moms_and_sched_config(n, ncpus, None)
+    }
+
+    /// As [`Cluster::with_moms`], with `sched_config` written to
+    /// `PBS_HOME/sched_priv/sched_config` before the scheduler starts.
+    pub fn with_moms_and_sched_config(n: usize, ncpus: u32, sched_config: Option<&str>) -> Cluster {
         let mut cluster = Cluster::start();
+        if let Some(text) = sched_config {
+            let dir = cluster.home().join("sched_priv");
+            std::fs::create_dir_all(&dir).expect("sched_priv");
+            std::fs::write(dir.join("sched_config"), text).expect("write sched_config");
+        }
         cluster.allow_root_jobs();
         cluster.qmgr("set server job_history_enable = True");
         for i in 1..=n {
