@@ -1028,6 +1028,7 @@ pub fn purge_history(state: &mut State, now: i64) -> Vec<StoreOp> {
         .into_iter()
         .map(|seq| {
             state.jobs.remove(&seq);
+            state.remove_subjobs_of(seq);
             StoreOp::DeleteJob { seq }
         })
         .collect()
