@@ -105,6 +105,13 @@ pub fn materialize(state: &mut State, seq: u64, index: u64, now: i64) -> Result<
     Ok(Vec::new())
 }
 
+/// Refreshes each array whose subjobs started since the last call, once however many
+/// started: a cycle that starts a thousand subjobs writes their array once.
+pub fn settle(state: &mut State, now: i64) -> Vec<StoreOp> {
+    let arrays = std::mem::take(&mut state.arrays_to_refresh);
+    arrays.into_iter().flat_map(|seq| refresh(state, seq, now)).collect()
+}
+
 /// A subjob goes back to the queue (qrerun, lost node): its record goes and its index
 /// returns to `array_indices_remaining`.
 pub fn requeue_subjob(state: &mut State, key: JobKey, now: i64) -> Vec<StoreOp> {

@@ -232,7 +232,8 @@ fn check_nodes(state: &State, exec: &ExecVnode) -> Result<(), ReqError> {
 }
 
 /// Starts a queued job on `exec_vnode`: checks, marks it running, holds its resources.
-/// Returns the store operations and the launches to send once they are committed.
+/// Returns the store operations and the launches to send once they are committed; for a
+/// subjob, the caller adds [`crate::arrays::settle`]'s operations.
 pub fn run_job(
     state: &mut State,
     key: JobKey,
@@ -269,8 +270,9 @@ pub fn run_job(
     job.attrs.set(job_idx("comment"), None, run_comment(&exec_text));
     job.attrs.unset(job_idx("Exit_status"), None);
     ops.push(job.put_op(None));
-    if let Some(seq) = key.index.map(|_| key.seq) {
-        ops.extend(crate::arrays::refresh(state, seq, now));
+    if key.index.is_some() {
+        // Brought up to date once per batch of starts: see `arrays::settle`.
+        state.arrays_to_refresh.insert(key.seq);
     }
     state.starting.insert(key);
     state.changes.jobs.insert(key, job_id.clone());
@@ -904,6 +906,7 @@ pub fn apply_decisions(
             Err(e) => errors.push(IdError { id: decision.job_id.clone(), code: e.code.0, message: e.message }),
         }
     }
+    ops.extend(crate::arrays::settle(state, now));
     (errors, ops, all_launches)
 }
 

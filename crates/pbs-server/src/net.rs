@@ -263,7 +263,8 @@ async fn run_job(
         };
         match exec_vnode {
             Some(exec_vnode) => {
-                let (ops, launches) = crate::exec::run_job(&mut state, key, &exec_vnode, ctx.now)?;
+                let (mut ops, launches) = crate::exec::run_job(&mut state, key, &exec_vnode, ctx.now)?;
+                ops.extend(crate::arrays::settle(&mut state, ctx.now));
                 crate::exec::flush(&mut state);
                 Next::Committing(server.store.commit(ops), launches)
             }

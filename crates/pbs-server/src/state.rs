@@ -128,6 +128,8 @@ pub struct State {
     pub ending: HashMap<JobKey, crate::exec::EndReason>,
     /// Jobs whose start the mom has not confirmed yet.
     pub starting: HashSet<JobKey>,
+    /// Arrays whose subjobs started in the batch being applied (see `arrays::settle`).
+    pub arrays_to_refresh: BTreeSet<u64>,
 }
 
 /// Objects changed since the scheduler was last told, and whether a cycle is due.
@@ -234,6 +236,7 @@ impl State {
             links: crate::exec::Links::default(),
             ending: HashMap::new(),
             starting: HashSet::new(),
+            arrays_to_refresh: BTreeSet::new(),
         };
         let fresh = !loaded.meta.iter().any(|(k, _)| k == "initialized");
         for (key, value) in &loaded.meta {
