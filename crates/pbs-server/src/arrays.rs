@@ -143,7 +143,18 @@ pub fn delete_queued(state: &mut State, seq: u64, index: u64, now: i64) -> Resul
 /// Brings the parent up to date with its subjobs: `array_state_count`, its state (`Q`
 /// before any subjob started, `B` after), and its end once every subjob is done.
 pub fn refresh(state: &mut State, seq: u64, now: i64) -> Vec<StoreOp> {
+    refresh_with(state, seq, now, true)
+}
+
+/// [`refresh`] after a subjob ended: only the counts changed, which are derived (and
+/// rebuilt at start), so the parent is written only if its state changed.
+pub fn refresh_after_end(state: &mut State, seq: u64, now: i64) -> Vec<StoreOp> {
+    refresh_with(state, seq, now, false)
+}
+
+fn refresh_with(state: &mut State, seq: u64, now: i64, write: bool) -> Vec<StoreOp> {
     let Some(parent) = state.jobs.get(&seq) else { return Vec::new() };
+    let before = (parent.state, parent.substate);
     if !parent.array || parent.state.is_history() {
         return Vec::new();
     }
@@ -187,7 +198,7 @@ pub fn refresh(state: &mut State, seq: u64, now: i64) -> Vec<StoreOp> {
         parent.state = if began { JobState::Begun } else { JobState::Queued };
         parent.substate = parent.state.default_substate();
     }
-    vec![parent.put_op(None)]
+    if write || before != (parent.state, parent.substate) { vec![parent.put_op(None)] } else { Vec::new() }
 }
 
 /// How the subjobs of one array that have no record look in a status listing: the

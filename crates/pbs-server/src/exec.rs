@@ -497,7 +497,7 @@ fn finish(
             }
             _ => vec![StoreOp::DeleteSubjob { seq: key.seq, index }],
         };
-        ops.extend(crate::arrays::refresh(state, key.seq, now));
+        ops.extend(crate::arrays::refresh_after_end(state, key.seq, now));
         return ops;
     }
     if history {
@@ -654,8 +654,9 @@ pub fn suspend_resume(state: &mut State, key: JobKey, suspend: bool, now: i64) -
     Ok(ops)
 }
 
-/// Rebuilds what running jobs hold on nodes after a restart.
-pub fn recover(state: &mut State, now: i64) {
+/// Rebuilds what running jobs hold on nodes, and the arrays' counts, after a restart;
+/// returns what must be written if an array turns out to be done.
+pub fn recover(state: &mut State, now: i64) -> Vec<StoreOp> {
     let running: Vec<(JobKey, String, ExecVnode)> = state
         .jobs
         .values()
@@ -670,7 +671,10 @@ pub fn recover(state: &mut State, now: i64) {
         let exclusive = state.job(key).is_some_and(|j| job_exclusive(state, j, &exec));
         nodes::account(state, key, &id, &exec, exclusive, true, now);
     }
+    let arrays: Vec<u64> = state.jobs.values().filter(|j| j.array && !j.state.is_history()).map(|j| j.seq).collect();
+    let ops = arrays.into_iter().flat_map(|seq| crate::arrays::refresh_after_end(state, seq, now)).collect();
     state.changes = Default::default();
+    ops
 }
 
 /// Signal names qsig accepts besides numbers, without the `SIG` prefix.

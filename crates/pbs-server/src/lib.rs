@@ -104,11 +104,15 @@ impl Server {
         let db_path = home.join("server_priv").join("serverdb.sqlite");
         let (store, loaded) = Store::open(&db_path)?;
         let n_jobs = loaded.jobs.len();
-        let (mut state, ops) =
+        let (mut state, setup) =
             State::from_loaded(loaded, &config.server_name, &config.host, &home.display().to_string());
-        exec::recover(&mut state, chrono::Utc::now().timestamp());
+        let created = !setup.is_empty();
+        let mut ops = setup;
+        ops.extend(exec::recover(&mut state, chrono::Utc::now().timestamp()));
         if !ops.is_empty() {
             store.commit(ops).await.map_err(|e| ServerError::Init(e.to_string()))?.map_err(ServerError::Init)?;
+        }
+        if created {
             tracing::info!("Created the default set-up: queue workq, default scheduler");
         }
         tracing::info!(n_jobs, "Server state recovered");
