@@ -317,10 +317,8 @@ fn launches(state: &State, key: JobKey, exec: &ExecVnode, run_count: u32) -> Vec
     let executable =
         job.get("executable", None).and_then(|e| jsdl_values(e, "jsdl-hpcpa:Executable").into_iter().next());
     let arguments = job.get("argument_list", None).map(|a| jsdl_values(a, "jsdl-hpcpa:Argument")).unwrap_or_default();
-    let shell = job.get("Shell_Path_List", None).and_then(|list| {
-        // `path@host` entries apply to that host; a bare path to all.
-        list.split(',').map(str::trim).find(|p| !p.contains('@')).map(str::to_string)
-    });
+    let mother_superior = exec.vnodes().first().map(|v| v.to_string()).unwrap_or_default();
+    let shell = job.get("Shell_Path_List", None).and_then(|list| shell_for(list, &mother_superior));
     let base = JobLaunch {
         job_id: job.id(&state.server_name),
         job_name: get("Job_Name"),
@@ -365,6 +363,13 @@ fn launches(state: &State, key: JobKey, exec: &ExecVnode, run_count: u32) -> Vec
             Launch { key, node: vnode.to_string(), launch }
         })
         .collect()
+}
+
+/// The shell of `-S path[@host],...` for `host`: its own entry, else the one without a host.
+fn shell_for(list: &str, host: &str) -> Option<String> {
+    let entries: Vec<&str> = list.split(',').map(str::trim).filter(|e| !e.is_empty()).collect();
+    let own = entries.iter().find_map(|e| e.split_once('@').filter(|(_, h)| *h == host).map(|(p, _)| p));
+    own.or_else(|| entries.iter().copied().find(|e| !e.contains('@'))).map(str::to_string)
 }
 
 /// The job `job_id` whose mother superior is `node`, if it is running there.
@@ -953,6 +958,14 @@ mod tests {
                 ("PBS_O_WORKDIR".to_string(), "/tmp".to_string()),
             ]
         );
+    }
+
+    #[test]
+    fn shell_path_list_prefers_the_host_entry() {
+        assert_eq!(shell_for("/bin/sh", "n1").as_deref(), Some("/bin/sh"));
+        assert_eq!(shell_for("/bin/csh@n2,/bin/bash@n1,/bin/sh", "n1").as_deref(), Some("/bin/bash"));
+        assert_eq!(shell_for("/bin/csh@n2,/bin/sh", "n1").as_deref(), Some("/bin/sh"));
+        assert_eq!(shell_for("/bin/csh@n2", "n1"), None);
     }
 
     #[test]
