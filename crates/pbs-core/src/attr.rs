@@ -238,7 +238,8 @@ pub static JOB_ATTRS: &[AttrDef] = &[
     def("array_state_count", T::Str, U, RO),
     def("array_indices_submitted", T::Str, U, UW),
     def("array_indices_remaining", T::Str, U, RO),
-    run("estimated", T::Resources, U, MW),
+    // Written by the scheduler only (estimated.soft_walltime is read-only for everyone).
+    run("estimated", T::Resources, U, RO),
     def("history_timestamp", T::Long, U, RO),
     def("project", T::Str, U, UW),
     def("run_version", T::Long, M, RO),
@@ -462,6 +463,9 @@ mod tests {
         let (_, euser) = ObjectKind::Job.find("euser").unwrap();
         assert!(!euser.readable_by(Privilege::User));
         assert!(!euser.writable_by(Privilege::Manager));
+        let (_, estimated) = ObjectKind::Job.find("estimated").unwrap();
+        assert!(estimated.readable_by(Privilege::User));
+        assert!(!estimated.writable_by(Privilege::Manager));
     }
 
     #[test]
