@@ -8,3 +8,4 @@ mod durability;
 mod exec;
 mod nodes_cli;
 mod protocol;
+mod soft_walltime;

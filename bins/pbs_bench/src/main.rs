@@ -548,6 +548,41 @@ fn array_figures(bench: &mut Bench, tiny_jobs: usize, separate_rate: f64) -> Res
     Ok(())
 }
 
+/// The calendar (strict ordering, backfill_depth 10) and a virtual-time replay of a
+/// workload planned by walltime alone and by soft_walltime.
+fn calendar_figures(figures: &mut Vec<Figure>, smoke: bool) {
+    use pbs_sched::synthetic::{calendar_cluster, time_cycle};
+    let (nodes, jobs) = if smoke { (100, 1_000) } else { (10_000, 100_000) };
+    let mut mirror = calendar_cluster(nodes, jobs, 10);
+    let timing = time_cycle(&mut mirror, 3);
+    figures.push(Figure {
+        name: "sched_cycle_calendar_depth10".into(),
+        value: Some(ms(timing.first)),
+        unit: "ms",
+        target: Some("< 2000".into()),
+        note: format!(
+            "{jobs} queued jobs on {nodes} busy nodes, backfill_depth 10; later cycles {:.1} ms",
+            ms(timing.steady)
+        ),
+    });
+    let (n_jobs, n_nodes) = if smoke { (300, 10) } else { (5_000, 100) };
+    let workload = pbs_sched::sim::synthetic_jobs(n_jobs, n_nodes, 90, 1);
+    for (use_soft, name) in [(false, "replay_mean_wait_walltime"), (true, "replay_mean_wait_soft")] {
+        let replay = pbs_sched::sim::replay_detail(&workload, n_nodes, use_soft);
+        figures.push(Figure {
+            name: name.into(),
+            value: Some(replay.mean_wait),
+            unit: "s",
+            target: use_soft.then(|| "< walltime's".to_string()),
+            note: format!(
+                "{n_jobs} jobs, {n_nodes} nodes, 90% load: utilisation {:.1}%, 16-cpu jobs wait {:.0} s",
+                replay.utilisation * 100.0,
+                replay.mean_wait_wide
+            ),
+        });
+    }
+}
+
 /// Cycle time of the scheduler's pure core on synthetic clusters (no daemons involved).
 fn sched_cycle_figures(figures: &mut Vec<Figure>, smoke: bool) {
     use pbs_sched::synthetic::{Shape, cluster, time_cycle};
@@ -560,6 +595,7 @@ fn sched_cycle_figures(figures: &mut Vec<Figure>, smoke: bool) {
             ("sched_cycle_100k_jobs_10k_full", 10_000, 100_000, Shape::NodesFull, "< 1000"),
         ]
     };
+    calendar_figures(figures, smoke);
     for &(name, nodes, jobs, shape, target) in cases {
         let mut mirror = cluster(nodes, jobs, shape);
         let timing = time_cycle(&mut mirror, 5);

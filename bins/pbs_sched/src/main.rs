@@ -1,7 +1,8 @@
-//! `pbs_sched`: reads pbs.conf and sched_config, sets up logging, and runs the scheduler
-//! in the foreground until SIGTERM or SIGINT.
+//! `pbs_sched`: reads pbs.conf, sched_config, dedicated_time and holidays, sets up
+//! logging, and runs the scheduler in the foreground until SIGTERM or SIGINT; SIGHUP
+//! re-reads sched_config, dedicated_time and holidays.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -36,7 +37,8 @@ fn run(args: Args) -> anyhow::Result<()> {
     let conf = args.daemon.load_conf()?;
     let sched_config_path =
         args.sched_config.clone().unwrap_or_else(|| conf.home.join("sched_priv").join("sched_config"));
-    let sched_config = SchedConfig::parse(&pbs_sched::logging::daemon::read_optional(&sched_config_path)?);
+    let sched_priv = conf.home.join("sched_priv");
+    let (sched_config, problems) = read_settings(&sched_config_path, &sched_priv)?;
     if args.daemon.check_config {
         println!("pbs_sched: configuration OK (PBS_HOME={})", conf.home.display());
         return Ok(());
@@ -46,20 +48,40 @@ fn run(args: Args) -> anyhow::Result<()> {
     let mut signals = SigSet::empty();
     signals.add(Signal::SIGTERM);
     signals.add(Signal::SIGINT);
+    signals.add(Signal::SIGHUP);
     signals.thread_block().context("blocking signals")?;
 
     args.daemon.init_log(conf.home.join("sched_logs"), "Svr", "pbs_sched");
+    for problem in problems {
+        tracing::warn!("{problem}");
+    }
     let target = match &args.server {
         Some(addr) => Target::Tcp(addr.clone()),
         None => Target::Unix(conf.server_socket()),
     };
     let daemon = Daemon::new(DaemonConfig::new(target, Some(conf.cluster_key_file()), sched_config));
     let stopper = daemon.stopper();
+    let reloader = daemon.reloader();
     std::thread::Builder::new()
         .name("signals".into())
         .spawn(move || {
-            if let Ok(signal) = signals.wait() {
-                pbs_sched::logging::daemon::log_stop(signal.as_str(), "");
+            loop {
+                match signals.wait() {
+                    Ok(Signal::SIGHUP) => match read_settings(&sched_config_path, &sched_priv) {
+                        Ok((config, problems)) => {
+                            for problem in problems {
+                                tracing::warn!("{problem}");
+                            }
+                            reloader.reload(config);
+                        }
+                        Err(e) => tracing::warn!("SIGHUP: keeping the current settings: {e:#}"),
+                    },
+                    Ok(signal) => {
+                        pbs_sched::logging::daemon::log_stop(signal.as_str(), "");
+                        break;
+                    }
+                    Err(_) => break,
+                }
             }
             stopper.stop();
         })
@@ -68,4 +90,21 @@ fn run(args: Args) -> anyhow::Result<()> {
     daemon.run()?;
     tracing::info!("pbs_sched stopped");
     Ok(())
+}
+
+/// sched_config plus the `dedicated_time` windows and the `holidays` non-prime intervals
+/// of `sched_priv` (a missing file is empty), with one message per malformed line of any
+/// of them (skipped).
+fn read_settings(sched_config: &Path, sched_priv: &Path) -> anyhow::Result<(SchedConfig, Vec<String>)> {
+    let read = pbs_sched::logging::daemon::read_optional;
+    let (mut config, mut problems) = SchedConfig::parse_checked(&read(sched_config)?);
+    let (windows, more) =
+        pbs_sched::parse_dedicated_time(&read(&sched_priv.join("dedicated_time"))?, pbs_sched::local_epoch);
+    config.dedicated = windows;
+    problems.extend(more);
+    let (nonprime, more) =
+        pbs_sched::prime::parse_holidays(&read(&sched_priv.join("holidays"))?, pbs_sched::local_epoch);
+    config.nonprime = nonprime;
+    problems.extend(more);
+    Ok((config, problems))
 }

@@ -17,12 +17,86 @@ pub struct SchedConfig {
     /// `resources`: the resources matched against nodes. `None` means every resource a
     /// chunk asks for (booleans are always matched, as in OpenPBS).
     pub resources: Option<Vec<String>>,
+    /// `dedicated_prefix`: queues whose name starts with it run only during dedicated
+    /// time (OpenPBS default `ded`).
+    pub dedicated_prefix: String,
+    /// Dedicated time windows `[from, to)`, epoch seconds, sorted: the content of
+    /// `PBS_HOME/sched_priv/dedicated_time` (see [`parse_dedicated_time`]), read by the
+    /// daemon with sched_config.
+    pub dedicated: Vec<(i64, i64)>,
+    /// `backfill_prime`: a job must end before the prime status changes (plus
+    /// `prime_spill`). OpenPBS default False.
+    pub backfill_prime: bool,
+    /// `prime_spill`, seconds (default 0).
+    pub prime_spill: i64,
+    /// `primetime_prefix` (default `p_`): such queues run only in prime time.
+    pub primetime_prefix: String,
+    /// `nonprimetime_prefix` (default `np_`): such queues run only in non-prime time.
+    pub nonprimetime_prefix: String,
+    /// `prime_exempt_anytime_queues` (default False): `backfill_prime` spares jobs of
+    /// queues that are neither prime nor non-prime queues.
+    pub prime_exempt_anytime_queues: bool,
+    /// Non-prime intervals `[from, to)`, epoch seconds, sorted: the `holidays` file as
+    /// [`crate::prime::parse_holidays`] reads it. Empty: always prime time.
+    pub nonprime: Vec<(i64, i64)>,
 }
 
 impl Default for SchedConfig {
     fn default() -> SchedConfig {
-        SchedConfig { strict_ordering: false, backfill: true, resources: None }
+        SchedConfig {
+            strict_ordering: false,
+            backfill: true,
+            resources: None,
+            dedicated_prefix: "ded".to_string(),
+            dedicated: Vec::new(),
+            backfill_prime: false,
+            prime_spill: 0,
+            primetime_prefix: "p_".to_string(),
+            nonprimetime_prefix: "np_".to_string(),
+            prime_exempt_anytime_queues: false,
+            nonprime: Vec::new(),
+        }
     }
+}
+
+/// Reads OpenPBS's `dedicated_time` file: `MM/DD/YYYY HH:MM MM/DD/YYYY HH:MM` (start,
+/// end) per line, `#` comments and blank lines ignored. `to_epoch` turns a local date and
+/// time into epoch seconds (the daemon passes the local time zone; tests a fixed one).
+/// Returns the windows, sorted, and one message per malformed line (which is skipped).
+pub fn parse_dedicated_time(
+    text: &str,
+    to_epoch: impl Fn(chrono::NaiveDateTime) -> Option<i64>,
+) -> (Vec<(i64, i64)>, Vec<String>) {
+    let mut windows = Vec::new();
+    let mut errors = Vec::new();
+    for (number, line) in text.lines().enumerate() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let stamp = |date: &str, time: &str| {
+            chrono::NaiveDateTime::parse_from_str(&format!("{date} {time}"), "%m/%d/%Y %H:%M").ok().and_then(&to_epoch)
+        };
+        let window = match fields.as_slice() {
+            [d1, t1, d2, t2] => stamp(d1, t1).zip(stamp(d2, t2)),
+            _ => None,
+        };
+        match window {
+            Some((from, to)) if from < to => windows.push((from, to)),
+            Some(_) => errors.push(format!("dedicated_time line {}: end is not after start: {line}", number + 1)),
+            None => errors.push(format!("dedicated_time line {}: malformed: {line}", number + 1)),
+        }
+    }
+    windows.sort_unstable();
+    (windows, errors)
+}
+
+/// Local date and time to epoch seconds, in the process's time zone (the earlier of two
+/// candidates across a DST change; `None` for a time that does not exist).
+pub fn local_epoch(time: chrono::NaiveDateTime) -> Option<i64> {
+    use chrono::TimeZone;
+    chrono::Local.from_local_datetime(&time).earliest().map(|t| t.timestamp())
 }
 
 fn truth(value: &str) -> Option<bool> {
@@ -38,17 +112,65 @@ fn truth(value: &str) -> Option<bool> {
 impl SchedConfig {
     /// Reads the text of a sched_config file; unknown keys and malformed lines are ignored.
     pub fn parse(text: &str) -> SchedConfig {
+        SchedConfig::parse_checked(text).0
+    }
+
+    /// As [`SchedConfig::parse`], with one message per line that was skipped: a line
+    /// without `key: value`, or a known key whose value does not parse.
+    pub fn parse_checked(text: &str) -> (SchedConfig, Vec<String>) {
         let mut config = SchedConfig::default();
-        for line in text.lines() {
+        let mut problems = Vec::new();
+        for (number, line) in text.lines().enumerate() {
             let line = line.trim();
             if line.is_empty() || line.starts_with('#') {
                 continue;
             }
-            let Some((key, value)) = line.split_once(':') else { continue };
+            let Some((key, value)) = line.split_once(':') else {
+                problems.push(format!("sched_config line {}: malformed: {line}", number + 1));
+                continue;
+            };
             let value = value.trim();
+            let bad = |problems: &mut Vec<String>| {
+                problems.push(format!("sched_config line {}: bad value for {}: {value}", number + 1, key.trim()));
+            };
             match key.trim() {
-                "strict_ordering" => config.strict_ordering = truth(value).unwrap_or(config.strict_ordering),
-                "backfill" => config.backfill = truth(value).unwrap_or(config.backfill),
+                "strict_ordering" => match truth(value) {
+                    Some(v) => config.strict_ordering = v,
+                    None => bad(&mut problems),
+                },
+                "backfill" => match truth(value) {
+                    Some(v) => config.backfill = v,
+                    None => bad(&mut problems),
+                },
+                "dedicated_prefix" => match value.split_whitespace().next() {
+                    Some(prefix) => config.dedicated_prefix = prefix.to_string(),
+                    None => bad(&mut problems),
+                },
+                "primetime_prefix" => match value.split_whitespace().next() {
+                    Some(prefix) => config.primetime_prefix = prefix.to_string(),
+                    None => bad(&mut problems),
+                },
+                "nonprimetime_prefix" => match value.split_whitespace().next() {
+                    Some(prefix) => config.nonprimetime_prefix = prefix.to_string(),
+                    None => bad(&mut problems),
+                },
+                "backfill_prime" => match truth(value) {
+                    Some(v) => config.backfill_prime = v,
+                    None => bad(&mut problems),
+                },
+                "prime_exempt_anytime_queues" => match truth(value) {
+                    Some(v) => config.prime_exempt_anytime_queues = v,
+                    None => bad(&mut problems),
+                },
+                "prime_spill" => match value
+                    .split_whitespace()
+                    .next()
+                    .and_then(|v| v.parse::<pbs_core::Duration>().ok())
+                    .and_then(|d| i64::try_from(d.as_secs()).ok())
+                {
+                    Some(secs) => config.prime_spill = secs,
+                    None => bad(&mut problems),
+                },
                 "resources" => {
                     let list = value.trim_matches('"');
                     config.resources =
@@ -57,7 +179,7 @@ impl SchedConfig {
                 _ => {}
             }
         }
-        config
+        (config, problems)
     }
 }
 
@@ -74,5 +196,30 @@ mod tests {
         assert!(!config.backfill);
         assert_eq!(config.resources.as_ref().map(Vec::len), Some(7));
         assert_eq!(SchedConfig::parse(""), SchedConfig::default());
+        assert_eq!(SchedConfig::parse("dedicated_prefix: maint\n").dedicated_prefix, "maint");
+        assert_eq!(SchedConfig::default().dedicated_prefix, "ded");
+        let (config, problems) =
+            SchedConfig::parse_checked("strict_ordering: maybe\nno colon here\nbackfill: false\nfoo: bar\n");
+        assert!(!config.strict_ordering && !config.backfill);
+        assert_eq!(problems.len(), 2);
+        assert!(problems[0].contains("line 1") && problems[1].contains("line 2"));
+        let config = SchedConfig::parse(
+            "backfill_prime: true ALL\nprime_spill: 1:00:00\nprimetime_prefix: pr_\nnonprimetime_prefix: npr_\n\
+             prime_exempt_anytime_queues: true\n",
+        );
+        assert!(config.backfill_prime && config.prime_exempt_anytime_queues);
+        assert_eq!(config.prime_spill, 3600);
+        assert_eq!((config.primetime_prefix.as_str(), config.nonprimetime_prefix.as_str()), ("pr_", "npr_"));
+    }
+
+    #[test]
+    fn reads_dedicated_time_and_skips_bad_lines() {
+        let utc = |t: chrono::NaiveDateTime| Some(t.and_utc().timestamp());
+        let text = "# FROM TO\n\n04/15/2026 12:00 04/15/2026 15:30\n01/01/2026 00:00 01/01/2026 01:00 # new year\n\
+                    garbage here\n13/40/2026 12:00 04/15/2026 15:30\n04/15/2026 12:00 04/15/2026 11:00\n";
+        let (windows, errors) = parse_dedicated_time(text, utc);
+        assert_eq!(windows, vec![(1_767_225_600, 1_767_229_200), (1_776_254_400, 1_776_267_000)]);
+        assert_eq!(errors.len(), 3);
+        assert!(errors[0].contains("line 5"));
     }
 }

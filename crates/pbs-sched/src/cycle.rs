@@ -25,11 +25,13 @@ use std::hash::{BuildHasherDefault, Hasher};
 use pbs_proto::Attr;
 use pbs_proto::sched::{JobUpdate, RunDecision};
 
+use crate::calendar::{Calendar, Ending, end_of};
 use crate::limits::{Entity, check_limits};
 use crate::mirror::{ArrayRole, Job, Mirror, QueueInfo, iter_indices, runs_contain, subjob_id, subjob_parent_id};
 use crate::place::{SetView, can_fit_set, find_nodes};
 use crate::reason::{Failure, Reason, Status};
 use crate::resources::{UNSET, amount_of, exec_amount, format_amount};
+use crate::walltime::{JOB_INFINITY, planned_duration, shrink_range};
 use crate::world::{Alloc, World};
 
 /// What a cycle (or a qrun) decided.
@@ -105,6 +107,13 @@ struct Ctx {
     /// Strict ordering: a job that could not run holds every later one.
     blocked: bool,
     out: Decisions,
+    now: i64,
+    /// Strict ordering with backfill: top jobs are planned on a calendar.
+    backfill: bool,
+    /// This cycle's runs with their expected ends, for the calendar.
+    started: Vec<Ending>,
+    /// Built when the first top job needs it.
+    cal: Option<Calendar>,
 }
 
 /// The queue a job is scheduled from, with what the class key and limits need.
@@ -120,12 +129,27 @@ struct QueueCtx<'a> {
 /// change. Pure: the same mirror and `now` give the same decisions. `now` is for the
 /// calendar (estimated start times), which later work adds.
 pub fn cycle(m: &Mirror, now: i64) -> Decisions {
-    let _ = now;
-    let mut ctx = Ctx { classes: HashMap::default(), blocked: false, out: Decisions::default() };
+    let mut ctx = Ctx {
+        classes: HashMap::default(),
+        blocked: false,
+        out: Decisions::default(),
+        now,
+        backfill: m.config.strict_ordering && m.config.backfill,
+        started: Vec::new(),
+        cal: None,
+    };
     if !m.scheduling() {
         return ctx.out;
     }
-    let mut world = World::new(m);
+    // Running jobs past their soft_walltime: publish the extended estimate.
+    for job in m.jobs.iter().flatten() {
+        if job.running()
+            && let Some(update) = crate::walltime::soft_walltime_update(&job.view, now)
+        {
+            ctx.out.updates.push(update);
+        }
+    }
+    let mut world = World::new(m, now);
     // OpenPBS runs jobs of execution queues that are started (`enabled` only governs
     // submission).
     let mut queues: Vec<QueueCtx<'_>> = Vec::new();
@@ -183,11 +207,10 @@ pub fn cycle(m: &Mirror, now: i64) -> Decisions {
 /// (OpenPBS leaves a begun array's comment alone). Unknown ids, and subjobs that are not
 /// queued, decide nothing (the server answers for them).
 pub fn qrun(m: &Mirror, job_id: &str, now: i64) -> Decisions {
-    let _ = now;
     let mut out = Decisions::default();
     let Some((job, run_id)) = qrun_target(m, job_id) else { return out };
     let parent_seq = matches!(job.array, ArrayRole::Parent { .. } | ArrayRole::Sub { .. }).then_some(job.view.seq);
-    let mut world = World::new(m);
+    let mut world = World::new(m, now);
     let default_info = QueueInfo::default();
     let info = m.queues.get(&job.view.queue).and_then(|q| q.info.as_ref()).unwrap_or(&default_info);
     let queue = QueueCtx { index: NONE, name: job.view.queue.as_str(), info, split_user: false, split_group: false };
@@ -328,16 +351,60 @@ fn try_job(
         }
         return Tried::Failed;
     }
-    if let Some((_, comment)) = ctx.classes.get(&key) {
+    if let Some((failure, comment)) = ctx.classes.get(&key) {
+        let failure = failure.clone();
         if may_comment {
             note_comment(&mut ctx.out, &job.view.id, current, comment);
         }
+        if failure.status == Status::NotRun && world.m.config.strict_ordering {
+            strict_failure(world, ctx, queue, job, &failure);
+        }
         return Tried::Failed;
     }
-    match evaluate(world, job, queue, array_limit, false) {
-        Ok(placed) => {
+    let now = ctx.now;
+    let evaluated = evaluate(world, job, queue, array_limit, false).and_then(|placed| {
+        // A shrink-to-fit job gets the longest walltime that ends before the next
+        // dedicated time and before every top job it would take resources from.
+        let mut duration = planned_duration(&job.view);
+        let mut shrunk = None;
+        if let Some((min, max)) = shrink_range(&job.view) {
+            let ded = dedicated_limit(world.m, now).unwrap_or(JOB_INFINITY);
+            let top = ctx.cal.as_ref().and_then(|c| c.latest_end(&placed)).map_or(JOB_INFINITY, |s| s - now);
+            let cap = max.min(ded).min(top);
+            if cap < min {
+                let reason = if ded < min { Reason::CrossDedTime } else { Reason::ReservationConflict };
+                return Err(Failure::not_run(reason));
+            }
+            duration = cap;
+            shrunk = Some(cap);
+        }
+        if let Some(cal) = ctx.cal.as_mut().filter(|c| !c.tops.is_empty())
+            && !cal.admit_filler(&placed, end_of(now, duration))
+        {
+            return Err(Failure::not_run(Reason::ReservationConflict));
+        }
+        Ok((placed, duration, shrunk))
+    });
+    match evaluated {
+        Ok((placed, duration, shrunk)) => {
             let parent_seq = array_limit.map(|_| job.view.seq);
             commit(world, &mut ctx.out, job, run_id, &placed, parent_seq);
+            if let Some(walltime) = shrunk {
+                let text = pbs_core::Duration::from_secs(u64::try_from(walltime).unwrap_or(0)).to_string();
+                ctx.out.updates.push(JobUpdate {
+                    job_id: run_id.to_string(),
+                    attrs: vec![Attr::new("Resource_List.walltime", text)],
+                });
+            }
+            if ctx.backfill
+                && let Some(end) = end_of(now, duration)
+            {
+                let ending = Ending { end, allocs: placed.allocs.clone(), exclusive: !placed.exclusive.is_empty() };
+                if let Some(cal) = ctx.cal.as_mut() {
+                    cal.ends.push(ending.clone());
+                }
+                ctx.started.push(ending);
+            }
             Tried::Started
         }
         Err(failure) => {
@@ -346,10 +413,7 @@ fn try_job(
                 note_comment(&mut ctx.out, &job.view.id, current, &comment);
             }
             if failure.status == Status::NotRun && world.m.config.strict_ordering {
-                // The calendar goes here: with `backfill`, this job would become a top job
-                // with an estimated start, and later jobs could still run if they end
-                // before it. Until then strict ordering holds everything behind it.
-                ctx.blocked = true;
+                strict_failure(world, ctx, queue, job, &failure);
             }
             if failure.reason == Reason::MaxRunSubjobs {
                 return Tried::HeldByLimit;
@@ -360,6 +424,76 @@ fn try_job(
             Tried::Failed
         }
     }
+}
+
+/// Strict ordering and a job that cannot run now: with `backfill` and room under
+/// `backfill_depth`, a job held back by node resources becomes a top job (its estimated
+/// start and vnodes published when they change) and later jobs may still run around it;
+/// otherwise, or when it would never start, it holds every later job.
+fn strict_failure(world: &World<'_>, ctx: &mut Ctx, queue: &QueueCtx<'_>, job: &Job, failure: &Failure) {
+    let resources = matches!(
+        failure.reason,
+        Reason::InsufficientResource(..)
+            | Reason::NoNodeResources
+            | Reason::NoFreeNodes
+            | Reason::SetTooSmall(..)
+            | Reason::NodeNotExcl
+    );
+    if failure.reason == Reason::ReservationConflict {
+        // A filler that would delay a top job: it waits, the rest go on.
+        return;
+    }
+    if !ctx.backfill || !resources {
+        ctx.blocked = true;
+        return;
+    }
+    let m = world.m;
+    let depth = queue.info.backfill_depth.or(m.server.backfill_depth).unwrap_or(1) as usize;
+    let planned = ctx.cal.as_ref().map_or(0, |c| c.tops.len());
+    if planned >= depth {
+        // Not a top job: later jobs still backfill around the ones planned.
+        if depth == 0 {
+            ctx.blocked = true;
+        }
+        return;
+    }
+    let now = ctx.now;
+    let cal = ctx.cal.get_or_insert_with(|| Calendar::build(m, now, &ctx.started));
+    let pool = world.pool_of_queue.get(queue.name).copied().unwrap_or(0);
+    // The start must respect dedicated and prime time as a run now would; window and
+    // prime boundaries are candidate starts too.
+    let duration = planned_duration(&job.view);
+    let dedicated_queue = is_dedicated_queue(m, queue.name);
+    let allowed = |t: i64| {
+        dedicated_now(m, t).is_some() == dedicated_queue
+            && (shrink_range(&job.view).is_some() || !crosses_dedicated(m, t, duration))
+            && check_prime(m, queue.name, t, duration).is_ok()
+    };
+    let edges: Vec<i64> = m
+        .config
+        .dedicated
+        .iter()
+        .chain(&m.config.nonprime)
+        .flat_map(|&(from, to)| [from, to])
+        .filter(|&t| t > now)
+        .collect();
+    let Some(top) = cal.plan(world, m.request(job.request), pool, duration, allowed, &edges) else {
+        ctx.blocked = true;
+        return;
+    };
+    let start = top.start.to_string();
+    let exec = exec_vnode(world, &top.placed.allocs);
+    let mut attrs = Vec::new();
+    if crate::walltime::attr(&job.view, "estimated.start_time") != Some(start.as_str()) {
+        attrs.push(Attr::new("estimated.start_time", start));
+    }
+    if crate::walltime::attr(&job.view, "estimated.exec_vnode") != Some(exec.as_str()) {
+        attrs.push(Attr::new("estimated.exec_vnode", exec));
+    }
+    if !attrs.is_empty() {
+        ctx.out.updates.push(JobUpdate { job_id: job.view.id.clone(), attrs });
+    }
+    cal.tops.push(top);
 }
 
 /// The checks of OpenPBS's `is_ok_to_run`, in its order, then the node search.
@@ -374,6 +508,12 @@ fn evaluate(
     let req = m.request(job.request);
     if let Some(what) = &req.invalid {
         return Err(Failure::never_run(Reason::InvalidJob(what.clone())));
+    }
+    if !qrun && dedicated_now(m, world.now).is_some() != is_dedicated_queue(m, queue.name) {
+        return Err(Failure::not_run(Reason::DedTime));
+    }
+    if !qrun {
+        check_prime(m, queue.name, world.now, planned_duration(&job.view))?;
     }
     let pool = world.pool_of_queue.get(queue.name).copied().unwrap_or(0);
     let set = &world.pools[pool];
@@ -403,6 +543,10 @@ fn evaluate(
         {
             return Err(Failure::not_run(Reason::MaxRunSubjobs));
         }
+        // Shrink-to-fit jobs are fitted to dedicated time in `try_job`.
+        if shrink_range(&job.view).is_none() && crosses_dedicated(m, world.now, planned_duration(&job.view)) {
+            return Err(Failure::not_run(Reason::CrossDedTime));
+        }
     }
     let queue_assigned = world.queue_assigned.get(queue.name).map(Vec::as_slice).unwrap_or(&[]);
     check_pool_resources(world, &queue.info.avail, queue_assigned, &req.job_wide, Reason::InsufficientQueueResource)?;
@@ -414,6 +558,61 @@ fn evaluate(
         Reason::InsufficientServerResource,
     )?;
     find_nodes(world, req, &set.nodes)
+}
+
+/// The dedicated time window `now` is in, if any.
+fn dedicated_now(m: &Mirror, now: i64) -> Option<(i64, i64)> {
+    m.config.dedicated.iter().copied().find(|&(from, to)| from <= now && now < to)
+}
+
+/// A dedicated queue: its name starts with `dedicated_prefix`.
+fn is_dedicated_queue(m: &Mirror, queue: &str) -> bool {
+    !m.config.dedicated_prefix.is_empty() && queue.starts_with(&m.config.dedicated_prefix)
+}
+
+/// OpenPBS's `check_prime_queue`, `check_nonprime_queue` and `check_prime_boundary`.
+fn check_prime(m: &Mirror, queue: &str, now: i64, duration: i64) -> Result<(), Failure> {
+    let c = &m.config;
+    let prime = crate::prime::is_prime(&c.nonprime, now);
+    let prime_queue = !c.primetime_prefix.is_empty() && queue.starts_with(&c.primetime_prefix);
+    let nonprime_queue = !c.nonprimetime_prefix.is_empty() && queue.starts_with(&c.nonprimetime_prefix);
+    if prime_queue && !prime {
+        return Err(Failure::not_run(Reason::PrimeOnly));
+    }
+    if nonprime_queue && prime {
+        return Err(Failure::not_run(Reason::NonprimeOnly));
+    }
+    if !c.backfill_prime || (c.prime_exempt_anytime_queues && !prime_queue && !nonprime_queue) {
+        return Ok(());
+    }
+    let Some(end) = crate::prime::status_end(&c.nonprime, now) else { return Ok(()) };
+    if duration >= JOB_INFINITY || now.saturating_add(duration) > end.saturating_add(c.prime_spill) {
+        return Err(Failure::not_run(Reason::CrossPrime(if prime { "non-primetime" } else { "primetime" })));
+    }
+    Ok(())
+}
+
+/// The longest a job started now may last without crossing dedicated time: to the
+/// current window's end, or to the next window's start. `None` without windows ahead.
+fn dedicated_limit(m: &Mirror, now: i64) -> Option<i64> {
+    if let Some((_, to)) = dedicated_now(m, now) {
+        return Some(to - now);
+    }
+    m.config.dedicated.iter().find(|&&(_, to)| to > now).map(|&(from, _)| from - now)
+}
+
+/// OpenPBS's `check_ded_time_boundary`: during dedicated time a job must end by the
+/// window's end; outside, a job started now must neither end inside the next window nor
+/// span it (a job without walltime always does).
+fn crosses_dedicated(m: &Mirror, now: i64, duration: i64) -> bool {
+    let end = now.saturating_add(duration);
+    if let Some((_, to)) = dedicated_now(m, now) {
+        return end > to;
+    }
+    match m.config.dedicated.iter().find(|&&(_, to)| to > now) {
+        Some(&(from, to)) => (end > from && end < to) || (now <= from && end >= to),
+        None => false,
+    }
 }
 
 /// Queue or server `resources_available` against the job's `Resource_List`.

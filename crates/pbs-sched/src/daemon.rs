@@ -120,6 +120,8 @@ enum Event {
     Closed(u64, String),
     /// Stop the daemon.
     Stop,
+    /// New sched_config and dedicated_time settings (SIGHUP).
+    Reload(Box<SchedConfig>),
 }
 
 /// Asks a running [`Daemon`] to stop.
@@ -132,6 +134,19 @@ impl Stopper {
     /// Ends the daemon's loop at its next wake-up (immediately if it is waiting).
     pub fn stop(&self) {
         let _ = self.events.send(Event::Stop);
+    }
+}
+
+/// Hands a running [`Daemon`] new settings (what SIGHUP re-read).
+#[derive(Clone)]
+pub struct Reloader {
+    events: Sender<Event>,
+}
+
+impl Reloader {
+    /// The next cycle uses `config`.
+    pub fn reload(&self, config: SchedConfig) {
+        let _ = self.events.send(Event::Reload(Box::new(config)));
     }
 }
 
@@ -229,6 +244,11 @@ impl Daemon {
         Stopper { events: self.events.clone() }
     }
 
+    /// A handle that passes new settings to [`Daemon::run`].
+    pub fn reloader(&self) -> Reloader {
+        Reloader { events: self.events.clone() }
+    }
+
     /// Connects, schedules, reconnects; returns when stopped.
     pub fn run(mut self) -> Result<(), DaemonError> {
         let mut backoff = self.config.min_backoff;
@@ -264,7 +284,7 @@ impl Daemon {
 
     /// Sleeps `delay` unless told to stop (returns true then). Events of old connections
     /// are dropped.
-    fn wait_or_stop(&self, delay: Duration) -> bool {
+    fn wait_or_stop(&mut self, delay: Duration) -> bool {
         let until = Instant::now() + delay;
         loop {
             let left = until.saturating_duration_since(Instant::now());
@@ -273,6 +293,7 @@ impl Daemon {
             }
             match self.inbox.recv_timeout(left) {
                 Ok(Event::Stop) => return true,
+                Ok(Event::Reload(config)) => self.config.sched_config = *config,
                 Ok(_) => {}
                 Err(RecvTimeoutError::Timeout) => return false,
                 Err(RecvTimeoutError::Disconnected) => return true,
@@ -394,6 +415,7 @@ impl Daemon {
                     other => debug!("Ignoring a frame before the snapshot: {other:?}"),
                 },
                 Ok(Event::Closed(_, why)) => return (End::Lost(why), false),
+                Ok(Event::Reload(config)) => self.config.sched_config = *config,
                 Ok(Event::Stop) | Err(RecvTimeoutError::Disconnected) => return (End::Stopped, false),
                 Err(RecvTimeoutError::Timeout) => {}
             }
@@ -463,6 +485,14 @@ impl Daemon {
                     }
                 },
                 Ok(Event::Closed(_, why)) => return (End::Lost(why), true),
+                Ok(Event::Reload(config)) => {
+                    self.config.sched_config = (*config).clone();
+                    if !mirror.set_config(*config) {
+                        warn!("sched_config resources changed: takes effect at the next connection");
+                    }
+                    info!("Reloaded sched_config and dedicated_time");
+                    want_cycle = true;
+                }
                 Ok(Event::Stop) | Err(RecvTimeoutError::Disconnected) => return (End::Stopped, true),
                 Err(RecvTimeoutError::Timeout) => {
                     if in_flight.is_some_and(|(_, sent)| sent.elapsed() >= self.config.apply_timeout) {

@@ -8,11 +8,25 @@
 //!   places the one job of a `qrun` without `-H`.
 //! - [`daemon`] connects to pbs_server, feeds the mirror, runs cycles when asked or every
 //!   `scheduler_iteration`, and sends the decisions back in one frame per cycle.
-//! - [`synthetic`] builds large mirrors for the benchmark.
+//! - [`walltime`]: job durations (soft_walltime, else walltime, else forever =
+//!   [`walltime::JOB_INFINITY`]) and the soft_walltime extension of running jobs, published
+//!   as `estimated.soft_walltime`.
+//! - `calendar`: under `strict_ordering` (with `backfill`), up to `backfill_depth` top jobs
+//!   get `estimated.start_time` / `estimated.exec_vnode`, and later jobs run only when they
+//!   do not delay them (`Job would conflict with reservation or top job`).
+//! - Dedicated time ([`SchedConfig::dedicated`], from `sched_priv/dedicated_time` via
+//!   [`parse_dedicated_time`]) and prime time ([`SchedConfig::nonprime`], from
+//!   `sched_priv/holidays` via [`prime::parse_holidays`]) are data in the config: the
+//!   daemon reads the files, the core only compares times. Shrink-to-fit jobs
+//!   (`min_walltime`, no walltime) get the longest walltime that fits, sent as
+//!   `Resource_List.walltime` with their run.
+//! - [`synthetic`] builds large mirrors for the benchmark; [`sim`] replays a job stream in
+//!   virtual time through the core.
 //!
 //! Boundary: nothing outside `daemon` and `logging` does I/O, and `cycle` depends only on
 //! its arguments.
 
+mod calendar;
 mod config;
 mod cycle;
 pub mod daemon;
@@ -20,12 +34,15 @@ mod limits;
 pub use pbs_log as logging;
 mod mirror;
 mod place;
+pub mod prime;
 mod reason;
 mod resources;
+pub mod sim;
 pub mod synthetic;
+pub mod walltime;
 mod world;
 
-pub use config::SchedConfig;
+pub use config::{SchedConfig, local_epoch, parse_dedicated_time};
 pub use cycle::{Decisions, LogEvent, cycle, qrun};
 pub use mirror::Mirror;
 

@@ -172,6 +172,8 @@ pub(crate) struct QueueInfo {
     pub(crate) limits: RunLimits,
     /// `resources_available.*` of consumable resources.
     pub(crate) avail: Vec<(ResId, i64)>,
+    /// `backfill_depth`: overrides the server's for this queue's jobs.
+    pub(crate) backfill_depth: Option<u32>,
 }
 
 /// A queue: its attributes (once known), its queued jobs in order, and counts over its
@@ -192,6 +194,8 @@ pub(crate) struct ServerInfo {
     pub(crate) scheduler_iteration: Option<u64>,
     pub(crate) limits: RunLimits,
     pub(crate) avail: Vec<(ResId, i64)>,
+    /// `backfill_depth` (OpenPBS default 1).
+    pub(crate) backfill_depth: Option<u32>,
 }
 
 /// A run the scheduler sent whose outcome the server has not confirmed yet.
@@ -342,6 +346,7 @@ impl Mirror {
                 scheduler_iteration: None,
                 limits: RunLimits::default(),
                 avail: vec![],
+                backfill_depth: None,
             },
             sched_scheduling: None,
             sched_iteration: None,
@@ -377,6 +382,18 @@ impl Mirror {
             mirror.upsert_job(job);
         }
         mirror
+    }
+
+    /// New sched_config settings (SIGHUP). The `resources` line shapes the cached job
+    /// requests, so a change of it waits for the next snapshot; returns false then (the
+    /// other settings apply at once).
+    pub fn set_config(&mut self, mut config: SchedConfig) -> bool {
+        let same = config.resources == self.config.resources;
+        if !same {
+            config.resources = self.config.resources.clone();
+        }
+        self.config = config;
+        same
     }
 
     /// Applies one change.
@@ -435,6 +452,13 @@ impl Mirror {
             for attr in &update.attrs {
                 if attr.name() == "comment" {
                     job.view.comment = (!attr.value().is_empty()).then(|| attr.value().to_string());
+                } else if attr.name().starts_with("estimated.") {
+                    // Sent estimates count as known, so they are not sent again before
+                    // the server's own view of the job arrives.
+                    job.view.attrs.retain(|a| a.name() != attr.name());
+                    if !attr.value().is_empty() {
+                        job.view.attrs.push(attr.clone());
+                    }
                 }
             }
         }
@@ -448,6 +472,27 @@ impl Mirror {
     /// Forgets every run in flight (a new connection starts from a fresh snapshot).
     pub fn clear_pending(&mut self) {
         self.pending.clear();
+    }
+
+    /// The allocations an `exec_vnode` names: (node slot, consumables taken), skipping
+    /// unknown vnodes and unparsable values.
+    pub(crate) fn exec_allocs(&self, exec_vnode: &str) -> Vec<(u32, Vec<(ResId, i64)>)> {
+        let Ok(exec) = exec_vnode.parse::<ExecVnode>() else { return Vec::new() };
+        let mut allocs = Vec::new();
+        for part in exec.parts() {
+            let Some(&node) = self.node_by_name.get(&part.vnode) else { continue };
+            let mut taken = Vec::new();
+            for (name, value) in &part.resources {
+                if let Some(id) = self.res.get(name)
+                    && self.res.kind(id).consumable()
+                    && let Some(amount) = parse_amount(self.res.kind(id), value)
+                {
+                    taken.push((id, amount));
+                }
+            }
+            allocs.push((node, taken));
+        }
+        allocs
     }
 
     fn note_run(&mut self, frame: u64, decision: &RunDecision) {
@@ -513,10 +558,12 @@ impl Mirror {
             scheduler_iteration: None,
             limits: RunLimits::from_attrs(attr_map(attrs)),
             avail: Vec::new(),
+            backfill_depth: None,
         };
         for (name, value) in attr_map(attrs) {
             match name {
                 "scheduling" => info.scheduling = truth(value).unwrap_or(true),
+                "backfill_depth" => info.backfill_depth = value.trim().parse().ok(),
                 "scheduler_iteration" => info.scheduler_iteration = value.trim().parse().ok(),
                 _ => {
                     if let Some(res) = name.strip_prefix("resources_available.") {
@@ -553,6 +600,7 @@ impl Mirror {
                 "enabled" => info.enabled = truth(value).unwrap_or(false),
                 "started" => info.started = truth(value).unwrap_or(false),
                 "Priority" => info.priority = value.trim().parse().unwrap_or(0),
+                "backfill_depth" => info.backfill_depth = value.trim().parse().ok(),
                 _ => {
                     if let Some(res) = name.strip_prefix("resources_available.") {
                         let id = self.res.intern(res, value);

@@ -223,6 +223,7 @@ fn place_chunks(w: &World<'_>, req: &Request, nodes: &[u32], apart: Apart) -> Re
 }
 
 /// A placement: chunk allocations plus every node the job holds exclusively.
+#[derive(Clone, Debug)]
 pub(crate) struct Placed {
     pub(crate) allocs: Vec<Alloc>,
     pub(crate) exclusive: Vec<u32>,

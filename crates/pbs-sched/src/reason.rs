@@ -62,6 +62,18 @@ pub(crate) enum Reason {
     StrictOrdering,
     /// INVALID_RESRESV: `Invalid Job/Resv %s`.
     InvalidJob(String),
+    /// RESERVATION_CONFLICT: a filler would delay a top job.
+    ReservationConflict,
+    /// CROSS_DED_TIME_BOUNDRY: the job would not end before dedicated time starts.
+    CrossDedTime,
+    /// DED_TIME: dedicated time now, and the job is not in a dedicated queue.
+    DedTime,
+    /// PRIME_ONLY: a prime-time queue outside prime time.
+    PrimeOnly,
+    /// NONPRIME_ONLY: a non-prime-time queue in prime time.
+    NonprimeOnly,
+    /// CROSS_PRIME_BOUNDARY: `Job will cross into %s` (`primetime` / `non-primetime`).
+    CrossPrime(&'static str),
 }
 
 impl fmt::Display for Reason {
@@ -96,6 +108,12 @@ impl fmt::Display for Reason {
             Reason::MaxRunSubjobs => f.write_str("Number of concurrent running subjobs limit reached"),
             Reason::StrictOrdering => f.write_str("Job would break strict sorted order"),
             Reason::InvalidJob(what) => write!(f, "Invalid Job/Resv {what}"),
+            Reason::ReservationConflict => f.write_str("Job would conflict with reservation or top job"),
+            Reason::CrossDedTime => f.write_str("Job would cross dedicated time boundary"),
+            Reason::DedTime => f.write_str("Dedicated time conflict"),
+            Reason::PrimeOnly => f.write_str("Job will run in primetime only"),
+            Reason::NonprimeOnly => f.write_str("Job will run in nonprimetime only"),
+            Reason::CrossPrime(what) => write!(f, "Job will cross into {what}"),
         }
     }
 }
@@ -159,5 +177,14 @@ mod tests {
             Failure::not_run(Reason::InsufficientResource("ncpus".into(), String::new())).comment(),
             "Not Running: Insufficient amount of resource: ncpus "
         );
+        assert_eq!(
+            Failure::not_run(Reason::ReservationConflict).comment(),
+            "Not Running: Job would conflict with reservation or top job"
+        );
+        assert_eq!(
+            Failure::not_run(Reason::CrossDedTime).comment(),
+            "Not Running: Job would cross dedicated time boundary"
+        );
+        assert_eq!(Failure::not_run(Reason::DedTime).comment(), "Not Running: Dedicated time conflict");
     }
 }

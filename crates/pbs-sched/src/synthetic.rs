@@ -184,3 +184,46 @@ pub fn time_cycle(mirror: &mut Mirror, repeats: usize) -> CycleTiming {
     }
     CycleTiming { first: first_time, steady, runs: first.run.len(), updates: first.updates.len(), steady_updates }
 }
+
+/// A calendar workload: `n_nodes` nodes, each full with one running 16-cpu job whose
+/// walltime ends at a different time (1 h plus up to ~17 h), and `n_jobs` queued jobs
+/// with walltimes (as [`Shape::NodesFull`]), under `strict_ordering` with the server's
+/// `backfill_depth` = `depth`: each cycle plans `depth` top jobs and checks every other
+/// job's class against them.
+pub fn calendar_cluster(n_nodes: usize, n_jobs: usize, depth: u32) -> Mirror {
+    let mut snap = snapshot(n_nodes, n_jobs, Shape::NodesFull);
+    snap.server.push(Attr::new("backfill_depth", depth.to_string()));
+    for (i, job) in snap.jobs.iter_mut().enumerate() {
+        job.resources.push(("walltime".into(), format!("{}", 600 + (i % REQUEST_KINDS) * 600)));
+    }
+    let first_seq = snap.jobs.len() as u64 + 1;
+    for (i, node) in snap.nodes.iter_mut().enumerate() {
+        let seq = first_seq + i as u64;
+        let id = format!("{seq}.{}", snap.server_name);
+        node.jobs = vec![id.clone()];
+        snap.jobs.push(SchedJob {
+            id,
+            seq,
+            queue: "workq".into(),
+            state: 'R',
+            substate: 42,
+            qtime: 1_700_000_000,
+            stime: 1,
+            owner: "user0".into(),
+            group: "users".into(),
+            resources: vec![
+                ("ncpus".into(), NODE_CPUS.to_string()),
+                ("nodect".into(), "1".into()),
+                ("place".into(), "pack".into()),
+                ("select".into(), format!("1:ncpus={NODE_CPUS}")),
+                ("walltime".into(), format!("{}", 3600 + (i % 1000) * 60)),
+            ],
+            select: format!("1:ncpus={NODE_CPUS}"),
+            place: "pack".into(),
+            exec_vnode: Some(format!("({}:ncpus={NODE_CPUS})", node.name)),
+            ..SchedJob::default()
+        });
+    }
+    let config = SchedConfig { strict_ordering: true, ..SchedConfig::default() };
+    Mirror::new(snap, config)
+}

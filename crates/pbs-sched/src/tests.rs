@@ -900,3 +900,330 @@ fn a_huge_array_costs_what_starts() {
     assert_eq!(t.runs, 10);
     eprintln!("same with max_run_subjobs=10: first cycle {:?}, steady {:?}", t.first, t.steady);
 }
+
+fn running_job(mut j: SchedJob, node_name: &str, stime: i64, resources: &[(&str, &str)]) -> SchedJob {
+    j.state = 'R';
+    j.substate = 42;
+    j.stime = stime;
+    let ncpus = j.resources.iter().find(|(n, _)| n == "ncpus").map(|(_, v)| v.clone()).unwrap_or_default();
+    j.exec_vnode = Some(format!("({node_name}:ncpus={ncpus})"));
+    for (name, value) in resources {
+        j.resources.push(((*name).into(), (*value).into()));
+    }
+    j
+}
+
+fn busy(mut n: SchedNode, ncpus: u32, jobs: &[&str]) -> SchedNode {
+    n.resources_assigned.push(("ncpus".into(), ncpus.to_string()));
+    n.jobs = jobs.iter().map(|j| (*j).to_string()).collect();
+    n
+}
+
+fn update_of<'a>(d: &'a Decisions, id: &str, name: &str) -> Option<&'a str> {
+    d.updates.iter().filter(|u| u.job_id == id).flat_map(|u| u.attrs.iter()).find(|a| a.name() == name).map(Attr::value)
+}
+
+#[test]
+fn cycle_publishes_extended_soft_walltime() {
+    let r = running_job(job(1, "workq", "1:ncpus=1", "pack"), "n1", 100, &[("soft_walltime", "00:00:06")]);
+    let k = running_job(
+        job(2, "workq", "1:ncpus=1", "pack"),
+        "n1",
+        100,
+        &[("soft_walltime", "00:00:06"), ("walltime", "00:00:16")],
+    );
+    let s = snap(vec![queue("workq", 0, &[])], vec![busy(node("n1", 4, "8gb"), 2, &["1.svr", "2.svr"])], vec![r, k]);
+    let m = mirror(s);
+    assert!(cycle(&m, 105).updates.is_empty());
+    let d = cycle(&m, 107);
+    assert_eq!(update_of(&d, "1.svr", "estimated.soft_walltime"), Some("00:00:12"));
+    assert_eq!(update_of(&d, "2.svr", "estimated.soft_walltime"), Some("00:00:12"));
+    let d = cycle(&m, 113);
+    assert_eq!(update_of(&d, "1.svr", "estimated.soft_walltime"), Some("00:00:18"));
+    assert_eq!(update_of(&d, "2.svr", "estimated.soft_walltime"), Some("00:00:16"));
+}
+
+fn with_wall(mut j: SchedJob, resources: &[(&str, &str)]) -> SchedJob {
+    for (name, value) in resources {
+        j.resources.push(((*name).into(), (*value).into()));
+    }
+    j
+}
+
+fn strict_backfill() -> SchedConfig {
+    SchedConfig { strict_ordering: true, ..SchedConfig::default() }
+}
+
+#[test]
+fn top_jobs_chain_on_the_calendar() {
+    // One 4-cpu node busy until 1100; two 4-cpu top jobs of 50 s: 1100, then 1150.
+    let r = running_job(job(1, "workq", "1:ncpus=4", "pack"), "n1", 1000, &[("walltime", "00:01:40")]);
+    let mut s = snap(
+        vec![queue("workq", 0, &[])],
+        vec![busy(node("n1", 4, "8gb"), 4, &["1.svr"])],
+        vec![
+            r,
+            with_wall(job(2, "workq", "1:ncpus=4", "pack"), &[("walltime", "00:00:50")]),
+            with_wall(job(3, "workq", "1:ncpus=4", "pack"), &[("soft_walltime", "00:00:30"), ("walltime", "00:05:00")]),
+            with_wall(job(4, "workq", "1:ncpus=4", "pack"), &[("walltime", "00:00:50")]),
+        ],
+    );
+    s.server.push(Attr::new("backfill_depth", "3"));
+    let m = Mirror::new(s.clone(), strict_backfill());
+    let d = cycle(&m, 1010);
+    assert!(d.run.is_empty());
+    assert_eq!(update_of(&d, "2.svr", "estimated.start_time"), Some("1100"));
+    assert_eq!(update_of(&d, "2.svr", "estimated.exec_vnode"), Some("(n1:ncpus=4)"));
+    assert_eq!(update_of(&d, "3.svr", "estimated.start_time"), Some("1150"));
+    // Job 3 is planned with its soft_walltime (30 s).
+    assert_eq!(update_of(&d, "4.svr", "estimated.start_time"), Some("1180"));
+    // Depth 1 (the default): only job 2 is calendared; the others wait.
+    s.server.retain(|a| a.name() != "backfill_depth");
+    let d = cycle(&Mirror::new(s.clone(), strict_backfill()), 1010);
+    assert_eq!(update_of(&d, "2.svr", "estimated.start_time"), Some("1100"));
+    assert_eq!(update_of(&d, "3.svr", "estimated.start_time"), None);
+    // A queue's backfill_depth overrides the server's.
+    s.queues[0].attrs.push(Attr::new("backfill_depth", "2"));
+    let d = cycle(&Mirror::new(s.clone(), strict_backfill()), 1010);
+    assert_eq!(update_of(&d, "3.svr", "estimated.start_time"), Some("1150"));
+    assert_eq!(update_of(&d, "4.svr", "estimated.start_time"), None);
+    // Published estimates are not sent again.
+    for j in &mut s.jobs {
+        if j.id == "2.svr" {
+            j.attrs.push(Attr::new("estimated.start_time", "1100"));
+            j.attrs.push(Attr::new("estimated.exec_vnode", "(n1:ncpus=4)"));
+        }
+    }
+    let d = cycle(&Mirror::new(s, strict_backfill()), 1010);
+    assert_eq!(update_of(&d, "2.svr", "estimated.start_time"), None);
+    assert_eq!(update_of(&d, "2.svr", "estimated.exec_vnode"), None);
+    assert!(comment_of(&d, "2.svr").is_some());
+}
+
+#[test]
+fn fillers_run_only_when_they_do_not_delay_the_top_job() {
+    // n1 is busy for good (no walltime); n2 has 2 of 4 cpus free until 1100. The top job
+    // (4 cpus) is planned on n2 at 1100: fillers there must end by then.
+    let r1 = running_job(job(1, "workq", "1:ncpus=4", "pack"), "n1", 1000, &[]);
+    let r2 = running_job(job(2, "workq", "1:ncpus=2", "pack"), "n2", 1000, &[("walltime", "00:01:40")]);
+    let s = snap(
+        vec![queue("workq", 0, &[])],
+        vec![busy(node("n1", 4, "8gb"), 4, &["1.svr"]), busy(node("n2", 4, "8gb"), 2, &["2.svr"])],
+        vec![
+            r1,
+            r2,
+            with_wall(job(3, "workq", "1:ncpus=4", "pack"), &[("walltime", "00:10:00")]),
+            job(4, "workq", "1:ncpus=1", "pack"),
+            with_wall(job(5, "workq", "1:ncpus=1", "pack"), &[("walltime", "00:03:20")]),
+            with_wall(job(6, "workq", "1:ncpus=1", "pack"), &[("walltime", "00:00:50")]),
+            with_wall(job(7, "workq", "1:ncpus=1", "pack"), &[("soft_walltime", "00:00:50"), ("walltime", "01:00:00")]),
+        ],
+    );
+    let d = cycle(&Mirror::new(s.clone(), strict_backfill()), 1000);
+    assert_eq!(update_of(&d, "3.svr", "estimated.start_time"), Some("1100"));
+    assert_eq!(update_of(&d, "3.svr", "estimated.exec_vnode"), Some("(n2:ncpus=4)"));
+    assert_eq!(run_ids(&d), vec!["6.svr", "7.svr"]);
+    let conflict = "Not Running: Job would conflict with reservation or top job";
+    assert_eq!(comment_of(&d, "4.svr"), Some(conflict));
+    assert_eq!(comment_of(&d, "5.svr"), Some(conflict));
+    // Without backfill, strict ordering still holds everything behind the first job.
+    let no_backfill = SchedConfig { strict_ordering: true, backfill: false, ..SchedConfig::default() };
+    let d = cycle(&Mirror::new(s, no_backfill), 1000);
+    assert!(d.run.is_empty());
+    assert_eq!(comment_of(&d, "6.svr"), Some("Not Running: Job would break strict sorted order"));
+}
+
+#[test]
+fn a_top_job_that_never_fits_holds_the_order() {
+    // The only node is held by a job without walltime: no start can be found.
+    let r = running_job(job(1, "workq", "1:ncpus=4", "pack"), "n1", 1000, &[]);
+    let s = snap(
+        vec![queue("workq", 0, &[])],
+        vec![busy(node("n1", 4, "8gb"), 4, &["1.svr"]), node("n2", 1, "8gb")],
+        vec![r, job(2, "workq", "1:ncpus=4", "pack"), job(3, "workq", "1:ncpus=1", "pack")],
+    );
+    let d = cycle(&Mirror::new(s, strict_backfill()), 1000);
+    assert!(d.run.is_empty());
+    assert_eq!(update_of(&d, "2.svr", "estimated.start_time"), None);
+    assert_eq!(comment_of(&d, "3.svr"), Some("Not Running: Job would break strict sorted order"));
+}
+
+#[test]
+fn dedicated_time_windows() {
+    let s = snap(
+        vec![queue("workq", 0, &[]), queue("dedq", 0, &[])],
+        four_nodes(),
+        vec![
+            with_wall(job(1, "workq", "1:ncpus=1", "pack"), &[("walltime", "00:01:40")]),
+            with_wall(job(2, "workq", "1:ncpus=1", "pack"), &[("walltime", "00:10:00")]),
+            with_wall(job(3, "workq", "1:ncpus=1", "pack"), &[("soft_walltime", "00:01:00"), ("walltime", "01:00:00")]),
+            job(4, "workq", "1:ncpus=1", "pack"),
+            with_wall(job(5, "dedq", "1:ncpus=1", "pack"), &[("walltime", "00:01:00")]),
+            with_wall(job(6, "dedq", "1:ncpus=1", "pack"), &[("walltime", "01:00:00")]),
+        ],
+    );
+    let config = SchedConfig { dedicated: vec![(1200, 2000)], ..SchedConfig::default() };
+    let m = Mirror::new(s, config);
+    // Before the window (now 1000): only jobs ending by 1200 run; no dedicated queue.
+    let d = cycle(&m, 1000);
+    assert_eq!(run_ids(&d), vec!["1.svr", "3.svr"]);
+    let cross = "Not Running: Job would cross dedicated time boundary";
+    assert_eq!(comment_of(&d, "2.svr"), Some(cross));
+    assert_eq!(comment_of(&d, "4.svr"), Some(cross));
+    assert_eq!(comment_of(&d, "5.svr"), Some("Not Running: Dedicated time conflict"));
+    // During the window (now 1500): only dedicated queue jobs, ending by 2000.
+    let d = cycle(&m, 1500);
+    assert_eq!(run_ids(&d), vec!["5.svr"]);
+    assert_eq!(comment_of(&d, "1.svr"), Some("Not Running: Dedicated time conflict"));
+    assert_eq!(comment_of(&d, "6.svr"), Some(cross));
+    // After it, everything outside dedicated queues runs again.
+    let d = cycle(&m, 2000);
+    assert_eq!(run_ids(&d), vec!["1.svr", "2.svr", "3.svr", "4.svr"]);
+}
+
+#[test]
+fn synthetic_calendar_plans_the_top_jobs() {
+    let mut m = crate::synthetic::calendar_cluster(100, 1000, 10);
+    let d = cycle(&m, 10);
+    assert!(d.run.is_empty());
+    let starts = d.updates.iter().filter(|u| u.attrs.iter().any(|a| a.name() == "estimated.start_time")).count();
+    assert_eq!(starts, 10);
+    let t = crate::synthetic::time_cycle(&mut m, 1);
+    assert_eq!(t.runs, 0);
+}
+
+#[test]
+fn shrink_to_fit_jobs_get_the_longest_walltime_that_fits() {
+    let s = snap(
+        vec![queue("workq", 0, &[])],
+        four_nodes(),
+        vec![
+            with_wall(
+                job(1, "workq", "1:ncpus=1", "pack"),
+                &[("min_walltime", "00:05:00"), ("max_walltime", "00:20:00")],
+            ),
+            with_wall(job(2, "workq", "1:ncpus=1", "pack"), &[("min_walltime", "00:15:00")]),
+            with_wall(
+                job(3, "workq", "1:ncpus=1", "pack"),
+                &[("min_walltime", "00:01:00"), ("max_walltime", "00:02:00")],
+            ),
+        ],
+    );
+    let config = SchedConfig { dedicated: vec![(1600, 2000)], ..SchedConfig::default() };
+    let d = cycle(&Mirror::new(s.clone(), config), 1000);
+    assert_eq!(run_ids(&d), vec!["1.svr", "3.svr"]);
+    assert_eq!(update_of(&d, "1.svr", "Resource_List.walltime"), Some("00:10:00"));
+    assert_eq!(update_of(&d, "3.svr", "Resource_List.walltime"), Some("00:02:00"));
+    assert_eq!(comment_of(&d, "2.svr"), Some("Not Running: Job would cross dedicated time boundary"));
+    // No dedicated time and no max_walltime: forever is the longest.
+    let d = cycle(&mirror(s), 1000);
+    assert_eq!(update_of(&d, "2.svr", "Resource_List.walltime"), Some("43800:00:00"));
+}
+
+#[test]
+fn shrink_to_fit_fillers_end_before_the_top_job() {
+    let r1 = running_job(job(1, "workq", "1:ncpus=4", "pack"), "n1", 1000, &[]);
+    let r2 = running_job(job(2, "workq", "1:ncpus=2", "pack"), "n2", 1000, &[("walltime", "00:01:40")]);
+    let s = snap(
+        vec![queue("workq", 0, &[])],
+        vec![busy(node("n1", 4, "8gb"), 4, &["1.svr"]), busy(node("n2", 4, "8gb"), 2, &["2.svr"])],
+        vec![
+            r1,
+            r2,
+            with_wall(job(3, "workq", "1:ncpus=4", "pack"), &[("walltime", "00:10:00")]),
+            with_wall(job(4, "workq", "1:ncpus=1", "pack"), &[("min_walltime", "00:03:00")]),
+            with_wall(
+                job(5, "workq", "1:ncpus=1", "pack"),
+                &[("min_walltime", "00:00:30"), ("max_walltime", "01:00:00")],
+            ),
+        ],
+    );
+    let d = cycle(&Mirror::new(s, strict_backfill()), 1000);
+    assert_eq!(update_of(&d, "3.svr", "estimated.start_time"), Some("1100"));
+    assert_eq!(run_ids(&d), vec!["5.svr"]);
+    assert_eq!(update_of(&d, "5.svr", "Resource_List.walltime"), Some("00:01:40"));
+    assert_eq!(comment_of(&d, "4.svr"), Some("Not Running: Job would conflict with reservation or top job"));
+}
+
+#[test]
+fn top_jobs_are_planned_around_dedicated_time() {
+    let r = running_job(job(1, "workq", "1:ncpus=4", "pack"), "n1", 1000, &[("walltime", "00:01:40")]);
+    let build = |walltime: &str| {
+        let s = snap(
+            vec![queue("workq", 0, &[])],
+            vec![busy(node("n1", 4, "8gb"), 4, &["1.svr"])],
+            vec![r.clone(), with_wall(job(2, "workq", "1:ncpus=4", "pack"), &[("walltime", walltime)])],
+        );
+        Mirror::new(s, SchedConfig { dedicated: vec![(1150, 1400)], ..strict_backfill() })
+    };
+    // Ends exactly when the window opens: fine.
+    let d = cycle(&build("00:00:50"), 1010);
+    assert_eq!(update_of(&d, "2.svr", "estimated.start_time"), Some("1100"));
+    // Would cross into the window: planned at its end.
+    let d = cycle(&build("00:01:40"), 1010);
+    assert_eq!(update_of(&d, "2.svr", "estimated.start_time"), Some("1400"));
+}
+
+#[test]
+fn prime_time_queues_and_backfill_prime() {
+    let s = snap(
+        vec![queue("workq", 0, &[]), queue("p_day", 0, &[]), queue("np_night", 0, &[])],
+        four_nodes(),
+        vec![
+            with_wall(job(1, "workq", "1:ncpus=1", "pack"), &[("walltime", "01:00:00")]),
+            with_wall(job(2, "workq", "1:ncpus=1", "pack"), &[("soft_walltime", "00:20:00"), ("walltime", "05:00:00")]),
+            job(3, "workq", "1:ncpus=1", "pack"),
+            with_wall(job(4, "p_day", "1:ncpus=1", "pack"), &[("walltime", "00:10:00")]),
+            with_wall(job(5, "np_night", "1:ncpus=1", "pack"), &[("walltime", "00:10:00")]),
+        ],
+    );
+    // Non-prime 10000-20000; now 8200 is prime time, 1800 s before the boundary.
+    let config = SchedConfig { nonprime: vec![(10_000, 20_000)], backfill_prime: true, ..SchedConfig::default() };
+    let d = cycle(&Mirror::new(s.clone(), config.clone()), 8200);
+    assert_eq!(run_ids(&d), vec!["2.svr", "4.svr"]);
+    assert_eq!(comment_of(&d, "1.svr"), Some("Not Running: Job will cross into non-primetime"));
+    assert_eq!(comment_of(&d, "3.svr"), Some("Not Running: Job will cross into non-primetime"));
+    assert_eq!(comment_of(&d, "5.svr"), Some("Not Running: Job will run in nonprimetime only"));
+    // prime_spill lets the hour-long job spill over.
+    let spill = SchedConfig { prime_spill: 1800, ..config.clone() };
+    assert_eq!(run_ids(&cycle(&Mirror::new(s.clone(), spill), 8200)), vec!["1.svr", "2.svr", "4.svr"]);
+    // In non-prime time, crossing into prime time; prime queues wait.
+    let d = cycle(&Mirror::new(s.clone(), config.clone()), 19_000);
+    assert_eq!(comment_of(&d, "1.svr"), Some("Not Running: Job will cross into primetime"));
+    assert_eq!(comment_of(&d, "4.svr"), Some("Not Running: Job will run in primetime only"));
+    assert_eq!(run_ids(&d), vec!["5.svr"]);
+    // Exempt anytime queues: only the prime and non-prime queues are checked.
+    let exempt = SchedConfig { prime_exempt_anytime_queues: true, ..config };
+    assert_eq!(run_ids(&cycle(&Mirror::new(s, exempt), 8200)), vec!["1.svr", "2.svr", "3.svr", "4.svr"]);
+}
+
+#[test]
+fn sent_estimates_are_not_sent_again() {
+    let r = running_job(job(1, "workq", "1:ncpus=4", "pack"), "n1", 1000, &[("soft_walltime", "00:00:10")]);
+    let s = snap(
+        vec![queue("workq", 0, &[])],
+        vec![busy(node("n1", 4, "8gb"), 4, &["1.svr"])],
+        vec![r, with_wall(job(2, "workq", "1:ncpus=4", "pack"), &[("walltime", "00:00:50")])],
+    );
+    let mut m = Mirror::new(s, strict_backfill());
+    let d = cycle(&m, 1015);
+    assert_eq!(update_of(&d, "1.svr", "estimated.soft_walltime"), Some("00:00:20"));
+    assert_eq!(update_of(&d, "2.svr", "estimated.start_time"), Some("1020"));
+    m.note_sent(1, &d.run, &d.updates);
+    assert!(cycle(&m, 1016).updates.is_empty());
+}
+
+#[test]
+fn top_jobs_respect_backfill_prime() {
+    let r = running_job(job(1, "workq", "1:ncpus=4", "pack"), "n1", 1000, &[("walltime", "00:01:40")]);
+    let s = snap(
+        vec![queue("workq", 0, &[])],
+        vec![busy(node("n1", 4, "8gb"), 4, &["1.svr"])],
+        vec![r, with_wall(job(2, "workq", "1:ncpus=4", "pack"), &[("walltime", "00:01:40")])],
+    );
+    // Prime until 1150, then non-prime until 5000: the job fits only after 1150's
+    // boundary passes (it is then non-prime time until 5000).
+    let config = SchedConfig { nonprime: vec![(1150, 5000)], backfill_prime: true, ..strict_backfill() };
+    let d = cycle(&Mirror::new(s, config), 1010);
+    assert_eq!(update_of(&d, "2.svr", "estimated.start_time"), Some("1150"));
+}

@@ -28,8 +28,11 @@ pub(crate) struct Alloc {
 }
 
 /// The cycle's working state.
+#[derive(Clone)]
 pub(crate) struct World<'m> {
     pub(crate) m: &'m Mirror,
+    /// The cycle's time.
+    pub(crate) now: i64,
     pub(crate) nres: usize,
     /// `assigned[slot * nres + res]`, zero when unset.
     pub(crate) assigned: Vec<i64>,
@@ -54,11 +57,12 @@ pub(crate) struct World<'m> {
 }
 
 impl<'m> World<'m> {
-    pub(crate) fn new(m: &'m Mirror) -> World<'m> {
+    pub(crate) fn new(m: &'m Mirror, now: i64) -> World<'m> {
         let nres = m.res.len().max(1);
         let slots = m.nodes.len();
         let mut world = World {
             m,
+            now,
             nres,
             assigned: vec![0; slots * nres],
             free: vec![false; slots],
@@ -209,6 +213,49 @@ impl<'m> World<'m> {
             }
             self.update_free(slot, exclusive_nodes.contains(&slot));
             let pool = self.node_pool[slot as usize] as usize;
+            if pool < self.pools.len() {
+                self.add_contribution(pool, slot, 1);
+            }
+        }
+    }
+
+    /// Releases a placement (a job ending on the calendar): the reverse of
+    /// [`World::book_nodes`]. A node whose state lets jobs run becomes free again once it
+    /// has room (or no job) left.
+    pub(crate) fn unbook_nodes(&mut self, allocs: &[Alloc], exclusive: bool) {
+        let mut touched: Vec<u32> = Vec::with_capacity(allocs.len());
+        for alloc in allocs {
+            if !touched.contains(&alloc.node) {
+                touched.push(alloc.node);
+            }
+        }
+        for &slot in &touched {
+            let pool = self.node_pool[slot as usize] as usize;
+            if pool < self.pools.len() {
+                self.add_contribution(pool, slot, -1);
+            }
+        }
+        for alloc in allocs {
+            for &(id, amount) in &alloc.taken {
+                self.add_assigned(alloc.node, id, -amount);
+            }
+        }
+        for &slot in &touched {
+            let i = slot as usize;
+            self.njobs[i] = self.njobs[i].saturating_sub(1);
+            if exclusive {
+                self.exclusive[i] = false;
+            }
+            if let Some(node) = self.m.node(slot) {
+                let usable = node.state.split(',').all(|t| matches!(t.trim(), "free" | "job-busy" | "job-exclusive"));
+                let held = self.exclusive[i] || (node.state.contains("job-exclusive") && !exclusive);
+                let room = self.ncpus.is_none_or(|id| {
+                    let avail = amount_of(&node.avail, id);
+                    avail == UNSET || self.assigned(slot, id) < avail
+                });
+                self.free[i] = usable && (self.njobs[i] == 0 || (!held && room));
+            }
+            let pool = self.node_pool[i] as usize;
             if pool < self.pools.len() {
                 self.add_contribution(pool, slot, 1);
             }

@@ -315,3 +315,35 @@ fn daemon_holds_arrays_at_max_run_subjobs_and_logs_it() {
     stopper.stop();
     running.join().unwrap().unwrap();
 }
+
+#[test]
+fn daemon_takes_new_settings_and_cycles() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("server_sock");
+    let listener = UnixListener::bind(&socket).unwrap();
+    let daemon = Daemon::new(DaemonConfig::new(Target::Unix(socket), None, SchedConfig::default()));
+    let stopper = daemon.stopper();
+    let reloader = daemon.reloader();
+    let running = std::thread::spawn(move || daemon.run());
+
+    let mut peer = Peer::accept(&listener);
+    let _hello: Hello = peer.recv();
+    peer.send(&HelloReply::Welcome { version: PROTOCOL_VERSION, server_name: "svr".into() });
+    let mut snap = snapshot();
+    snap.jobs = vec![job(2, 1, 'Q')];
+    snap.nodes = vec![node(2)];
+    peer.send(&ToSched::Snapshot { snapshot: Box::new(snap) });
+    let Seen { cycle: first, run, .. } = peer.decisions();
+    assert!(run.is_empty());
+    peer.send(&ToSched::DecisionsApplied { cycle: first, errors: vec![] });
+
+    // SIGHUP re-read a dedicated_time file whose window covers now: a cycle follows and
+    // the job outside a dedicated queue waits.
+    reloader.reload(SchedConfig { dedicated: vec![(0, 4_000_000_000)], ..SchedConfig::default() });
+    let Seen { run, updates, .. } = peer.decisions();
+    assert!(run.is_empty());
+    assert_eq!(updates, vec![("2.svr".to_string(), "Not Running: Dedicated time conflict".to_string())]);
+
+    stopper.stop();
+    running.join().unwrap().unwrap();
+}

@@ -1,0 +1,206 @@
+//! The calendar: when the top jobs (the highest-priority jobs that cannot run now, at most
+//! `backfill_depth` of them) are expected to start, and whether a lower-priority job
+//! (a filler) may run now without delaying them.
+//!
+//! Built lazily, the first time a cycle needs a top job: every running job (and every run
+//! in flight or started this cycle) ends at its expected end ([`crate::walltime`]: the
+//! current soft_walltime estimate, else walltime; jobs without a walltime never end).
+//! A top job's start is the first such end after which its placement succeeds on the
+//! cycle's world with those jobs released. Top jobs planned earlier hold their planned
+//! nodes from now until their own end (a simplification of OpenPBS's full timeline: a
+//! later top job never slips in before an earlier one).
+//!
+//! A filler may run now when, for every top job starting before the filler's expected
+//! end, the filler takes on the top job's planned nodes no more than what the top job
+//! leaves spare there (and neither holds such a node exclusively). Otherwise it gets
+//! OpenPBS's `Not Running: Job would conflict with reservation or top job`.
+
+use std::collections::HashMap;
+
+use crate::mirror::Mirror;
+use crate::place::{Placed, SetView, can_fit_set, find_nodes, is_excl};
+use crate::resources::{ResId, UNSET, amount_of};
+use crate::walltime::{JOB_INFINITY, planned_duration, running_end};
+use crate::world::{Alloc, World};
+
+/// A job that holds resources now and releases them at `end`.
+#[derive(Clone, Debug)]
+pub(crate) struct Ending {
+    pub(crate) end: i64,
+    pub(crate) allocs: Vec<Alloc>,
+    pub(crate) exclusive: bool,
+}
+
+/// A top job's plan.
+#[derive(Clone, Debug)]
+pub(crate) struct Top {
+    pub(crate) start: i64,
+    pub(crate) end: i64,
+    pub(crate) placed: Placed,
+    /// Per planned node: what is left of each consumable once the top job starts there.
+    spare: HashMap<u32, Vec<(ResId, i64)>>,
+}
+
+/// The cycle's calendar.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Calendar {
+    pub(crate) ends: Vec<Ending>,
+    pub(crate) tops: Vec<Top>,
+}
+
+/// The end of a job that lasts `duration` from `start`: `None` for "forever".
+pub(crate) fn end_of(start: i64, duration: i64) -> Option<i64> {
+    (duration < JOB_INFINITY).then(|| start.saturating_add(duration))
+}
+
+impl Calendar {
+    /// The ends of the jobs holding resources at `now`: running jobs from the mirror,
+    /// runs in flight, and `started` (this cycle's runs). Jobs that never end are left
+    /// out: their resources never come back.
+    pub(crate) fn build(m: &Mirror, now: i64, started: &[Ending]) -> Calendar {
+        let mut ends = Vec::new();
+        for job in m.jobs.iter().flatten() {
+            if !matches!(job.view.state, 'R' | 'E') {
+                continue;
+            }
+            let Some(exec) = job.view.exec_vnode.as_deref() else { continue };
+            let duration = end_duration(&job.view, now);
+            let Some(end) = end_of(now, duration) else { continue };
+            let req = m.request(job.request);
+            let allocs: Vec<Alloc> =
+                m.exec_allocs(exec).into_iter().map(|(node, taken)| Alloc { node, taken }).collect();
+            let exclusive =
+                allocs.iter().any(|a| m.node(a.node).is_some_and(|node| is_excl(req.sharing, node.sharing)));
+            ends.push(Ending { end, allocs, exclusive });
+        }
+        for (id, pending) in &m.pending {
+            let duration = m
+                .job_slot(id)
+                .or_else(|| m.job_slot(&crate::mirror::subjob_parent_id(id)))
+                .and_then(|slot| m.job(slot))
+                .map_or(JOB_INFINITY, |job| planned_duration(&job.view));
+            let Some(end) = end_of(now, duration) else { continue };
+            let allocs = pending.allocs.iter().map(|(node, taken)| Alloc { node: *node, taken: taken.clone() });
+            ends.push(Ending { end, allocs: allocs.collect(), exclusive: pending.exclusive });
+        }
+        ends.extend(started.iter().cloned());
+        Calendar { ends, tops: Vec::new() }
+    }
+
+    /// When and where a job needing `req` on `nodes` (pool `pool`) could start, given
+    /// the world now: the first end after which it fits. `None` when it never fits.
+    /// `allowed(t)` says whether the job may start at `t` (dedicated time); `extra` are
+    /// further times worth trying (when dedicated windows open or close).
+    pub(crate) fn plan(
+        &self,
+        world: &World<'_>,
+        req: &crate::mirror::Request,
+        pool: usize,
+        duration: i64,
+        allowed: impl Fn(i64) -> bool,
+        extra: &[i64],
+    ) -> Option<Top> {
+        let mut sim = world.clone();
+        let mut events: Vec<(i64, &[Alloc], bool)> =
+            self.ends.iter().map(|e| (e.end, e.allocs.as_slice(), e.exclusive)).collect();
+        events.extend(extra.iter().map(|&t| (t, &[][..], false)));
+        for top in &self.tops {
+            sim.book_nodes(&top.placed.allocs, &top.placed.exclusive);
+            if let Some(end) = end_of(top.start, top.end - top.start) {
+                events.push((end, top.placed.allocs.as_slice(), !top.placed.exclusive.is_empty()));
+            }
+        }
+        events.sort_by_key(|e| e.0);
+        let nodes = world.pools.get(pool).map(|s| s.nodes.clone()).unwrap_or_default();
+        let mut i = 0;
+        while i < events.len() {
+            let t = events[i].0;
+            while i < events.len() && events[i].0 == t {
+                if !events[i].1.is_empty() {
+                    sim.unbook_nodes(events[i].1, events[i].2);
+                }
+                i += 1;
+            }
+            if !allowed(t) {
+                continue;
+            }
+            let set = &sim.pools[pool];
+            let view =
+                SetView { nodes: &set.nodes, free_nodes: set.free_nodes, avail: &set.avail, assigned: &set.assigned };
+            if can_fit_set(&sim, &view, req, false).is_err() {
+                continue;
+            }
+            let Ok(placed) = find_nodes(&sim, req, &nodes) else { continue };
+            sim.book_nodes(&placed.allocs, &placed.exclusive);
+            let mut spare = HashMap::new();
+            for alloc in &placed.allocs {
+                let Some(node) = sim.m.node(alloc.node) else { continue };
+                let left: Vec<(ResId, i64)> = (0..sim.nres)
+                    .filter_map(|r| {
+                        let id = ResId::try_from(r).ok()?;
+                        let avail = amount_of(&node.avail, id);
+                        (sim.m.res.kind(id).consumable() && avail != UNSET)
+                            .then(|| (id, avail - sim.assigned(alloc.node, id)))
+                    })
+                    .collect();
+                spare.insert(alloc.node, left);
+            }
+            let end = t.saturating_add(duration);
+            return Some(Top { start: t, end, placed, spare });
+        }
+        None
+    }
+
+    /// Whether a filler placed now and ending at `end` (`None`: never) leaves every top
+    /// job its planned resources; if so, books what it takes from their spare amounts.
+    pub(crate) fn admit_filler(&mut self, placed: &Placed, end: Option<i64>) -> bool {
+        let overlaps = |top: &Top| end.is_none_or(|end| end > top.start);
+        if self.tops.iter().any(|top| overlaps(top) && conflicts(top, placed)) {
+            return false;
+        }
+        for top in self.tops.iter_mut().filter(|t| overlaps(t)) {
+            for alloc in &placed.allocs {
+                let Some(spare) = top.spare.get_mut(&alloc.node) else { continue };
+                for &(id, amount) in &alloc.taken {
+                    if let Some(entry) = spare.iter_mut().find(|(r, _)| *r == id) {
+                        entry.1 -= amount;
+                    }
+                }
+            }
+        }
+        true
+    }
+
+    /// The latest end a placement may have without delaying a top job (`None`: no limit):
+    /// the earliest start among the top jobs it would take resources from.
+    pub(crate) fn latest_end(&self, placed: &Placed) -> Option<i64> {
+        self.tops.iter().filter(|top| conflicts(top, placed)).map(|top| top.start).min()
+    }
+}
+
+/// Whether a placement, running while `top` starts, takes what `top` needs.
+fn conflicts(top: &Top, placed: &Placed) -> bool {
+    for alloc in &placed.allocs {
+        let Some(spare) = top.spare.get(&alloc.node) else { continue };
+        if placed.exclusive.contains(&alloc.node) || top.placed.exclusive.contains(&alloc.node) {
+            return true;
+        }
+        for &(id, amount) in &alloc.taken {
+            let left = spare.iter().find(|(r, _)| *r == id).map_or(i64::MAX, |(_, v)| *v);
+            if amount > 0 && amount > left {
+                return true;
+            }
+        }
+    }
+    placed.exclusive.iter().any(|node| top.spare.contains_key(node))
+}
+
+/// How long a running job is expected to last in all, seen from `now` (its end minus
+/// `now`, at least 0), as the calendar's duration from `now`.
+fn end_duration(job: &pbs_proto::sched::SchedJob, now: i64) -> i64 {
+    let duration = crate::walltime::running_duration(job, now);
+    if duration >= JOB_INFINITY {
+        return JOB_INFINITY;
+    }
+    (running_end(job, now) - now).max(0)
+}
