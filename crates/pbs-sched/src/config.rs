@@ -1,15 +1,44 @@
 //! Policy settings that OpenPBS keeps in `PBS_HOME/sched_priv/sched_config` rather than in
-//! server attributes: `strict_ordering`, `backfill` and the `resources` line.
+//! server attributes: `strict_ordering`, `backfill`, `help_starving_jobs`, `max_starve`,
+//! the prime-time keys and the `resources` line.
 //!
 //! Only these keys are read; every other line of a real sched_config is accepted and
 //! ignored, so an OpenPBS file can be dropped in unchanged.
+//!
+//! `strict_ordering`, `backfill`, `help_starving_jobs` and `backfill_prime` take OpenPBS's
+//! period qualifier after the value: `ALL` (or none) sets both periods, `prime` only prime
+//! time, `non_prime` only non-prime time. The plain fields hold the prime-time values;
+//! [`SchedConfig::non_prime_policy`] holds the non-prime ones once a line names a period,
+//! and [`SchedConfig::policy_at`] picks the values of the period a cycle runs in.
+
+/// The switches that may differ between prime and non-prime time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PeriodPolicy {
+    /// `strict_ordering`.
+    pub strict_ordering: bool,
+    /// `backfill`.
+    pub backfill: bool,
+    /// `help_starving_jobs`.
+    pub help_starving_jobs: bool,
+    /// `backfill_prime`.
+    pub backfill_prime: bool,
+}
 
 /// The scheduler's policy switches.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SchedConfig {
     /// `strict_ordering`: a job that cannot run keeps every later job from running
-    /// (OpenPBS default False).
+    /// (OpenPBS default False). Prime-time value (see [`SchedConfig::policy_at`]).
     pub strict_ordering: bool,
+    /// `help_starving_jobs` (OpenPBS's shipped sched_config: True): a queued job eligible
+    /// for longer than `max_starve` is starving; starving jobs go first among the jobs of
+    /// their queue priority and become top jobs even without strict ordering.
+    pub help_starving_jobs: bool,
+    /// `max_starve`, seconds (shipped sched_config: 24:00:00).
+    pub max_starve: i64,
+    /// The non-prime-time values, once a sched_config line names a period; `None`: the
+    /// same as prime time.
+    pub non_prime_policy: Option<PeriodPolicy>,
     /// `backfill`: lower jobs may run around the top jobs when strict ordering is on
     /// (OpenPBS default True). Needs the calendar, which is not built yet: until then a
     /// blocked strict order blocks everything after it.
@@ -45,6 +74,9 @@ impl Default for SchedConfig {
     fn default() -> SchedConfig {
         SchedConfig {
             strict_ordering: false,
+            help_starving_jobs: true,
+            max_starve: 24 * 3600,
+            non_prime_policy: None,
             backfill: true,
             resources: None,
             dedicated_prefix: "ded".to_string(),
@@ -100,7 +132,6 @@ pub fn local_epoch(time: chrono::NaiveDateTime) -> Option<i64> {
 }
 
 fn truth(value: &str) -> Option<bool> {
-    // `strict_ordering: true ALL`: the prime-time qualifier is ignored (no prime time yet).
     let word = value.split_whitespace().next()?;
     match word.to_ascii_lowercase().as_str() {
         "true" | "t" | "yes" | "y" | "1" => Some(true),
@@ -109,7 +140,64 @@ fn truth(value: &str) -> Option<bool> {
     }
 }
 
+/// The period a sched_config line applies to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Period {
+    All,
+    Prime,
+    NonPrime,
+}
+
+/// The qualifier after the value (`true prime`): none or `ALL` is both periods.
+fn period(value: &str) -> Option<Period> {
+    match value.split_whitespace().nth(1).map(str::to_ascii_lowercase).as_deref() {
+        None | Some("all") => Some(Period::All),
+        Some("prime") => Some(Period::Prime),
+        Some("non_prime") => Some(Period::NonPrime),
+        _ => None,
+    }
+}
+
 impl SchedConfig {
+    /// The prime-time values of the period-qualified switches.
+    fn prime_policy(&self) -> PeriodPolicy {
+        PeriodPolicy {
+            strict_ordering: self.strict_ordering,
+            backfill: self.backfill,
+            help_starving_jobs: self.help_starving_jobs,
+            backfill_prime: self.backfill_prime,
+        }
+    }
+
+    /// The period-qualified switches in force at `now`: prime time unless `now` falls in
+    /// a non-prime interval of the holidays file.
+    pub fn policy_at(&self, now: i64) -> PeriodPolicy {
+        match self.non_prime_policy {
+            Some(non_prime) if !crate::prime::is_prime(&self.nonprime, now) => non_prime,
+            _ => self.prime_policy(),
+        }
+    }
+
+    /// Sets one period-qualified switch for `period`.
+    fn set_switch(&mut self, period: Period, value: bool, field: fn(&mut PeriodPolicy) -> &mut bool) {
+        if period != Period::All && self.non_prime_policy.is_none() {
+            self.non_prime_policy = Some(self.prime_policy());
+        }
+        if period != Period::NonPrime {
+            let mut prime = self.prime_policy();
+            *field(&mut prime) = value;
+            self.strict_ordering = prime.strict_ordering;
+            self.backfill = prime.backfill;
+            self.help_starving_jobs = prime.help_starving_jobs;
+            self.backfill_prime = prime.backfill_prime;
+        }
+        if period != Period::Prime
+            && let Some(non_prime) = self.non_prime_policy.as_mut()
+        {
+            *field(non_prime) = value;
+        }
+    }
+
     /// Reads the text of a sched_config file; unknown keys and malformed lines are ignored.
     pub fn parse(text: &str) -> SchedConfig {
         SchedConfig::parse_checked(text).0
@@ -133,13 +221,28 @@ impl SchedConfig {
             let bad = |problems: &mut Vec<String>| {
                 problems.push(format!("sched_config line {}: bad value for {}: {value}", number + 1, key.trim()));
             };
-            match key.trim() {
-                "strict_ordering" => match truth(value) {
-                    Some(v) => config.strict_ordering = v,
+            let switch: Option<fn(&mut PeriodPolicy) -> &mut bool> = match key.trim() {
+                "strict_ordering" => Some(|p| &mut p.strict_ordering),
+                "backfill" => Some(|p| &mut p.backfill),
+                "help_starving_jobs" => Some(|p| &mut p.help_starving_jobs),
+                "backfill_prime" => Some(|p| &mut p.backfill_prime),
+                _ => None,
+            };
+            if let Some(field) = switch {
+                match truth(value).zip(period(value)) {
+                    Some((v, when)) => config.set_switch(when, v, field),
                     None => bad(&mut problems),
-                },
-                "backfill" => match truth(value) {
-                    Some(v) => config.backfill = v,
+                }
+                continue;
+            }
+            match key.trim() {
+                "max_starve" => match value
+                    .split_whitespace()
+                    .next()
+                    .and_then(|v| v.parse::<pbs_core::Duration>().ok())
+                    .and_then(|d| i64::try_from(d.as_secs()).ok())
+                {
+                    Some(secs) => config.max_starve = secs,
                     None => bad(&mut problems),
                 },
                 "dedicated_prefix" => match value.split_whitespace().next() {
@@ -152,10 +255,6 @@ impl SchedConfig {
                 },
                 "nonprimetime_prefix" => match value.split_whitespace().next() {
                     Some(prefix) => config.nonprimetime_prefix = prefix.to_string(),
-                    None => bad(&mut problems),
-                },
-                "backfill_prime" => match truth(value) {
-                    Some(v) => config.backfill_prime = v,
                     None => bad(&mut problems),
                 },
                 "prime_exempt_anytime_queues" => match truth(value) {
@@ -210,6 +309,45 @@ mod tests {
         assert!(config.backfill_prime && config.prime_exempt_anytime_queues);
         assert_eq!(config.prime_spill, 3600);
         assert_eq!((config.primetime_prefix.as_str(), config.nonprimetime_prefix.as_str()), ("pr_", "npr_"));
+    }
+
+    #[test]
+    fn reads_starvation_keys_with_openpbs_defaults() {
+        let config = SchedConfig::default();
+        assert!(config.help_starving_jobs);
+        assert_eq!(config.max_starve, 86_400);
+        let config = SchedConfig::parse("help_starving_jobs: false ALL\nmax_starve: 2:00:00\n");
+        assert!(!config.help_starving_jobs);
+        assert_eq!(config.max_starve, 7200);
+        let (config, problems) = SchedConfig::parse_checked("max_starve: soon\nhelp_starving_jobs: true sometimes\n");
+        assert_eq!(config.max_starve, 86_400);
+        assert!(config.help_starving_jobs);
+        assert_eq!(problems.len(), 2);
+    }
+
+    #[test]
+    fn period_qualifiers_pick_the_value_of_the_current_period() {
+        // Non-prime from 100 to 200.
+        let with_nonprime = |text: &str| SchedConfig { nonprime: vec![(100, 200)], ..SchedConfig::parse(text) };
+        let config = with_nonprime("strict_ordering: true prime\n");
+        assert!(config.policy_at(50).strict_ordering);
+        assert!(!config.policy_at(150).strict_ordering);
+        assert!(config.policy_at(250).strict_ordering);
+        let config =
+            with_nonprime("backfill: false ALL\nhelp_starving_jobs: false non_prime\nbackfill_prime: true prime\n");
+        let (prime, non_prime) = (config.policy_at(0), config.policy_at(100));
+        assert!(!prime.backfill && !non_prime.backfill);
+        assert!(prime.help_starving_jobs && !non_prime.help_starving_jobs);
+        assert!(prime.backfill_prime && !non_prime.backfill_prime);
+        // A later ALL line sets both periods.
+        let config = with_nonprime("strict_ordering: true non_prime\nstrict_ordering: false all\n");
+        assert!(!config.policy_at(0).strict_ordering && !config.policy_at(150).strict_ordering);
+        // Without a qualified line, both periods share the values.
+        let config = with_nonprime("strict_ordering: true\n");
+        assert_eq!(config.non_prime_policy, None);
+        assert!(config.policy_at(150).strict_ordering);
+        let (_, problems) = SchedConfig::parse_checked("strict_ordering: true weekends\n");
+        assert_eq!(problems.len(), 1);
     }
 
     #[test]

@@ -19,13 +19,14 @@
 //! cycle; hitting it holds back only that array (its class stays runnable) and is
 //! reported in [`Decisions::log`] for the daemon to log.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 
 use pbs_proto::Attr;
 use pbs_proto::sched::{JobUpdate, RunDecision};
 
 use crate::calendar::{Calendar, Ending, end_of};
+use crate::config::PeriodPolicy;
 use crate::limits::{Entity, check_limits};
 use crate::mirror::{ArrayRole, Job, Mirror, QueueInfo, iter_indices, runs_contain, subjob_id, subjob_parent_id};
 use crate::place::{SetView, can_fit_set, find_nodes};
@@ -114,6 +115,10 @@ struct Ctx {
     started: Vec<Ending>,
     /// Built when the first top job needs it.
     cal: Option<Calendar>,
+    /// The period-qualified switches of the period the cycle runs in.
+    policy: PeriodPolicy,
+    /// This cycle's top jobs (ids): their estimates stay, every other job's are cleared.
+    tops: HashSet<String>,
 }
 
 /// The queue a job is scheduled from, with what the class key and limits need.
@@ -129,14 +134,24 @@ struct QueueCtx<'a> {
 /// change. Pure: the same mirror and `now` give the same decisions. `now` is for the
 /// calendar (estimated start times), which later work adds.
 pub fn cycle(m: &Mirror, now: i64) -> Decisions {
+    let policy = m.config.policy_at(now);
+    // Runs are recorded for the calendar only when a top job may come: under strict
+    // ordering, or when some queued job is starving.
+    let any_starving = policy.help_starving_jobs
+        && m.queues
+            .values()
+            .flat_map(|q| &q.queued)
+            .any(|key| m.job(key.3).is_some_and(|j| starve_amount(m, j, now).is_some()));
     let mut ctx = Ctx {
         classes: HashMap::default(),
         blocked: false,
         out: Decisions::default(),
         now,
-        backfill: m.config.strict_ordering && m.config.backfill,
+        backfill: policy.backfill && (policy.strict_ordering || any_starving),
         started: Vec::new(),
         cal: None,
+        policy,
+        tops: HashSet::new(),
     };
     if !m.scheduling() {
         return ctx.out;
@@ -172,9 +187,29 @@ pub fn cycle(m: &Mirror, now: i64) -> Decisions {
         let priority = queues[start].info.priority;
         let end = queues[start..].iter().position(|q| q.info.priority != priority).map_or(queues.len(), |n| start + n);
         let group = &queues[start..end];
+        // Starving jobs go first (the longest starving first, then in queue order), as
+        // OpenPBS's `cmp_sort` puts them ahead of the other jobs.
+        let mut starving: Vec<(i64, crate::mirror::OrderKey, usize)> = Vec::new();
+        if any_starving {
+            for (i, queue) in group.iter().enumerate() {
+                for key in &m.queues[queue.name].queued {
+                    if let Some(amount) = m.job(key.3).and_then(|job| starve_amount(m, job, now)) {
+                        starving.push((amount, *key, i));
+                    }
+                }
+            }
+            starving.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+            for &(_, key, i) in &starving {
+                handle_job(&mut world, &mut ctx, &group[i], key.3);
+            }
+        }
+        let is_starving =
+            |slot: u32| !starving.is_empty() && m.job(slot).is_some_and(|job| starve_amount(m, job, now).is_some());
         if let [queue] = group {
             for key in &m.queues[queue.name].queued {
-                handle_job(&mut world, &mut ctx, queue, key.3);
+                if !is_starving(key.3) {
+                    handle_job(&mut world, &mut ctx, queue, key.3);
+                }
             }
         } else {
             // Queues of equal priority: their jobs interleave by job priority, then
@@ -191,12 +226,42 @@ pub fn cycle(m: &Mirror, now: i64) -> Decisions {
                 }
                 let Some((i, key)) = best else { break };
                 iters[i].next();
-                handle_job(&mut world, &mut ctx, &group[i], key.3);
+                if !is_starving(key.3) {
+                    handle_job(&mut world, &mut ctx, &group[i], key.3);
+                }
             }
         }
         start = end;
     }
+    clear_stale_estimates(m, &mut ctx);
     ctx.out
+}
+
+/// OpenPBS's `job_starving` (without `eligible_time_enable`): how long past `max_starve`
+/// a queued job has been eligible (since `etime`, else `qtime`), when it is starving.
+/// Jobs with neither time never starve. Callers check `help_starving_jobs`.
+pub(crate) fn starve_amount(m: &Mirror, job: &Job, now: i64) -> Option<i64> {
+    // Only candidates (queued, not held) starve.
+    job.key?;
+    let since = if job.view.etime > 0 { job.view.etime } else { job.view.qtime };
+    let over = now.saturating_sub(since).saturating_sub(m.config.max_starve);
+    (since > 0 && over > 0).then_some(over)
+}
+
+/// Clears `estimated.start_time` / `estimated.exec_vnode` (an empty value unsets them) on
+/// every job that shows them and is not a top job this cycle: it ran, or it is no longer
+/// among the top jobs.
+fn clear_stale_estimates(m: &Mirror, ctx: &mut Ctx) {
+    const ESTIMATES: [&str; 2] = ["estimated.start_time", "estimated.exec_vnode"];
+    for job in m.jobs.iter().flatten() {
+        let set: Vec<&str> =
+            ESTIMATES.into_iter().filter(|name| crate::walltime::attr(&job.view, name).is_some()).collect();
+        if set.is_empty() || ctx.tops.contains(&job.view.id) {
+            continue;
+        }
+        let attrs = set.into_iter().map(|name| Attr::new(name, "")).collect();
+        ctx.out.updates.push(JobUpdate { job_id: job.view.id.clone(), attrs });
+    }
 }
 
 /// Places one job for `qrun` (no `-H`): run limits, `max_run_subjobs` and strict ordering
@@ -356,7 +421,10 @@ fn try_job(
         if may_comment {
             note_comment(&mut ctx.out, &job.view.id, current, comment);
         }
-        if failure.status == Status::NotRun && world.m.config.strict_ordering {
+        if failure.status == Status::NotRun
+            && (ctx.policy.strict_ordering
+                || (ctx.policy.help_starving_jobs && starve_amount(world.m, job, ctx.now).is_some()))
+        {
             strict_failure(world, ctx, queue, job, &failure);
         }
         return Tried::Failed;
@@ -412,7 +480,10 @@ fn try_job(
             if may_comment {
                 note_comment(&mut ctx.out, &job.view.id, current, &comment);
             }
-            if failure.status == Status::NotRun && world.m.config.strict_ordering {
+            if failure.status == Status::NotRun
+                && (ctx.policy.strict_ordering
+                    || (ctx.policy.help_starving_jobs && starve_amount(world.m, job, ctx.now).is_some()))
+            {
                 strict_failure(world, ctx, queue, job, &failure);
             }
             if failure.reason == Reason::MaxRunSubjobs {
@@ -426,11 +497,13 @@ fn try_job(
     }
 }
 
-/// Strict ordering and a job that cannot run now: with `backfill` and room under
-/// `backfill_depth`, a job held back by node resources becomes a top job (its estimated
-/// start and vnodes published when they change) and later jobs may still run around it;
-/// otherwise, or when it would never start, it holds every later job.
+/// Strict ordering, or a starving job, and a job that cannot run now: with `backfill` and
+/// room under `backfill_depth`, a job held back by node resources becomes a top job (its
+/// estimated start and vnodes published when they change) and later jobs may still run
+/// around it. Under strict ordering, a job that cannot be a top job, or would never
+/// start, holds every later job; without it (a starving job) the others go on.
 fn strict_failure(world: &World<'_>, ctx: &mut Ctx, queue: &QueueCtx<'_>, job: &Job, failure: &Failure) {
+    let strict = ctx.policy.strict_ordering;
     let resources = matches!(
         failure.reason,
         Reason::InsufficientResource(..)
@@ -444,7 +517,7 @@ fn strict_failure(world: &World<'_>, ctx: &mut Ctx, queue: &QueueCtx<'_>, job: &
         return;
     }
     if !ctx.backfill || !resources {
-        ctx.blocked = true;
+        ctx.blocked |= strict;
         return;
     }
     let m = world.m;
@@ -453,7 +526,7 @@ fn strict_failure(world: &World<'_>, ctx: &mut Ctx, queue: &QueueCtx<'_>, job: &
     if planned >= depth {
         // Not a top job: later jobs still backfill around the ones planned.
         if depth == 0 {
-            ctx.blocked = true;
+            ctx.blocked |= strict;
         }
         return;
     }
@@ -464,10 +537,11 @@ fn strict_failure(world: &World<'_>, ctx: &mut Ctx, queue: &QueueCtx<'_>, job: &
     // prime boundaries are candidate starts too.
     let duration = planned_duration(&job.view);
     let dedicated_queue = is_dedicated_queue(m, queue.name);
+    let backfill_prime = ctx.policy.backfill_prime;
     let allowed = |t: i64| {
         dedicated_now(m, t).is_some() == dedicated_queue
             && (shrink_range(&job.view).is_some() || !crosses_dedicated(m, t, duration))
-            && check_prime(m, queue.name, t, duration).is_ok()
+            && check_prime(m, queue.name, t, duration, backfill_prime).is_ok()
     };
     let edges: Vec<i64> = m
         .config
@@ -478,7 +552,7 @@ fn strict_failure(world: &World<'_>, ctx: &mut Ctx, queue: &QueueCtx<'_>, job: &
         .filter(|&t| t > now)
         .collect();
     let Some(top) = cal.plan(world, m.request(job.request), pool, duration, allowed, &edges) else {
-        ctx.blocked = true;
+        ctx.blocked |= strict;
         return;
     };
     let start = top.start.to_string();
@@ -494,6 +568,7 @@ fn strict_failure(world: &World<'_>, ctx: &mut Ctx, queue: &QueueCtx<'_>, job: &
         ctx.out.updates.push(JobUpdate { job_id: job.view.id.clone(), attrs });
     }
     cal.tops.push(top);
+    ctx.tops.insert(job.view.id.clone());
 }
 
 /// The checks of OpenPBS's `is_ok_to_run`, in its order, then the node search.
@@ -513,7 +588,8 @@ fn evaluate(
         return Err(Failure::not_run(Reason::DedTime));
     }
     if !qrun {
-        check_prime(m, queue.name, world.now, planned_duration(&job.view))?;
+        let backfill_prime = m.config.policy_at(world.now).backfill_prime;
+        check_prime(m, queue.name, world.now, planned_duration(&job.view), backfill_prime)?;
     }
     let pool = world.pool_of_queue.get(queue.name).copied().unwrap_or(0);
     let set = &world.pools[pool];
@@ -571,7 +647,8 @@ fn is_dedicated_queue(m: &Mirror, queue: &str) -> bool {
 }
 
 /// OpenPBS's `check_prime_queue`, `check_nonprime_queue` and `check_prime_boundary`.
-fn check_prime(m: &Mirror, queue: &str, now: i64, duration: i64) -> Result<(), Failure> {
+/// `backfill_prime` is the value of the period the cycle runs in.
+fn check_prime(m: &Mirror, queue: &str, now: i64, duration: i64, backfill_prime: bool) -> Result<(), Failure> {
     let c = &m.config;
     let prime = crate::prime::is_prime(&c.nonprime, now);
     let prime_queue = !c.primetime_prefix.is_empty() && queue.starts_with(&c.primetime_prefix);
@@ -582,7 +659,7 @@ fn check_prime(m: &Mirror, queue: &str, now: i64, duration: i64) -> Result<(), F
     if nonprime_queue && prime {
         return Err(Failure::not_run(Reason::NonprimeOnly));
     }
-    if !c.backfill_prime || (c.prime_exempt_anytime_queues && !prime_queue && !nonprime_queue) {
+    if !backfill_prime || (c.prime_exempt_anytime_queues && !prime_queue && !nonprime_queue) {
         return Ok(());
     }
     let Some(end) = crate::prime::status_end(&c.nonprime, now) else { return Ok(()) };

@@ -13,7 +13,14 @@
 //!   as `estimated.soft_walltime`.
 //! - `calendar`: under `strict_ordering` (with `backfill`), up to `backfill_depth` top jobs
 //!   get `estimated.start_time` / `estimated.exec_vnode`, and later jobs run only when they
-//!   do not delay them (`Job would conflict with reservation or top job`).
+//!   do not delay them (`Job would conflict with reservation or top job`). A job that
+//!   stops being a top job (it ran, or fell out of the top jobs) has both cleared.
+//! - Starvation (`help_starving_jobs`, `max_starve`): a queued job eligible (since `etime`,
+//!   else `qtime`) for longer than `max_starve` goes first among the jobs of its queue
+//!   priority and, when it cannot run, becomes a top job even without strict ordering.
+//! - `strict_ordering`, `backfill`, `help_starving_jobs` and `backfill_prime` take the
+//!   `ALL` / `prime` / `non_prime` qualifiers; a cycle uses the values of the period it
+//!   runs in ([`SchedConfig::policy_at`]).
 //! - Dedicated time ([`SchedConfig::dedicated`], from `sched_priv/dedicated_time` via
 //!   [`parse_dedicated_time`]) and prime time ([`SchedConfig::nonprime`], from
 //!   `sched_priv/holidays` via [`prime::parse_holidays`]) are data in the config: the
@@ -42,7 +49,7 @@ pub mod synthetic;
 pub mod walltime;
 mod world;
 
-pub use config::{SchedConfig, local_epoch, parse_dedicated_time};
+pub use config::{PeriodPolicy, SchedConfig, local_epoch, parse_dedicated_time};
 pub use cycle::{Decisions, LogEvent, cycle, qrun};
 pub use mirror::Mirror;
 

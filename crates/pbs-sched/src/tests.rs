@@ -1227,3 +1227,156 @@ fn top_jobs_respect_backfill_prime() {
     let d = cycle(&Mirror::new(s, config), 1010);
     assert_eq!(update_of(&d, "2.svr", "estimated.start_time"), Some("1150"));
 }
+
+fn eligible(mut j: SchedJob, qtime: i64, etime: i64) -> SchedJob {
+    j.qtime = qtime;
+    j.etime = etime;
+    j
+}
+
+#[test]
+fn starving_jobs_go_first_in_their_queue_priority() {
+    // max_starve is 24 hours; at 100,000 jobs eligible before 13,600 are starving.
+    let s = snap(
+        vec![queue("hi", 10, &[]), queue("lo", 0, &[])],
+        vec![node("n1", 4, "8gb")],
+        vec![
+            eligible(job(1, "lo", "1:ncpus=1", "pack"), 90_000, 0),
+            eligible(job(2, "lo", "1:ncpus=1", "pack"), 5_000, 0),
+            eligible(job(3, "lo", "1:ncpus=1", "pack"), 500, 1_000),
+            eligible(job(4, "hi", "1:ncpus=1", "pack"), 99_000, 99_000),
+        ],
+    );
+    let d = cycle(&mirror(s.clone()), 100_000);
+    // The higher queue first; then the longest starving (etime, else qtime); then the rest.
+    assert_eq!(run_ids(&d), vec!["4.svr", "3.svr", "2.svr", "1.svr"]);
+    // Not starving yet (eligible exactly max_starve ago), or help_starving_jobs off:
+    // submission order.
+    let d = cycle(&mirror(s.clone()), 1_000 + 86_400);
+    assert_eq!(run_ids(&d), vec!["4.svr", "1.svr", "2.svr", "3.svr"]);
+    let off = SchedConfig::parse("help_starving_jobs: false ALL\n");
+    let d = cycle(&Mirror::new(s.clone(), off), 100_000);
+    assert_eq!(run_ids(&d), vec!["4.svr", "1.svr", "2.svr", "3.svr"]);
+    // A shorter max_starve makes more jobs starve.
+    let short = SchedConfig::parse("max_starve: 1:00:00\n");
+    let d = cycle(&Mirror::new(s, short), 100_000);
+    assert_eq!(run_ids(&d), vec!["4.svr", "3.svr", "2.svr", "1.svr"]);
+}
+
+#[test]
+fn a_starving_job_becomes_a_top_job_without_strict_ordering() {
+    // n1: 2 of 4 cpus busy until 100,100. Job 3 (4 cpus) is starving: it goes first,
+    // cannot run, and is planned at 100,100 on n1. Job 2 would delay it; job 4 ends first.
+    let r = running_job(job(1, "workq", "1:ncpus=2", "pack"), "n1", 100_000, &[("walltime", "00:01:40")]);
+    let s = snap(
+        vec![queue("workq", 0, &[])],
+        vec![busy(node("n1", 4, "8gb"), 2, &["1.svr"])],
+        vec![
+            r,
+            eligible(with_wall(job(2, "workq", "1:ncpus=2", "pack"), &[("walltime", "01:00:00")]), 99_000, 99_000),
+            eligible(with_wall(job(3, "workq", "1:ncpus=4", "pack"), &[("walltime", "00:00:50")]), 1_000, 1_000),
+            eligible(with_wall(job(4, "workq", "1:ncpus=2", "pack"), &[("walltime", "00:00:50")]), 99_000, 99_000),
+        ],
+    );
+    let d = cycle(&mirror(s.clone()), 100_010);
+    assert_eq!(update_of(&d, "3.svr", "estimated.start_time"), Some("100100"));
+    assert_eq!(update_of(&d, "3.svr", "estimated.exec_vnode"), Some("(n1:ncpus=4)"));
+    assert_eq!(run_ids(&d), vec!["4.svr"]);
+    assert_eq!(comment_of(&d, "2.svr"), Some("Not Running: Job would conflict with reservation or top job"));
+    // Nothing is starving: no top job without strict ordering, and job 2 runs.
+    let d = cycle(&mirror(s.clone()), 50_000);
+    assert_eq!(run_ids(&d), vec!["2.svr"]);
+    assert_eq!(update_of(&d, "3.svr", "estimated.start_time"), None);
+    // Starving top jobs count against backfill_depth (1 by default): a second starving
+    // job, starving less long, gets no estimate.
+    let mut more = s.clone();
+    more.jobs.push(eligible(
+        with_wall(job(5, "workq", "1:ncpus=4", "pack"), &[("walltime", "00:00:50")]),
+        2_000,
+        2_000,
+    ));
+    let d = cycle(&mirror(more.clone()), 100_010);
+    assert_eq!(update_of(&d, "3.svr", "estimated.start_time"), Some("100100"));
+    assert_eq!(update_of(&d, "5.svr", "estimated.start_time"), None);
+    more.server.push(Attr::new("backfill_depth", "2"));
+    let d = cycle(&mirror(more), 100_010);
+    assert_eq!(update_of(&d, "5.svr", "estimated.start_time"), Some("100150"));
+    // Without backfill a starving job is not calendared, and without strict ordering it
+    // holds nothing.
+    let d = cycle(&Mirror::new(s, SchedConfig::parse("backfill: false\n")), 100_010);
+    assert_eq!(update_of(&d, "3.svr", "estimated.start_time"), None);
+    assert_eq!(run_ids(&d), vec!["2.svr"]);
+}
+
+#[test]
+fn period_qualified_settings_follow_prime_time() {
+    // n1 is held for good by job 1 (3 of 4 cpus): job 2 (2 cpus) can never be planned.
+    // With strict ordering it holds job 3; without, job 3 runs.
+    let r = running_job(job(1, "workq", "1:ncpus=3", "pack"), "n1", 100, &[]);
+    let s = snap(
+        vec![queue("workq", 0, &[])],
+        vec![busy(node("n1", 4, "8gb"), 3, &["1.svr"])],
+        vec![r, job(2, "workq", "1:ncpus=2", "pack"), job(3, "workq", "1:ncpus=1", "pack")],
+    );
+    let config =
+        SchedConfig { nonprime: vec![(5_000, 6_000)], ..SchedConfig::parse("strict_ordering: true non_prime\n") };
+    let m = Mirror::new(s, config);
+    assert_eq!(run_ids(&cycle(&m, 1_000)), vec!["3.svr"]);
+    let d = cycle(&m, 5_500);
+    assert!(d.run.is_empty());
+    assert_eq!(comment_of(&d, "3.svr"), Some("Not Running: Job would break strict sorted order"));
+    assert_eq!(run_ids(&cycle(&m, 6_000)), vec!["3.svr"]);
+}
+
+#[test]
+fn estimates_are_cleared_when_a_job_stops_being_a_top_job() {
+    let estimated = |mut j: SchedJob, both: bool| {
+        j.attrs.push(Attr::new("estimated.start_time", "1100"));
+        if both {
+            j.attrs.push(Attr::new("estimated.exec_vnode", "(n1:ncpus=4)"));
+        }
+        j
+    };
+    let cleared = |d: &Decisions, id: &str| -> Vec<String> {
+        d.updates
+            .iter()
+            .filter(|u| u.job_id == id)
+            .flat_map(|u| u.attrs.iter())
+            .filter(|a| a.value().is_empty())
+            .map(|a| a.name().to_string())
+            .collect()
+    };
+    // Job 2 runs now; job 3 cannot be planned behind it (job 2 never ends): neither is a
+    // top job, so both lose their estimates (only those they show). Job 4 shows none.
+    let s = snap(
+        vec![queue("workq", 0, &[])],
+        vec![node("n1", 4, "8gb")],
+        vec![
+            estimated(job(2, "workq", "1:ncpus=4", "pack"), true),
+            estimated(job(3, "workq", "1:ncpus=4", "pack"), false),
+            job(4, "workq", "1:ncpus=4", "pack"),
+        ],
+    );
+    let d = cycle(&Mirror::new(s.clone(), strict_backfill()), 1000);
+    assert_eq!(run_ids(&d), vec!["2.svr"]);
+    assert_eq!(cleared(&d, "2.svr"), vec!["estimated.start_time", "estimated.exec_vnode"]);
+    assert_eq!(cleared(&d, "3.svr"), vec!["estimated.start_time"]);
+    assert!(cleared(&d, "4.svr").is_empty());
+    // With a walltime on job 2, job 3 stays the top job: its estimate is updated, not
+    // cleared.
+    let mut s = s;
+    s.jobs[0].resources.push(("walltime".into(), "00:01:40".into()));
+    let d = cycle(&Mirror::new(s.clone(), strict_backfill()), 1000);
+    assert_eq!(run_ids(&d), vec!["2.svr"]);
+    assert!(cleared(&d, "3.svr").is_empty());
+    assert_eq!(update_of(&d, "3.svr", "estimated.exec_vnode"), Some("(n1:ncpus=4)"));
+    // The estimate is current and unchanged: nothing is sent for job 3 at all.
+    s.jobs[1].attrs =
+        vec![Attr::new("estimated.start_time", "1100"), Attr::new("estimated.exec_vnode", "(n1:ncpus=4)")];
+    let d = cycle(&Mirror::new(s.clone(), strict_backfill()), 1000);
+    assert!(cleared(&d, "3.svr").is_empty());
+    assert_eq!(update_of(&d, "3.svr", "estimated.start_time"), None);
+    // Without strict ordering (and nothing starving) there are no top jobs: cleared.
+    let d = cycle(&Mirror::new(s, SchedConfig::default()), 1000);
+    assert_eq!(cleared(&d, "3.svr"), vec!["estimated.start_time", "estimated.exec_vnode"]);
+}
