@@ -566,20 +566,23 @@ fn calendar_figures(figures: &mut Vec<Figure>, smoke: bool) {
         ),
     });
     let (n_jobs, n_nodes) = if smoke { (300, 10) } else { (5_000, 100) };
-    let workload = pbs_sched::sim::synthetic_jobs(n_jobs, n_nodes, 90, 1);
-    for (use_soft, name) in [(false, "replay_mean_wait_walltime"), (true, "replay_mean_wait_soft")] {
-        let replay = pbs_sched::sim::replay_detail(&workload, n_nodes, use_soft);
-        figures.push(Figure {
-            name: name.into(),
-            value: Some(replay.mean_wait),
-            unit: "s",
-            target: use_soft.then(|| "< walltime's".to_string()),
-            note: format!(
-                "{n_jobs} jobs, {n_nodes} nodes, 90% load: utilisation {:.1}%, 16-cpu jobs wait {:.0} s",
-                replay.utilisation * 100.0,
-                replay.mean_wait_wide
-            ),
-        });
+    let loads: &[u32] = if smoke { &[90] } else { &[90, 100] };
+    for &load in loads {
+        let workload = pbs_sched::sim::synthetic_jobs(n_jobs, n_nodes, load, 1);
+        for (use_soft, how) in [(false, "walltime"), (true, "soft")] {
+            let replay = pbs_sched::sim::replay_detail(&workload, n_nodes, use_soft);
+            figures.push(Figure {
+                name: format!("replay_{load}pct_mean_wait_{how}"),
+                value: Some(replay.mean_wait),
+                unit: "s",
+                target: use_soft.then(|| "< walltime's".to_string()),
+                note: format!(
+                    "{n_jobs} jobs, {n_nodes} nodes, {load}% load: utilisation {:.1}%, 16-cpu jobs wait {:.0} s",
+                    replay.utilisation * 100.0,
+                    replay.mean_wait_wide
+                ),
+            });
+        }
     }
 }
 
