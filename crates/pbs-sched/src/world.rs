@@ -141,7 +141,15 @@ impl<'m> World<'m> {
         }
     }
 
-    /// Adds (`sign` 1) or removes (-1) a node's share of its pool's sums.
+    /// Adds (`sign` 1) or removes (-1) a node's share of the sums of the pool it is in.
+    fn contribute(&mut self, slot: u32, sign: i64) {
+        let pool = self.node_pool[slot as usize] as usize;
+        if pool < self.pools.len() {
+            self.add_contribution(pool, slot, sign);
+        }
+    }
+
+    /// Adds (`sign` 1) or removes (-1) a node's share of `pool`'s sums.
     fn add_contribution(&mut self, pool: usize, slot: u32, sign: i64) {
         let Some(node) = self.m.node(slot) else { return };
         let free = self.free[slot as usize];
@@ -197,10 +205,7 @@ impl<'m> World<'m> {
             }
         }
         for &slot in &touched {
-            let pool = self.node_pool[slot as usize] as usize;
-            if pool < self.pools.len() {
-                self.add_contribution(pool, slot, -1);
-            }
+            self.contribute(slot, -1);
         }
         for alloc in allocs {
             for &(id, amount) in &alloc.taken {
@@ -212,10 +217,7 @@ impl<'m> World<'m> {
                 self.njobs[slot as usize] = self.njobs[slot as usize].saturating_add(1);
             }
             self.update_free(slot, exclusive_nodes.contains(&slot));
-            let pool = self.node_pool[slot as usize] as usize;
-            if pool < self.pools.len() {
-                self.add_contribution(pool, slot, 1);
-            }
+            self.contribute(slot, 1);
         }
     }
 
@@ -230,10 +232,7 @@ impl<'m> World<'m> {
             }
         }
         for &slot in &touched {
-            let pool = self.node_pool[slot as usize] as usize;
-            if pool < self.pools.len() {
-                self.add_contribution(pool, slot, -1);
-            }
+            self.contribute(slot, -1);
         }
         for alloc in allocs {
             for &(id, amount) in &alloc.taken {
@@ -255,10 +254,7 @@ impl<'m> World<'m> {
                 });
                 self.free[i] = usable && (self.njobs[i] == 0 || (!held && room));
             }
-            let pool = self.node_pool[i] as usize;
-            if pool < self.pools.len() {
-                self.add_contribution(pool, slot, 1);
-            }
+            self.contribute(slot, 1);
         }
     }
 

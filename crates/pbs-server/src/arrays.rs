@@ -59,9 +59,9 @@ pub fn submitted(job: &Job, index: u64) -> bool {
 /// attributes without the array's own, `array_id`, `array_index`, and paths with the
 /// index filled in. The index leaves `array_indices_remaining`; the caller runs
 /// [`refresh`] once the subjob has started.
-pub fn materialize(state: &mut State, seq: u64, index: u64, now: i64) -> Result<Vec<StoreOp>, ReqError> {
+pub fn materialize(state: &mut State, seq: u64, index: u64, now: i64) -> Result<(), ReqError> {
     if state.subjobs.contains_key(&(seq, index)) {
-        return Ok(Vec::new());
+        return Ok(());
     }
     let parent = state.jobs.get(&seq).ok_or_else(|| ReqError::new(Pbse::UNKJOBID))?;
     if !parent.array || !matches!(parent.state, JobState::Queued | JobState::Begun) {
@@ -101,8 +101,9 @@ pub fn materialize(state: &mut State, seq: u64, index: u64, now: i64) -> Result<
         parent.attrs.set(job_idx("comment"), None, format!("Job Array Began at {when}"));
     }
     state.subjobs.insert((seq, index), subjob);
-    // The caller starts the subjob and then brings the parent up to date once.
-    Ok(Vec::new())
+    // The caller starts the subjob and then brings the parent up to date (and writes it)
+    // once per batch of starts.
+    Ok(())
 }
 
 /// Refreshes each array whose subjobs started since the last call, once however many

@@ -76,6 +76,28 @@ pub fn send_frames(state: &mut State, frames: MomFrames) {
     }
 }
 
+/// Holds the ForgetJob frames among `frames` until their job's end is committed (see
+/// [`release_forgets`]); a new start of the same job on that node sends one ahead.
+pub fn hold_forgets(state: &mut State, frames: &MomFrames) {
+    for (node, frame) in frames {
+        if let ToMom::ForgetJob { job_id } = frame {
+            state.forgets_held.insert((node.clone(), job_id.clone()));
+        }
+    }
+}
+
+/// Once the end is committed: the frames still owed. A forget already sent ahead of a
+/// new start is dropped, since sent now it would end that new run.
+pub fn release_forgets(state: &mut State, frames: MomFrames) -> MomFrames {
+    frames
+        .into_iter()
+        .filter(|(node, frame)| match frame {
+            ToMom::ForgetJob { job_id } => state.forgets_held.remove(&(node.clone(), job_id.clone())),
+            _ => true,
+        })
+        .collect()
+}
+
 /// The key of a job id: a plain job or array parent (`12.server`, `12`, `12[]`), or one
 /// subjob (`12[3]`). A range (`12[1-5]`) names no single job.
 pub fn key_of(job_id: &str) -> Option<JobKey> {
@@ -85,12 +107,6 @@ pub fn key_of(job_id: &str) -> Option<JobKey> {
         pbs_core::ArrayPart::Index(i) => Some(JobKey::subjob(parsed.seq(), *i)),
         pbs_core::ArrayPart::Range(_) => None,
     }
-}
-
-/// The sequence number of a job id (`12.server` or `12`).
-pub fn seq_of(job_id: &str) -> Option<u64> {
-    let parsed: pbs_core::JobId = job_id.parse().ok()?;
-    Some(parsed.seq())
 }
 
 /// Text of a Usage as `resources_used` values.
@@ -241,12 +257,11 @@ pub fn run_job(
     now: i64,
 ) -> Result<(Vec<StoreOp>, Vec<Launch>), ReqError> {
     let parsed: ExecVnode = exec_vnode.parse().map_err(|_| ReqError::new(Pbse::BADNODESPEC))?;
-    let mut ops = Vec::new();
     if let Some(index) = key.index {
         // A queued subjob has no record until it starts.
         if state.job(key).is_none() {
             check_nodes(state, &parsed)?;
-            ops = crate::arrays::materialize(state, key.seq, index, now)?;
+            crate::arrays::materialize(state, key.seq, index, now)?;
         }
     }
     let job = state.job(key).ok_or_else(|| ReqError::new(Pbse::UNKJOBID))?;
@@ -269,7 +284,7 @@ pub fn run_job(
     job.attrs.set(job_idx("run_count"), None, run_count.to_string());
     job.attrs.set(job_idx("comment"), None, run_comment(&exec_text));
     job.attrs.unset(job_idx("Exit_status"), None);
-    ops.push(job.put_op(None));
+    let ops = vec![job.put_op(None)];
     if key.index.is_some() {
         // Brought up to date once per batch of starts: see `arrays::settle`.
         state.arrays_to_refresh.insert(key.seq);

@@ -644,7 +644,7 @@ pub fn delete_jobs(
             return Ok(vec![StoreOp::DeleteJob { seq: key.seq }]);
         }
         if job.array {
-            return Ok(delete_array(state, key.seq, force, history, ctx.now));
+            return Ok(delete_array(state, key.seq, force, ctx.now));
         }
         if history && !purge_history {
             job.state = JobState::Finished;
@@ -662,7 +662,7 @@ pub fn delete_jobs(
 
 /// qdel of a whole array: its queued subjobs go at once, its running ones end through
 /// their moms; the array finishes when the last one has.
-fn delete_array(state: &mut State, seq: u64, force: bool, history: bool, now: i64) -> Vec<StoreOp> {
+fn delete_array(state: &mut State, seq: u64, force: bool, now: i64) -> Vec<StoreOp> {
     let mut ops = Vec::new();
     if let Some(parent) = state.jobs.get_mut(&seq) {
         parent.attrs.set(job_idx("array_indices_remaining"), None, "-");
@@ -686,7 +686,6 @@ fn delete_array(state: &mut State, seq: u64, force: bool, history: bool, now: i6
         ops.extend(more);
         crate::exec::send_frames(state, frames);
     }
-    let _ = history;
     ops.extend(crate::arrays::refresh(state, seq, now));
     ops
 }

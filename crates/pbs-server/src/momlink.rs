@@ -265,13 +265,15 @@ fn handle(server: &Arc<Server>, node: &str, report: FromMom) {
         return;
     }
     // A mom forgets an ended job only once its end is on disk.
+    exec::hold_forgets(&mut state, &frames);
     let ack = server.store.commit(ops);
     drop(state);
     let server = server.clone();
     tokio::spawn(async move {
         if matches!(ack.await, Ok(Ok(()))) {
             if let Ok(mut state) = server.state.lock() {
-                exec::send_frames(&mut state, frames);
+                let owed = exec::release_forgets(&mut state, frames);
+                exec::send_frames(&mut state, owed);
             }
         }
     });

@@ -281,12 +281,11 @@ async fn run_job(
     };
     let waiter = match next {
         Next::Committing(ack, launches) => {
-            let result = ack.await;
-            let (done_tx, done_rx) = tokio::sync::oneshot::channel();
-            let _ = done_tx.send(Ok(()));
-            crate::schedlink::launch_after_commit(server.clone(), done_rx, launches, None);
-            return match result {
-                Ok(Ok(())) => Ok(()),
+            return match ack.await {
+                Ok(Ok(())) => {
+                    crate::schedlink::launch_after_commit(server.clone(), None, launches, None);
+                    Ok(())
+                }
                 _ => Err(ReqError::new(Pbse::SYSTEM)),
             };
         }

@@ -145,12 +145,6 @@ pub fn assigned_text(state: &State, rt: &NodeRt) -> Vec<(String, String)> {
     out.into_iter().collect()
 }
 
-/// The node's state text right now.
-pub fn node_state(state: &State, node: &Named) -> String {
-    let rt = state.node_rt.get(&node.name).cloned().unwrap_or_default();
-    rt.state_text(is_offline(node), available_ncpus(&available(state, node)))
-}
-
 /// StatusNode: stored attributes plus everything known at run time, in table order.
 pub fn node_status(state: &State, names: &[String], privilege: Privilege) -> Result<Vec<StatusObject>, ReqError> {
     let selected: Vec<&Named> = if names.is_empty() {

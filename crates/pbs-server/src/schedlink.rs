@@ -103,7 +103,7 @@ fn apply(
     let _ = tx.send(ToSched::DecisionsApplied { cycle, errors });
     let ack = server.store.commit(ops);
     drop(state);
-    launch_after_commit(server.clone(), ack, launches, answer);
+    launch_after_commit(server.clone(), Some(ack), launches, answer);
 }
 
 /// A `qrun` waiting for its job's run to be committed, and what to tell it.
@@ -113,12 +113,16 @@ pub type QrunAnswer = (oneshot::Sender<Result<(), ReqError>>, Result<(), ReqErro
 /// the store (outside the state lock).
 pub fn launch_after_commit(
     server: Arc<Server>,
-    ack: oneshot::Receiver<Result<(), String>>,
+    ack: Option<oneshot::Receiver<Result<(), String>>>,
     mut launches: Vec<Launch>,
     answer: Option<QrunAnswer>,
 ) {
     tokio::spawn(async move {
-        let committed = matches!(ack.await, Ok(Ok(())));
+        // No receiver: the caller already saw the commit.
+        let committed = match ack {
+            Some(ack) => matches!(ack.await, Ok(Ok(()))),
+            None => true,
+        };
         if let Some((waiter, result)) = answer {
             let _ = waiter.send(if committed { result } else { Err(ReqError::new(Pbse::SYSTEM)) });
         }
@@ -150,6 +154,13 @@ pub fn launch_after_commit(
             let ending = state.ending.get(&launch.key).copied();
             match ending {
                 None if state.job(launch.key).is_some_and(|j| j.state == JobState::Running) => {
+                    // A rerun on a mom that still holds the previous run's end: that end is
+                    // committed (before this run was), so the forget goes out first, or the
+                    // mom would answer the new start with the old end.
+                    if state.forgets_held.remove(&(launch.node.clone(), launch.launch.job_id.clone())) {
+                        let job_id = launch.launch.job_id.clone();
+                        frames.push((launch.node.clone(), pbs_proto::mom::ToMom::ForgetJob { job_id }));
+                    }
                     frames.push((launch.node, pbs_proto::mom::ToMom::RunJob { launch: Box::new(launch.launch) }));
                 }
                 // Deleted or requeued before its start went out: no mom knows it, so it

@@ -130,6 +130,8 @@ pub struct State {
     pub starting: HashSet<JobKey>,
     /// Arrays whose subjobs started in the batch being applied (see `arrays::settle`).
     pub arrays_to_refresh: BTreeSet<u64>,
+    /// ForgetJob frames waiting for their job's end to be committed, by (node, job id).
+    pub forgets_held: HashSet<(String, String)>,
 }
 
 /// Objects changed since the scheduler was last told, and whether a cycle is due.
@@ -237,6 +239,7 @@ impl State {
             ending: HashMap::new(),
             starting: HashSet::new(),
             arrays_to_refresh: BTreeSet::new(),
+            forgets_held: HashSet::new(),
         };
         let fresh = !loaded.meta.iter().any(|(k, _)| k == "initialized");
         for (key, value) in &loaded.meta {
