@@ -291,24 +291,39 @@ impl Cluster {
 
     /// Creates node `node` and starts a mom for it on a free port.
     pub fn add_mom(&mut self, node: &str) {
-        let port = free_port();
         let home = self.dir.path().join(format!("mom-{node}"));
         std::fs::create_dir_all(&home).expect("mom home");
-        let conf = format!(
-            "PBS_SERVER={}\nPBS_HOME={}\nPBS_BATCH_SERVICE_PORT={}\nPBS_MOM_SERVICE_PORT={port}\nPBS_MOM_NODE_NAME={node}\nPBS_CLUSTER_KEY_FILE={}\nPBS_MOM_SAMPLE_SECS=1\n",
-            self.host,
-            home.display(),
-            self.port,
-            self.home().join("server_priv").join("cluster_key").display()
-        );
-        std::fs::write(self.mom_conf_path(node), conf).expect("write mom conf");
-        self.moms.push(Mom { node: node.to_string(), port, child: None });
-        self.start_mom(node);
-        self.qmgr(&format!("create node {node} Mom=127.0.0.1,Port={port}"));
+        self.moms.push(Mom { node: node.to_string(), port: 0, child: None });
+        // A free port is released before the mom binds it, so a parallel test may take it
+        // first: then this mom cannot listen and gets another port.
+        for _ in 0..5 {
+            let port = free_port();
+            let conf = format!(
+                "PBS_SERVER={}\nPBS_HOME={}\nPBS_BATCH_SERVICE_PORT={}\nPBS_MOM_SERVICE_PORT={port}\nPBS_MOM_NODE_NAME={node}\nPBS_CLUSTER_KEY_FILE={}\nPBS_MOM_SAMPLE_SECS=1\n",
+                self.host,
+                home.display(),
+                self.port,
+                self.home().join("server_priv").join("cluster_key").display()
+            );
+            std::fs::write(self.mom_conf_path(node), conf).expect("write mom conf");
+            if let Some(mom) = self.moms.iter_mut().find(|m| m.node == node) {
+                mom.port = port;
+            }
+            if self.launch_mom(node) {
+                self.qmgr(&format!("create node {node} Mom=127.0.0.1,Port={port}"));
+                return;
+            }
+        }
+        panic!("the mom of {node} found no free port: {}", self.mom_stderr(node));
     }
 
-    /// Starts (or restarts) the mom of `node`.
+    /// Starts (or restarts) the mom of `node` and waits until it listens.
     pub fn start_mom(&mut self, node: &str) {
+        assert!(self.launch_mom(node), "another process holds the port of {node}'s mom: {}", self.mom_stderr(node));
+    }
+
+    /// Starts the mom of `node`: true once it listens, false if it could not bind its port.
+    fn launch_mom(&mut self, node: &str) -> bool {
         let conf = self.mom_conf_path(node);
         let log = std::fs::File::create(self.dir.path().join(format!("mom-{node}.stderr"))).expect("mom log");
         let bins = self.bins.clone();
@@ -323,6 +338,22 @@ impl Cluster {
             .spawn()
             .expect("spawn pbs_mom");
         mom.child = Some(child);
+        let ready = format!("pbs_mom ready: node {node}, listening on 127.0.0.1:{}", mom.port);
+        let deadline = Instant::now() + READY_TIMEOUT;
+        loop {
+            let log = self.mom_stderr(node);
+            if log.contains(&ready) {
+                return true;
+            }
+            let mom = self.moms.iter_mut().find(|m| m.node == node).expect("known mom");
+            if let Some(Ok(Some(status))) = mom.child.as_mut().map(Child::try_wait) {
+                mom.child = None;
+                assert!(log.contains("Address already in use"), "pbs_mom of {node} exited with {status}: {log}");
+                return false;
+            }
+            assert!(Instant::now() < deadline, "pbs_mom of {node} not ready: {log}");
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
 
     /// Kills the mom of `node` with SIGKILL; its jobs' shepherds live on.

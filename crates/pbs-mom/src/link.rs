@@ -80,7 +80,7 @@ async fn recv<T: serde::de::DeserializeOwned>(conn: &mut Conn) -> Option<T> {
     }
 }
 
-/// The handshake, mom side: true once the peer has proved the key and been welcomed.
+/// The handshake, mom side, up to the Welcome: true once the peer has proved the key.
 async fn handshake(mom: &Mom, conn: &mut Conn, peer: SocketAddr) -> bool {
     let Some(hello) = recv::<Hello>(conn).await else {
         tracing::debug!("closed connection from {peer}: no valid Hello");
@@ -114,8 +114,7 @@ async fn handshake(mom: &Mom, conn: &mut Conn, peer: SocketAddr) -> bool {
         let _ = send(conn, &refused).await;
         return false;
     }
-    let welcome = HelloReply::Welcome { version: PROTOCOL_VERSION, server_name: mom.config().node_name.clone() };
-    send(conn, &welcome).await
+    true
 }
 
 /// Serves one connection: handshake, then the link until either side ends it.
@@ -126,7 +125,14 @@ async fn serve(mom: Arc<Mom>, stream: TcpStream, peer: SocketAddr) {
     }
     let (tx, mut rx) = mpsc::unbounded_channel();
     let (close_tx, mut close_rx) = oneshot::channel::<()>();
+    // Installed before the Welcome goes out: the link a server was welcomed on last is
+    // always the current one, however the handshakes of two connections interleave.
     let id = mom.install_link(tx, close_tx);
+    let welcome = HelloReply::Welcome { version: PROTOCOL_VERSION, server_name: mom.config().node_name.clone() };
+    if !send(&mut conn, &welcome).await {
+        mom.drop_link(id);
+        return;
+    }
     tracing::info!("server link from {peer} established");
     let why = loop {
         tokio::select! {

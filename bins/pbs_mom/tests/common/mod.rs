@@ -50,19 +50,30 @@ impl TestMom {
         let key = dir.path().join("cluster_key");
         std::fs::write(&key, KEY).expect("key");
         std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).expect("chmod key");
-        let port = free_port();
-        let node = format!("node{port}");
-        let conf = format!(
-            "PBS_HOME={}\nPBS_MOM_SERVICE_PORT={port}\nPBS_MOM_NODE_NAME={node}\nPBS_CLUSTER_KEY_FILE={}\n\
-             PBS_TMPDIR={}\n{extra_conf}",
-            dir.path().join("home").display(),
-            key.display(),
-            work.display(),
-        );
-        std::fs::write(dir.path().join("pbs.conf"), conf).expect("pbs.conf");
-        let mut mom = TestMom { dir, child: None, port, node };
-        mom.spawn();
-        mom
+        // Unique, so that a mom of another test answering on our port is told apart.
+        static MOMS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let node = format!("node{}-{}", std::process::id(), MOMS.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+        let mut mom = TestMom { dir, child: None, port: 0, node };
+        // A free port is released before the mom binds it, so a parallel test may take it
+        // first: then our mom cannot listen and we try another port.
+        for _ in 0..5 {
+            mom.port = free_port();
+            let conf = format!(
+                "PBS_HOME={}\nPBS_MOM_SERVICE_PORT={}\nPBS_MOM_NODE_NAME={}\nPBS_CLUSTER_KEY_FILE={}\n\
+                 PBS_TMPDIR={}\n{extra_conf}",
+                mom.dir.path().join("home").display(),
+                mom.port,
+                mom.node,
+                key.display(),
+                work.display(),
+            );
+            std::fs::write(mom.dir.path().join("pbs.conf"), conf).expect("pbs.conf");
+            if mom.try_spawn() {
+                return mom;
+            }
+            mom.kill9();
+        }
+        panic!("pbs_mom found no free port: {}", mom.log());
     }
 
     pub fn home(&self) -> PathBuf {
@@ -85,6 +96,12 @@ impl TestMom {
 
     /// Starts the daemon and waits until it accepts connections.
     pub fn spawn(&mut self) {
+        assert!(self.try_spawn(), "another process holds port {}: {}", self.port, self.log());
+    }
+
+    /// Starts the daemon and waits until it answers as this node; false if it cannot,
+    /// because something else holds the port.
+    fn try_spawn(&mut self) -> bool {
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -103,11 +120,21 @@ impl TestMom {
             .expect("start pbs_mom");
         self.child = Some(child);
         let deadline = Instant::now() + WAIT;
-        while TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+        loop {
             if let Some(child) = self.child.as_mut()
                 && let Ok(Some(status)) = child.try_wait()
             {
-                panic!("pbs_mom exited with {status}: {}", self.log());
+                let log = self.log();
+                assert!(log.contains("Address already in use"), "pbs_mom exited with {status}: {log}");
+                return false;
+            }
+            if TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+                match self.connect_with_key(KEY) {
+                    Ok(_) => return true,
+                    // Another test's mom: ours will fail to bind.
+                    Err(HelloReply::Welcome { .. }) => {}
+                    Err(other) => panic!("handshake refused: {other:?}\n{}", self.log()),
+                }
             }
             assert!(Instant::now() < deadline, "pbs_mom did not start listening: {}", self.log());
             std::thread::sleep(Duration::from_millis(10));
@@ -148,8 +175,7 @@ impl TestMom {
         write_frame(&mut stream, &AuthProof { proof: pbs_proto::auth::proof(key, &nonce) }).expect("proof");
         let reply: HelloReply = read_frame(&mut stream, MAX_REPLY_FRAME_LEN).expect("read").expect("reply");
         match reply {
-            HelloReply::Welcome { ref server_name, .. } => {
-                assert_eq!(server_name, &self.node);
+            HelloReply::Welcome { ref server_name, .. } if *server_name == self.node => {
                 Ok(Link { stream, seen: VecDeque::new() })
             }
             other => Err(other),
