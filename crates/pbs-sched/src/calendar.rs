@@ -6,14 +6,16 @@
 //! in flight or started this cycle) ends at its expected end ([`crate::walltime`]: the
 //! current soft_walltime estimate, else walltime; jobs without a walltime never end).
 //! A top job's start is the first such end after which its placement succeeds on the
-//! cycle's world with those jobs released. Top jobs planned earlier hold their planned
-//! nodes from now until their own end (a simplification of OpenPBS's full timeline: a
-//! later top job never slips in before an earlier one).
+//! cycle's world with those jobs released, holding the resources of every top job planned
+//! earlier whose run meets that start and the job's expected duration: a later top job
+//! may slip in before an earlier one when it ends in time, as on OpenPBS's timeline.
 //!
 //! A filler may run now when, for every top job starting before the filler's expected
 //! end, the filler takes on the top job's planned nodes no more than what the top job
-//! leaves spare there (and neither holds such a node exclusively). Otherwise it gets
-//! OpenPBS's `Not Running: Job would conflict with reservation or top job`.
+//! leaves spare there (and neither holds such a node exclusively). When its first
+//! placement fails that test, it is placed again on the other nodes only (OpenPBS finds
+//! such nodes ineligible for it); failing both, it gets OpenPBS's `Not Running: Job
+//! would conflict with reservation or top job`.
 
 use std::collections::HashMap;
 
@@ -104,12 +106,11 @@ impl Calendar {
         let mut events: Vec<(i64, &[Alloc], bool)> =
             self.ends.iter().map(|e| (e.end, e.allocs.as_slice(), e.exclusive)).collect();
         events.extend(extra.iter().map(|&t| (t, &[][..], false)));
-        for top in &self.tops {
-            sim.book_nodes(&top.placed.allocs, &top.placed.exclusive);
-            if let Some(end) = end_of(top.start, top.end - top.start) {
-                events.push((end, top.placed.allocs.as_slice(), !top.placed.exclusive.is_empty()));
-            }
-        }
+        // A top job's end is a time worth trying; its resources are booked only for the
+        // tries whose window meets its own.
+        events.extend(
+            self.tops.iter().filter_map(|top| end_of(top.start, top.end - top.start)).map(|t| (t, &[][..], false)),
+        );
         events.sort_by_key(|e| e.0);
         let nodes = world.pools.get(pool).map(|s| s.nodes.clone()).unwrap_or_default();
         let mut i = 0;
@@ -124,13 +125,24 @@ impl Calendar {
             if !allowed(t) {
                 continue;
             }
+            let until = end_of(t, duration).unwrap_or(i64::MAX);
+            let meeting: Vec<&Top> = self.tops.iter().filter(|top| top.start < until && top.end > t).collect();
+            for top in &meeting {
+                sim.book_nodes(&top.placed.allocs, &top.placed.exclusive);
+            }
             let set = &sim.pools[pool];
             let view =
                 SetView { nodes: &set.nodes, free_nodes: set.free_nodes, avail: &set.avail, assigned: &set.assigned };
-            if can_fit_set(&sim, &view, req, false).is_err() {
+            let placed = match can_fit_set(&sim, &view, req, false) {
+                Ok(()) => find_nodes(&sim, req, &nodes).ok(),
+                Err(_) => None,
+            };
+            let Some(placed) = placed else {
+                for top in meeting.iter().rev() {
+                    sim.unbook_nodes(&top.placed.allocs, !top.placed.exclusive.is_empty());
+                }
                 continue;
-            }
-            let Ok(placed) = find_nodes(&sim, req, &nodes) else { continue };
+            };
             sim.book_nodes(&placed.allocs, &placed.exclusive);
             let mut spare = HashMap::new();
             for alloc in &placed.allocs {
@@ -169,6 +181,21 @@ impl Calendar {
             }
         }
         true
+    }
+
+    /// The nodes planned for a top job that starts before `end` (`None`: never): a filler
+    /// ending then must keep off them, as OpenPBS's per-node check of calendar events
+    /// makes such a node ineligible for it.
+    pub(crate) fn nodes_to_avoid(&self, end: Option<i64>) -> Vec<u32> {
+        let mut nodes: Vec<u32> = self
+            .tops
+            .iter()
+            .filter(|top| end.is_none_or(|end| end > top.start))
+            .flat_map(|top| top.spare.keys().copied().chain(top.placed.exclusive.iter().copied()))
+            .collect();
+        nodes.sort_unstable();
+        nodes.dedup();
+        nodes
     }
 
     /// The latest end a placement may have without delaying a top job (`None`: no limit):

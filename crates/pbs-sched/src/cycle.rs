@@ -446,12 +446,21 @@ fn try_job(
             duration = cap;
             shrunk = Some(cap);
         }
-        if let Some(cal) = ctx.cal.as_mut().filter(|c| !c.tops.is_empty())
-            && !cal.admit_filler(&placed, end_of(now, duration))
-        {
-            return Err(Failure::not_run(Reason::ReservationConflict));
+        let Some(cal) = ctx.cal.as_mut().filter(|c| !c.tops.is_empty()) else {
+            return Ok((placed, duration, shrunk));
+        };
+        let end = end_of(now, duration);
+        if cal.admit_filler(&placed, end) {
+            return Ok((placed, duration, shrunk));
         }
-        Ok((placed, duration, shrunk))
+        let avoid = cal.nodes_to_avoid(end);
+        let pool = world.pool_of_queue.get(queue.name).copied().unwrap_or(0);
+        let elsewhere: Vec<u32> =
+            world.pools[pool].nodes.iter().copied().filter(|n| avoid.binary_search(n).is_err()).collect();
+        match find_nodes(world, world.m.request(job.request), &elsewhere) {
+            Ok(placed) if cal.admit_filler(&placed, end) => Ok((placed, duration, shrunk)),
+            _ => Err(Failure::not_run(Reason::ReservationConflict)),
+        }
     });
     match evaluated {
         Ok((placed, duration, shrunk)) => {

@@ -1034,6 +1034,58 @@ fn fillers_run_only_when_they_do_not_delay_the_top_job() {
 }
 
 #[test]
+fn a_filler_keeps_off_the_top_jobs_nodes_when_it_can() {
+    // n1 frees its 2 busy cpus at 1100 and is where the 4-cpu top job is planned; n2 is
+    // held for good by one cpu. The 1-hour filler would pack onto n1 and delay the top
+    // job, so it goes to n2, which the top job does not need.
+    let r1 = running_job(job(1, "workq", "1:ncpus=2", "pack"), "n1", 1000, &[("walltime", "00:01:40")]);
+    let r2 = running_job(job(2, "workq", "1:ncpus=1", "pack"), "n2", 1000, &[]);
+    let s = snap(
+        vec![queue("workq", 0, &[])],
+        vec![busy(node("n1", 4, "8gb"), 2, &["1.svr"]), busy(node("n2", 4, "8gb"), 1, &["2.svr"])],
+        vec![
+            r1,
+            r2,
+            with_wall(job(3, "workq", "1:ncpus=4", "pack"), &[("walltime", "00:10:00")]),
+            with_wall(job(4, "workq", "1:ncpus=2", "pack"), &[("walltime", "01:00:00")]),
+            with_wall(job(5, "workq", "1:ncpus=2", "pack"), &[("walltime", "01:00:00")]),
+        ],
+    );
+    let d = cycle(&Mirror::new(s, strict_backfill()), 1000);
+    assert_eq!(update_of(&d, "3.svr", "estimated.exec_vnode"), Some("(n1:ncpus=4)"));
+    assert_eq!(run_ids(&d), vec!["4.svr"]);
+    assert_eq!(exec_of(&d, "4.svr"), Some("(n2:ncpus=2)"));
+    // Nowhere else is left for the next one.
+    assert_eq!(comment_of(&d, "5.svr"), Some("Not Running: Job would conflict with reservation or top job"));
+}
+
+#[test]
+fn a_later_top_job_that_ends_in_time_is_planned_before_an_earlier_one() {
+    // n1 frees at 1100, n2 at 1200. Top job 3 needs both (from 1200); top job 4 needs one
+    // node for 50 s, so it fits on n1 between 1100 and 1200.
+    let r1 = running_job(job(1, "workq", "1:ncpus=4", "pack"), "n1", 1000, &[("walltime", "00:01:40")]);
+    let r2 = running_job(job(2, "workq", "1:ncpus=4", "pack"), "n2", 1000, &[("walltime", "00:03:20")]);
+    let mut s = snap(
+        vec![queue("workq", 0, &[])],
+        vec![busy(node("n1", 4, "8gb"), 4, &["1.svr"]), busy(node("n2", 4, "8gb"), 4, &["2.svr"])],
+        vec![
+            r1,
+            r2,
+            with_wall(job(3, "workq", "2:ncpus=4", "scatter"), &[("walltime", "00:10:00")]),
+            with_wall(job(4, "workq", "1:ncpus=4", "pack"), &[("walltime", "00:00:50")]),
+            with_wall(job(5, "workq", "1:ncpus=4", "pack"), &[("walltime", "00:03:00")]),
+        ],
+    );
+    s.server.push(Attr::new("backfill_depth", "3"));
+    let d = cycle(&Mirror::new(s, strict_backfill()), 1000);
+    assert_eq!(update_of(&d, "3.svr", "estimated.start_time"), Some("1200"));
+    assert_eq!(update_of(&d, "4.svr", "estimated.start_time"), Some("1100"));
+    assert_eq!(update_of(&d, "4.svr", "estimated.exec_vnode"), Some("(n1:ncpus=4)"));
+    // Three minutes would run into job 3's start: job 5 waits until job 3 ends.
+    assert_eq!(update_of(&d, "5.svr", "estimated.start_time"), Some("1800"));
+}
+
+#[test]
 fn a_top_job_that_never_fits_holds_the_order() {
     // The only node is held by a job without walltime: no start can be found.
     let r = running_job(job(1, "workq", "1:ncpus=4", "pack"), "n1", 1000, &[]);
