@@ -5,8 +5,9 @@
 //! Built lazily, the first time a cycle needs a top job: every running job (and every run
 //! in flight or started this cycle) ends at its expected end ([`crate::walltime`]: the
 //! current soft_walltime estimate, else walltime; jobs without a walltime never end).
-//! A top job's start is the first such end after which its placement succeeds on the
-//! cycle's world with those jobs released, holding the resources of every top job planned
+//! A top job's start is the first such end after which its placement succeeds, and its
+//! run limits pass, on the cycle's world with those jobs released (and no longer counted
+//! against their owner, group and queue), holding the resources of every top job planned
 //! earlier whose run meets that start and the job's expected duration: a later top job
 //! may slip in before an earlier one when it ends in time, as on OpenPBS's timeline.
 //!
@@ -25,12 +26,28 @@ use crate::resources::{ResId, UNSET, amount_of};
 use crate::walltime::{JOB_INFINITY, planned_duration, running_end};
 use crate::world::{Alloc, World};
 
+/// Whom a job counts against in run limits.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Counted {
+    pub(crate) user: u32,
+    pub(crate) group: u32,
+    pub(crate) queue: String,
+}
+
+impl Counted {
+    pub(crate) fn of(job: &crate::mirror::Job) -> Counted {
+        Counted { user: job.user, group: job.group, queue: job.view.queue.clone() }
+    }
+}
+
 /// A job that holds resources now and releases them at `end`.
 #[derive(Clone, Debug)]
 pub(crate) struct Ending {
     pub(crate) end: i64,
     pub(crate) allocs: Vec<Alloc>,
     pub(crate) exclusive: bool,
+    /// Whom it counts against, when known.
+    pub(crate) counted: Option<Counted>,
 }
 
 /// A top job's plan.
@@ -41,6 +58,8 @@ pub(crate) struct Top {
     pub(crate) placed: Placed,
     /// Per planned node: what is left of each consumable once the top job starts there.
     spare: HashMap<u32, Vec<(ResId, i64)>>,
+    /// Whom the top job counts against while it runs.
+    pub(crate) counted: Option<Counted>,
 }
 
 /// The cycle's calendar.
@@ -73,17 +92,18 @@ impl Calendar {
                 m.exec_allocs(exec).into_iter().map(|(node, taken)| Alloc { node, taken }).collect();
             let exclusive =
                 allocs.iter().any(|a| m.node(a.node).is_some_and(|node| is_excl(req.sharing, node.sharing)));
-            ends.push(Ending { end, allocs, exclusive });
+            ends.push(Ending { end, allocs, exclusive, counted: Some(Counted::of(job)) });
         }
         for (id, pending) in &m.pending {
-            let duration = m
+            let job = m
                 .job_slot(id)
                 .or_else(|| m.job_slot(&crate::mirror::subjob_parent_id(id)))
-                .and_then(|slot| m.job(slot))
-                .map_or(JOB_INFINITY, |job| planned_duration(&job.view));
+                .and_then(|slot| m.job(slot));
+            let duration = job.map_or(JOB_INFINITY, |job| planned_duration(&job.view));
             let Some(end) = end_of(now, duration) else { continue };
             let allocs = pending.allocs.iter().map(|(node, taken)| Alloc { node: *node, taken: taken.clone() });
-            ends.push(Ending { end, allocs: allocs.collect(), exclusive: pending.exclusive });
+            let counted = job.map(Counted::of);
+            ends.push(Ending { end, allocs: allocs.collect(), exclusive: pending.exclusive, counted });
         }
         ends.extend(started.iter().cloned());
         Calendar { ends, tops: Vec::new() }
@@ -99,18 +119,17 @@ impl Calendar {
         req: &crate::mirror::Request,
         pool: usize,
         duration: i64,
-        allowed: impl Fn(i64) -> bool,
+        allowed: impl Fn(i64, &World<'_>) -> bool,
         extra: &[i64],
     ) -> Option<Top> {
         let mut sim = world.clone();
-        let mut events: Vec<(i64, &[Alloc], bool)> =
-            self.ends.iter().map(|e| (e.end, e.allocs.as_slice(), e.exclusive)).collect();
-        events.extend(extra.iter().map(|&t| (t, &[][..], false)));
+        let mut events: Vec<(i64, &[Alloc], bool, Option<&Counted>)> =
+            self.ends.iter().map(|e| (e.end, e.allocs.as_slice(), e.exclusive, e.counted.as_ref())).collect();
+        events.extend(extra.iter().map(|&t| (t, &[][..], false, None)));
         // A top job's end is a time worth trying; its resources are booked only for the
         // tries whose window meets its own.
-        events.extend(
-            self.tops.iter().filter_map(|top| end_of(top.start, top.end - top.start)).map(|t| (t, &[][..], false)),
-        );
+        let top_ends = self.tops.iter().filter_map(|top| end_of(top.start, top.end - top.start));
+        events.extend(top_ends.map(|t| (t, &[][..], false, None)));
         events.sort_by_key(|e| e.0);
         let nodes = world.pools.get(pool).map(|s| s.nodes.clone()).unwrap_or_default();
         let mut i = 0;
@@ -120,15 +139,24 @@ impl Calendar {
                 if !events[i].1.is_empty() {
                     sim.unbook_nodes(events[i].1, events[i].2);
                 }
+                if let Some(counted) = events[i].3 {
+                    sim.count_run(counted, -1);
+                }
                 i += 1;
-            }
-            if !allowed(t) {
-                continue;
             }
             let until = end_of(t, duration).unwrap_or(i64::MAX);
             let meeting: Vec<&Top> = self.tops.iter().filter(|top| top.start < until && top.end > t).collect();
             for top in &meeting {
                 sim.book_nodes(&top.placed.allocs, &top.placed.exclusive);
+                if let Some(counted) = &top.counted {
+                    sim.count_run(counted, 1);
+                }
+            }
+            if !allowed(t, &sim) {
+                for top in meeting.iter().rev() {
+                    unbook_top(&mut sim, top);
+                }
+                continue;
             }
             let set = &sim.pools[pool];
             let view =
@@ -139,7 +167,7 @@ impl Calendar {
             };
             let Some(placed) = placed else {
                 for top in meeting.iter().rev() {
-                    sim.unbook_nodes(&top.placed.allocs, !top.placed.exclusive.is_empty());
+                    unbook_top(&mut sim, top);
                 }
                 continue;
             };
@@ -158,7 +186,7 @@ impl Calendar {
                 spare.insert(alloc.node, left);
             }
             let end = t.saturating_add(duration);
-            return Some(Top { start: t, end, placed, spare });
+            return Some(Top { start: t, end, placed, spare, counted: None });
         }
         None
     }
@@ -202,6 +230,14 @@ impl Calendar {
     /// the earliest start among the top jobs it would take resources from.
     pub(crate) fn latest_end(&self, placed: &Placed) -> Option<i64> {
         self.tops.iter().filter(|top| conflicts(top, placed)).map(|top| top.start).min()
+    }
+}
+
+/// Takes back what trying a start booked for `top`.
+fn unbook_top(sim: &mut World<'_>, top: &Top) {
+    sim.unbook_nodes(&top.placed.allocs, !top.placed.exclusive.is_empty());
+    if let Some(counted) = &top.counted {
+        sim.count_run(counted, -1);
     }
 }
 

@@ -25,7 +25,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 use pbs_proto::Attr;
 use pbs_proto::sched::{JobUpdate, RunDecision};
 
-use crate::calendar::{Calendar, Ending, end_of};
+use crate::calendar::{Calendar, Counted, Ending, end_of};
 use crate::config::PeriodPolicy;
 use crate::limits::{Entity, check_limits};
 use crate::mirror::{ArrayRole, Job, Mirror, QueueInfo, iter_indices, runs_contain, subjob_id, subjob_parent_id};
@@ -476,7 +476,12 @@ fn try_job(
             if ctx.backfill
                 && let Some(end) = end_of(now, duration)
             {
-                let ending = Ending { end, allocs: placed.allocs.clone(), exclusive: !placed.exclusive.is_empty() };
+                let ending = Ending {
+                    end,
+                    allocs: placed.allocs.clone(),
+                    exclusive: !placed.exclusive.is_empty(),
+                    counted: Some(Counted::of(job)),
+                };
                 if let Some(cal) = ctx.cal.as_mut() {
                     cal.ends.push(ending.clone());
                 }
@@ -507,9 +512,10 @@ fn try_job(
 }
 
 /// Strict ordering, or a starving job, and a job that cannot run now: with `backfill` and
-/// room under `backfill_depth`, a job held back by node resources becomes a top job (its
-/// estimated start and vnodes published when they change) and later jobs may still run
-/// around it. Under strict ordering, a job that cannot be a top job, or would never
+/// room under `backfill_depth`, a job held back by node resources or by a run limit
+/// becomes a top job (its estimated start and vnodes published when they change; a
+/// limit lets it start once enough jobs it counts with have ended, as OpenPBS's
+/// simulation of the calendar finds) and later jobs may still run around it. Under strict ordering, a job that cannot be a top job, or would never
 /// start, holds every later job; without it (a starving job) the others go on.
 fn strict_failure(world: &World<'_>, ctx: &mut Ctx, queue: &QueueCtx<'_>, job: &Job, failure: &Failure) {
     let strict = ctx.policy.strict_ordering;
@@ -521,11 +527,14 @@ fn strict_failure(world: &World<'_>, ctx: &mut Ctx, queue: &QueueCtx<'_>, job: &
             | Reason::SetTooSmall(..)
             | Reason::NodeNotExcl
     );
+    // A filler that shares the limit is held by it now too: only node resources need
+    // guarding against fillers.
+    let limit = is_run_limit(&failure.reason);
     if failure.reason == Reason::ReservationConflict {
         // A filler that would delay a top job: it waits, the rest go on.
         return;
     }
-    if !ctx.backfill || !resources {
+    if !ctx.backfill || !(resources || limit) {
         ctx.blocked |= strict;
         return;
     }
@@ -547,10 +556,24 @@ fn strict_failure(world: &World<'_>, ctx: &mut Ctx, queue: &QueueCtx<'_>, job: &
     let duration = planned_duration(&job.view);
     let dedicated_queue = is_dedicated_queue(m, queue.name);
     let backfill_prime = ctx.policy.backfill_prime;
-    let allowed = |t: i64| {
+    let who = Entity {
+        user: job.user,
+        user_name: m.users.name(job.user),
+        group: job.group,
+        group_name: m.groups.name(job.group),
+    };
+    let no_counts = Default::default();
+    let allowed = |t: i64, sim: &World<'_>| {
+        let queue_counts = sim.queue_counts.get(queue.name).unwrap_or(&no_counts);
         dedicated_now(m, t).is_some() == dedicated_queue
             && (shrink_range(&job.view).is_some() || !crosses_dedicated(m, t, duration))
             && check_prime(m, queue.name, t, duration, backfill_prime).is_ok()
+            && check_limits(
+                (queue.name, &queue.info.limits, queue_counts),
+                (&m.server.limits, &sim.server_counts),
+                &who,
+            )
+            .is_none()
     };
     let edges: Vec<i64> = m
         .config
@@ -560,10 +583,11 @@ fn strict_failure(world: &World<'_>, ctx: &mut Ctx, queue: &QueueCtx<'_>, job: &
         .flat_map(|&(from, to)| [from, to])
         .filter(|&t| t > now)
         .collect();
-    let Some(top) = cal.plan(world, m.request(job.request), pool, duration, allowed, &edges) else {
+    let Some(mut top) = cal.plan(world, m.request(job.request), pool, duration, allowed, &edges) else {
         ctx.blocked |= strict;
         return;
     };
+    top.counted = Some(Counted::of(job));
     let start = top.start.to_string();
     let exec = exec_vnode(world, &top.placed.allocs);
     let mut attrs = Vec::new();
@@ -578,6 +602,23 @@ fn strict_failure(world: &World<'_>, ctx: &mut Ctx, queue: &QueueCtx<'_>, job: &
     }
     cal.tops.push(top);
     ctx.tops.insert(job.view.id.clone());
+}
+
+/// A run limit (server or queue, any entity) held the job back.
+fn is_run_limit(reason: &Reason) -> bool {
+    matches!(
+        reason,
+        Reason::ServerJobLimit
+            | Reason::ServerUserLimit
+            | Reason::ServerGroupLimit
+            | Reason::ServerByUserJobLimit(_)
+            | Reason::ServerByGroupJobLimit(_)
+            | Reason::QueueJobLimit(_)
+            | Reason::QueueUserLimit(_)
+            | Reason::QueueGroupLimit(_)
+            | Reason::QueueByUserJobLimit(..)
+            | Reason::QueueByGroupJobLimit(..)
+    )
 }
 
 /// The checks of OpenPBS's `is_ok_to_run`, in its order, then the node search.

@@ -1086,6 +1086,37 @@ fn a_later_top_job_that_ends_in_time_is_planned_before_an_earlier_one() {
 }
 
 #[test]
+fn a_job_held_by_a_run_limit_is_planned_when_its_owners_job_ends() {
+    // alice may run one job; hers ends at 1100. Her next job (3 cpus: it would fit now) is
+    // a top job starting then, and bob's jobs backfill meanwhile where they leave it room.
+    let r = running_job(job(1, "workq", "1:ncpus=1", "pack"), "n1", 1000, &[("walltime", "00:01:40")]);
+    let mut s = snap(
+        vec![queue("workq", 0, &[])],
+        vec![busy(node("n1", 4, "8gb"), 1, &["1.svr"])],
+        vec![
+            r,
+            with_wall(job(2, "workq", "1:ncpus=3", "pack"), &[("walltime", "00:10:00")]),
+            owned(with_wall(job(3, "workq", "1:ncpus=1", "pack"), &[("walltime", "00:00:50")]), "bob", "staff"),
+            owned(with_wall(job(4, "workq", "1:ncpus=2", "pack"), &[("walltime", "01:00:00")]), "bob", "staff"),
+        ],
+    );
+    s.server.push(Attr::new("max_run", "[u:alice=1]"));
+    let d = cycle(&Mirror::new(s.clone(), strict_backfill()), 1000);
+    assert_eq!(comment_of(&d, "2.svr"), Some("Not Running: Server job limit reached for user alice"));
+    assert_eq!(update_of(&d, "2.svr", "estimated.start_time"), Some("1100"));
+    assert_eq!(update_of(&d, "2.svr", "estimated.exec_vnode"), Some("(n1:ncpus=3)"));
+    assert_eq!(run_ids(&d), vec!["3.svr"]);
+    assert_eq!(comment_of(&d, "4.svr"), Some("Not Running: Job would conflict with reservation or top job"));
+    // A limit nothing running will ever lift holds the order, as before.
+    s.server.retain(|a| a.name() != "max_run");
+    s.server.push(Attr::new("max_run", "[u:alice=0]"));
+    let d = cycle(&Mirror::new(s, strict_backfill()), 1000);
+    assert!(d.run.is_empty());
+    assert_eq!(update_of(&d, "2.svr", "estimated.start_time"), None);
+    assert_eq!(comment_of(&d, "3.svr"), Some("Not Running: Job would break strict sorted order"));
+}
+
+#[test]
 fn a_top_job_that_never_fits_holds_the_order() {
     // The only node is held by a job without walltime: no start can be found.
     let r = running_job(job(1, "workq", "1:ncpus=4", "pack"), "n1", 1000, &[]);

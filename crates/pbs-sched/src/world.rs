@@ -258,6 +258,15 @@ impl<'m> World<'m> {
         }
     }
 
+    /// Adds (`sign` 1) or removes (-1) a job from the run-limit counts only: the
+    /// calendar's view of who runs at some later time.
+    pub(crate) fn count_run(&mut self, counted: &crate::calendar::Counted, sign: i64) {
+        self.server_counts.add(counted.user, counted.group, sign);
+        if let Some(counts) = self.queue_counts.get_mut(counted.queue.as_str()) {
+            counts.add(counted.user, counted.group, sign);
+        }
+    }
+
     /// Counts a started job against the limits and the queue and server sums.
     pub(crate) fn book_counts(
         &mut self,
