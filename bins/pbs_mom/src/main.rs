@@ -1,6 +1,6 @@
 //! `pbs_mom`: reads pbs.conf, sets up logging, re-adopts the jobs of a previous run, and
 //! serves the server's link in the foreground until SIGTERM or SIGINT (running jobs go on:
-//! their shepherds do not need the mom). With `--shepherd <jobdir>` it is instead the
+//! their shepherds do not need the mom). With `--shepherd <records file>` it is instead the
 //! per-job shepherd the mom starts.
 
 use std::net::SocketAddr;
@@ -23,8 +23,8 @@ struct Args {
     /// Address to listen on for the server (default 0.0.0.0:PBS_MOM_SERVICE_PORT).
     #[arg(long)]
     listen: Option<SocketAddr>,
-    /// Internal: run as the shepherd of the job whose directory this is.
-    #[arg(long, hide = true, value_name = "JOBDIR")]
+    /// Internal: run as the shepherd of the job whose records file this is.
+    #[arg(long, hide = true, value_name = "RECORDS")]
     shepherd: Option<PathBuf>,
 }
 
@@ -32,8 +32,8 @@ fn main() -> ExitCode {
     let args = Args::parse();
     // Before anything starts a thread: the shepherd forks the job and must be
     // single-threaded when it does.
-    if let Some(job_dir) = &args.shepherd {
-        return ExitCode::from(u8::try_from(pbs_mom::shepherd::run(job_dir)).unwrap_or(1));
+    if let Some(records) = &args.shepherd {
+        return ExitCode::from(u8::try_from(pbs_mom::shepherd::run(records)).unwrap_or(1));
     }
     daemon::finish("pbs_mom", run(args))
 }

@@ -7,6 +7,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::{NOBODY, TestMom, eventually, owner, session_states};
+use pbs_mom::layout::{JobResult, Started, Status};
 use pbs_proto::mom::{FromMom, ToMom};
 
 #[test]
@@ -46,6 +47,35 @@ fn script_runs_as_nobody_with_the_pbs_environment() {
     // TMPDIR and the node file go with the job.
     assert!(!mom.work().join(format!("pbs.{job}")).exists());
     assert!(!mom.home().join("aux").join(job).exists());
+    // One records file and the script; no directory, no temporary file.
+    assert_eq!(mom.job_files(), ["1.testsrv.JB", "1.testsrv.SC"]);
+    let records = mom.records(job);
+    assert!(records.has::<Started>() && records.has::<Status>() && records.has::<JobResult>());
+    link.send(&ToMom::ForgetJob { job_id: job.into() });
+    link.send(&ToMom::Ping);
+    link.wait_for("Pong", |f| matches!(f, FromMom::Pong));
+    assert!(mom.job_files().is_empty(), "{:?}", mom.job_files());
+}
+
+#[test]
+fn a_home_of_the_older_layout_is_left_alone() {
+    let mut mom = TestMom::start();
+    mom.kill9();
+    // One directory per job, as older moms kept them.
+    let old = mom.home().join("mom_priv").join("jobs").join("9.old");
+    std::fs::create_dir(&old).unwrap();
+    std::fs::write(old.join("launch.json"), b"{\"launch\":{}}").unwrap();
+    std::fs::write(old.join("status.json"), b"{}").unwrap();
+    mom.spawn();
+    let mut link = mom.connect();
+    match link.node_status() {
+        FromMom::NodeStatus { jobs, .. } => assert!(jobs.is_empty(), "{jobs:?}"),
+        _ => unreachable!(),
+    }
+    eventually("the warning", || mom.log().contains("left by an older pbs_mom, not adopted"));
+    link.run(mom.launch("9.new", "exit 5\n"));
+    assert_eq!(link.ended("9.new").0, 5);
+    assert!(old.join("launch.json").exists());
 }
 
 #[test]
@@ -215,7 +245,7 @@ fn sister_jobs_are_held_until_forgotten() {
     again.send(&ToMom::ForgetJob { job_id: "30.s".into() });
     again.send(&ToMom::Ping);
     again.wait_for("Pong", |f| matches!(f, FromMom::Pong));
-    assert!(!mom.job_dir("30.s").exists());
+    assert!(mom.job_files().is_empty(), "{:?}", mom.job_files());
 }
 
 #[test]
@@ -238,7 +268,7 @@ fn ended_jobs_are_kept_until_forgotten() {
     link.send(&ToMom::ForgetJob { job_id: "40.s".into() });
     link.send(&ToMom::Ping);
     link.wait_for("Pong", |f| matches!(f, FromMom::Pong));
-    assert!(!mom.job_dir("40.s").exists());
+    assert!(mom.job_files().is_empty(), "{:?}", mom.job_files());
     let mut link = mom.connect();
     match link.node_status() {
         FromMom::NodeStatus { jobs, .. } => assert!(jobs.is_empty(), "{jobs:?}"),
@@ -274,7 +304,7 @@ fn a_running_job_survives_kill_9_of_the_mom() {
     link.send(&ToMom::ForgetJob { job_id: "50.s".into() });
     link.send(&ToMom::Ping);
     link.wait_for("Pong", |f| matches!(f, FromMom::Pong));
-    assert!(!mom.job_dir("50.s").exists());
+    assert!(mom.job_files().is_empty(), "{:?}", mom.job_files());
 }
 
 #[test]
@@ -286,7 +316,7 @@ fn a_job_ending_while_the_mom_is_down_is_reported_after_restart() {
     let sid = link.started("51.s");
     mom.kill9();
     eventually("the job to end", || session_states(sid).is_empty());
-    eventually("its status file", || mom.job_dir("51.s").join("status.json").exists());
+    eventually("its status record", || mom.records("51.s").has::<Status>());
     mom.spawn();
     let mut link = mom.connect();
     match link.node_status() {
@@ -353,7 +383,7 @@ fn forget_kills_a_running_job_silently() {
     let sid = link.started("60.s");
     link.send(&ToMom::ForgetJob { job_id: "60.s".into() });
     eventually("the session to be gone", || session_states(sid).is_empty());
-    eventually("the job dir to be removed", || !mom.job_dir("60.s").exists());
+    eventually("the job's files to be removed", || mom.job_files().is_empty());
     link.send(&ToMom::Ping);
     link.wait_for("Pong", |f| matches!(f, FromMom::Pong));
     assert!(!link.seen.iter().any(|f| matches!(f, FromMom::JobEnded { .. })), "{:?}", link.seen);
@@ -392,4 +422,24 @@ fn trivial_job_latency() {
         assert!(times[times.len() / 2] < Duration::from_millis(100), "{report:?}");
     }
     eprintln!("RunJob -> JobEnded latency:\n  {}", report.join("\n  "));
+}
+
+#[test]
+fn a_shepherd_that_dies_without_a_status_loses_its_job() {
+    let mom = TestMom::start();
+    let mut link = mom.connect();
+    link.node_status();
+    link.run(mom.launch("61.s", "sleep 60\n"));
+    let sid = link.started("61.s");
+    let started = mom.records("61.s").get::<Started>().unwrap();
+    // SAFETY: kill(2) has no memory-safety preconditions.
+    unsafe {
+        libc::kill(started.shepherd_pid, libc::SIGKILL);
+    }
+    assert_eq!(link.ended("61.s").0, -4);
+    eventually("the log", || mom.log().contains("shepherd ended without a status"));
+    // SAFETY: as above; the orphaned job must not outlive the test.
+    unsafe {
+        libc::kill(-(sid as i32), libc::SIGKILL);
+    }
 }

@@ -1,40 +1,32 @@
-//! The on-disk state of a mom: `PBS_HOME/mom_priv/jobs/<jobid>/` per job, the records the
-//! mom and the shepherd leave there, and the paths derived from `PBS_HOME`.
+//! The on-disk state of a mom: the records each job leaves in
+//! `PBS_HOME/mom_priv/jobs/<jobid>.JB`, the paths derived from `PBS_HOME`, and the record
+//! types.
 //!
-//! Everything a restarted mom needs is in these files: the launch ([`Spec`]), the shepherd's
-//! start ([`Started`]) and end ([`Status`]) records, the result reported to the server
-//! ([`JobResult`]), the suspension clock ([`SuspendClock`]) and a limit kill decided by the
-//! mom ([`KillReason`]). Records are written to a temporary name and renamed, so a reader
-//! never sees half a record.
+//! Everything a restarted mom needs is in a job's records file ([`crate::records`]): the
+//! launch ([`Spec`]), the shepherd's start ([`Started`]) and end ([`Status`]) records, the
+//! result reported to the server ([`JobResult`]), the latest usage sample, the suspension
+//! clock ([`SuspendClock`]), a limit kill decided by the mom ([`KillReason`]) and the
+//! [`Forgotten`] mark. Beside it a script job has `<jobid>.SC`, its script, owned by the
+//! job's user (the names OpenPBS uses). There is no directory per job: each one would be
+//! another inode to create and delete per job. Job ids cannot start with a dot, so the
+//! temporary files of [`crate::records`] (`.<name>...tmp`) never clash with a job's.
 
-use std::io::{self, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::io;
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use pbs_proto::mom::{JobLaunch, Usage};
-use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-/// The launch description (written by the mom, read by the shepherd).
-pub const SPEC_FILE: &str = "launch.json";
-/// Written by the shepherd once the job's shell runs.
-pub const STARTED_FILE: &str = "started.json";
-/// Written by the shepherd when the job has ended.
-pub const STATUS_FILE: &str = "status.json";
-/// Written by the mom once it has reported the end.
-pub const RESULT_FILE: &str = "result.json";
-/// Latest usage sample, so a restarted mom reports more than zeros.
-pub const USAGE_FILE: &str = "usage.json";
-/// Suspension accounting, read by the shepherd's walltime clock.
-pub const SUSPEND_FILE: &str = "suspend.json";
-/// A cput or mem kill decided by the mom.
-pub const KILL_FILE: &str = "kill_reason.json";
-/// Present once the server sent ForgetJob for a job still dying.
-pub const FORGOTTEN_FILE: &str = "forgotten";
-/// The script of a script job, owned by the job's user.
-pub const SCRIPT_FILE: &str = "script";
-/// The shepherd's own stderr (panics, messages from before the job's files exist).
+use crate::records::Record;
+
+/// Suffix of a job's records file in `mom_priv/jobs`.
+pub const RECORDS_SUFFIX: &str = ".JB";
+/// Suffix of a script job's script in `mom_priv/jobs`.
+pub const SCRIPT_SUFFIX: &str = ".SC";
+/// The shepherds' shared stderr (panics, messages from before a job's files exist), in
+/// `mom_priv`.
 pub const SHEPHERD_ERR_FILE: &str = "shepherd.err";
 
 /// Mode of `mom_priv` and `mom_priv/jobs`: root-only listing, but a job's user must be able
@@ -164,6 +156,37 @@ pub struct KillReason {
     pub message: String,
 }
 
+/// The server sent ForgetJob while the job still ran: it dies and ends without a report.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Forgotten;
+
+impl Record for Spec {
+    const KIND: &'static str = "launch";
+}
+impl Record for Started {
+    const KIND: &'static str = "started";
+}
+impl Record for Status {
+    const KIND: &'static str = "status";
+}
+impl Record for JobResult {
+    const KIND: &'static str = "result";
+}
+/// The latest sample, so a restarted mom reports more than zeros.
+impl Record for Usage {
+    const KIND: &'static str = "usage";
+}
+/// Read by the shepherd's walltime clock.
+impl Record for SuspendClock {
+    const KIND: &'static str = "suspend";
+}
+impl Record for KillReason {
+    const KIND: &'static str = "kill_reason";
+}
+impl Record for Forgotten {
+    const KIND: &'static str = "forgotten";
+}
+
 /// Paths of one mom's `PBS_HOME`.
 #[derive(Clone, Debug)]
 pub struct Layout {
@@ -191,9 +214,19 @@ impl Layout {
         self.priv_dir().join("jobs")
     }
 
-    /// One job's directory.
-    pub fn job_dir(&self, job_id: &str) -> PathBuf {
-        self.jobs_dir().join(job_id)
+    /// One job's records file (`jobs/<jobid>.JB`).
+    pub fn records_path(&self, job_id: &str) -> PathBuf {
+        self.jobs_dir().join(format!("{job_id}{RECORDS_SUFFIX}"))
+    }
+
+    /// A script job's script (`jobs/<jobid>.SC`).
+    pub fn script_path(&self, job_id: &str) -> PathBuf {
+        self.jobs_dir().join(format!("{job_id}{SCRIPT_SUFFIX}"))
+    }
+
+    /// The shepherds' shared stderr.
+    pub fn shepherd_err(&self) -> PathBuf {
+        self.priv_dir().join(SHEPHERD_ERR_FILE)
     }
 
     /// The datagram socket shepherds notify the mom on.
@@ -249,21 +282,16 @@ pub fn now_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
 }
 
-/// Writes `value` as JSON to `dir/name` atomically (temporary file, then rename), mode 0600.
-pub fn write_record<T: Serialize>(dir: &Path, name: &str, value: &T) -> io::Result<()> {
-    let bytes = serde_json::to_vec(value).map_err(io::Error::other)?;
-    let tmp = dir.join(format!(".{name}.tmp"));
-    {
-        let mut file = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&tmp)?;
-        file.write_all(&bytes)?;
-    }
-    std::fs::rename(&tmp, dir.join(name))
+/// The script beside a records file (`<jobid>.JB` -> `<jobid>.SC`).
+pub fn script_path_of(records: &Path) -> PathBuf {
+    let name = records.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let job_id = name.strip_suffix(RECORDS_SUFFIX).unwrap_or(&name);
+    records.with_file_name(format!("{job_id}{SCRIPT_SUFFIX}"))
 }
 
-/// Reads a JSON record; `None` if it is missing or unreadable.
-pub fn read_record<T: DeserializeOwned>(dir: &Path, name: &str) -> Option<T> {
-    let bytes = std::fs::read(dir.join(name)).ok()?;
-    serde_json::from_slice(&bytes).ok()
+/// The job id a records file is named after, if it is one.
+pub fn job_id_of(records: &Path) -> Option<&str> {
+    records.file_name()?.to_str()?.strip_suffix(RECORDS_SUFFIX).filter(|id| valid_job_id(id))
 }
 
 #[cfg(test)]
@@ -280,12 +308,30 @@ mod tests {
     }
 
     #[test]
-    fn records_round_trip_and_missing_is_none() {
+    fn job_files_are_named_after_the_job() {
+        let layout = Layout::new(Path::new("/h"));
+        let records = layout.records_path("12[3].srv.example");
+        assert_eq!(records, Path::new("/h/mom_priv/jobs/12[3].srv.example.JB"));
+        assert_eq!(job_id_of(&records), Some("12[3].srv.example"));
+        assert_eq!(script_path_of(&records), layout.script_path("12[3].srv.example"));
+        assert_eq!(job_id_of(Path::new("/h/mom_priv/jobs/12.srv.SC")), None);
+        assert_eq!(job_id_of(Path::new("/h/mom_priv/jobs/..JB")), None);
+        assert_eq!(job_id_of(Path::new("/h/mom_priv/jobs/.12.srv.JB.new.tmp")), None);
+    }
+
+    #[test]
+    fn every_record_type_round_trips_under_its_kind() {
         let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("1.s.JB");
         let clock = SuspendClock { total_ms: 5, since_ms: Some(10) };
-        write_record(dir.path(), SUSPEND_FILE, &clock).unwrap();
-        assert_eq!(read_record::<SuspendClock>(dir.path(), SUSPEND_FILE), Some(clock));
-        assert_eq!(read_record::<SuspendClock>(dir.path(), "nope"), None);
+        crate::records::create(&path, &clock).unwrap();
+        crate::records::append(&path, &Forgotten).unwrap();
+        crate::records::append(&path, &KillReason { exit_status: -28, message: "cput".into() }).unwrap();
+        let records = crate::records::read(&path);
+        assert_eq!(records.get::<SuspendClock>(), Some(clock));
+        assert!(records.has::<Forgotten>());
+        assert_eq!(records.get::<KillReason>().map(|k| k.exit_status), Some(-28));
+        assert!(!records.has::<Status>());
     }
 
     #[test]

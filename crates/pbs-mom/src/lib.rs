@@ -1,14 +1,15 @@
 //! pbs_mom, the execution daemon: it listens for the server's link ([`link`]), runs each job
 //! under a per-job shepherd process that survives mom restarts ([`shepherd`], [`exec`]),
 //! samples usage from /proc and enforces limits ([`mom`], [`procfs`]), and keeps every
-//! job's state under `PBS_HOME/mom_priv/jobs/` ([`layout`]) until the server forgets it.
+//! job's state in one records file under `PBS_HOME/mom_priv/jobs/` ([`layout`],
+//! [`records`]) until the server forgets it.
 //!
-//! How the pieces talk: the mom writes `launch.json` into the job's directory and starts
-//! `pbs_mom --shepherd <jobdir>`; the shepherd writes `started.json` / `status.json` and
-//! sends the same facts as a datagram on `PBS_HOME/mom_priv/mom_sock`. The mom reacts to
-//! the datagram at once (no polling on a job's path); it also notices its own shepherds
-//! exiting, and checks the files of adopted shepherds at every usage sample, so a lost
-//! datagram delays a report but never loses it.
+//! How the pieces talk: the mom creates `jobs/<jobid>.JB` with the launch record and starts
+//! `pbs_mom --shepherd <records file>`; the shepherd appends its `started` and `status`
+//! records and sends the same facts as a datagram on `PBS_HOME/mom_priv/mom_sock`. The mom
+//! reacts to the datagram at once (no polling on a job's path); it also notices its own
+//! shepherds exiting, and checks the records of adopted shepherds at every usage sample, so
+//! a lost datagram delays a report but never loses it.
 
 pub mod env;
 pub mod error;
@@ -18,6 +19,7 @@ pub mod link;
 pub use pbs_log as logging;
 pub mod mom;
 pub mod procfs;
+pub mod records;
 pub mod shepherd;
 pub mod signals;
 
@@ -49,7 +51,7 @@ pub const DEFAULT_SAMPLE_PERIOD: Duration = Duration::from_secs(10);
 /// A mom's settings, from pbs.conf and the command line.
 #[derive(Clone, Debug)]
 pub struct MomConfig {
-    /// `PBS_HOME`, canonical (shepherds are recognised by their job directory's path).
+    /// `PBS_HOME`, canonical (shepherds are recognised by their records file's path).
     pub home: PathBuf,
     /// The node this mom serves (`PBS_MOM_NODE_NAME`, else the host name).
     pub node_name: String,

@@ -2,14 +2,18 @@
 //! happens on each server request, each shepherd note, each usage sample, and at start-up
 //! (re-adopting the jobs of a previous run).
 //!
+//! What happens to a job is appended to its records file (see [`crate::records`]) before or
+//! as it is reported, so a restarted mom can rebuild the job table from `mom_priv/jobs/`.
+//!
 //! All state is behind one `std::sync::Mutex`, never held across an await or a system call
 //! that can block for long; frames for the server are queued on the link's channel under
 //! that lock, so the server sees events in the order they happened here, and the
 //! `NodeStatus` a new link starts with is consistent with everything queued after it.
 
 use std::collections::HashMap;
-use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -21,14 +25,25 @@ use pbs_proto::mom::{FromMom, JobLaunch, MomJob, ToMom, Usage};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::layout::{
-    self, FORGOTTEN_FILE, JobResult, KILL_FILE, KillReason, Layout, Note, RESULT_FILE, SHEPHERD_ERR_FILE, SPEC_FILE,
-    STARTED_FILE, STATUS_FILE, SUSPEND_FILE, Spec, Started, Status, SuspendClock, USAGE_FILE, now_ms,
+    self, Forgotten, JobResult, KillReason, Layout, Note, RECORDS_SUFFIX, SCRIPT_SUFFIX, Spec, Started, Status,
+    SuspendClock, now_ms,
 };
 use crate::signals::{self, JobSignal};
 use crate::{
     JOB_EXEC_FAIL1, JOB_EXEC_INITABT, JOB_EXEC_KILL_CPUT, JOB_EXEC_KILL_MEM, JOB_EXEC_RETRY, MomConfig, MomError,
-    procfs, shepherd,
+    procfs, records, shepherd,
 };
+
+/// Growth of a records file (usage samples, mostly) past its size after the last
+/// compaction that triggers the next one: about 500 samples, so compaction (which creates
+/// an inode) is rare, while a restarted mom never reads much more than the launch.
+const COMPACT_AFTER: u64 = 64 * 1024;
+
+/// At start-up a shared stderr larger than this is moved to `shepherd.err.old`.
+const SHEPHERD_ERR_ROTATE: u64 = 1024 * 1024;
+
+/// How much of the end of the shared stderr is searched for a lost shepherd's last words.
+const SHEPHERD_ERR_TAIL: u64 = 64 * 1024;
 
 /// Where a job is in its life on this mom.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,7 +59,12 @@ enum Phase {
 }
 
 struct Job {
-    dir: PathBuf,
+    /// The records file.
+    records: PathBuf,
+    /// Tells this run from a later run of the same job id (see [`Mom::compact_records`]).
+    run: u64,
+    /// Size of the records file after its creation, last compaction or re-adoption.
+    records_base: u64,
     ncpus: u32,
     cput_limit: Option<u64>,
     mem_limit: Option<u64>,
@@ -68,9 +88,11 @@ struct Job {
 }
 
 impl Job {
-    fn new(launch: &JobLaunch, dir: PathBuf) -> Job {
+    fn new(launch: &JobLaunch, records: PathBuf, run: u64) -> Job {
         Job {
-            dir,
+            records,
+            run,
+            records_base: 0,
             ncpus: launch.ncpus,
             cput_limit: launch.cput,
             mem_limit: launch.mem,
@@ -116,9 +138,15 @@ struct State {
     jobs: HashMap<String, Job>,
     link: Option<Link>,
     next_link: u64,
+    next_run: u64,
 }
 
 impl State {
+    fn new_run(&mut self) -> u64 {
+        self.next_run += 1;
+        self.next_run
+    }
+
     fn emit(&self, frame: FromMom) {
         // Without a link the frame is dropped: NodeStatus carries the same facts later.
         if let Some(link) = &self.link {
@@ -132,6 +160,8 @@ pub struct Mom {
     cfg: MomConfig,
     layout: Layout,
     state: Mutex<State>,
+    /// The shepherds' shared stderr, open for appending.
+    shepherd_err: File,
     host_ncpus: u32,
     host_mem_kb: u64,
     ticks_per_sec: u64,
@@ -151,8 +181,19 @@ impl Mom {
     pub fn new(cfg: MomConfig) -> Result<Arc<Mom>, MomError> {
         let layout = Layout::new(&cfg.home);
         layout.create_dirs().map_err(|e| MomError::io(format!("creating {}", layout.priv_dir().display()), e))?;
+        let err_path = layout.shepherd_err();
+        if std::fs::metadata(&err_path).is_ok_and(|m| m.len() > SHEPHERD_ERR_ROTATE) {
+            let _ = std::fs::rename(&err_path, err_path.with_extension("err.old"));
+        }
+        let shepherd_err = std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .mode(0o600)
+            .open(&err_path)
+            .map_err(|e| MomError::io(format!("opening {}", err_path.display()), e))?;
         Ok(Arc::new(Mom {
             layout,
+            shepherd_err,
             cfg,
             state: Mutex::new(State::default()),
             host_ncpus: procfs::host_ncpus(),
@@ -190,41 +231,68 @@ impl Mom {
 
     /// Rebuilds the job table from `mom_priv/jobs/`: ended jobs are kept for the server,
     /// running ones whose shepherd lives are adopted, and those whose shepherd is gone are
-    /// ended with what their files say.
+    /// ended with what their records say. Leftovers of a crash (temporary files, scripts
+    /// without records) are removed; job directories of the older layout (one directory
+    /// per job) are not adopted, only reported.
     pub fn recover(self: &Arc<Self>) {
         let Ok(entries) = std::fs::read_dir(self.layout.jobs_dir()) else { return };
         let shepherds = procfs::shepherds();
         let mut to_check = Vec::new();
+        let mut scripts = Vec::new();
         for entry in entries.flatten() {
-            let Some(job_id) = entry.file_name().to_str().map(str::to_string) else { continue };
-            if !layout::valid_job_id(&job_id) {
+            let Some(name) = entry.file_name().to_str().map(str::to_string) else { continue };
+            let Ok(file_type) = entry.file_type() else { continue };
+            if file_type.is_dir() {
+                if layout::valid_job_id(&name) {
+                    warn_job(&name, format_args!("{}: left by an older pbs_mom, not adopted", entry.path().display()));
+                }
                 continue;
             }
-            let dir = self.layout.job_dir(&job_id);
-            let Some(spec) = layout::read_record::<Spec>(&dir, SPEC_FILE) else {
-                // RunJob died before the launch was written: nothing ever ran.
-                warn_job(&job_id, format_args!("removing {}: no launch description", dir.display()));
-                let _ = std::fs::remove_dir_all(&dir);
+            if !file_type.is_file() {
+                continue;
+            }
+            if name.starts_with('.') && name.ends_with(".tmp") {
+                // A creation or compaction cut short: the records file itself is whole.
+                let _ = std::fs::remove_file(entry.path());
+                continue;
+            }
+            if let Some(job_id) = name.strip_suffix(SCRIPT_SUFFIX) {
+                scripts.push(job_id.to_string());
+                continue;
+            }
+            let Some(job_id) = name.strip_suffix(RECORDS_SUFFIX).filter(|id| layout::valid_job_id(id)) else {
                 continue;
             };
-            let shepherd = dir.to_str().and_then(|d| shepherds.get(d)).copied();
-            let forgotten = dir.join(FORGOTTEN_FILE).exists();
+            let job_id = job_id.to_string();
+            let path = self.layout.records_path(&job_id);
+            let recs = records::read(&path);
+            let Some(spec) = recs.get::<Spec>() else {
+                // Creation is atomic, so only damage leaves a file without its launch.
+                warn_job(&job_id, format_args!("removing {}: no launch description", path.display()));
+                let _ = std::fs::remove_file(&path);
+                continue;
+            };
+            let shepherd = path.to_str().and_then(|p| shepherds.get(p)).copied();
+            let forgotten = recs.has::<Forgotten>();
             if forgotten && shepherd.is_none() {
-                self.remove_job_files(&job_id, &dir);
+                self.remove_job_files(&job_id, &path);
                 continue;
             }
-            let mut job = Job::new(&spec.launch, dir.clone());
+            let run = self.lock().new_run();
+            let mut job = Job::new(&spec.launch, path.clone(), run);
+            job.records_base = recs.size();
             job.forgotten = forgotten;
-            job.usage = layout::read_record(&dir, USAGE_FILE).unwrap_or(job.usage);
-            job.clock = layout::read_record(&dir, SUSPEND_FILE).unwrap_or_default();
-            job.kill_reason = layout::read_record(&dir, KILL_FILE);
-            let started: Option<Started> = layout::read_record(&dir, STARTED_FILE);
+            job.usage = recs.get().unwrap_or(job.usage);
+            job.clock = recs.get().unwrap_or_default();
+            job.kill_reason = recs.get();
+            // A live shepherd's own start: an earlier run's shepherd may have appended late.
+            let started: Option<Started> = recs.find(|s: &Started| shepherd.is_none_or(|p| s.shepherd_pid == p));
             if let Some(started) = started {
                 job.session_id = started.session_id;
                 job.start_ms = started.start_ms;
             }
             if job.phase != Phase::Sister {
-                if let Some(result) = layout::read_record::<JobResult>(&dir, RESULT_FILE) {
+                if let Some(result) = recs.get::<JobResult>() {
                     job.phase = Phase::Ended(result);
                 } else {
                     job.phase = if started.is_some() { Phase::Running } else { Phase::Starting };
@@ -242,6 +310,14 @@ impl Mom {
                 procfs::signal_session(job.session_id, libc::SIGKILL);
             }
             self.lock().jobs.insert(job_id, job);
+        }
+        let orphans: Vec<String> = {
+            let state = self.lock();
+            scripts.into_iter().filter(|id| !state.jobs.contains_key(id)).collect()
+        };
+        for job_id in orphans {
+            // The mom died between removing a job's records and its script.
+            let _ = std::fs::remove_file(self.layout.script_path(&job_id));
         }
         for job_id in to_check {
             self.shepherd_exited(&job_id, None);
@@ -312,7 +388,7 @@ impl Mom {
             self.lock().emit(FromMom::JobEnded { job_id, exit_status: JOB_EXEC_FAIL1, usage: Usage::default() });
             return;
         }
-        let dir = self.layout.job_dir(&job_id);
+        let path = self.layout.records_path(&job_id);
         {
             let mut state = self.lock();
             if let Some(job) = state.jobs.get(&job_id) {
@@ -335,7 +411,8 @@ impl Mom {
                 }
                 return;
             }
-            state.jobs.insert(job_id.clone(), Job::new(&launch, dir.clone()));
+            let run = state.new_run();
+            state.jobs.insert(job_id.clone(), Job::new(&launch, path.clone(), run));
         }
         let sister = launch.sister;
         let spec = Spec {
@@ -345,8 +422,9 @@ impl Mom {
             mom_port: self.cfg.job_mom_port,
             notify_socket: self.layout.notify_socket(),
         };
-        if let Err(e) = create_job_dir(&dir).and_then(|()| layout::write_record(&dir, SPEC_FILE, &spec)) {
-            self.start_failed(&job_id, format!("cannot write {}: {e}", dir.display()));
+        // A leftover of an earlier run of this id is replaced.
+        if let Err(e) = records::create(&path, &spec) {
+            self.start_failed(&job_id, format!("cannot write {}: {e}", path.display()));
             return;
         }
         if sister {
@@ -354,7 +432,7 @@ impl Mom {
             log_job(&job_id, format_args!("sister job, nothing to run here"));
             return;
         }
-        match self.spawn_shepherd(&dir) {
+        match self.spawn_shepherd(&path) {
             Ok(mut child) => {
                 let pid = child.id().and_then(|p| i32::try_from(p).ok());
                 if let Some(job) = self.lock().jobs.get_mut(&job_id)
@@ -372,12 +450,12 @@ impl Mom {
         }
     }
 
-    fn spawn_shepherd(&self, dir: &Path) -> std::io::Result<tokio::process::Child> {
-        let err = std::fs::File::create(dir.join(SHEPHERD_ERR_FILE))?;
+    fn spawn_shepherd(&self, records: &Path) -> std::io::Result<tokio::process::Child> {
+        let err = self.shepherd_err.try_clone()?;
         let mut command = std::process::Command::new(&self.cfg.shepherd_exe);
         command
             .arg0("pbs_mom")
-            .args(shepherd::shepherd_args(dir))
+            .args(shepherd::shepherd_args(records))
             .env_clear()
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -391,21 +469,24 @@ impl Mom {
     }
 
     /// A shepherd exited (ours: `pid`) or is gone (adopted, or unknown at start-up): its
-    /// status file says how the job ended; without one the job is lost.
+    /// status record says how the job ended; without one the job is lost.
     fn shepherd_exited(&self, job_id: &str, pid: Option<i32>) {
-        let dir = {
+        let (path, shepherd_pid) = {
             let state = self.lock();
             match state.jobs.get(job_id) {
                 Some(job) if pid.is_some() && job.shepherd_pid.is_some() && job.shepherd_pid != pid => return,
-                Some(job) if matches!(job.phase, Phase::Starting | Phase::Running) => job.dir.clone(),
+                Some(job) if matches!(job.phase, Phase::Starting | Phase::Running) => {
+                    (job.records.clone(), pid.or(job.shepherd_pid))
+                }
                 _ => return,
             }
         };
-        let status = match layout::read_record::<Status>(&dir, STATUS_FILE) {
+        let recs = records::read(&path);
+        let status = match status_of(&recs, shepherd_pid) {
             Some(status) => status,
             None => {
-                let started = dir.join(STARTED_FILE).exists();
-                let why = std::fs::read_to_string(dir.join(SHEPHERD_ERR_FILE)).unwrap_or_default();
+                let started = recs.has::<Started>();
+                let why = self.shepherd_last_words(job_id, shepherd_pid);
                 let message = format!("shepherd ended without a status: {}", why.trim());
                 Status::failed(if started { JOB_EXEC_INITABT } else { JOB_EXEC_FAIL1 }, message)
             }
@@ -413,9 +494,29 @@ impl Mom {
         self.finish(job_id, status);
     }
 
+    /// What the shepherd `pid` (any shepherd of the job, if unknown) wrote to the shared
+    /// stderr, from its end.
+    fn shepherd_last_words(&self, job_id: &str, pid: Option<i32>) -> String {
+        let Ok(mut file) = File::open(self.layout.shepherd_err()) else { return String::new() };
+        let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+        if file.seek(SeekFrom::Start(len.saturating_sub(SHEPHERD_ERR_TAIL))).is_err() {
+            return String::new();
+        }
+        let mut tail = Vec::new();
+        let _ = file.take(SHEPHERD_ERR_TAIL).read_to_end(&mut tail);
+        let text = String::from_utf8_lossy(&tail);
+        let lines: Vec<&str> = text
+            .lines()
+            .filter_map(|line| shepherd::parse_err_line(line, job_id))
+            .filter(|(line_pid, _)| pid.is_none_or(|p| p == *line_pid))
+            .map(|(_, message)| message)
+            .collect();
+        lines.join("; ")
+    }
+
     /// Ends a job once: computes the result, reports it, records it.
     fn finish(&self, job_id: &str, status: Status) {
-        let (dir, result) = {
+        let (path, result) = {
             let mut state = self.lock();
             let Some(job) = state.jobs.get_mut(job_id) else { return };
             if !matches!(job.phase, Phase::Starting | Phase::Running) {
@@ -426,14 +527,14 @@ impl Mom {
                 return;
             }
             if job.forgotten {
-                let dir = job.dir.clone();
+                let path = job.records.clone();
                 state.jobs.remove(job_id);
                 drop(state);
-                self.remove_job_files(job_id, &dir);
+                self.remove_job_files(job_id, &path);
                 return;
             }
-            let kill = job.kill_reason.clone().or_else(|| layout::read_record(&job.dir, KILL_FILE));
-            let exit_status = match kill {
+            // A kill decided by an earlier mom was read back at start-up.
+            let exit_status = match job.kill_reason.clone() {
                 Some(k) if status.exit_status >= 0 => k.exit_status,
                 _ => status.exit_status,
             };
@@ -453,13 +554,13 @@ impl Mom {
             }
             let result = JobResult { exit_status, usage };
             job.phase = Phase::Ended(result);
-            let dir = job.dir.clone();
+            let path = job.records.clone();
             let session_id = job.session_id;
             if announce {
                 state.emit(FromMom::JobStarted { job_id: job_id.to_string(), session_id });
             }
             state.emit(FromMom::JobEnded { job_id: job_id.to_string(), exit_status, usage });
-            (dir, result)
+            (path, result)
         };
         if !status.message.is_empty() {
             log_job(job_id, format_args!("{}", status.message));
@@ -471,7 +572,7 @@ impl Mom {
                 result.exit_status, result.usage.cput, result.usage.walltime, result.usage.mem_kb
             ),
         );
-        if let Err(e) = layout::write_record(&dir, RESULT_FILE, &result) {
+        if let Err(e) = records::append(&path, &result) {
             warn_job(job_id, format_args!("cannot record the result: {e}"));
         }
     }
@@ -547,14 +648,14 @@ impl Mom {
                     let usage = Usage { ncpus: job.ncpus, ..Usage::default() };
                     let result = JobResult { exit_status: 256 + libc::SIGTERM, usage };
                     job.phase = Phase::Ended(result);
-                    let dir = job.dir.clone();
+                    let path = job.records.clone();
                     state.emit(FromMom::JobEnded {
                         job_id: job_id.to_string(),
                         exit_status: result.exit_status,
                         usage,
                     });
                     drop(state);
-                    let _ = layout::write_record(&dir, RESULT_FILE, &result);
+                    let _ = records::append(&path, &result);
                     return;
                 }
                 Phase::Ended(r) => {
@@ -574,33 +675,34 @@ impl Mom {
     }
 
     fn forget_job(self: &Arc<Self>, job_id: &str) {
-        let (dir, sid) = {
+        let (path, sid) = {
             let mut state = self.lock();
             let Some(job) = state.jobs.get_mut(job_id) else { return };
             match job.phase {
                 Phase::Starting | Phase::Running => {
                     job.forgotten = true;
-                    (job.dir.clone(), Some(job.session_id).filter(|s| *s > 0 && job.phase == Phase::Running))
+                    (job.records.clone(), Some(job.session_id).filter(|s| *s > 0 && job.phase == Phase::Running))
                 }
                 Phase::Ended(_) | Phase::Sister => {
-                    let dir = job.dir.clone();
+                    let path = job.records.clone();
                     state.jobs.remove(job_id);
                     drop(state);
-                    self.remove_job_files(job_id, &dir);
+                    self.remove_job_files(job_id, &path);
                     return;
                 }
             }
         };
         // Still running: it dies now and its shepherd's report removes the files.
-        let _ = std::fs::write(dir.join(FORGOTTEN_FILE), b"");
+        let _ = records::append(&path, &Forgotten);
         if let Some(sid) = sid {
             procfs::signal_session(sid, libc::SIGKILL);
         }
         log_job(job_id, format_args!("forgotten while running: killed"));
     }
 
-    fn remove_job_files(&self, job_id: &str, dir: &Path) {
-        let _ = std::fs::remove_dir_all(dir);
+    fn remove_job_files(&self, job_id: &str, records: &Path) {
+        let _ = std::fs::remove_file(records);
+        let _ = std::fs::remove_file(self.layout.script_path(job_id));
         let _ = std::fs::remove_file(layout::nodefile_path(&self.cfg.home, job_id));
         let _ = std::fs::remove_dir_all(layout::tmpdir_path(&self.cfg.tmpdir_base, job_id));
         tracing::debug!(object_type = "Job", object_name = job_id, "job files removed");
@@ -635,11 +737,11 @@ impl Mom {
                 }),
                 _ => None,
             };
-            (job.session_id, clock.map(|c| (job.dir.clone(), c)))
+            (job.session_id, clock.map(|c| (job.records.clone(), c)))
         };
-        if let Some((dir, clock)) = clock {
+        if let Some((path, clock)) = clock {
             // Before the signal: the shepherd's walltime watch reads it.
-            let _ = layout::write_record(&dir, SUSPEND_FILE, &clock);
+            let _ = records::append(&path, &clock);
         }
         procfs::signal_session(sid, signals::number(signal));
         log_job(job_id, format_args!("signal {text} sent to session {sid}"));
@@ -651,10 +753,12 @@ impl Mom {
     pub fn sample(self: &Arc<Self>) {
         struct Target {
             job_id: String,
-            dir: PathBuf,
+            run: u64,
+            records: PathBuf,
             sid: i64,
             running: bool,
             adopted: Option<i32>,
+            shepherd_pid: Option<i32>,
         }
         let targets: Vec<Target> = {
             let state = self.lock();
@@ -664,10 +768,12 @@ impl Mom {
                 .filter(|(_, j)| matches!(j.phase, Phase::Starting | Phase::Running))
                 .map(|(id, j)| Target {
                     job_id: id.clone(),
-                    dir: j.dir.clone(),
+                    run: j.run,
+                    records: j.records.clone(),
                     sid: j.session_id,
                     running: j.phase == Phase::Running && !j.forgotten,
                     adopted: j.shepherd_pid.filter(|_| j.adopted),
+                    shepherd_pid: j.shepherd_pid,
                 })
                 .collect()
         };
@@ -678,12 +784,15 @@ impl Mom {
         let procs = procfs::sessions(&sids);
         let gone: Vec<(String, Option<i32>)> = targets
             .iter()
-            .filter(|t| t.adopted.is_some_and(|pid| !procfs::alive(pid)) || t.dir.join(STATUS_FILE).exists())
+            .filter(|t| {
+                t.adopted.is_some_and(|pid| !procfs::alive(pid))
+                    || status_of(&records::read(&t.records), t.shepherd_pid).is_some()
+            })
             .map(|t| (t.job_id.clone(), t.adopted))
             .collect();
         let now = now_ms();
         let mut kills = Vec::new();
-        let mut records = Vec::new();
+        let mut samples = Vec::new();
         {
             let mut state = self.lock();
             for target in targets.iter().filter(|t| t.running) {
@@ -723,19 +832,23 @@ impl Mom {
                     };
                     if let Some(reason) = reason {
                         job.kill_reason = Some(reason.clone());
-                        kills.push((target.job_id.clone(), job.dir.clone(), target.sid, reason));
+                        kills.push((target.job_id.clone(), job.records.clone(), target.sid, reason));
                     }
                 }
                 let usage = job.usage;
-                records.push((job.dir.clone(), usage));
+                samples.push((target.job_id.clone(), target.run, job.records.clone(), usage));
                 state.emit(FromMom::JobUsage { job_id: target.job_id.clone(), usage });
             }
         }
-        for (dir, usage) in records {
-            let _ = layout::write_record(&dir, USAGE_FILE, &usage);
+        let mut sizes = Vec::new();
+        for (job_id, run, path, usage) in samples {
+            if let Ok(size) = records::append(&path, &usage) {
+                sizes.push((job_id, run, size));
+            }
         }
-        for (job_id, dir, sid, reason) in kills {
-            let _ = layout::write_record(&dir, KILL_FILE, &reason);
+        self.compact_records(sizes);
+        for (job_id, path, sid, reason) in kills {
+            let _ = records::append(&path, &reason);
             append_to_stderr(sid, &reason.message);
             log_job(&job_id, format_args!("{}", reason.message));
             let grace = u32::try_from(shepherd::LIMIT_KILL_GRACE.as_secs()).unwrap_or(2);
@@ -743,6 +856,30 @@ impl Mom {
         }
         for (job_id, pid) in gone {
             self.shepherd_exited(&job_id, pid);
+        }
+    }
+
+    /// Compacts the records files that grew by [`COMPACT_AFTER`] since their last
+    /// compaction; `sizes` are (job id, run, size after the latest append).
+    fn compact_records(&self, sizes: Vec<(String, u64, u64)>) {
+        if sizes.is_empty() {
+            return;
+        }
+        // Under the state lock: a forgotten job's file may be removed, or a new run of the
+        // same id create its own, once the lock is free, and compaction renames a copy of
+        // the old contents over the path. It is rare (one per job per ~500 samples) and
+        // reads a small file; only a shepherd's single append can make it wait.
+        let mut state = self.lock();
+        for (job_id, run, size) in sizes {
+            let Some(job) = state.jobs.get_mut(&job_id).filter(|j| j.run == run) else { continue };
+            if job.records_base == 0 {
+                job.records_base = size;
+            } else if size > job.records_base.saturating_add(COMPACT_AFTER) {
+                match records::compact(&job.records) {
+                    Ok(size) => job.records_base = size,
+                    Err(e) => warn_job(&job_id, format_args!("cannot compact {}: {e}", job.records.display())),
+                }
+            }
         }
     }
 
@@ -775,6 +912,12 @@ impl Mom {
     }
 }
 
+/// The end record of the shepherd `pid` (of any shepherd, if unknown): one of an earlier
+/// run of the same job id, appended late, must not end this run.
+fn status_of(recs: &records::Records, pid: Option<i32>) -> Option<Status> {
+    recs.find(|s: &Status| pid.is_none_or(|p| s.shepherd_pid == p))
+}
+
 /// Appends `=>> PBS: job killed: <message>` to the stderr of the session's shell: the file
 /// the job opened as its owner, reached through /proc rather than by a path it could
 /// have replaced with a link.
@@ -782,14 +925,4 @@ fn append_to_stderr(sid: i64, message: &str) {
     if let Ok(mut file) = std::fs::OpenOptions::new().append(true).open(format!("/proc/{sid}/fd/2")) {
         let _ = file.write_all(format!("=>> PBS: job killed: {message}\n").as_bytes());
     }
-}
-
-/// A fresh job directory (a leftover of an earlier run of the same id is replaced).
-fn create_job_dir(dir: &Path) -> std::io::Result<()> {
-    if dir.exists() {
-        std::fs::remove_dir_all(dir)?;
-    }
-    std::fs::DirBuilder::new().mode(0o711).create(dir)?;
-    // The umask may have narrowed the mode; the job's user must reach its script.
-    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o711))
 }

@@ -112,7 +112,8 @@ pub fn alive(pid: i32) -> bool {
     pid > 0 && process(pid).is_some_and(|p| p.state != 'Z')
 }
 
-/// Shepherds running now, by the job directory they serve (`pbs_mom --shepherd <dir>`).
+/// Shepherds running now, by the records file of the job they serve
+/// (`pbs_mom --shepherd <file>`).
 pub fn shepherds() -> HashMap<String, i32> {
     let mut out = HashMap::new();
     let Ok(entries) = std::fs::read_dir("/proc") else { return out };
@@ -123,10 +124,10 @@ pub fn shepherds() -> HashMap<String, i32> {
         let mut args = cmdline.split(|b| *b == 0);
         let _argv0 = args.next();
         if args.next() == Some(b"--shepherd".as_slice())
-            && let Some(dir) = args.next().and_then(|d| std::str::from_utf8(d).ok())
+            && let Some(records) = args.next().and_then(|d| std::str::from_utf8(d).ok())
             && alive(pid)
         {
-            out.insert(dir.to_string(), pid);
+            out.insert(records.to_string(), pid);
         }
     }
     out

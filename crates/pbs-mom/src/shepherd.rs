@@ -1,12 +1,14 @@
-//! The per-job shepherd (`pbs_mom --shepherd <jobdir>`): owns one job from fork to exit, so
-//! that a mom restart neither kills nor loses it (like Slurm's slurmstepd).
+//! The per-job shepherd (`pbs_mom --shepherd <records file>`): owns one job from fork to
+//! exit, so that a mom restart neither kills nor loses it (like Slurm's slurmstepd).
 //!
 //! It detaches into its own session, prepares what the job needs as root (script, node
 //! file, TMPDIR), forks the job (see [`crate::exec`]), records [`Started`], enforces the
 //! walltime limit itself (so it holds while the mom is down), waits, kills what is left of
 //! the session, records [`Status`] and tells the mom with a datagram on `mom_sock`. Every
-//! record is on disk before the datagram is sent, so a mom that was down when the note
-//! came finds the same facts when it rescans `mom_priv/jobs/`.
+//! record is in the job's records file before the datagram is sent, so a mom that was down
+//! when the note came finds the same facts when it rescans `mom_priv/jobs/`. Its stderr is
+//! the mom's shared `mom_priv/shepherd.err`; every line it writes there starts with
+//! [`err_prefix`], so the mom can tell whose it is.
 //!
 //! The shepherd must stay single-threaded until the fork: the child runs ordinary Rust code
 //! before exec. Its only thread, the walltime watch, starts after the fork.
@@ -15,7 +17,7 @@ use std::ffi::CString;
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -25,16 +27,39 @@ use std::time::Duration;
 use nix::unistd::{ForkResult, Gid, Group, User};
 
 use crate::exec::{ChildPlan, Join, path_part};
-use crate::layout::{
-    self, Note, SCRIPT_FILE, SPEC_FILE, STARTED_FILE, STATUS_FILE, Spec, Started, Status, SuspendClock, now_ms,
-};
+use crate::layout::{self, Note, Spec, Started, Status, SuspendClock, now_ms};
+use crate::records;
 use crate::{JOB_EXEC_FAIL1, JOB_EXEC_FAILUID, JOB_EXEC_KILL_WALLTIME, env};
 
 /// Time between SIGTERM and SIGKILL when a limit ends a job.
 pub const LIMIT_KILL_GRACE: Duration = Duration::from_secs(2);
 
-/// Runs the shepherd for the job in `job_dir`; returns the process exit code.
-pub fn run(job_dir: &Path) -> i32 {
+/// Start of every line a shepherd writes to the shared stderr.
+pub fn err_prefix(job_id: &str, pid: i32) -> String {
+    format!("pbs_mom --shepherd {job_id} [{pid}]: ")
+}
+
+/// The pid and message of a line of the shared stderr written by a shepherd of `job_id`.
+pub fn parse_err_line<'a>(line: &'a str, job_id: &str) -> Option<(i32, &'a str)> {
+    let rest = line.strip_prefix("pbs_mom --shepherd ")?.strip_prefix(job_id)?.strip_prefix(" [")?;
+    let (pid, message) = rest.split_once("]: ")?;
+    Some((pid.parse().ok()?, message))
+}
+
+/// Writes one line to the shared stderr, in one write so shepherds never interleave.
+fn complain(label: &str, message: &str) {
+    let line = format!("{label}{}\n", message.replace('\n', " "));
+    let _ = std::io::stderr().lock().write_all(line.as_bytes());
+}
+
+/// Runs the shepherd for the job whose records file is `records`; returns the process exit
+/// code.
+pub fn run(records: &Path) -> i32 {
+    let job_id = layout::job_id_of(records).unwrap_or("?").to_string();
+    let label = err_prefix(&job_id, std::process::id() as i32);
+    // The default report spans lines the mom could not attribute to this job.
+    let panic_label = label.clone();
+    std::panic::set_hook(Box::new(move |info| complain(&panic_label, &info.to_string())));
     // Out of the mom's session: a signal to the mom's process group must not reach jobs.
     let _ = nix::unistd::setsid();
     // Orphans of the job are reparented here, not to init: the shepherd then knows for
@@ -44,15 +69,15 @@ pub fn run(job_dir: &Path) -> i32 {
     unsafe {
         libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
     }
-    let Some(spec) = layout::read_record::<Spec>(job_dir, SPEC_FILE) else {
-        eprintln!("pbs_mom --shepherd: cannot read {}", job_dir.join(SPEC_FILE).display());
+    let Some(spec) = records::read(records).get::<Spec>() else {
+        complain(&label, &format!("cannot read the launch description in {}", records.display()));
         let status = failed(JOB_EXEC_FAIL1, "cannot read the launch description".into());
-        let _ = layout::write_record(job_dir, STATUS_FILE, &status);
+        let _ = records::append(records, &status);
         return 1;
     };
-    let status = shepherd(&spec, job_dir);
-    if let Err(e) = layout::write_record(job_dir, STATUS_FILE, &status) {
-        eprintln!("pbs_mom --shepherd: cannot record the end of {}: {e}", spec.launch.job_id);
+    let status = shepherd(&spec, records);
+    if let Err(e) = records::append(records, &status) {
+        complain(&label, &format!("cannot record the end: {e}"));
     }
     notify(&spec.notify_socket, &Note::Ended { job_id: spec.launch.job_id.clone(), status });
     0
@@ -85,12 +110,12 @@ struct Prepared {
     nodefile: PathBuf,
 }
 
-fn shepherd(spec: &Spec, job_dir: &Path) -> Status {
-    let prepared = match prepare(spec, job_dir) {
+fn shepherd(spec: &Spec, records: &Path) -> Status {
+    let prepared = match prepare(spec, records) {
         Ok(p) => p,
         Err((code, message)) => return failed(code, message),
     };
-    let status = run_job(spec, job_dir, &prepared.plan);
+    let status = run_job(spec, records, &prepared.plan);
     if let Some(dir) = &prepared.tmpdir {
         let _ = std::fs::remove_dir_all(dir);
     }
@@ -99,7 +124,7 @@ fn shepherd(spec: &Spec, job_dir: &Path) -> Status {
 }
 
 /// Looks up the owner and makes the script, node file and TMPDIR.
-fn prepare(spec: &Spec, job_dir: &Path) -> Result<Prepared, (i32, String)> {
+fn prepare(spec: &Spec, records: &Path) -> Result<Prepared, (i32, String)> {
     let launch = &spec.launch;
     let user = match User::from_name(&launch.user) {
         Ok(Some(user)) => user,
@@ -122,8 +147,17 @@ fn prepare(spec: &Spec, job_dir: &Path) -> Result<Prepared, (i32, String)> {
             (PathBuf::from(exe), true, argv)
         }
         None => {
-            let script = job_dir.join(SCRIPT_FILE);
-            std::fs::write(&script, launch.script.as_bytes()).map_err(|e| fail1("writing the script", e))?;
+            // Beside the records, in a directory only root writes: nobody can plant a link.
+            // A leftover of an earlier run goes first: its shell may still be reading it.
+            let script = layout::script_path_of(records);
+            let _ = std::fs::remove_file(&script);
+            OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&script)
+                .and_then(|mut file| file.write_all(launch.script.as_bytes()))
+                .map_err(|e| fail1("writing the script", e))?;
             std::os::unix::fs::chown(&script, Some(user.uid.as_raw()), Some(gid.as_raw()))
                 .map_err(|e| fail1("chown of the script", e))?;
             std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o500))
@@ -210,7 +244,7 @@ fn cookie() -> String {
 }
 
 /// Forks the job, waits for it, and returns its status.
-fn run_job(spec: &Spec, job_dir: &Path, plan: &ChildPlan) -> Status {
+fn run_job(spec: &Spec, records: &Path, plan: &ChildPlan) -> Status {
     let launch = &spec.launch;
     let (read_end, write_end) = match nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC) {
         Ok(pair) => pair,
@@ -237,7 +271,7 @@ fn run_job(spec: &Spec, job_dir: &Path, plan: &ChildPlan) -> Status {
     }
     let sid = i64::from(child.as_raw());
     let started = Started { shepherd_pid: std::process::id() as i32, session_id: sid, start_ms };
-    let _ = layout::write_record(job_dir, STARTED_FILE, &started);
+    let _ = records::append(records, &started);
     notify(&spec.notify_socket, &Note::Started { job_id: launch.job_id.clone(), started });
 
     let killed = Arc::new(AtomicBool::new(false));
@@ -247,7 +281,7 @@ fn run_job(spec: &Spec, job_dir: &Path, plan: &ChildPlan) -> Status {
         // writes to, with the job's permissions already decided.
         let sink = OpenOptions::new().append(true).open(format!("/proc/{sid}/fd/2")).ok();
         let watch = WalltimeWatch {
-            job_dir: job_dir.to_path_buf(),
+            records: records.to_path_buf(),
             sid,
             start_ms,
             limit,
@@ -354,7 +388,7 @@ pub fn terminate_session(sid: i64, grace: Duration) {
 
 /// The walltime limit, watched from a thread of the shepherd.
 struct WalltimeWatch {
-    job_dir: PathBuf,
+    records: PathBuf,
     sid: i64,
     start_ms: u64,
     limit: u64,
@@ -368,7 +402,7 @@ impl WalltimeWatch {
         // As in OpenPBS the job is over its limit when its whole seconds exceed it.
         let deadline_ms = self.limit.saturating_add(1).saturating_mul(1000);
         let used_ms = loop {
-            let clock: SuspendClock = layout::read_record(&self.job_dir, layout::SUSPEND_FILE).unwrap_or_default();
+            let clock: SuspendClock = records::read(&self.records).get().unwrap_or_default();
             let used_ms = clock.walltime_ms(self.start_ms, now_ms());
             if used_ms >= deadline_ms {
                 break used_ms;
@@ -390,6 +424,20 @@ impl WalltimeWatch {
 }
 
 /// Path helper for the mom: the shepherd's arguments.
-pub fn shepherd_args(job_dir: &Path) -> [&std::ffi::OsStr; 2] {
-    [std::ffi::OsStr::from_bytes(b"--shepherd"), job_dir.as_os_str()]
+pub fn shepherd_args(records: &Path) -> [&std::ffi::OsStr; 2] {
+    [std::ffi::OsStr::from_bytes(b"--shepherd"), records.as_os_str()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shared_stderr_lines_are_told_apart_by_job_and_pid() {
+        let line = format!("{}panicked at x.rs:1:2: boom", err_prefix("12[3].s", 77));
+        assert_eq!(parse_err_line(&line, "12[3].s"), Some((77, "panicked at x.rs:1:2: boom")));
+        assert_eq!(parse_err_line(&line, "12[3]"), None);
+        assert_eq!(parse_err_line(&line, "2[3].s"), None);
+        assert_eq!(parse_err_line("some other text", "12[3].s"), None);
+    }
 }

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use pbs_mom::layout::{JobResult, Started, Status};
 use pbs_proto::mom::{FromMom, JobLaunch, ToMom, Usage};
 use pbs_proto::{AuthProof, Hello, HelloReply, MAX_REPLY_FRAME_LEN, PROTOCOL_VERSION, Role, read_frame, write_frame};
 
@@ -85,8 +86,22 @@ impl TestMom {
         self.dir.path().join("work")
     }
 
-    pub fn job_dir(&self, job_id: &str) -> PathBuf {
-        self.home().join("mom_priv").join("jobs").join(job_id)
+    /// The job's records file.
+    pub fn records_file(&self, job_id: &str) -> PathBuf {
+        pbs_mom::layout::Layout::new(&self.home()).records_path(job_id)
+    }
+
+    /// The records in the job's file.
+    pub fn records(&self, job_id: &str) -> pbs_mom::records::Records {
+        pbs_mom::records::read(&self.records_file(job_id))
+    }
+
+    /// Names in `mom_priv/jobs`.
+    pub fn job_files(&self) -> Vec<String> {
+        let Ok(entries) = std::fs::read_dir(self.home().join("mom_priv").join("jobs")) else { return Vec::new() };
+        let mut names: Vec<String> = entries.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+        names.sort();
+        names
     }
 
     /// What the mom printed on stderr (its log lines).
@@ -230,14 +245,19 @@ impl Drop for TestMom {
         // them (a busy loop, say) running.
         let Ok(entries) = std::fs::read_dir(self.home().join("mom_priv").join("jobs")) else { return };
         for entry in entries.flatten() {
-            // An ended job's pids may belong to someone else by now.
-            if entry.path().join("status.json").exists() {
+            if pbs_mom::layout::job_id_of(&entry.path()).is_none() {
                 continue;
             }
-            let Ok(text) = std::fs::read_to_string(entry.path().join("started.json")) else { continue };
-            let Ok(started) = serde_json::from_str::<serde_json::Value>(&text) else { continue };
-            for key in ["shepherd_pid", "session_id"] {
-                let Some(pid) = started.get(key).and_then(|v| v.as_i64()).filter(|p| *p > 1) else { continue };
+            let records = pbs_mom::records::read(&entry.path());
+            // An ended job's pids may belong to someone else by now.
+            if records.has::<Status>() || records.has::<JobResult>() {
+                continue;
+            }
+            let Some(started) = records.get::<Started>() else { continue };
+            for pid in [i64::from(started.shepherd_pid), started.session_id] {
+                if pid <= 1 {
+                    continue;
+                }
                 // SAFETY: kill(2) has no memory-safety preconditions.
                 unsafe {
                     libc::kill(-(pid as i32), libc::SIGKILL);
