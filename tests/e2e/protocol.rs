@@ -113,3 +113,26 @@ fn tcp_peer_without_cluster_key_can_do_nothing() {
     assert!(!matches!(answer, Some(HelloReply::Welcome { .. })), "{answer:?}");
     assert_alive(&cluster);
 }
+
+#[test]
+fn a_request_right_behind_the_hello_then_a_shut_write_side_is_answered_then_closed() {
+    let cluster = Cluster::start();
+    let mut stream = UnixStream::connect(cluster.home().join("server_sock")).expect("connect");
+    stream.set_read_timeout(Some(Duration::from_secs(15))).expect("timeout");
+    // What `qsub` does: the Hello and its one request in one write, then no more requests.
+    let mut bytes =
+        pbs_proto::codec::encode_frame(&Hello { version: PROTOCOL_VERSION, role: Role::Client }).expect("hello");
+    let request = pbs_proto::RequestFrame { id: 5, request: pbs_proto::Request::StatusServer { attrs: vec![] } };
+    bytes.extend(pbs_proto::codec::encode_frame(&request).expect("request"));
+    stream.write_all(&bytes).expect("write");
+    stream.shutdown(std::net::Shutdown::Write).expect("shutdown");
+    let welcome: HelloReply = read_frame(&mut stream, MAX_REPLY_FRAME_LEN).expect("read").expect("welcome");
+    assert!(matches!(welcome, HelloReply::Welcome { .. }), "{welcome:?}");
+    let r = reply(&mut stream);
+    assert_eq!((r.id, r.code), (5, 0), "{r:?}");
+    // Then the server closes its end: nothing more, and no wait for the client to go.
+    let mut rest = Vec::new();
+    stream.read_to_end(&mut rest).expect("end of stream");
+    assert!(rest.is_empty(), "{rest:?}");
+    assert_alive(&cluster);
+}

@@ -26,8 +26,9 @@ pub fn complete_ids(cmd: &str, typed: &[String], server_name: &str) -> (Vec<Stri
     (ids, any_bad)
 }
 
-/// Sends `make(ids)` and prints a line per failed job. The exit status is the low byte of
-/// the last server error, else 1 if an id was malformed, else 0.
+/// Sends `make(ids)`, the last request on `client`, and prints a line per failed job. The
+/// exit status is the low byte of the last server error, else 1 if an id was malformed,
+/// else 0.
 pub fn run(cmd: &str, client: &mut Client, typed: &[String], make: impl FnOnce(Vec<String>) -> Request) -> ExitCode {
     let server_name = client.server_name().to_string();
     let (ids, any_bad) = complete_ids(cmd, typed, &server_name);
@@ -35,6 +36,7 @@ pub fn run(cmd: &str, client: &mut Client, typed: &[String], make: impl FnOnce(V
     if ids.is_empty() {
         return status;
     }
+    client.last_request();
     match client.per_id(make(ids)) {
         Ok(errors) => {
             for error in &errors {

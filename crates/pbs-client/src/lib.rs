@@ -4,10 +4,11 @@
 //! socket beats starting an async runtime. Local clients use the Unix socket, where the
 //! server learns who they are from the kernel; daemons use TCP and prove the cluster key.
 
-use std::io::{self, BufReader, BufWriter, Write};
-use std::net::TcpStream;
+use std::io::{self, BufReader, BufWriter, Read, Write};
+use std::net::{Shutdown, TcpStream};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
+use std::sync::Arc;
 
 use pbs_core::Pbse;
 use pbs_core::conf::PbsConf;
@@ -65,18 +66,60 @@ impl ClientError {
 /// Result alias of this crate.
 pub type Result<T> = std::result::Result<T, ClientError>;
 
-trait Stream: io::Read + io::Write + Send {}
-impl<T: io::Read + io::Write + Send> Stream for T {}
+/// The socket of a connection.
+enum Socket {
+    Unix(UnixStream),
+    Tcp(TcpStream),
+}
+
+impl Socket {
+    fn shutdown_write(&self) -> io::Result<()> {
+        match self {
+            Socket::Unix(s) => s.shutdown(Shutdown::Write),
+            Socket::Tcp(s) => s.shutdown(Shutdown::Write),
+        }
+    }
+}
+
+/// One direction of a connection. Both directions share the socket (reads and writes go
+/// through `&UnixStream`), which spares duplicating and closing a second descriptor.
+#[derive(Clone)]
+struct Half(Arc<Socket>);
+
+impl Read for Half {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match &*self.0 {
+            Socket::Unix(s) => (&*s).read(buf),
+            Socket::Tcp(s) => (&*s).read(buf),
+        }
+    }
+}
+
+impl Write for Half {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match &*self.0 {
+            Socket::Unix(s) => (&*s).write(buf),
+            Socket::Tcp(s) => (&*s).write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
 
 /// A connection to pbs_server.
 pub struct Client {
-    reader: BufReader<Box<dyn Stream>>,
-    writer: BufWriter<Box<dyn Stream>>,
+    socket: Arc<Socket>,
+    reader: BufReader<Half>,
+    writer: BufWriter<Half>,
     server_name: String,
     next_id: u64,
     /// The Hello is written but the server's Welcome not yet read: on the Unix socket the
     /// first request goes out right behind the Hello, saving a round trip per command.
     welcome_pending: bool,
+    /// Set by [`Client::last_request`]: shut the sending side after the next request.
+    closing: bool,
 }
 
 /// The status of some objects plus the names that failed.
@@ -100,8 +143,7 @@ impl Client {
     pub fn connect_unix(path: &Path, server: &str) -> Result<Client> {
         let stream = UnixStream::connect(path)
             .map_err(|e| ClientError::Connect { server: server.to_string(), errno: e.raw_os_error().unwrap_or(0) })?;
-        let read_half = stream.try_clone().map_err(|e| ClientError::Frame(e.into()))?;
-        let mut client = Client::new(Box::new(read_half), Box::new(stream));
+        let mut client = Client::new(Socket::Unix(stream));
         // Buffered, not flushed: it leaves together with the first request.
         let hello = pbs_proto::codec::encode_frame(&Hello { version: PROTOCOL_VERSION, role: Role::Client })?;
         client.writer.write_all(&hello).map_err(|e| ClientError::Frame(e.into()))?;
@@ -109,13 +151,16 @@ impl Client {
         Ok(client)
     }
 
-    fn new(read_half: Box<dyn Stream>, write_half: Box<dyn Stream>) -> Client {
+    fn new(socket: Socket) -> Client {
+        let socket = Arc::new(socket);
         Client {
-            reader: BufReader::new(read_half),
-            writer: BufWriter::new(write_half),
+            reader: BufReader::new(Half(socket.clone())),
+            writer: BufWriter::new(Half(socket.clone())),
+            socket,
             server_name: String::new(),
             next_id: 1,
             welcome_pending: false,
+            closing: false,
         }
     }
 
@@ -142,17 +187,11 @@ impl Client {
             .map_err(|e| ClientError::Connect { server: addr.to_string(), errno: e.raw_os_error().unwrap_or(0) })?;
         // Requests are small and answered at once: Nagle would only add latency.
         stream.set_nodelay(true).map_err(|e| ClientError::Frame(e.into()))?;
-        let read_half = stream.try_clone().map_err(|e| ClientError::Frame(e.into()))?;
-        Client::handshake(Box::new(read_half), Box::new(stream), role, Some(key))
+        Client::handshake(Socket::Tcp(stream), role, Some(key))
     }
 
-    fn handshake(
-        read_half: Box<dyn Stream>,
-        write_half: Box<dyn Stream>,
-        role: Role,
-        key: Option<&[u8]>,
-    ) -> Result<Client> {
-        let mut client = Client::new(read_half, write_half);
+    fn handshake(socket: Socket, role: Role, key: Option<&[u8]>) -> Result<Client> {
+        let mut client = Client::new(socket);
         write_frame(&mut client.writer, &Hello { version: PROTOCOL_VERSION, role })?;
         loop {
             let reply: HelloReply =
@@ -182,12 +221,25 @@ impl Client {
         &self.server_name
     }
 
+    /// Declares the next request the last one on this connection, for commands that send a
+    /// single request: right after sending it the client shuts its sending side, so the
+    /// server reads the end of the stream with the request and closes the connection as
+    /// soon as it has replied, instead of keeping it until the command exits. Replies are
+    /// read as usual; a request after that one fails.
+    pub fn last_request(&mut self) {
+        self.closing = true;
+    }
+
     /// Sends a request and returns its reply, joining streamed parts. An error code becomes
     /// [`ClientError::Server`], except for replies that carry per-id results.
     pub fn request(&mut self, request: Request) -> Result<Reply> {
         let id = self.next_id;
         self.next_id += 1;
         write_frame(&mut self.writer, &RequestFrame { id, request })?;
+        if self.closing {
+            // Only an optimisation for the server: if it fails, the reply still comes.
+            let _ = self.socket.shutdown_write();
+        }
         self.finish_handshake()?;
         let mut whole: Option<Reply> = None;
         loop {

@@ -1,6 +1,10 @@
 //! Who a request comes from: the kernel's word for local clients (SO_PEERCRED), never a
 //! name the client claims, and the privilege that identity has on this server.
 
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
 use pbs_core::Privilege;
 
 /// The requester of one connection.
@@ -21,16 +25,41 @@ pub struct Identity {
 impl Identity {
     /// Looks a local peer up by uid; an unknown uid gets its number as its name.
     pub fn from_uid(uid: u32, gid: u32, host: &str) -> Identity {
-        let user = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
-            .ok()
-            .flatten()
-            .map(|u| u.name)
-            .unwrap_or_else(|| uid.to_string());
-        let group = nix::unistd::Group::from_gid(nix::unistd::Gid::from_raw(gid))
-            .ok()
-            .flatten()
-            .map(|g| g.name)
-            .unwrap_or_else(|| gid.to_string());
+        let (user, group) = lookup_names(uid, gid);
+        Identity { user, group, uid, host: host.to_string(), daemon: false }
+    }
+
+    /// [`Identity::from_uid`] through a cache of the names of recent peers: looking them up
+    /// reads nsswitch.conf and the password and group files (some ten system calls, on the
+    /// connection's worker thread), or asks a directory service, for every connection.
+    /// Entries live [`NAME_TTL`], so a renamed or deleted account is seen within seconds,
+    /// as with nscd. The uid and gid still come from the kernel for every connection.
+    pub fn from_uid_cached(uid: u32, gid: u32, host: &str) -> Identity {
+        let now = Instant::now();
+        // A poisoned lock only means another connection panicked mid-insert: the map
+        // holds complete entries or none, so it is still usable.
+        let cached = {
+            let names = NAMES.lock().unwrap_or_else(|e| e.into_inner());
+            names.as_ref().and_then(|m| m.get(&(uid, gid))).filter(|e| now < e.expires).map(|e| e.names.clone())
+        };
+        let (user, group) = match cached {
+            Some(names) => names,
+            None => {
+                // Looked up without the lock held: a slow directory service delays only
+                // this connection.
+                let names = lookup_names(uid, gid);
+                let mut map = NAMES.lock().unwrap_or_else(|e| e.into_inner());
+                let map = map.get_or_insert_with(HashMap::new);
+                if map.len() >= NAME_CACHE_MAX {
+                    map.retain(|_, e| now < e.expires);
+                    if map.len() >= NAME_CACHE_MAX {
+                        map.clear();
+                    }
+                }
+                map.insert((uid, gid), CachedNames { names: names.clone(), expires: now + NAME_TTL });
+                names
+            }
+        };
         Identity { user, group, uid, host: host.to_string(), daemon: false }
     }
 
@@ -60,6 +89,36 @@ impl Identity {
     }
 }
 
+/// How long a uid's user and group names are reused before the databases are read again.
+pub const NAME_TTL: Duration = Duration::from_secs(5);
+
+/// Most (uid, gid) pairs remembered; past this, expired entries (or all) are dropped.
+const NAME_CACHE_MAX: usize = 4096;
+
+struct CachedNames {
+    /// (user, group).
+    names: (String, String),
+    expires: Instant,
+}
+
+static NAMES: Mutex<Option<HashMap<(u32, u32), CachedNames>>> = Mutex::new(None);
+
+/// The user name of `uid` and group name of `gid` from the system databases, the numbers
+/// themselves where there is no entry.
+fn lookup_names(uid: u32, gid: u32) -> (String, String) {
+    let user = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
+        .ok()
+        .flatten()
+        .map(|u| u.name)
+        .unwrap_or_else(|| uid.to_string());
+    let group = nix::unistd::Group::from_gid(nix::unistd::Gid::from_raw(gid))
+        .ok()
+        .flatten()
+        .map(|g| g.name)
+        .unwrap_or_else(|| gid.to_string());
+    (user, group)
+}
+
 /// Whether `user@host` matches an entry of a comma-separated ACL (`u@h`, `u@*`, `u`,
 /// `*@h`, with OpenPBS's leading-`*` host wildcard like `u@*.example.com`).
 pub fn acl_matches(list: &str, user: &str, host: &str) -> bool {
@@ -82,6 +141,18 @@ mod tests {
 
     fn who(user: &str, uid: u32) -> Identity {
         Identity { user: user.into(), group: "g".into(), uid, host: "h1.example.com".into(), daemon: false }
+    }
+
+    #[test]
+    fn cached_lookup_matches_the_databases() {
+        let uid = nix::unistd::getuid().as_raw();
+        let gid = nix::unistd::getgid().as_raw();
+        let direct = Identity::from_uid(uid, gid, "h");
+        assert_eq!(Identity::from_uid_cached(uid, gid, "h"), direct);
+        assert_eq!(Identity::from_uid_cached(uid, gid, "h"), direct);
+        // A uid with no entry is named by its number, cached or not.
+        let unknown = Identity::from_uid_cached(4_000_000_123, 4_000_000_321, "h");
+        assert_eq!((unknown.user.as_str(), unknown.group.as_str()), ("4000000123", "4000000321"));
     }
 
     #[test]

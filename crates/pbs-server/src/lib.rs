@@ -325,10 +325,13 @@ pub async fn run(server: Arc<Server>, listeners: Listeners, shutdown: impl Futur
     let housekeeping = tokio::spawn(housekeeping(server.clone()));
     let node_watch = tokio::spawn(node_watch(server.clone()));
     momlink::sync(&server);
+    // The accept loops run as tasks on the worker threads, not on the thread that called
+    // `run` (`block_on`): a connection's task then starts on the worker that accepted it,
+    // instead of each connection waking that thread and then a worker.
     let unix_loop = {
         let server = server.clone();
         let limit = limit.clone();
-        async move {
+        tokio::spawn(async move {
             loop {
                 let Ok(permit) = limit.clone().acquire_owned().await else { return };
                 match listeners.unix.accept().await {
@@ -349,13 +352,13 @@ pub async fn run(server: Arc<Server>, listeners: Listeners, shutdown: impl Futur
                     }
                 }
             }
-        }
+        })
     };
     let tcp_loop = {
         let server = server.clone();
         let limit = limit.clone();
         let tcp = listeners.tcp;
-        async move {
+        tokio::spawn(async move {
             let Some(tcp) = tcp else {
                 std::future::pending::<()>().await;
                 return;
@@ -377,13 +380,20 @@ pub async fn run(server: Arc<Server>, listeners: Listeners, shutdown: impl Futur
                     }
                 }
             }
-        }
+        })
     };
+    let (mut unix_loop, mut tcp_loop) = (unix_loop, tcp_loop);
     tokio::select! {
-        _ = unix_loop => {}
-        _ = tcp_loop => {}
+        _ = &mut unix_loop => {}
+        _ = &mut tcp_loop => {}
         _ = shutdown => {}
     }
+    // Stop accepting: once a loop's task is gone its listener is closed and the permit it
+    // held for the next connection is back.
+    unix_loop.abort();
+    tcp_loop.abort();
+    let _ = unix_loop.await;
+    let _ = tcp_loop.await;
     housekeeping.abort();
     node_watch.abort();
     momlink::stop_all(&server);

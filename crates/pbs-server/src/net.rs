@@ -49,6 +49,27 @@ where
     }
 }
 
+/// Queues a message without flushing: it leaves with the next [`send`].
+async fn feed<S, T>(conn: &mut Conn<S>, message: &T) -> bool
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+    T: Serialize,
+{
+    match serde_json::to_vec(message) {
+        Ok(bytes) => conn.feed(bytes::Bytes::from(bytes)).await.is_ok(),
+        Err(_) => false,
+    }
+}
+
+/// Whether `buf` already holds one whole frame (4-byte big-endian length, then the body),
+/// so reading it needs nothing more from the peer.
+fn frame_buffered(buf: &[u8]) -> bool {
+    match buf.first_chunk::<4>() {
+        Some(len) => buf.len() - 4 >= u32::from_be_bytes(*len) as usize,
+        None => false,
+    }
+}
+
 async fn recv_json<S, T>(conn: &mut Conn<S>) -> Option<T>
 where
     S: AsyncRead + AsyncWrite + Unpin,
@@ -77,7 +98,7 @@ where
         return;
     }
     let who = match peer {
-        Peer::Unix { uid, gid } => Identity::from_uid(uid, gid, &server.config.host),
+        Peer::Unix { uid, gid } => Identity::from_uid_cached(uid, gid, &server.config.host),
         Peer::Tcp(addr) => {
             let authenticated = match &server.config.cluster_key {
                 Some(key) => challenge(&mut conn, key).await,
@@ -98,7 +119,13 @@ where
         return;
     }
     let welcome = HelloReply::Welcome { version: PROTOCOL_VERSION, server_name: server.config.server_name.clone() };
-    if !send(&mut conn, &welcome).await {
+    // A command that sent its first request right behind the Hello gets the Welcome in the
+    // same write as that request's reply (every reply is flushed): one wakeup of the
+    // command instead of two. Anyone else gets the Welcome now, since it may be waiting
+    // for it before sending anything.
+    let pipelined = matches!(hello.role, Role::Client) && frame_buffered(conn.read_buffer());
+    let sent = if pipelined { feed(&mut conn, &welcome).await } else { send(&mut conn, &welcome).await };
+    if !sent {
         return;
     }
     if matches!(hello.role, Role::Scheduler) {
@@ -341,4 +368,20 @@ where
         }
     }
     true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn whole_frames_are_recognised() {
+        assert!(!frame_buffered(b""));
+        assert!(!frame_buffered(b"\0\0\0"));
+        assert!(frame_buffered(b"\0\0\0\0"));
+        assert!(!frame_buffered(b"\0\0\0\x02{"));
+        assert!(frame_buffered(b"\0\0\0\x02{}"));
+        assert!(frame_buffered(b"\0\0\0\x02{}\0\0"));
+        assert!(!frame_buffered(b"\xff\xff\xff\xff{}"));
+    }
 }

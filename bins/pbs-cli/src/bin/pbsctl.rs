@@ -8,6 +8,7 @@
 //! first and must answer on its socket before the mom starts; on a first start (the server
 //! has no node) the local node is created for the mom; the scheduler comes last. `stop`
 //! sends SIGTERM in the reverse order and waits for each daemon to exit.
+#![cfg_attr(all(not(test), target_os = "linux", target_env = "gnu"), no_main)]
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader};
@@ -409,7 +410,9 @@ fn status(conf: &PbsConf) -> bool {
     all_up
 }
 
-fn main() -> ExitCode {
+pbs_cli::command_main!(command);
+
+fn command() -> ExitCode {
     let argv = pbs_cli::argv();
     if pbs_cli::version_only(&argv) {
         pbs_cli::print_version();

@@ -4,6 +4,7 @@
 //!
 //! Without `-v`, OpenPBS lists *hosts*: its client library groups the server's vnodes by
 //! `resources_available.host` (see `pbsnodes/hosts.rs`), so this does the same.
+#![cfg_attr(all(not(test), target_os = "linux", target_env = "gnu"), no_main)]
 
 #[path = "pbsnodes/format.rs"]
 mod format;
@@ -277,7 +278,9 @@ impl Session<'_> {
     }
 }
 
-fn main() -> ExitCode {
+pbs_cli::command_main!(command);
+
+fn command() -> ExitCode {
     let parse = |prog: &str, argv: &[String]| match options::parse(prog, argv) {
         Ok(options) => Ok((prog.to_string(), options)),
         Err(UsageError(text)) => Err(text),

@@ -1,5 +1,6 @@
 //! `qalter`: changes attributes of jobs, with qsub's option letters and OpenPBS's checks;
 //! one request covers every job, and failures are reported per job (`qalter: <text> <id>`).
+#![cfg_attr(all(not(test), target_os = "linux", target_env = "gnu"), no_main)]
 
 use std::process::ExitCode;
 
@@ -274,7 +275,9 @@ fn verify(attrs: Vec<Attr>, jobs: Vec<String>, ctx: &Context<'_>) -> Result<Plan
     Ok(Plan::Alter { attrs: out, jobs })
 }
 
-fn main() -> ExitCode {
+pbs_cli::command_main!(command);
+
+fn command() -> ExitCode {
     pbs_cli::reset_sigpipe();
     let argv: Vec<String> = std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect();
     if argv.len() == 2 && argv[1] == "--version" {

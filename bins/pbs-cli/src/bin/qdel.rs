@@ -1,5 +1,6 @@
 //! `qdel`: deletes jobs (`-W force`, `-x` to delete finished jobs from history too,
 //! `-Wsuppress_email=N` accepted); one request for all jobs, errors per job.
+#![cfg_attr(all(not(test), target_os = "linux", target_env = "gnu"), no_main)]
 
 use std::process::ExitCode;
 
@@ -70,7 +71,9 @@ fn parse(prog: &str, argv: &[String]) -> Result<Deletion, String> {
     Ok(Deletion { force, purge_history: args.purge_history, jobs: args.jobs })
 }
 
-fn main() -> ExitCode {
+pbs_cli::command_main!(command);
+
+fn command() -> ExitCode {
     let Deletion { force, purge_history, jobs } = match pbs_cli::parse_command_line("qdel", 2, parse) {
         Ok(deletion) => deletion,
         Err(code) => return code,

@@ -1,5 +1,6 @@
 //! `qmgr`: the administrator's command language (`create|delete|set|unset|list|print` on
 //! server, queues, nodes, schedulers, resources and hooks), from `-c` or from stdin.
+#![cfg_attr(all(not(test), target_os = "linux", target_env = "gnu"), no_main)]
 
 use std::fmt::Write as _;
 use std::io::{BufRead, IsTerminal, Write as _};
@@ -441,7 +442,9 @@ fn run_line(client: &mut Option<Client>, line: &str, args: &Args) -> (u8, bool) 
     }
 }
 
-fn main() -> ExitCode {
+pbs_cli::command_main!(command);
+
+fn command() -> ExitCode {
     let args: Args = match pbs_cli::start(USAGE, 1, |a: &Args| a.version) {
         Ok(args) => args,
         Err(code) => return code,

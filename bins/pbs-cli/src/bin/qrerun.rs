@@ -1,5 +1,6 @@
 //! `qrerun`: requeues running jobs (`-W force` even when their mom cannot be reached); one
 //! request for all jobs, errors per job, as OpenPBS's qrerun prints them.
+#![cfg_attr(all(not(test), target_os = "linux", target_env = "gnu"), no_main)]
 
 use std::process::ExitCode;
 
@@ -50,7 +51,9 @@ fn parse(prog: &str, argv: &[String]) -> Result<Rerun, String> {
     Ok(Rerun { force: !args.extend.is_empty(), jobs: args.jobs })
 }
 
-fn main() -> ExitCode {
+pbs_cli::command_main!(command);
+
+fn command() -> ExitCode {
     let Rerun { force, jobs } = match pbs_cli::parse_command_line("qrerun", 2, parse) {
         Ok(request) => request,
         Err(code) => return code,

@@ -1,6 +1,7 @@
 //! `qrun`: runs jobs now, where the scheduler would place them or on the vnodes of `-H`;
 //! one request per job, in command-line order, with OpenPBS's messages and exit statuses
 //! (1 for a bad command line or job id, 2 for a job the server would not run).
+#![cfg_attr(all(not(test), target_os = "linux", target_env = "gnu"), no_main)]
 
 use std::process::ExitCode;
 
@@ -75,7 +76,9 @@ fn failure_line(error: &ClientError, job: &str, location: Option<&str>) -> Strin
     }
 }
 
-fn main() -> ExitCode {
+pbs_cli::command_main!(command);
+
+fn command() -> ExitCode {
     let Run { location, jobs } = match pbs_cli::parse_command_line("qrun", 1, parse) {
         Ok(run) => run,
         Err(code) => return code,

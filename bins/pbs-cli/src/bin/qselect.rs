@@ -1,4 +1,5 @@
 //! `qselect`: prints the ids of the jobs matching every given criterion, one per line.
+#![cfg_attr(all(not(test), target_os = "linux", target_env = "gnu"), no_main)]
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -299,7 +300,9 @@ fn render(ids: &[String]) -> String {
     out
 }
 
-fn main() -> ExitCode {
+pbs_cli::command_main!(command);
+
+fn command() -> ExitCode {
     pbs_cli::reset_sigpipe();
     let argv: Vec<String> = std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect();
     if argv.len() == 2 && argv[1] == "--version" {

@@ -1,5 +1,6 @@
 //! `qsig`: sends a signal to running jobs (`-s signal`, SIGTERM by default); one request
 //! for all jobs, errors per job, as OpenPBS's qsig prints them.
+#![cfg_attr(all(not(test), target_os = "linux", target_env = "gnu"), no_main)]
 
 use std::process::ExitCode;
 
@@ -50,7 +51,9 @@ fn parse(prog: &str, argv: &[String]) -> Result<Signal, String> {
     Ok(Signal { signal: signal.to_string(), jobs: args.jobs })
 }
 
-fn main() -> ExitCode {
+pbs_cli::command_main!(command);
+
+fn command() -> ExitCode {
     let Signal { signal, jobs } = match pbs_cli::parse_command_line("qsig", 2, parse) {
         Ok(request) => request,
         Err(code) => return code,

@@ -4,6 +4,7 @@
 //! Operands are handled one after the other as OpenPBS does (errors per operand, the exit
 //! status of the last failure), except that consecutive job ids go to the server in one
 //! request. Output goes through one buffer written to stdout in large pieces.
+#![cfg_attr(all(not(test), target_os = "linux", target_env = "gnu"), no_main)]
 
 #[path = "qstat/full.rs"]
 mod full;
@@ -32,7 +33,9 @@ use crate::options::{Format, Mode, Options, Stop};
 /// The version reported by `--version` and in JSON output.
 const VERSION: &str = env!("CARGO_PKG_VERSION");
 
-fn main() -> ExitCode {
+pbs_cli::command_main!(command);
+
+fn command() -> ExitCode {
     pbs_cli::reset_sigpipe();
     let argv: Vec<String> = std::env::args().skip(1).collect();
     let options = match options::parse(&argv) {

@@ -5,6 +5,7 @@
 //! directive line at a lower priority, so an option given on the command line is never
 //! overridden; then the job attributes are checked as OpenPBS's client library checks
 //! them, and the job goes to the server in a single request.
+#![cfg_attr(all(not(test), target_os = "linux", target_env = "gnu"), no_main)]
 
 #[path = "qsub/env.rs"]
 mod env;
@@ -891,6 +892,7 @@ fn run(argv: &[String]) -> Result<ExitCode, Failure> {
         }
         Err(e) => return Err(Failure::new(format!("qsub: {e}"), (e.pbse().0 & 0xff) as u8)),
     };
+    client.last_request();
     match client.submit(submission.attrs, submission.script, submission.destination) {
         Ok(id) => {
             if !submission.quiet {
@@ -911,7 +913,9 @@ fn run(argv: &[String]) -> Result<ExitCode, Failure> {
     }
 }
 
-fn main() -> ExitCode {
+pbs_cli::command_main!(command);
+
+fn command() -> ExitCode {
     pbs_cli::reset_sigpipe();
     let argv: Vec<String> = std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect();
     if argv.len() == 2 && argv[1] == "--version" {
