@@ -421,16 +421,19 @@ pub(crate) fn filtered(
 
 /// Status of the server object.
 pub fn server_status(state: &State, privilege: Privilege, filter: &[String]) -> StatusObject {
-    let counts = state.state_counts(None);
-    let computed = vec![
-        ("server_state", "Active".to_string()),
-        ("server_host", state.host.clone()),
-        ("total_jobs", counts.total.to_string()),
-        ("state_count", counts.text()),
+    let mut computed = vec![("server_state", "Active".to_string()), ("server_host", state.host.clone())];
+    // Counting walks every job: every qstat asks for the server's status first, most
+    // often without these two.
+    if wanted(filter, "total_jobs") || wanted(filter, "state_count") {
+        let counts = state.state_counts(None);
+        computed.push(("total_jobs", counts.total.to_string()));
+        computed.push(("state_count", counts.text()));
+    }
+    computed.extend([
         ("license_count", "Avail_Global:1000000 Avail_Local:1000000 Used:0 High_Use:0".to_string()),
         ("pbs_version", PBS_VERSION.to_string()),
         ("power_provisioning", "False".to_string()),
-    ];
+    ]);
     StatusObject {
         name: state.server_name.clone(),
         attrs: filtered(&state.server, ObjectKind::Server, privilege, filter, computed),
@@ -459,12 +462,13 @@ pub fn named_status(
     Ok(selected
         .into_iter()
         .map(|object| {
-            let computed = if kind == ObjectKind::Queue {
-                let counts = state.state_counts(Some(&object.name));
-                vec![("total_jobs", counts.total.to_string()), ("state_count", counts.text())]
-            } else {
-                Vec::new()
-            };
+            let computed =
+                if kind == ObjectKind::Queue && (wanted(filter, "total_jobs") || wanted(filter, "state_count")) {
+                    let counts = state.state_counts(Some(&object.name));
+                    vec![("total_jobs", counts.total.to_string()), ("state_count", counts.text())]
+                } else {
+                    Vec::new()
+                };
             StatusObject {
                 name: object.name.clone(),
                 attrs: filtered(&object.attrs, kind, privilege, filter, computed),
