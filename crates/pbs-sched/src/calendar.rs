@@ -26,17 +26,26 @@ use crate::resources::{ResId, UNSET, amount_of};
 use crate::walltime::{JOB_INFINITY, planned_duration, running_end};
 use crate::world::{Alloc, World};
 
-/// Whom a job counts against in run limits.
+/// Whom a job counts against in run limits: owner, group and queue, and for a subjob
+/// its array's `max_run_subjobs`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Counted {
     pub(crate) user: u32,
     pub(crate) group: u32,
     pub(crate) queue: String,
+    /// The array's sequence number, for a subjob.
+    pub(crate) array: Option<u64>,
 }
 
 impl Counted {
+    /// A job as it runs (a running subjob counts against its array).
     pub(crate) fn of(job: &crate::mirror::Job) -> Counted {
-        Counted { user: job.user, group: job.group, queue: job.view.queue.clone() }
+        Counted { user: job.user, group: job.group, queue: job.view.queue.clone(), array: job.array_slot() }
+    }
+
+    /// A subjob of `parent` (or `parent` itself when `array` is `None`) once it runs.
+    pub(crate) fn run_of(parent: &crate::mirror::Job, array: Option<u64>) -> Counted {
+        Counted { array, ..Counted::of(parent) }
     }
 }
 
@@ -95,14 +104,18 @@ impl Calendar {
             ends.push(Ending { end, allocs, exclusive, counted: Some(Counted::of(job)) });
         }
         for (id, pending) in &m.pending {
-            let job = m
-                .job_slot(id)
-                .or_else(|| m.job_slot(&crate::mirror::subjob_parent_id(id)))
-                .and_then(|slot| m.job(slot));
+            // A subjob in flight has no record of its own yet: its array stands for it.
+            let (job, array) = match m.job_slot(id).and_then(|slot| m.job(slot)) {
+                Some(job) => (Some(job), job.array_slot()),
+                None => {
+                    let parent = m.job_slot(&crate::mirror::subjob_parent_id(id)).and_then(|slot| m.job(slot));
+                    (parent, parent.map(|p| p.view.seq))
+                }
+            };
             let duration = job.map_or(JOB_INFINITY, |job| planned_duration(&job.view));
             let Some(end) = end_of(now, duration) else { continue };
             let allocs = pending.allocs.iter().map(|(node, taken)| Alloc { node: *node, taken: taken.clone() });
-            let counted = job.map(Counted::of);
+            let counted = job.map(|job| Counted::run_of(job, array));
             ends.push(Ending { end, allocs: allocs.collect(), exclusive: pending.exclusive, counted });
         }
         ends.extend(started.iter().cloned());

@@ -425,7 +425,7 @@ fn try_job(
             && (ctx.policy.strict_ordering
                 || (ctx.policy.help_starving_jobs && starve_amount(world.m, job, ctx.now).is_some()))
         {
-            strict_failure(world, ctx, queue, job, &failure);
+            strict_failure(world, ctx, queue, job, array_limit, &failure);
         }
         return Tried::Failed;
     }
@@ -480,7 +480,7 @@ fn try_job(
                     end,
                     allocs: placed.allocs.clone(),
                     exclusive: !placed.exclusive.is_empty(),
-                    counted: Some(Counted::of(job)),
+                    counted: Some(Counted::run_of(job, parent_seq)),
                 };
                 if let Some(cal) = ctx.cal.as_mut() {
                     cal.ends.push(ending.clone());
@@ -498,7 +498,7 @@ fn try_job(
                 && (ctx.policy.strict_ordering
                     || (ctx.policy.help_starving_jobs && starve_amount(world.m, job, ctx.now).is_some()))
             {
-                strict_failure(world, ctx, queue, job, &failure);
+                strict_failure(world, ctx, queue, job, array_limit, &failure);
             }
             if failure.reason == Reason::MaxRunSubjobs {
                 return Tried::HeldByLimit;
@@ -512,12 +512,19 @@ fn try_job(
 }
 
 /// Strict ordering, or a starving job, and a job that cannot run now: with `backfill` and
-/// room under `backfill_depth`, a job held back by node resources or by a run limit
-/// becomes a top job (its estimated start and vnodes published when they change; a
+/// room under `backfill_depth`, a job held back by node resources, by a run limit or by
+/// its array's `max_run_subjobs` becomes a top job (its estimated start and vnodes published when they change; a
 /// limit lets it start once enough jobs it counts with have ended, as OpenPBS's
 /// simulation of the calendar finds) and later jobs may still run around it. Under strict ordering, a job that cannot be a top job, or would never
 /// start, holds every later job; without it (a starving job) the others go on.
-fn strict_failure(world: &World<'_>, ctx: &mut Ctx, queue: &QueueCtx<'_>, job: &Job, failure: &Failure) {
+fn strict_failure(
+    world: &World<'_>,
+    ctx: &mut Ctx,
+    queue: &QueueCtx<'_>,
+    job: &Job,
+    array_limit: Option<Option<u64>>,
+    failure: &Failure,
+) {
     let strict = ctx.policy.strict_ordering;
     let resources = matches!(
         failure.reason,
@@ -529,7 +536,7 @@ fn strict_failure(world: &World<'_>, ctx: &mut Ctx, queue: &QueueCtx<'_>, job: &
     );
     // A filler that shares the limit is held by it now too: only node resources need
     // guarding against fillers.
-    let limit = is_run_limit(&failure.reason);
+    let limit = is_run_limit(&failure.reason) || failure.reason == Reason::MaxRunSubjobs;
     if failure.reason == Reason::ReservationConflict {
         // A filler that would delay a top job: it waits, the rest go on.
         return;
@@ -563,6 +570,8 @@ fn strict_failure(world: &World<'_>, ctx: &mut Ctx, queue: &QueueCtx<'_>, job: &
         group_name: m.groups.name(job.group),
     };
     let no_counts = Default::default();
+    // A subjob of an array at its max_run_subjobs starts once one of its running ones ends.
+    let array_max = array_limit.flatten();
     let allowed = |t: i64, sim: &World<'_>| {
         let queue_counts = sim.queue_counts.get(queue.name).unwrap_or(&no_counts);
         dedicated_now(m, t).is_some() == dedicated_queue
@@ -574,6 +583,7 @@ fn strict_failure(world: &World<'_>, ctx: &mut Ctx, queue: &QueueCtx<'_>, job: &
                 &who,
             )
             .is_none()
+            && array_max.is_none_or(|max| sim.array_running.get(&job.view.seq).copied().unwrap_or(0) < max)
     };
     let edges: Vec<i64> = m
         .config
@@ -587,7 +597,7 @@ fn strict_failure(world: &World<'_>, ctx: &mut Ctx, queue: &QueueCtx<'_>, job: &
         ctx.blocked |= strict;
         return;
     };
-    top.counted = Some(Counted::of(job));
+    top.counted = Some(Counted::run_of(job, array_limit.map(|_| job.view.seq)));
     let start = top.start.to_string();
     let exec = exec_vnode(world, &top.placed.allocs);
     let mut attrs = Vec::new();

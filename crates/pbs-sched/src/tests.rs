@@ -1117,6 +1117,28 @@ fn a_job_held_by_a_run_limit_is_planned_when_its_owners_job_ends() {
 }
 
 #[test]
+fn an_array_at_its_max_run_subjobs_is_planned_and_later_jobs_backfill() {
+    // Array 10 runs one subjob at a time; the running one ends at 1100. Under strict
+    // ordering the array is a top job from then on, and job 11 behind it still runs.
+    let sel = "1:ncpus=1";
+    let hundred = [("walltime", "00:01:40")];
+    let running = running_job(with_wall(subjob(10, 1, sel, 'R'), &hundred), "n1", 1000, &[]);
+    let s = snap(
+        vec![queue("workq", 0, &[])],
+        vec![busy(node("n1", 4, "8gb"), 1, &["10[1].svr"])],
+        vec![
+            with_wall(array(10, sel, 'B', "2-20", Some(1)), &hundred),
+            running,
+            with_wall(job(11, "workq", sel, "pack"), &[("walltime", "01:00:00")]),
+        ],
+    );
+    let d = cycle(&Mirror::new(s, strict_backfill()), 1000);
+    assert_eq!(d.log, vec![limit_log("10[].svr")]);
+    assert_eq!(update_of(&d, "10[].svr", "estimated.start_time"), Some("1100"));
+    assert_eq!(run_ids(&d), vec!["11.svr"]);
+}
+
+#[test]
 fn a_top_job_that_never_fits_holds_the_order() {
     // The only node is held by a job without walltime: no start can be found.
     let r = running_job(job(1, "workq", "1:ncpus=4", "pack"), "n1", 1000, &[]);

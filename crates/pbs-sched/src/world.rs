@@ -265,6 +265,10 @@ impl<'m> World<'m> {
         if let Some(counts) = self.queue_counts.get_mut(counted.queue.as_str()) {
             counts.add(counted.user, counted.group, sign);
         }
+        if let Some(seq) = counted.array {
+            let running = self.array_running.entry(seq).or_default();
+            *running = running.saturating_add_signed(sign);
+        }
     }
 
     /// Counts a started job against the limits and the queue and server sums.
