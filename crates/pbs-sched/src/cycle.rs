@@ -563,12 +563,7 @@ fn strict_failure(
     let duration = planned_duration(&job.view);
     let dedicated_queue = is_dedicated_queue(m, queue.name);
     let backfill_prime = ctx.policy.backfill_prime;
-    let who = Entity {
-        user: job.user,
-        user_name: m.users.name(job.user),
-        group: job.group,
-        group_name: m.groups.name(job.group),
-    };
+    let who = entity(m, job);
     let no_counts = Default::default();
     // A subjob of an array at its max_run_subjobs starts once one of its running ones ends.
     let array_max = array_limit.flatten();
@@ -612,6 +607,11 @@ fn strict_failure(
     }
     cal.tops.push(top);
     ctx.tops.insert(job.view.id.clone());
+}
+
+/// Whom `job` counts as in run limits.
+fn entity<'m>(m: &'m Mirror, job: &Job) -> Entity<'m> {
+    Entity { user: job.user, user_name: m.users.name(job.user), group: job.group, group_name: m.groups.name(job.group) }
 }
 
 /// A run limit (server or queue, any entity) held the job back.
@@ -661,12 +661,7 @@ fn evaluate(
         });
     }
     if !qrun {
-        let who = Entity {
-            user: job.user,
-            user_name: m.users.name(job.user),
-            group: job.group,
-            group_name: m.groups.name(job.group),
-        };
+        let who = entity(m, job);
         let empty = Default::default();
         let queue_counts = world.queue_counts.get(queue.name).unwrap_or(&empty);
         if let Some(reason) =
