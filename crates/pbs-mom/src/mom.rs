@@ -63,7 +63,8 @@ struct Job {
     records: PathBuf,
     /// Tells this run from a later run of the same job id (see [`Mom::compact_records`]).
     run: u64,
-    /// Size of the records file after its creation, last compaction or re-adoption.
+    /// Size of the records file after the first usage sample, the last compaction or
+    /// re-adoption: compaction is due once the file has grown well past it.
     records_base: u64,
     ncpus: u32,
     cput_limit: Option<u64>,
@@ -516,7 +517,7 @@ impl Mom {
 
     /// Ends a job once: computes the result, reports it, records it.
     fn finish(&self, job_id: &str, status: Status) {
-        let (path, result) = {
+        let (path, result, announce) = {
             let mut state = self.lock();
             let Some(job) = state.jobs.get_mut(job_id) else { return };
             if !matches!(job.phase, Phase::Starting | Phase::Running) {
@@ -554,14 +555,25 @@ impl Mom {
             }
             let result = JobResult { exit_status, usage };
             job.phase = Phase::Ended(result);
-            let path = job.records.clone();
-            let session_id = job.session_id;
-            if announce {
+            (job.records.clone(), result, announce.then_some(job.session_id))
+        };
+        // Recorded before it is reported: once the server has the end it may forget the
+        // job and run the same id again here, and this record must not land in that
+        // run's file.
+        if let Err(e) = records::append(&path, &result) {
+            warn_job(job_id, format_args!("cannot record the result: {e}"));
+        }
+        {
+            let state = self.lock();
+            if let Some(session_id) = announce {
                 state.emit(FromMom::JobStarted { job_id: job_id.to_string(), session_id });
             }
-            state.emit(FromMom::JobEnded { job_id: job_id.to_string(), exit_status, usage });
-            (path, result)
-        };
+            state.emit(FromMom::JobEnded {
+                job_id: job_id.to_string(),
+                exit_status: result.exit_status,
+                usage: result.usage,
+            });
+        }
         if !status.message.is_empty() {
             log_job(job_id, format_args!("{}", status.message));
         }
@@ -572,9 +584,6 @@ impl Mom {
                 result.exit_status, result.usage.cput, result.usage.walltime, result.usage.mem_kb
             ),
         );
-        if let Err(e) = records::append(&path, &result) {
-            warn_job(job_id, format_args!("cannot record the result: {e}"));
-        }
     }
 
     /// A datagram from a shepherd.

@@ -156,7 +156,9 @@ pub fn append<T: Record>(path: &Path, value: &T) -> io::Result<u64> {
         let file = OpenOptions::new().append(true).open(path)?;
         let file = lock(file, FlockArg::LockShared)?;
         if file.metadata()?.nlink() == 0 {
-            // Compaction renamed a new file over this one: append to that.
+            // Compaction renamed a new file over this one (or a new run of the same job
+            // id did; records that must not follow into it carry their shepherd's pid or
+            // are written before the end is reported): append to that.
             continue;
         }
         let written = (&*file).write(&line)?;

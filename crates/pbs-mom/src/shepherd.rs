@@ -95,7 +95,7 @@ pub fn notify(socket: &Path, note: &Note) {
         return;
     }
     // A full queue (a mom that is stopped) must not hold the shepherd: retry briefly, then
-    // leave it to the mom's periodic check of the status files.
+    // leave it to the mom's periodic check of the records files.
     for _ in 0..50 {
         match sock.send_to(&bytes, socket) {
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::thread::sleep(Duration::from_millis(2)),
