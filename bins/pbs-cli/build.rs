@@ -23,6 +23,10 @@ fn main() {
     if target_os != "linux" || target_env != "gnu" || static_crt {
         return;
     }
+    // Cross builds link with another toolchain, which `cc` here says nothing about.
+    if std::env::var("HOST").ok() != std::env::var("TARGET").ok() {
+        return;
+    }
     if let Some(dir) = libgcc_eh_dir() {
         println!("cargo:rustc-link-search=native={}", dir.display());
         // `-bundle`: linked into the commands, not copied into the pbs_cli rlib.

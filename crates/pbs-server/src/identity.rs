@@ -46,8 +46,17 @@ impl Identity {
             Some(names) => names,
             None => {
                 // Looked up without the lock held: a slow directory service delays only
-                // this connection.
-                let names = lookup_names(uid, gid);
+                // this connection. Only names actually found are kept: a failed lookup
+                // (a directory service hiccup) must not name the uid by its number for
+                // every connection of the next seconds.
+                let names = match found_names(uid, gid) {
+                    (Some(user), Some(group)) => (user, group),
+                    (user, group) => {
+                        let user = user.unwrap_or_else(|| uid.to_string());
+                        let group = group.unwrap_or_else(|| gid.to_string());
+                        return Identity { user, group, uid, host: host.to_string(), daemon: false };
+                    }
+                };
                 let mut map = NAMES.lock().unwrap_or_else(|e| e.into_inner());
                 let map = map.get_or_insert_with(HashMap::new);
                 if map.len() >= NAME_CACHE_MAX {
@@ -106,16 +115,15 @@ static NAMES: Mutex<Option<HashMap<(u32, u32), CachedNames>>> = Mutex::new(None)
 /// The user name of `uid` and group name of `gid` from the system databases, the numbers
 /// themselves where there is no entry.
 fn lookup_names(uid: u32, gid: u32) -> (String, String) {
-    let user = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
-        .ok()
-        .flatten()
-        .map(|u| u.name)
-        .unwrap_or_else(|| uid.to_string());
-    let group = nix::unistd::Group::from_gid(nix::unistd::Gid::from_raw(gid))
-        .ok()
-        .flatten()
-        .map(|g| g.name)
-        .unwrap_or_else(|| gid.to_string());
+    let (user, group) = found_names(uid, gid);
+    (user.unwrap_or_else(|| uid.to_string()), group.unwrap_or_else(|| gid.to_string()))
+}
+
+/// The names the system databases have for `uid` and `gid` (`None` where a lookup found
+/// nothing or failed).
+fn found_names(uid: u32, gid: u32) -> (Option<String>, Option<String>) {
+    let user = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid)).ok().flatten().map(|u| u.name);
+    let group = nix::unistd::Group::from_gid(nix::unistd::Gid::from_raw(gid)).ok().flatten().map(|g| g.name);
     (user, group)
 }
 

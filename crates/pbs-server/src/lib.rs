@@ -318,6 +318,16 @@ pub async fn bind(config: &ServerConfig, tcp_addr: Option<SocketAddr>) -> Result
 /// Most connections served at once; more wait in the listen backlog.
 const MAX_CONNECTIONS: usize = 4096;
 
+/// A panicked accept loop takes the server down as a panic, as it did when the loops ran
+/// on the thread that called [`run`], so a supervisor sees a failure, not a clean stop.
+fn resume_if_panicked(ended: Result<(), tokio::task::JoinError>) {
+    if let Err(e) = ended
+        && e.is_panic()
+    {
+        std::panic::resume_unwind(e.into_panic());
+    }
+}
+
 /// Serves until `shutdown` completes, then stops accepting and gives open connections a
 /// moment to finish their current request.
 pub async fn run(server: Arc<Server>, listeners: Listeners, shutdown: impl Future<Output = ()>) {
@@ -384,8 +394,8 @@ pub async fn run(server: Arc<Server>, listeners: Listeners, shutdown: impl Futur
     };
     let (mut unix_loop, mut tcp_loop) = (unix_loop, tcp_loop);
     tokio::select! {
-        _ = &mut unix_loop => {}
-        _ = &mut tcp_loop => {}
+        ended = &mut unix_loop => resume_if_panicked(ended),
+        ended = &mut tcp_loop => resume_if_panicked(ended),
         _ = shutdown => {}
     }
     // Stop accepting: once a loop's task is gone its listener is closed and the permit it
