@@ -35,17 +35,26 @@ pub(crate) struct Counted {
     pub(crate) queue: String,
     /// The array's sequence number, for a subjob.
     pub(crate) array: Option<u64>,
+    /// Whether it counts against run limits: running, not yet exiting (the mirror's count).
+    pub(crate) limits: bool,
 }
 
 impl Counted {
-    /// A job as it runs (a running subjob counts against its array).
+    /// A job as the mirror counts it: in run limits while running, against its array
+    /// while running or exiting.
     pub(crate) fn of(job: &crate::mirror::Job) -> Counted {
-        Counted { user: job.user, group: job.group, queue: job.view.queue.clone(), array: job.array_slot() }
+        Counted {
+            user: job.user,
+            group: job.group,
+            queue: job.view.queue.clone(),
+            array: job.array_slot(),
+            limits: job.running(),
+        }
     }
 
     /// A subjob of `parent` (or `parent` itself when `array` is `None`) once it runs.
     pub(crate) fn run_of(parent: &crate::mirror::Job, array: Option<u64>) -> Counted {
-        Counted { array, ..Counted::of(parent) }
+        Counted { array, limits: true, ..Counted::of(parent) }
     }
 }
 
@@ -104,19 +113,22 @@ impl Calendar {
             ends.push(Ending { end, allocs, exclusive, counted: Some(Counted::of(job)) });
         }
         for (id, pending) in &m.pending {
-            // A subjob in flight has no record of its own yet: its array stands for it.
-            let (job, array) = match m.job_slot(id).and_then(|slot| m.job(slot)) {
-                Some(job) => (Some(job), job.array_slot()),
-                None => {
-                    let parent = m.job_slot(&crate::mirror::subjob_parent_id(id)).and_then(|slot| m.job(slot));
-                    (parent, parent.map(|p| p.view.seq))
-                }
-            };
-            let duration = job.map_or(JOB_INFINITY, |job| planned_duration(&job.view));
+            let duration = m
+                .job_slot(id)
+                .or_else(|| m.job_slot(&crate::mirror::subjob_parent_id(id)))
+                .and_then(|slot| m.job(slot))
+                .map_or(JOB_INFINITY, |job| planned_duration(&job.view));
             let Some(end) = end_of(now, duration) else { continue };
             let allocs = pending.allocs.iter().map(|(node, taken)| Alloc { node: *node, taken: taken.clone() });
-            let counted = job.map(|job| Counted::run_of(job, array));
-            ends.push(Ending { end, allocs: allocs.collect(), exclusive: pending.exclusive, counted });
+            // Counted as the world booked it.
+            let counted = Counted {
+                user: pending.user,
+                group: pending.group,
+                queue: pending.queue.clone(),
+                array: pending.parent_seq,
+                limits: true,
+            };
+            ends.push(Ending { end, allocs: allocs.collect(), exclusive: pending.exclusive, counted: Some(counted) });
         }
         ends.extend(started.iter().cloned());
         Calendar { ends, tops: Vec::new() }

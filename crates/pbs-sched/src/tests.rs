@@ -1117,6 +1117,24 @@ fn a_job_held_by_a_run_limit_is_planned_when_its_owners_job_ends() {
 }
 
 #[test]
+fn an_exiting_job_does_not_lift_a_run_limit_when_it_ends() {
+    // alice may run one job: job 1 is exiting (it no longer counts), job 3 runs until
+    // 1200. Her queued job starts when job 3 ends, not when job 1 does.
+    let mut exiting = running_job(job(1, "workq", "1:ncpus=1", "pack"), "n1", 1000, &[("walltime", "00:01:40")]);
+    exiting.state = 'E';
+    let r3 = running_job(job(3, "workq", "1:ncpus=1", "pack"), "n1", 1000, &[("walltime", "00:03:20")]);
+    let mut s = snap(
+        vec![queue("workq", 0, &[])],
+        vec![busy(node("n1", 4, "8gb"), 2, &["1.svr", "3.svr"])],
+        vec![exiting, r3, with_wall(job(4, "workq", "1:ncpus=1", "pack"), &[("walltime", "00:10:00")])],
+    );
+    s.server.push(Attr::new("max_run", "[u:alice=1]"));
+    let d = cycle(&Mirror::new(s, strict_backfill()), 1000);
+    assert_eq!(comment_of(&d, "4.svr"), Some("Not Running: Server job limit reached for user alice"));
+    assert_eq!(update_of(&d, "4.svr", "estimated.start_time"), Some("1200"));
+}
+
+#[test]
 fn an_array_at_its_max_run_subjobs_is_planned_and_later_jobs_backfill() {
     // Array 10 runs one subjob at a time; the running one ends at 1100. Under strict
     // ordering the array is a top job from then on, and job 11 behind it still runs.

@@ -261,9 +261,11 @@ impl<'m> World<'m> {
     /// Adds (`sign` 1) or removes (-1) a job from the run-limit counts only: the
     /// calendar's view of who runs at some later time.
     pub(crate) fn count_run(&mut self, counted: &crate::calendar::Counted, sign: i64) {
-        self.server_counts.add(counted.user, counted.group, sign);
-        if let Some(counts) = self.queue_counts.get_mut(counted.queue.as_str()) {
-            counts.add(counted.user, counted.group, sign);
+        if counted.limits {
+            self.server_counts.add(counted.user, counted.group, sign);
+            if let Some(counts) = self.queue_counts.get_mut(counted.queue.as_str()) {
+                counts.add(counted.user, counted.group, sign);
+            }
         }
         if let Some(seq) = counted.array {
             let running = self.array_running.entry(seq).or_default();
