@@ -513,9 +513,10 @@ fn try_job(
 
 /// Strict ordering, or a starving job, and a job that cannot run now: with `backfill` and
 /// room under `backfill_depth`, a job held back by node resources, by a run limit or by
-/// its array's `max_run_subjobs` becomes a top job (its estimated start and vnodes published when they change; a
-/// limit lets it start once enough jobs it counts with have ended, as OpenPBS's
-/// simulation of the calendar finds) and later jobs may still run around it. Under strict ordering, a job that cannot be a top job, or would never
+/// its array's `max_run_subjobs` becomes a top job (its estimated start and vnodes
+/// published when they change; a limit lets it start once enough jobs it counts with have
+/// ended, as OpenPBS's simulation of the calendar finds) and later jobs may still run
+/// around it. Under strict ordering, a job that cannot be a top job, or would never
 /// start, holds every later job; without it (a starving job) the others go on.
 fn strict_failure(
     world: &World<'_>,
