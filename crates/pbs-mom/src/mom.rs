@@ -517,7 +517,7 @@ impl Mom {
 
     /// Ends a job once: computes the result, reports it, records it.
     fn finish(&self, job_id: &str, status: Status) {
-        let (path, result, announce) = {
+        let (result, recorded) = {
             let mut state = self.lock();
             let Some(job) = state.jobs.get_mut(job_id) else { return };
             if !matches!(job.phase, Phase::Starting | Phase::Running) {
@@ -555,24 +555,20 @@ impl Mom {
             }
             let result = JobResult { exit_status, usage };
             job.phase = Phase::Ended(result);
-            (job.records.clone(), result, announce.then_some(job.session_id))
-        };
-        // Recorded before it is reported: once the server has the end it may forget the
-        // job and run the same id again here, and this record must not land in that
-        // run's file.
-        if let Err(e) = records::append(&path, &result) {
-            warn_job(job_id, format_args!("cannot record the result: {e}"));
-        }
-        {
-            let state = self.lock();
-            if let Some(session_id) = announce {
+            let session_id = job.session_id;
+            // Recorded before it is reported, and under the lock so a new link's
+            // NodeStatus never runs ahead of the JobEnded queued here: once the server
+            // has the end it may forget the job and run the same id again, and this
+            // record must not land in that run's file. One short append to a local file.
+            let recorded = records::append(&job.records, &result);
+            if announce {
                 state.emit(FromMom::JobStarted { job_id: job_id.to_string(), session_id });
             }
-            state.emit(FromMom::JobEnded {
-                job_id: job_id.to_string(),
-                exit_status: result.exit_status,
-                usage: result.usage,
-            });
+            state.emit(FromMom::JobEnded { job_id: job_id.to_string(), exit_status, usage });
+            (result, recorded)
+        };
+        if let Err(e) = recorded {
+            warn_job(job_id, format_args!("cannot record the result: {e}"));
         }
         if !status.message.is_empty() {
             log_job(job_id, format_args!("{}", status.message));
