@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use pbs_e2e::{Cluster, Out, bin_dir};
+use pbs_e2e::{Cluster, Out, bin_dir, command_dir};
 
 /// What OpenPBS prints for a failed command: stderr and exit status, nothing on stdout.
 #[track_caller]
@@ -20,7 +20,7 @@ fn free_port() -> u16 {
 
 /// argv[0] of a command run by the harness, which pbsnodes and getopt put in messages.
 fn prog(name: &str) -> String {
-    bin_dir().join(name).display().to_string()
+    command_dir().join(name).display().to_string()
 }
 
 /// A cluster with node `n1` (Mom on this host, a port nothing listens on).
@@ -302,7 +302,7 @@ impl Site {
     }
 
     fn command(&self, name: &str, args: &[&str]) -> Out {
-        self.run_program(&bin_dir().join(name), args)
+        self.run_program(&command_dir().join(name), args)
     }
 
     fn home(&self) -> PathBuf {

@@ -60,6 +60,20 @@ pub fn bin_dir() -> PathBuf {
     dir
 }
 
+/// Directory holding the q-commands the tests run: `PBS_TEST_COMMAND_DIR` when set (CI sets
+/// it to the static musl build of the commands, to run the suite against those too), else
+/// [`bin_dir`]. The daemons always come from [`bin_dir`].
+pub fn command_dir() -> PathBuf {
+    match std::env::var_os("PBS_TEST_COMMAND_DIR") {
+        Some(dir) => {
+            let dir = PathBuf::from(dir);
+            assert!(dir.join("qsub").exists(), "PBS_TEST_COMMAND_DIR={} has no qsub", dir.display());
+            dir
+        }
+        None => bin_dir(),
+    }
+}
+
 /// A free TCP port on loopback (the kernel picks it; we release it right away).
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).unwrap_or(0)
@@ -70,6 +84,8 @@ fn free_port() -> u16 {
 pub struct Cluster {
     dir: tempfile::TempDir,
     bins: PathBuf,
+    /// Where the q-commands are ([`command_dir`]).
+    commands: PathBuf,
     server: Option<Child>,
     pub port: u16,
     pub host: String,
@@ -98,7 +114,16 @@ impl Cluster {
             dir.path().join("home").display()
         );
         std::fs::write(dir.path().join("pbs.conf"), conf).expect("write pbs.conf");
-        let mut cluster = Cluster { dir, bins: bin_dir(), server: None, port, host, moms: Vec::new(), sched: None };
+        let mut cluster = Cluster {
+            dir,
+            bins: bin_dir(),
+            commands: command_dir(),
+            server: None,
+            port,
+            host,
+            moms: Vec::new(),
+            sched: None,
+        };
         cluster.start_server();
         cluster
     }
@@ -197,10 +222,10 @@ impl Cluster {
     fn command(&self, name: &str, args: &[&str], as_nobody: bool) -> Command {
         let mut command = if as_nobody {
             let mut c = Command::new("setpriv");
-            c.args(["--reuid=65534", "--regid=65534", "--clear-groups"]).arg(self.bins.join(name));
+            c.args(["--reuid=65534", "--regid=65534", "--clear-groups"]).arg(self.commands.join(name));
             c
         } else {
-            Command::new(self.bins.join(name))
+            Command::new(self.commands.join(name))
         };
         command.args(args).env("PBS_CONF_FILE", self.conf_path()).current_dir(self.dir.path());
         command

@@ -32,9 +32,20 @@ struct Args {
     /// (jobs and arrays on moms) or `sched` (the scheduler's pure core).
     #[arg(long, value_parser = ["server", "exec", "sched"])]
     only: Option<String>,
-    /// Where pbs_server, qsub and qstat are (default: next to this program).
+    /// Where pbs_server, pbs_mom and pbs_sched are (default: next to this program).
     #[arg(long)]
     bin_dir: Option<PathBuf>,
+    /// Where qsub and qstat are (default: the --bin-dir), e.g. the static build of the
+    /// commands, `target/x86_64-unknown-linux-musl/release`.
+    #[arg(long)]
+    cli_dir: Option<PathBuf>,
+}
+
+/// Where the programs the bench runs are.
+#[derive(Clone, Debug)]
+struct Bins {
+    daemons: PathBuf,
+    commands: PathBuf,
 }
 
 #[derive(Serialize, Debug)]
@@ -48,7 +59,7 @@ struct Figure {
 
 struct Bench {
     dir: tempfile::TempDir,
-    bins: PathBuf,
+    bins: Bins,
     server: Option<Child>,
     host: String,
     figures: Vec<Figure>,
@@ -57,7 +68,7 @@ struct Bench {
 }
 
 impl Bench {
-    fn new(bins: PathBuf) -> Result<Bench> {
+    fn new(bins: Bins) -> Result<Bench> {
         let dir = tempfile::Builder::new().prefix("pbs-bench-").tempdir()?;
         let host = nix_hostname();
         let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
@@ -84,7 +95,7 @@ impl Bench {
     /// Starts the server and returns how long it took to answer a request.
     fn start_server(&mut self) -> Result<Duration> {
         let started = Instant::now();
-        let child = Command::new(self.bins.join("pbs_server"))
+        let child = Command::new(self.bins.daemons.join("pbs_server"))
             .env("PBS_CONF_FILE", self.conf())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -174,7 +185,7 @@ impl Bench {
         let mut times = Vec::new();
         for _ in 0..runs {
             let started = Instant::now();
-            let status = Command::new(self.bins.join(name))
+            let status = Command::new(self.bins.commands.join(name))
                 .args(args)
                 .env("PBS_CONF_FILE", self.conf())
                 .stdout(Stdio::null())
@@ -196,7 +207,7 @@ impl Bench {
         let started = Instant::now();
         let mut threads = Vec::new();
         for _ in 0..loops {
-            let qsub = self.bins.join("qsub");
+            let qsub = self.bins.commands.join("qsub");
             let conf = self.conf();
             threads.push(std::thread::spawn(move || -> Result<()> {
                 for _ in 0..per_loop {
@@ -246,7 +257,7 @@ impl Bench {
                 key.display()
             );
             std::fs::write(&conf_path, conf)?;
-            let child = Command::new(self.bins.join("pbs_mom"))
+            let child = Command::new(self.bins.daemons.join("pbs_mom"))
                 .env("PBS_CONF_FILE", &conf_path)
                 .args(["--listen", &format!("127.0.0.1:{port}")])
                 .stdin(Stdio::null())
@@ -260,7 +271,7 @@ impl Bench {
             let ncpus = vec![set("resources_available.ncpus", "64")];
             client.manager(MgrCommand::Set, MgrObject::Node, vec![node], ncpus)?;
         }
-        let sched = Command::new(self.bins.join("pbs_sched"))
+        let sched = Command::new(self.bins.daemons.join("pbs_sched"))
             .env("PBS_CONF_FILE", self.conf())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -357,10 +368,12 @@ fn ms(d: Duration) -> f64 {
 }
 
 fn run(args: &Args) -> Result<Vec<Figure>> {
-    let bins = match &args.bin_dir {
+    let daemons = match &args.bin_dir {
         Some(dir) => dir.clone(),
         None => std::env::current_exe()?.parent().map(Path::to_path_buf).context("no exe dir")?,
     };
+    let commands = args.cli_dir.clone().unwrap_or_else(|| daemons.clone());
+    let bins = Bins { daemons, commands };
     let wanted = |group: &str| args.only.as_deref().is_none_or(|only| only == group);
     let mut figures = Vec::new();
     if wanted("server") {
@@ -376,8 +389,8 @@ fn run(args: &Args) -> Result<Vec<Figure>> {
 }
 
 /// Submissions, qstat, memory and restart on a server without moms.
-fn server_figures(args: &Args, bins: &Path, figures: &mut Vec<Figure>) -> Result<()> {
-    let bins = bins.to_path_buf();
+fn server_figures(args: &Args, bins: &Bins, figures: &mut Vec<Figure>) -> Result<()> {
+    let bins = bins.clone();
     let (per_client, small, large, loop_jobs) =
         if args.smoke { (100, 500, 1000, 50) } else { (args.jobs_per_client, args.small, args.large, 1000) };
     let mut bench = Bench::new(bins.clone())?;
@@ -453,8 +466,8 @@ fn server_figures(args: &Args, bins: &Path, figures: &mut Vec<Figure>) -> Result
 }
 
 /// Jobs and arrays through a cluster of 4 moms and the scheduler.
-fn execution_figures(args: &Args, bins: &Path, figures: &mut Vec<Figure>) -> Result<()> {
-    let mut bench = Bench::new(bins.to_path_buf())?;
+fn execution_figures(args: &Args, bins: &Bins, figures: &mut Vec<Figure>) -> Result<()> {
+    let mut bench = Bench::new(bins.clone())?;
     bench.figures = std::mem::take(figures);
     bench.start_server()?;
     let attr = MgrAttr { name: "acl_roots".into(), op: MgrOp::Set, value: "root".into() };
@@ -489,7 +502,7 @@ fn array_figures(bench: &mut Bench, tiny_jobs: usize, separate_rate: f64) -> Res
     let set = |name: &str, value: &str| MgrAttr { name: name.into(), op: MgrOp::Set, value: value.into() };
     client.manager(MgrCommand::Set, MgrObject::Server, vec![], vec![set("max_array_size", "100000")])?;
     let held = ["-h", "-o", "/dev/null", "-e", "/dev/null"];
-    let (qsub, conf) = (bench.bins.join("qsub"), bench.conf());
+    let (qsub, conf) = (bench.bins.commands.join("qsub"), bench.conf());
     let submit = |size: usize| -> Result<(Duration, String)> {
         let range = format!("0-{}", size - 1);
         let started = Instant::now();
