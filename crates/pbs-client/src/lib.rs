@@ -6,6 +6,7 @@
 
 use std::io::{self, BufReader, BufWriter, Read, Write};
 use std::net::{Shutdown, TcpStream};
+use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::sync::Arc;
@@ -79,27 +80,72 @@ impl Socket {
             Socket::Tcp(s) => s.shutdown(Shutdown::Write),
         }
     }
+
+    fn set_nonblocking(&self) -> io::Result<()> {
+        match self {
+            Socket::Unix(s) => s.set_nonblocking(true),
+            Socket::Tcp(s) => s.set_nonblocking(true),
+        }
+    }
+
+    fn fd(&self) -> BorrowedFd<'_> {
+        match self {
+            Socket::Unix(s) => s.as_fd(),
+            Socket::Tcp(s) => s.as_fd(),
+        }
+    }
+
+    /// Blocks until the socket is ready for `events`.
+    ///
+    /// Why not a blocking `recv`: a thread asleep in `recv` on a Unix socket is woken each
+    /// time the server consumes what it sent (the kernel announces the freed send space on
+    /// the same wait queue), finds nothing and sleeps again: two wakeups per request
+    /// instead of one, and wakeups are what a round trip costs on a virtual machine. A
+    /// `poll` waiter is only woken for the events it asked for.
+    fn wait(&self, events: nix::poll::PollFlags) -> io::Result<()> {
+        let mut fds = [nix::poll::PollFd::new(self.fd(), events)];
+        loop {
+            match nix::poll::poll(&mut fds, nix::poll::PollTimeout::NONE) {
+                Ok(_) => return Ok(()),
+                Err(nix::errno::Errno::EINTR) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
 }
 
 /// One direction of a connection. Both directions share the socket (reads and writes go
-/// through `&UnixStream`), which spares duplicating and closing a second descriptor.
+/// through `&UnixStream`), which spares duplicating and closing a second descriptor. The
+/// socket is non-blocking; a read or write that would block waits in [`Socket::wait`].
 #[derive(Clone)]
 struct Half(Arc<Socket>);
 
 impl Read for Half {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        match &*self.0 {
-            Socket::Unix(s) => (&*s).read(buf),
-            Socket::Tcp(s) => (&*s).read(buf),
+        loop {
+            let read = match &*self.0 {
+                Socket::Unix(s) => (&*s).read(buf),
+                Socket::Tcp(s) => (&*s).read(buf),
+            };
+            match read {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.0.wait(nix::poll::PollFlags::POLLIN)?,
+                other => return other,
+            }
         }
     }
 }
 
 impl Write for Half {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match &*self.0 {
-            Socket::Unix(s) => (&*s).write(buf),
-            Socket::Tcp(s) => (&*s).write(buf),
+        loop {
+            let written = match &*self.0 {
+                Socket::Unix(s) => (&*s).write(buf),
+                Socket::Tcp(s) => (&*s).write(buf),
+            };
+            match written {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.0.wait(nix::poll::PollFlags::POLLOUT)?,
+                other => return other,
+            }
         }
     }
 
@@ -143,7 +189,9 @@ impl Client {
     pub fn connect_unix(path: &Path, server: &str) -> Result<Client> {
         let stream = UnixStream::connect(path)
             .map_err(|e| ClientError::Connect { server: server.to_string(), errno: e.raw_os_error().unwrap_or(0) })?;
-        let mut client = Client::new(Socket::Unix(stream));
+        let socket = Socket::Unix(stream);
+        socket.set_nonblocking().map_err(|e| ClientError::Frame(e.into()))?;
+        let mut client = Client::new(socket);
         // Buffered, not flushed: it leaves together with the first request.
         let hello = pbs_proto::codec::encode_frame(&Hello { version: PROTOCOL_VERSION, role: Role::Client })?;
         client.writer.write_all(&hello).map_err(|e| ClientError::Frame(e.into()))?;
@@ -187,7 +235,9 @@ impl Client {
             .map_err(|e| ClientError::Connect { server: addr.to_string(), errno: e.raw_os_error().unwrap_or(0) })?;
         // Requests are small and answered at once: Nagle would only add latency.
         stream.set_nodelay(true).map_err(|e| ClientError::Frame(e.into()))?;
-        Client::handshake(Socket::Tcp(stream), role, Some(key))
+        let socket = Socket::Tcp(stream);
+        socket.set_nonblocking().map_err(|e| ClientError::Frame(e.into()))?;
+        Client::handshake(socket, role, Some(key))
     }
 
     fn handshake(socket: Socket, role: Role, key: Option<&[u8]>) -> Result<Client> {
@@ -378,5 +428,88 @@ fn merge_part(acc: &mut ReplyBody, part: ReplyBody) -> Result<()> {
             Ok(())
         }
         _ => Err(ClientError::Protocol),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::net::UnixListener;
+    use std::time::Duration;
+
+    use pbs_proto::codec::encode_frame;
+
+    use super::*;
+
+    /// A fake server on a Unix socket in `dir`: reads the Hello and one request (slowly,
+    /// so a large request fills the socket and the client must wait to write), then sends
+    /// the Welcome and `reply` in small pieces with pauses (so the client must wait to
+    /// read). Returns the request's size in bytes as the server saw it.
+    fn fake_server(dir: &Path, reply: Reply) -> std::thread::JoinHandle<usize> {
+        let path = dir.join("sock");
+        let listener = UnixListener::bind(&path).unwrap();
+        std::thread::spawn(move || {
+            let (stream, _) = listener.accept().unwrap();
+            let mut reader = BufReader::with_capacity(4096, &stream);
+            let _hello: Hello = read_frame(&mut reader, usize::MAX).unwrap().unwrap();
+            std::thread::sleep(Duration::from_millis(50));
+            let mut len = [0u8; 4];
+            reader.read_exact(&mut len).unwrap();
+            let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
+            for chunk in body.chunks_mut(64 * 1024) {
+                reader.read_exact(chunk).unwrap();
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            let _: RequestFrame = serde_json::from_slice(&body).unwrap();
+            let welcome = HelloReply::Welcome { version: PROTOCOL_VERSION, server_name: "fake".into() };
+            let mut out = encode_frame(&welcome).unwrap();
+            out.extend(encode_frame(&reply).unwrap());
+            for piece in out.chunks(100_000) {
+                (&stream).write_all(piece).unwrap();
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            body.len()
+        })
+    }
+
+    #[test]
+    fn a_large_request_and_a_large_reply_in_pieces_go_through_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let objects: Vec<StatusObject> = (0..20_000)
+            .map(|i| StatusObject { name: format!("{i}.fake"), attrs: vec![Attr::new("job_state", "Q")] })
+            .collect();
+        let reply = Reply {
+            id: 1,
+            code: 0,
+            message: String::new(),
+            body: ReplyBody::Status { objects: objects.clone(), errors: Vec::new() },
+            more: false,
+        };
+        let server = fake_server(dir.path(), reply);
+        let mut client = Client::connect_unix(&dir.path().join("sock"), "fake").unwrap();
+        // Several times what a Unix socket buffers, so the client's writes would block.
+        let script = "x".repeat(2 << 20);
+        let reply = client.request(Request::QueueJob { attrs: vec![], script, destination: None }).unwrap();
+        assert!(server.join().unwrap() > 2 << 20);
+        assert_eq!(client.server_name(), "fake");
+        match reply.body {
+            ReplyBody::Status { objects: got, .. } => assert_eq!(got, objects),
+            other => panic!("unexpected reply {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_server_that_closes_without_replying_is_a_protocol_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let listener = UnixListener::bind(dir.path().join("sock")).unwrap();
+        let server = std::thread::spawn(move || {
+            let (stream, _) = listener.accept().unwrap();
+            let mut reader = BufReader::new(&stream);
+            let _hello: Hello = read_frame(&mut reader, usize::MAX).unwrap().unwrap();
+            std::thread::sleep(Duration::from_millis(20));
+        });
+        let mut client = Client::connect_unix(&dir.path().join("sock"), "fake").unwrap();
+        let result = client.request(Request::StatusServer { attrs: vec![] });
+        server.join().unwrap();
+        assert!(matches!(result, Err(ClientError::Protocol) | Err(ClientError::Frame(_))), "{result:?}");
     }
 }
