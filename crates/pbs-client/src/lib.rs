@@ -120,33 +120,38 @@ impl Socket {
 #[derive(Clone)]
 struct Half(Arc<Socket>);
 
-impl Read for Half {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+impl Half {
+    /// Runs `op` on the socket until it does not report that it would block, waiting for
+    /// `events` in between.
+    fn until_ready<T>(
+        &self,
+        events: nix::poll::PollFlags,
+        mut op: impl FnMut(&Socket) -> io::Result<T>,
+    ) -> io::Result<T> {
         loop {
-            let read = match &*self.0 {
-                Socket::Unix(s) => (&*s).read(buf),
-                Socket::Tcp(s) => (&*s).read(buf),
-            };
-            match read {
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.0.wait(nix::poll::PollFlags::POLLIN)?,
+            match op(&self.0) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.0.wait(events)?,
                 other => return other,
             }
         }
     }
 }
 
+impl Read for Half {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.until_ready(nix::poll::PollFlags::POLLIN, |socket| match socket {
+            Socket::Unix(s) => (&*s).read(buf),
+            Socket::Tcp(s) => (&*s).read(buf),
+        })
+    }
+}
+
 impl Write for Half {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        loop {
-            let written = match &*self.0 {
-                Socket::Unix(s) => (&*s).write(buf),
-                Socket::Tcp(s) => (&*s).write(buf),
-            };
-            match written {
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.0.wait(nix::poll::PollFlags::POLLOUT)?,
-                other => return other,
-            }
-        }
+        self.until_ready(nix::poll::PollFlags::POLLOUT, |socket| match socket {
+            Socket::Unix(s) => (&*s).write(buf),
+            Socket::Tcp(s) => (&*s).write(buf),
+        })
     }
 
     fn flush(&mut self) -> io::Result<()> {
