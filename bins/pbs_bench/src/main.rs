@@ -407,10 +407,13 @@ fn server_figures(args: &Args, bins: &Bins, figures: &mut Vec<Figure>) -> Result
     bench.record("submit_rate_16_clients", Some(rate16), "jobs/s", Some(">= 20000"), format!("16 x {per_client}"));
 
     let one = bench.qsub_loops(1, loop_jobs);
-    let note = one.as_ref().err().map(|e| e.to_string()).unwrap_or_else(|| format!("{loop_jobs} x qsub -- /bin/true"));
+    // Which build of the commands ran matters to these two figures (docs/architecture.md).
+    let from = if bins.commands == bins.daemons { String::new() } else { format!(", {}", bins.commands.display()) };
+    let note =
+        one.as_ref().err().map(|e| e.to_string()).unwrap_or_else(|| format!("{loop_jobs} x qsub -- /bin/true{from}"));
     bench.record("qsub_cli_1_loop", one.ok(), "jobs/s", Some(">= 1000"), note);
     let four = bench.qsub_loops(4, loop_jobs);
-    let note = four.as_ref().err().map(|e| e.to_string()).unwrap_or_else(|| format!("4 loops x {loop_jobs}"));
+    let note = four.as_ref().err().map(|e| e.to_string()).unwrap_or_else(|| format!("4 loops x {loop_jobs}{from}"));
     bench.record("qsub_cli_4_loops", four.ok(), "jobs/s", Some(">= 1500"), note);
 
     // The status, memory and restart figures need exact queue sizes: start over.

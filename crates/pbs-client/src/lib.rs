@@ -510,7 +510,6 @@ mod tests {
             let (stream, _) = listener.accept().unwrap();
             let mut reader = BufReader::new(&stream);
             let _hello: Hello = read_frame(&mut reader, usize::MAX).unwrap().unwrap();
-            std::thread::sleep(Duration::from_millis(20));
         });
         let mut client = Client::connect_unix(&dir.path().join("sock"), "fake").unwrap();
         let result = client.request(Request::StatusServer { attrs: vec![] });
