@@ -67,7 +67,11 @@ pub fn command_dir() -> PathBuf {
     match std::env::var_os("PBS_TEST_COMMAND_DIR") {
         Some(dir) => {
             let dir = PathBuf::from(dir);
-            assert!(dir.join("qsub").exists(), "PBS_TEST_COMMAND_DIR={} has no qsub", dir.display());
+            assert!(
+                dir.is_absolute() && dir.join("qsub").exists(),
+                "PBS_TEST_COMMAND_DIR={} must be an absolute path holding qsub (tests run in their crate's directory)",
+                dir.display()
+            );
             dir
         }
         None => bin_dir(),
