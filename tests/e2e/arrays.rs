@@ -185,6 +185,8 @@ fn a_running_array_survives_a_server_crash() {
     let states = subjob_states(&c, &id);
     assert_eq!(states.len(), 6);
     assert!(states.iter().all(|(_, s)| s == "X"), "{states:?}\n{}", c.logs());
+    // Recounted from the running subjobs at the restart, released as they ended.
+    assert_eq!(c.server_attr("resources_assigned.ncpus").as_deref(), Some("0"));
 }
 
 #[test]
@@ -192,6 +194,11 @@ fn holding_a_begun_array_stops_new_subjobs_until_released() {
     let c = Cluster::with_moms(1, 4);
     let id = submit(&c, &["-J", "1-6%2"], "sleep 1\n");
     wait_until("two subjobs running", JOB_TIMEOUT, || running(&c, &id) == 2);
+    // Subjobs count on the server and queue as jobs do.
+    wait_until("two subjobs' cpus assigned", JOB_TIMEOUT, || {
+        c.server_attr("resources_assigned.ncpus").as_deref() == Some("2")
+            && c.queue_attr("workq", "resources_assigned.ncpus").as_deref() == Some("2")
+    });
     c.run("qhold", &[&id]).ok();
     assert_eq!(c.job_attr(&id, "job_state").as_deref(), Some("H"));
     // The running ones finish; no queued one starts while the array is held.
@@ -201,4 +208,5 @@ fn holding_a_begun_array_stops_new_subjobs_until_released() {
     c.run("qrls", &[&id]).ok();
     c.wait_job_state(&id, "F", JOB_TIMEOUT);
     assert_eq!(c.job_attr(&id, "array_state_count").as_deref(), Some("Queued:0 Running:0 Exiting:0 Expired:6"));
+    assert_eq!(c.server_attr("resources_assigned.ncpus").as_deref(), Some("0"));
 }

@@ -156,14 +156,28 @@ fn proc_state(pid: &str) -> Option<char> {
     stat.rsplit(')').next()?.trim_start().chars().next()
 }
 
+/// The server's and workq's `resources_assigned` of `resource`, which must agree.
+fn assigned(c: &Cluster, resource: &str) -> Option<String> {
+    let name = format!("resources_assigned.{resource}");
+    let server = c.server_attr(&name);
+    assert_eq!(server, c.queue_attr("workq", &name), "server and workq differ on {name}");
+    server
+}
+
 #[test]
 fn suspend_and_resume_stop_the_job_and_release_its_cpus() {
     let c = Cluster::with_moms(1, 1);
-    let id = submit(&c, &[], "sleep 60\n");
+    assert_eq!(assigned(&c, "ncpus"), None, "nothing has run yet");
+    let id = submit(&c, &["-l", "mem=3mb"], "sleep 60\n");
     c.wait_job_state(&id, "R", JOB_TIMEOUT);
     wait_until("session id", JOB_TIMEOUT, || c.job_attr(&id, "session_id").is_some());
     let sid = c.job_attr(&id, "session_id").unwrap();
     assert_eq!(c.node_attr("n1", "resources_assigned.ncpus").as_deref(), Some("1"));
+    assert_eq!(assigned(&c, "ncpus").as_deref(), Some("1"));
+    assert_eq!(assigned(&c, "nodect").as_deref(), Some("1"));
+    assert_eq!(assigned(&c, "mem").as_deref(), Some("3072kb"));
+    let qstat = c.run("qstat", &["-Bf"]).ok().stdout.clone();
+    assert!(qstat.contains("    resources_assigned.ncpus = 1\n    resources_assigned.nodect = 1\n"), "{qstat}");
 
     // Only operators and managers may suspend.
     let denied = c.run_as_nobody("qsig", &["-s", "suspend", &id]);
@@ -173,13 +187,19 @@ fn suspend_and_resume_stop_the_job_and_release_its_cpus() {
     c.wait_job_state(&id, "S", JOB_TIMEOUT);
     wait_until("job stopped", JOB_TIMEOUT, || proc_state(&sid) == Some('T'));
     assert_eq!(c.node_attr("n1", "resources_assigned.ncpus").as_deref(), Some("0"));
+    assert_eq!(assigned(&c, "ncpus").as_deref(), Some("0"));
 
     c.run("qsig", &["-s", "resume", &id]).ok();
     c.wait_job_state(&id, "R", JOB_TIMEOUT);
     wait_until("job continued", JOB_TIMEOUT, || proc_state(&sid).is_some_and(|s| s != 'T'));
     assert_eq!(c.node_attr("n1", "resources_assigned.ncpus").as_deref(), Some("1"));
+    assert_eq!(assigned(&c, "ncpus").as_deref(), Some("1"));
     c.run("qdel", &[&id]).ok();
     c.wait_job_state(&id, "F", JOB_TIMEOUT);
+    // As OpenPBS shows them once used: at zero.
+    assert_eq!(assigned(&c, "ncpus").as_deref(), Some("0"));
+    assert_eq!(assigned(&c, "nodect").as_deref(), Some("0"));
+    assert_eq!(assigned(&c, "mem").as_deref(), Some("0kb"));
 }
 
 #[test]

@@ -432,6 +432,19 @@ impl Cluster {
         });
     }
 
+    /// A server attribute as the server reports it.
+    pub fn server_attr(&self, name: &str) -> Option<String> {
+        let reply = self.client().status(pbs_proto::Request::StatusServer { attrs: vec![] }).ok()?;
+        reply.objects.first()?.get(name).map(str::to_string)
+    }
+
+    /// A queue attribute as the server reports it.
+    pub fn queue_attr(&self, queue: &str, name: &str) -> Option<String> {
+        let request = pbs_proto::Request::StatusQueue { names: vec![queue.to_string()], attrs: vec![] };
+        let reply = self.client().status(request).ok()?;
+        reply.objects.first()?.get(name).map(str::to_string)
+    }
+
     /// A job attribute (history included), `None` if unset or the job is unknown.
     pub fn job_attr(&self, id: &str, name: &str) -> Option<String> {
         let reply = self.client().status_jobs(vec![id.to_string()], vec![], vec![], true, false).ok()?;

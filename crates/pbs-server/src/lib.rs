@@ -5,6 +5,7 @@
 //! [`run`] serves until the shutdown future completes.
 
 pub mod arrays;
+pub mod assigned;
 pub mod attrlist;
 pub mod error;
 pub mod exec;

@@ -429,6 +429,8 @@ pub fn server_status(state: &State, privilege: Privilege, filter: &[String]) -> 
         computed.push(("total_jobs", counts.total.to_string()));
         computed.push(("state_count", counts.text()));
     }
+    let assigned = crate::assigned::status(state, None);
+    computed.extend(assigned.iter().map(|(name, value)| (name.as_str(), value.clone())));
     computed.extend([
         ("license_count", "Avail_Global:1000000 Avail_Local:1000000 Used:0 High_Use:0".to_string()),
         ("pbs_version", PBS_VERSION.to_string()),
@@ -462,13 +464,14 @@ pub fn named_status(
     Ok(selected
         .into_iter()
         .map(|object| {
-            let computed =
-                if kind == ObjectKind::Queue && (wanted(filter, "total_jobs") || wanted(filter, "state_count")) {
-                    let counts = state.state_counts(Some(&object.name));
-                    vec![("total_jobs", counts.total.to_string()), ("state_count", counts.text())]
-                } else {
-                    Vec::new()
-                };
+            let assigned =
+                if kind == ObjectKind::Queue { crate::assigned::status(state, Some(&object.name)) } else { Vec::new() };
+            let mut computed: Vec<(&str, String)> =
+                assigned.iter().map(|(name, value)| (name.as_str(), value.clone())).collect();
+            if kind == ObjectKind::Queue && (wanted(filter, "total_jobs") || wanted(filter, "state_count")) {
+                let counts = state.state_counts(Some(&object.name));
+                computed.extend([("total_jobs", counts.total.to_string()), ("state_count", counts.text())]);
+            }
             StatusObject {
                 name: object.name.clone(),
                 attrs: filtered(&object.attrs, kind, privilege, filter, computed),

@@ -227,7 +227,8 @@ pub fn sched_node(state: &State, node: &Named) -> SchedNode {
 }
 
 /// Adds (`hold = true`) or removes a running job's resources on every node of its
-/// `exec_vnode`, and records or forgets it in the nodes' job lists.
+/// `exec_vnode`, and records or forgets it in the nodes' job lists; the server's and its
+/// queue's `resources_assigned` follow.
 pub fn account(
     state: &mut State,
     key: JobKey,
@@ -237,6 +238,7 @@ pub fn account(
     hold: bool,
     now: i64,
 ) {
+    crate::assigned::account(state, key, hold);
     let mut per_node: BTreeMap<String, Vec<(String, u64)>> = BTreeMap::new();
     for part in exec_vnode.parts() {
         let entry = per_node.entry(part.vnode.clone()).or_default();

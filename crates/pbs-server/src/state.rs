@@ -120,6 +120,8 @@ pub struct State {
     pub interner: Interner,
     /// Run-time node state (mom reports, resources held), by node name.
     pub node_rt: HashMap<String, crate::nodes::NodeRt>,
+    /// Server and queue `resources_assigned` (run time, like `node_rt`).
+    pub assigned: crate::assigned::Assigned,
     /// What changed since the scheduler was last told.
     pub changes: PendingChanges,
     /// Live links to the scheduler and the moms.
@@ -234,6 +236,7 @@ impl State {
             seq_reserved: 0,
             interner: Interner::default(),
             node_rt: HashMap::new(),
+            assigned: Default::default(),
             changes: PendingChanges::default(),
             links: crate::exec::Links::default(),
             ending: HashMap::new(),

@@ -1,0 +1,75 @@
+//! Server and queue `resources_assigned`: the job-wide resources (`Resource_List`) of the
+//! jobs that hold resources, counted as they start, stop and end.
+//!
+//! What counts is what OpenPBS counts there: `ncpus`, `mem`, `vmem`, `nodect`, and custom
+//! resources with flag `q`. An entry stays once a job has used it, at zero when no
+//! running job holds it, as `qstat -Bf` shows it. Nothing is stored: a restart counts the
+//! running jobs again (`exec::recover`).
+
+use std::collections::{BTreeMap, HashMap};
+
+use pbs_core::attr::ObjectKind;
+
+use crate::nodes::amount;
+use crate::state::{JobKey, State, idx};
+
+/// The built-in resources counted at server and queue level.
+const COUNTED_BUILTINS: [&str; 4] = ["ncpus", "mem", "vmem", "nodect"];
+
+/// Amounts held by running jobs: sizes in bytes, the rest in units.
+#[derive(Debug, Default)]
+pub struct Assigned {
+    server: BTreeMap<String, u64>,
+    queues: HashMap<String, BTreeMap<String, u64>>,
+}
+
+fn counted(state: &State, resource: &str) -> bool {
+    COUNTED_BUILTINS.contains(&resource) || state.resources.get(resource).is_some_and(|d| d.flags.queue_assigned)
+}
+
+/// Adds (`hold = true`) or removes the job's `Resource_List` amounts on the server and on
+/// its queue.
+pub fn account(state: &mut State, key: JobKey, hold: bool) {
+    let Some(job) = state.job(key) else { return };
+    let resource_list = idx(ObjectKind::Job, "Resource_List");
+    let amounts: Vec<(String, u64)> = job
+        .attrs
+        .iter()
+        .filter(|a| a.def == resource_list)
+        .filter_map(|a| {
+            let resource = a.resource.as_deref()?;
+            if !counted(state, resource) {
+                return None;
+            }
+            Some((resource.to_string(), amount(&a.value)?))
+        })
+        .collect();
+    let queue = job.queue.to_string();
+    let assigned = &mut state.assigned;
+    for totals in [&mut assigned.server, assigned.queues.entry(queue).or_default()] {
+        for (resource, n) in &amounts {
+            let slot = totals.entry(resource.clone()).or_insert(0);
+            *slot = if hold { slot.saturating_add(*n) } else { slot.saturating_sub(*n) };
+        }
+    }
+}
+
+/// `resources_assigned.<resource>` pairs of the server (`queue` = None) or of a queue.
+pub fn status(state: &State, queue: Option<&str>) -> Vec<(String, String)> {
+    let totals = match queue {
+        None => Some(&state.assigned.server),
+        Some(name) => state.assigned.queues.get(name),
+    };
+    totals
+        .into_iter()
+        .flatten()
+        .map(|(resource, n)| {
+            let is_size = state
+                .resources
+                .get(resource)
+                .is_some_and(|d| matches!(d.rtype, pbs_core::resource::ResourceType::Size));
+            let value = if is_size { format!("{}kb", n / 1024) } else { n.to_string() };
+            (format!("resources_assigned.{resource}"), value)
+        })
+        .collect()
+}
