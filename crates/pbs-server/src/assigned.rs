@@ -21,15 +21,33 @@ const COUNTED_BUILTINS: [&str; 4] = ["ncpus", "mem", "vmem", "nodect"];
 pub struct Assigned {
     server: BTreeMap<String, u64>,
     queues: HashMap<String, BTreeMap<String, u64>>,
+    /// What each job holding resources was charged, and in which queue: its end gives back
+    /// exactly that, even if its `Resource_List` was altered while it ran.
+    charged: HashMap<JobKey, (String, Vec<(String, u64)>)>,
 }
 
 fn counted(state: &State, resource: &str) -> bool {
     COUNTED_BUILTINS.contains(&resource) || state.resources.get(resource).is_some_and(|d| d.flags.queue_assigned)
 }
 
-/// Adds (`hold = true`) or removes the job's `Resource_List` amounts on the server and on
-/// its queue.
+/// Adds (`hold = true`) the job's `Resource_List` amounts on the server and on its queue,
+/// or gives back what it was charged. Holding twice or releasing twice changes nothing.
 pub fn account(state: &mut State, key: JobKey, hold: bool) {
+    if !hold {
+        if let Some((queue, amounts)) = state.assigned.charged.remove(&key) {
+            let assigned = &mut state.assigned;
+            for totals in [&mut assigned.server, assigned.queues.entry(queue).or_default()] {
+                for (resource, n) in &amounts {
+                    let slot = totals.entry(resource.clone()).or_insert(0);
+                    *slot = slot.saturating_sub(*n);
+                }
+            }
+        }
+        return;
+    }
+    if state.assigned.charged.contains_key(&key) {
+        return;
+    }
     let Some(job) = state.job(key) else { return };
     let resource_list = idx(ObjectKind::Job, "Resource_List");
     let amounts: Vec<(String, u64)> = job
@@ -46,12 +64,19 @@ pub fn account(state: &mut State, key: JobKey, hold: bool) {
         .collect();
     let queue = job.queue.to_string();
     let assigned = &mut state.assigned;
-    for totals in [&mut assigned.server, assigned.queues.entry(queue).or_default()] {
+    for totals in [&mut assigned.server, assigned.queues.entry(queue.clone()).or_default()] {
         for (resource, n) in &amounts {
             let slot = totals.entry(resource.clone()).or_insert(0);
-            *slot = if hold { slot.saturating_add(*n) } else { slot.saturating_sub(*n) };
+            *slot = slot.saturating_add(*n);
         }
     }
+    assigned.charged.insert(key, (queue, amounts));
+}
+
+/// Drops a deleted queue's counts (a queue with jobs cannot be deleted), so a new queue
+/// of the same name starts without them.
+pub fn forget_queue(state: &mut State, name: &str) {
+    state.assigned.queues.remove(name);
 }
 
 /// `resources_assigned.<resource>` pairs of the server (`queue` = None) or of a queue.

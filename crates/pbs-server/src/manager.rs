@@ -106,6 +106,9 @@ pub fn manager(
                     ops.push(state.server_op());
                 }
                 state.named_mut(kind).remove(index);
+                if kind == ObjectKind::Queue {
+                    crate::assigned::forget_queue(state, name);
+                }
                 ops.push(StoreOp::DeleteObject { kind: store_kind(kind), name: name.clone() });
             }
             MgrCommand::Set | MgrCommand::Unset => {
