@@ -178,6 +178,15 @@ fn suspend_and_resume_stop_the_job_and_release_its_cpus() {
     assert_eq!(assigned(&c, "mem").as_deref(), Some("3072kb"));
     let qstat = c.run("qstat", &["-Bf"]).ok().stdout.clone();
     assert!(qstat.contains("    resources_assigned.ncpus = 1\n    resources_assigned.nodect = 1\n"), "{qstat}");
+    // A running job's time limits may change, not what it holds (OpenPBS's ALTRUN).
+    let refused = c.run("qalter", &["-l", "ncpus=2", &id]);
+    assert_eq!(
+        refused.stderr,
+        format!("qalter: Cannot modify attribute while job running  Resource_List.ncpus {id}\n")
+    );
+    assert_eq!(refused.code, 167);
+    c.run("qalter", &["-l", "walltime=01:00:00", &id]).ok();
+    assert_eq!(c.job_attr(&id, "Resource_List.ncpus").as_deref(), Some("1"));
 
     // Only operators and managers may suspend.
     let denied = c.run_as_nobody("qsig", &["-s", "suspend", &id]);

@@ -155,7 +155,13 @@ pub struct ResourceDef {
     pub builtin: bool,
     /// Only managers may set it on a job (`soft_walltime`).
     pub manager_only_set: bool,
+    /// A running job's value may be altered (OpenPBS's ALTRUN: the time limits). Custom
+    /// resources may be.
+    pub alter_running: bool,
 }
+
+/// The built-in resources a running job's `Resource_List` may change (ALTRUN in OpenPBS).
+const ALTER_RUNNING_BUILTINS: [&str; 5] = ["cput", "walltime", "min_walltime", "max_walltime", "soft_walltime"];
 
 fn is_resource_name(name: &str) -> bool {
     let mut chars = name.chars();
@@ -178,12 +184,26 @@ impl ResourceDef {
         {
             return Err(ResourceError::BadFlags(flags.to_string()));
         }
-        Ok(ResourceDef { name: name.to_string(), rtype, flags, builtin: false, manager_only_set: false })
+        Ok(ResourceDef {
+            name: name.to_string(),
+            rtype,
+            flags,
+            builtin: false,
+            manager_only_set: false,
+            alter_running: true,
+        })
     }
 
     fn builtin(name: &str, rtype: ResourceType, flags: &str) -> Self {
         let flags = flags.parse().unwrap_or_default();
-        ResourceDef { name: name.to_string(), rtype, flags, builtin: true, manager_only_set: name == "soft_walltime" }
+        ResourceDef {
+            name: name.to_string(),
+            rtype,
+            flags,
+            builtin: true,
+            manager_only_set: name == "soft_walltime",
+            alter_running: ALTER_RUNNING_BUILTINS.contains(&name),
+        }
     }
 
     /// Checks a value against the resource's type and returns it in canonical form.

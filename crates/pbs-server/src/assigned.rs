@@ -1,8 +1,8 @@
 //! Server and queue `resources_assigned`: the job-wide resources (`Resource_List`) of the
 //! jobs that hold resources, counted as they start, stop and end.
 //!
-//! What counts is what OpenPBS counts there: `ncpus`, `mem`, `vmem`, `nodect`, and custom
-//! resources with flag `q`. An entry stays once a job has used it, at zero when no
+//! What counts is what OpenPBS counts there (its RASSN resources): `ncpus`, `mem`, `vmem`,
+//! `nodect`, `mpiprocs`, and custom resources with flag `q`. An entry stays once a job has used it, at zero when no
 //! running job holds it, as `qstat -Bf` shows it. Nothing is stored: a restart counts the
 //! running jobs again (`exec::recover`).
 
@@ -14,7 +14,7 @@ use crate::nodes::amount;
 use crate::state::{JobKey, State, idx};
 
 /// The built-in resources counted at server and queue level.
-const COUNTED_BUILTINS: [&str; 4] = ["ncpus", "mem", "vmem", "nodect"];
+const COUNTED_BUILTINS: [&str; 5] = ["ncpus", "mem", "vmem", "nodect", "mpiprocs"];
 
 /// Amounts held by running jobs: sizes in bytes, the rest in units.
 #[derive(Debug, Default)]

@@ -554,7 +554,8 @@ pub fn modify_jobs(state: &mut State, ctx: &Ctx<'_>, ids: &[String], attrs: &[At
         let running = matches!(job.state, JobState::Running | JobState::Suspended | JobState::Exiting);
         let mut list = job.attrs.clone();
         for ((def, resource, value), Attr(name, _)) in checked.into_iter().zip(attrs) {
-            let alter_running = ObjectKind::Job.attributes().get(def as usize).is_some_and(|d| d.alter_running);
+            let alter_running = ObjectKind::Job.attributes().get(def as usize).is_some_and(|d| d.alter_running)
+                && resource.as_deref().is_none_or(|r| state.resources.get(r).is_none_or(|d| d.alter_running));
             if running && !alter_running {
                 return Err(ReqError::attr(Pbse::MODATRRUN, name));
             }
