@@ -175,7 +175,7 @@ fn suspend_and_resume_stop_the_job_and_release_its_cpus() {
     assert_eq!(c.node_attr("n1", "resources_assigned.ncpus").as_deref(), Some("1"));
     assert_eq!(assigned(&c, "ncpus").as_deref(), Some("1"));
     assert_eq!(assigned(&c, "nodect").as_deref(), Some("1"));
-    assert_eq!(assigned(&c, "mem").as_deref(), Some("3072kb"));
+    assert_eq!(assigned(&c, "mem").as_deref(), Some("3mb"));
     let qstat = c.run("qstat", &["-Bf"]).ok().stdout.clone();
     assert!(qstat.contains("    resources_assigned.ncpus = 1\n    resources_assigned.nodect = 1\n"), "{qstat}");
     // A running job's time limits may change, not what it holds (OpenPBS's ALTRUN).
@@ -208,7 +208,7 @@ fn suspend_and_resume_stop_the_job_and_release_its_cpus() {
     // As OpenPBS shows them once used: at zero.
     assert_eq!(assigned(&c, "ncpus").as_deref(), Some("0"));
     assert_eq!(assigned(&c, "nodect").as_deref(), Some("0"));
-    assert_eq!(assigned(&c, "mem").as_deref(), Some("0kb"));
+    assert_eq!(assigned(&c, "mem").as_deref(), Some("0mb"));
 }
 
 #[test]

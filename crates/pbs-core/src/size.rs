@@ -33,6 +33,18 @@ impl Size {
         Size { value: bytes >> shift, shift, words: false }
     }
 
+    /// `bytes` in the unit `2^shift` bytes (`shift` 0, 10, ... 50), rounded down.
+    pub fn in_unit(bytes: u64, shift: u32) -> Self {
+        let shift = shift.min(50) / 10 * 10;
+        Size { value: bytes >> shift, shift, words: false }
+    }
+
+    /// The power of two of the unit it was given in (0 for b, 10 for kb, ...); words count
+    /// as bytes.
+    pub fn unit_shift(self) -> u32 {
+        self.shift
+    }
+
     /// The size in bytes, saturating at `u64::MAX`.
     pub fn to_bytes(self) -> u64 {
         let unit = if self.words { WORD_BYTES } else { 1 };
@@ -117,6 +129,15 @@ mod tests {
     fn check(input: &str, expected: Option<&str>) {
         let got = input.parse::<Size>().ok().map(|s| s.to_string());
         assert_eq!(got.as_deref(), expected, "input {input:?}");
+    }
+
+    #[test]
+    fn a_sum_prints_in_the_unit_asked_for() {
+        assert_eq!(Size::in_unit(3 << 20, 20).to_string(), "3mb");
+        assert_eq!(Size::in_unit(0, 20).to_string(), "0mb");
+        assert_eq!(Size::in_unit(3 << 20, 10).to_string(), "3072kb");
+        assert_eq!("3mb".parse::<Size>().map(Size::unit_shift), Ok(20));
+        assert_eq!("100".parse::<Size>().map(Size::unit_shift), Ok(0));
     }
 
     #[test]

@@ -2,12 +2,14 @@
 //! jobs that hold resources, counted as they start, stop and end.
 //!
 //! What counts is what OpenPBS counts there (its RASSN resources): `ncpus`, `mem`, `vmem`,
-//! `nodect`, `mpiprocs`, and custom resources with flag `q`. An entry stays once a job has used it, at zero when no
-//! running job holds it, as `qstat -Bf` shows it. Nothing is stored: a restart counts the
-//! running jobs again (`exec::recover`).
+//! `nodect`, `mpiprocs`, and custom resources with flag `q`. An entry stays once a job has
+//! used it, at zero when no running job holds it, as `qstat -Bf` shows it; sizes print in
+//! the finest unit a job asked in. Nothing is stored: a restart counts the running jobs
+//! again (`exec::recover`).
 
 use std::collections::{BTreeMap, HashMap};
 
+use pbs_core::Size;
 use pbs_core::attr::ObjectKind;
 
 use crate::nodes::amount;
@@ -24,6 +26,9 @@ pub struct Assigned {
     /// What each job holding resources was charged, and in which queue: its end gives back
     /// exactly that, even if its `Resource_List` was altered while it ran.
     charged: HashMap<JobKey, (String, Vec<(String, u64)>)>,
+    /// For sizes, the smallest unit any job asked in: OpenPBS adds sizes in the finer unit
+    /// of the two and prints the total in it (`resources_assigned.mem = 0mb`).
+    units: HashMap<String, u32>,
 }
 
 fn counted(state: &State, resource: &str) -> bool {
@@ -50,7 +55,7 @@ pub fn account(state: &mut State, key: JobKey, hold: bool) {
     }
     let Some(job) = state.job(key) else { return };
     let resource_list = idx(ObjectKind::Job, "Resource_List");
-    let amounts: Vec<(String, u64)> = job
+    let amounts: Vec<(String, u64, Option<u32>)> = job
         .attrs
         .iter()
         .filter(|a| a.def == resource_list)
@@ -59,9 +64,12 @@ pub fn account(state: &mut State, key: JobKey, hold: bool) {
             if !counted(state, resource) {
                 return None;
             }
-            Some((resource.to_string(), amount(&a.value)?))
+            Some((resource.to_string(), amount(&a.value)?, a.value.parse::<Size>().ok().map(Size::unit_shift)))
         })
         .collect();
+    let units: Vec<(String, u32)> =
+        amounts.iter().filter_map(|(resource, _, unit)| Some((resource.clone(), (*unit)?))).collect();
+    let amounts: Vec<(String, u64)> = amounts.into_iter().map(|(resource, n, _)| (resource, n)).collect();
     let queue = job.queue.to_string();
     let assigned = &mut state.assigned;
     for totals in [&mut assigned.server, assigned.queues.entry(queue.clone()).or_default()] {
@@ -71,6 +79,10 @@ pub fn account(state: &mut State, key: JobKey, hold: bool) {
         }
     }
     assigned.charged.insert(key, (queue, amounts));
+    for (resource, unit) in units {
+        let smallest = assigned.units.entry(resource).or_insert(unit);
+        *smallest = (*smallest).min(unit);
+    }
 }
 
 /// Drops a deleted queue's counts (a queue with jobs cannot be deleted), so a new queue
@@ -93,7 +105,11 @@ pub fn status(state: &State, queue: Option<&str>) -> Vec<(String, String)> {
                 .resources
                 .get(resource)
                 .is_some_and(|d| matches!(d.rtype, pbs_core::resource::ResourceType::Size));
-            let value = if is_size { format!("{}kb", n / 1024) } else { n.to_string() };
+            let value = if is_size {
+                Size::in_unit(*n, state.assigned.units.get(resource).copied().unwrap_or(10)).to_string()
+            } else {
+                n.to_string()
+            };
             (format!("resources_assigned.{resource}"), value)
         })
         .collect()
