@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, HashMap};
 use pbs_core::Size;
 use pbs_core::attr::ObjectKind;
 
-use crate::nodes::amount;
+use crate::nodes::{amount, is_size};
 use crate::state::{JobKey, State, idx};
 
 /// The built-in resources counted at server and queue level.
@@ -35,18 +35,25 @@ fn counted(state: &State, resource: &str) -> bool {
     COUNTED_BUILTINS.contains(&resource) || state.resources.get(resource).is_some_and(|d| d.flags.queue_assigned)
 }
 
+impl Assigned {
+    /// Adds or subtracts `amounts` on the server and on `queue`.
+    fn change(&mut self, queue: &str, amounts: &[(String, u64)], add: bool) {
+        let queue_totals = self.queues.entry(queue.to_string()).or_default();
+        for totals in [&mut self.server, queue_totals] {
+            for (resource, n) in amounts {
+                let slot = totals.entry(resource.clone()).or_insert(0);
+                *slot = if add { slot.saturating_add(*n) } else { slot.saturating_sub(*n) };
+            }
+        }
+    }
+}
+
 /// Adds (`hold = true`) the job's `Resource_List` amounts on the server and on its queue,
 /// or gives back what it was charged. Holding twice or releasing twice changes nothing.
 pub fn account(state: &mut State, key: JobKey, hold: bool) {
     if !hold {
         if let Some((queue, amounts)) = state.assigned.charged.remove(&key) {
-            let assigned = &mut state.assigned;
-            for totals in [&mut assigned.server, assigned.queues.entry(queue).or_default()] {
-                for (resource, n) in &amounts {
-                    let slot = totals.entry(resource.clone()).or_insert(0);
-                    *slot = slot.saturating_sub(*n);
-                }
-            }
+            state.assigned.change(&queue, &amounts, false);
         }
         return;
     }
@@ -55,29 +62,19 @@ pub fn account(state: &mut State, key: JobKey, hold: bool) {
     }
     let Some(job) = state.job(key) else { return };
     let resource_list = idx(ObjectKind::Job, "Resource_List");
-    let amounts: Vec<(String, u64, Option<u32>)> = job
-        .attrs
-        .iter()
-        .filter(|a| a.def == resource_list)
-        .filter_map(|a| {
-            let resource = a.resource.as_deref()?;
-            if !counted(state, resource) {
-                return None;
-            }
-            Some((resource.to_string(), amount(&a.value)?, a.value.parse::<Size>().ok().map(Size::unit_shift)))
-        })
-        .collect();
-    let units: Vec<(String, u32)> =
-        amounts.iter().filter_map(|(resource, _, unit)| Some((resource.clone(), (*unit)?))).collect();
-    let amounts: Vec<(String, u64)> = amounts.into_iter().map(|(resource, n, _)| (resource, n)).collect();
+    let mut amounts = Vec::new();
+    let mut units = Vec::new();
+    for attr in job.attrs.iter().filter(|a| a.def == resource_list) {
+        let Some(resource) = attr.resource.as_deref().filter(|r| counted(state, r)) else { continue };
+        let Some(n) = amount(&attr.value) else { continue };
+        if let Ok(size) = attr.value.parse::<Size>() {
+            units.push((resource.to_string(), size.unit_shift()));
+        }
+        amounts.push((resource.to_string(), n));
+    }
     let queue = job.queue.to_string();
     let assigned = &mut state.assigned;
-    for totals in [&mut assigned.server, assigned.queues.entry(queue.clone()).or_default()] {
-        for (resource, n) in &amounts {
-            let slot = totals.entry(resource.clone()).or_insert(0);
-            *slot = slot.saturating_add(*n);
-        }
-    }
+    assigned.change(&queue, &amounts, true);
     assigned.charged.insert(key, (queue, amounts));
     for (resource, unit) in units {
         let smallest = assigned.units.entry(resource).or_insert(unit);
@@ -101,11 +98,7 @@ pub fn status(state: &State, queue: Option<&str>) -> Vec<(String, String)> {
         .into_iter()
         .flatten()
         .map(|(resource, n)| {
-            let is_size = state
-                .resources
-                .get(resource)
-                .is_some_and(|d| matches!(d.rtype, pbs_core::resource::ResourceType::Size));
-            let value = if is_size {
+            let value = if is_size(state, resource) {
                 Size::in_unit(*n, state.assigned.units.get(resource).copied().unwrap_or(10)).to_string()
             } else {
                 n.to_string()

@@ -43,10 +43,7 @@ where
     S: AsyncRead + AsyncWrite + Unpin,
     T: Serialize,
 {
-    match serde_json::to_vec(message) {
-        Ok(bytes) => conn.send(bytes::Bytes::from(bytes)).await.is_ok(),
-        Err(_) => false,
-    }
+    feed(conn, message).await && SinkExt::<bytes::Bytes>::flush(conn).await.is_ok()
 }
 
 /// Queues a message without flushing: it leaves with the next [`send`].

@@ -66,8 +66,8 @@ pub fn amount(value: &str) -> Option<u64> {
     value.parse::<Size>().ok().map(Size::to_bytes)
 }
 
-/// Whether a resource is a size (printed in kb when assigned).
-fn is_size(state: &State, resource: &str) -> bool {
+/// Whether a resource is a size.
+pub(crate) fn is_size(state: &State, resource: &str) -> bool {
     state.resources.get(resource).is_some_and(|d| matches!(d.rtype, pbs_core::resource::ResourceType::Size))
 }
 
