@@ -418,10 +418,15 @@ impl Cluster {
         std::fs::read_to_string(self.dir.path().join("sched.stderr")).unwrap_or_default()
     }
 
+    /// Attribute `name` of the first object a status request returns.
+    fn status_attr(&self, request: pbs_proto::Request, name: &str) -> Option<String> {
+        let reply = self.client().status(request).ok()?;
+        reply.objects.first()?.get(name).map(str::to_string)
+    }
+
     /// A node attribute as the server reports it.
     pub fn node_attr(&self, node: &str, name: &str) -> Option<String> {
-        let reply = self.client().status(pbs_proto::Request::StatusNode { names: vec![node.to_string()] }).ok()?;
-        reply.objects.first()?.get(name).map(str::to_string)
+        self.status_attr(pbs_proto::Request::StatusNode { names: vec![node.to_string()] }, name)
     }
 
     /// Waits until the node's state is exactly `state`.
@@ -434,15 +439,12 @@ impl Cluster {
 
     /// A server attribute as the server reports it.
     pub fn server_attr(&self, name: &str) -> Option<String> {
-        let reply = self.client().status(pbs_proto::Request::StatusServer { attrs: vec![] }).ok()?;
-        reply.objects.first()?.get(name).map(str::to_string)
+        self.status_attr(pbs_proto::Request::StatusServer { attrs: vec![] }, name)
     }
 
     /// A queue attribute as the server reports it.
     pub fn queue_attr(&self, queue: &str, name: &str) -> Option<String> {
-        let request = pbs_proto::Request::StatusQueue { names: vec![queue.to_string()], attrs: vec![] };
-        let reply = self.client().status(request).ok()?;
-        reply.objects.first()?.get(name).map(str::to_string)
+        self.status_attr(pbs_proto::Request::StatusQueue { names: vec![queue.to_string()], attrs: vec![] }, name)
     }
 
     /// A job attribute (history included), `None` if unset or the job is unknown.
