@@ -131,6 +131,12 @@ pub fn local_epoch(time: chrono::NaiveDateTime) -> Option<i64> {
     chrono::Local.from_local_datetime(&time).earliest().map(|t| t.timestamp())
 }
 
+/// The first word of `value` as a duration (`[[HH:]MM:]SS`), in seconds.
+fn seconds(value: &str) -> Option<i64> {
+    let duration = value.split_whitespace().next()?.parse::<pbs_core::Duration>().ok()?;
+    i64::try_from(duration.as_secs()).ok()
+}
+
 fn truth(value: &str) -> Option<bool> {
     let word = value.split_whitespace().next()?;
     match word.to_ascii_lowercase().as_str() {
@@ -236,12 +242,7 @@ impl SchedConfig {
                 continue;
             }
             match key.trim() {
-                "max_starve" => match value
-                    .split_whitespace()
-                    .next()
-                    .and_then(|v| v.parse::<pbs_core::Duration>().ok())
-                    .and_then(|d| i64::try_from(d.as_secs()).ok())
-                {
+                "max_starve" => match seconds(value) {
                     Some(secs) => config.max_starve = secs,
                     None => bad(&mut problems),
                 },
@@ -261,12 +262,7 @@ impl SchedConfig {
                     Some(v) => config.prime_exempt_anytime_queues = v,
                     None => bad(&mut problems),
                 },
-                "prime_spill" => match value
-                    .split_whitespace()
-                    .next()
-                    .and_then(|v| v.parse::<pbs_core::Duration>().ok())
-                    .and_then(|d| i64::try_from(d.as_secs()).ok())
-                {
+                "prime_spill" => match seconds(value) {
                     Some(secs) => config.prime_spill = secs,
                     None => bad(&mut problems),
                 },
