@@ -5,6 +5,8 @@
 //! [`Store::commit`] and reply only once the returned receiver reports the commit.
 
 use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::thread;
 
@@ -153,6 +155,11 @@ impl Store {
     /// Opens (creating if needed) the database, reads everything back and starts the
     /// writer thread.
     pub fn open(path: &Path) -> Result<(Store, Loaded), StoreError> {
+        Store::open_with(path, WAL_RESTART_FRAMES)
+    }
+
+    /// [`Store::open`] with the WAL length at which the writer starts it over.
+    fn open_with(path: &Path, wal_restart_frames: i64) -> Result<(Store, Loaded), StoreError> {
         let conn = open_connection(path)?;
         let loaded = load(&conn)?;
         // Checkpoints run on their own connection and thread: done inline (SQLite's
@@ -160,14 +167,16 @@ impl Store {
         conn.pragma_update(None, "wal_autocheckpoint", 0)?;
         let checkpoint_conn = open_connection(path)?;
         let (poke, poked) = mpsc::sync_channel::<()>(1);
+        let wal_long = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&wal_long);
         thread::Builder::new()
             .name("store-checkpoint".into())
-            .spawn(move || checkpoint_loop(checkpoint_conn, poked))
+            .spawn(move || checkpoint_loop(checkpoint_conn, poked, wal_restart_frames, &flag))
             .map_err(|_| StoreError::WriterGone)?;
         let (tx, rx) = mpsc::channel::<(Vec<StoreOp>, Option<Ack>)>();
         thread::Builder::new()
             .name("store-writer".into())
-            .spawn(move || writer_loop(conn, rx, poke))
+            .spawn(move || writer_loop(conn, rx, poke, &wal_long))
             .map_err(|_| StoreError::WriterGone)?;
         Ok((Store { tx }, loaded))
     }
@@ -241,12 +250,26 @@ fn load(conn: &Connection) -> Result<Loaded, StoreError> {
 /// Least time between two checkpoints, so a busy writer is not chased by one per commit.
 const CHECKPOINT_INTERVAL: std::time::Duration = std::time::Duration::from_millis(200);
 
+/// WAL length (in 4 KiB frames) from which the writer finishes a checkpoint itself, so
+/// that its next commit starts the WAL over from the beginning.
+///
+/// SQLite only starts the WAL over when a write begins with every frame checkpointed. A
+/// checkpoint on another thread never sees that under a steady stream of commits (some
+/// always land while it copies), so the WAL would grow for as long as the stream lasts,
+/// and every commit would append to the file: its fsync then also writes the file's new
+/// size and extents, which measured twice the cost of an fsync of overwritten blocks here
+/// (220-280 against 110-140 µs per 16 KiB).
+const WAL_RESTART_FRAMES: i64 = 4096;
+
 /// Copies committed WAL pages into the database whenever the writer says it committed
-/// (at most every [`CHECKPOINT_INTERVAL`]). PASSIVE never blocks the writer.
-fn checkpoint_loop(conn: Connection, poked: mpsc::Receiver<()>) {
+/// (at most every [`CHECKPOINT_INTERVAL`]). PASSIVE never blocks the writer. Raises
+/// `wal_long` when the WAL has grown to `restart_frames` ([`WAL_RESTART_FRAMES`]).
+fn checkpoint_loop(conn: Connection, poked: mpsc::Receiver<()>, restart_frames: i64, wal_long: &AtomicBool) {
     while poked.recv().is_ok() {
-        if let Err(e) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
-            tracing::warn!(error = %e, "WAL checkpoint failed");
+        match checkpoint(&conn) {
+            Ok(frames) if frames >= restart_frames => wal_long.store(true, Ordering::Relaxed),
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "WAL checkpoint failed"),
         }
         thread::sleep(CHECKPOINT_INTERVAL);
     }
@@ -254,7 +277,17 @@ fn checkpoint_loop(conn: Connection, poked: mpsc::Receiver<()>) {
     let _ = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
 }
 
-fn writer_loop(mut conn: Connection, rx: mpsc::Receiver<(Vec<StoreOp>, Option<Ack>)>, poke: mpsc::SyncSender<()>) {
+/// A PASSIVE checkpoint; returns the WAL's length in frames.
+fn checkpoint(conn: &Connection) -> Result<i64, rusqlite::Error> {
+    conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| r.get::<_, i64>(1))
+}
+
+fn writer_loop(
+    mut conn: Connection,
+    rx: mpsc::Receiver<(Vec<StoreOp>, Option<Ack>)>,
+    poke: mpsc::SyncSender<()>,
+    wal_long: &AtomicBool,
+) {
     while let Ok(first) = rx.recv() {
         // Everything that queued up while the previous commit was on disk goes into this
         // one transaction: that is the group commit.
@@ -280,6 +313,14 @@ fn writer_loop(mut conn: Connection, rx: mpsc::Receiver<(Vec<StoreOp>, Option<Ac
             // depend on it.
             std::thread::sleep(std::time::Duration::from_millis(100));
             std::process::exit(1);
+        }
+        if wal_long.swap(false, Ordering::Relaxed) {
+            // The checkpoint thread has just copied nearly all of the WAL; the writer copies
+            // the few frames committed meanwhile (no commit can land while it does), so
+            // the next commit starts the WAL over. The batch above is already answered.
+            if let Err(e) = checkpoint(&conn) {
+                tracing::warn!(error = %e, "WAL checkpoint failed");
+            }
         }
         // Full means a checkpoint is already pending: nothing to add.
         let _ = poke.try_send(());
@@ -365,6 +406,49 @@ mod tests {
         assert_eq!(loaded.objects.len(), 1);
         assert_eq!(loaded.meta, vec![("next_seq".to_string(), "3".to_string())]);
         assert_eq!(Store::read_script(&path, 1).unwrap().as_deref(), Some("echo"));
+    }
+
+    /// The WAL header's checkpoint sequence number, which SQLite bumps each time it starts
+    /// the WAL over.
+    fn wal_restarts(wal: &Path) -> u32 {
+        let header = std::fs::read(wal).unwrap();
+        u32::from_be_bytes([header[12], header[13], header[14], header[15]])
+    }
+
+    #[tokio::test]
+    async fn a_steady_stream_of_commits_starts_the_wal_over() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pbs.db");
+        let wal = dir.path().join("pbs.db-wal");
+        let (store, _) = Store::open_with(&path, 16).unwrap();
+        // Changes arrive faster than commits take, as in a burst of submissions: every
+        // commit finds the next one's changes queued, so the checkpoint thread alone never
+        // finds the WAL fully copied, and the WAL would only grow.
+        let stop = Arc::new(AtomicBool::new(false));
+        let feeder = {
+            let (store, stop) = (store.clone(), Arc::clone(&stop));
+            thread::spawn(move || {
+                let mut seq = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    seq += 1;
+                    store.commit_detached(vec![StoreOp::PutJob { seq, record: "x".repeat(6000), script: None }]);
+                    thread::sleep(std::time::Duration::from_micros(50));
+                }
+                seq
+            })
+        };
+        let started = std::time::Instant::now();
+        while wal_restarts(&wal) < 2 && started.elapsed() < std::time::Duration::from_secs(30) {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        stop.store(true, Ordering::Relaxed);
+        let fed = feeder.join().unwrap();
+        assert!(wal_restarts(&wal) >= 2, "the WAL did not start over twice in {fed} changes");
+        // Commits are applied in order: once this one is on disk, all of them are.
+        store.commit(vec![StoreOp::SetMeta { key: "next_seq", value: fed.to_string() }]).await.unwrap().unwrap();
+        drop(store);
+        let (_store, loaded) = Store::open(&path).unwrap();
+        assert_eq!(loaded.jobs.len() as u64, fed);
     }
 
     #[test]
