@@ -8,9 +8,13 @@ use pbs_client::{Client, ClientError};
 use pbs_core::JobId;
 use pbs_core::conf::{DEFAULT_CONF_FILE, PbsConf};
 
+pub mod arena;
 pub mod jobopts;
 pub mod perjob;
 pub mod timefmt;
+
+#[global_allocator]
+static ALLOCATOR: arena::CommandAlloc = arena::CommandAlloc::new();
 
 /// Reads pbs.conf from `PBS_CONF_FILE` (default `/etc/pbs.conf`), with `PBS_*` environment
 /// overrides. A missing file means all defaults, as OpenPBS commands tolerate.
