@@ -4,7 +4,6 @@
 //! The order of each table is the order OpenPBS reports attributes in (`qstat -f`,
 //! `qmgr list`), so status replies simply walk the table.
 
-use std::collections::HashMap;
 use std::fmt;
 use std::sync::OnceLock;
 
@@ -75,8 +74,10 @@ impl ObjectKind {
         table.iter().enumerate().find(|(_, def)| def.name.eq_ignore_ascii_case(name))
     }
 
-    fn index(self) -> &'static HashMap<&'static str, usize> {
-        static INDEXES: [OnceLock<HashMap<&'static str, usize>>; 8] = [const { OnceLock::new() }; 8];
+    /// Hashed with foldhash, not SipHash: a submission resolves some thirty names, and the
+    /// keys are the fixed table, so there is nothing to flood.
+    fn index(self) -> &'static foldhash::HashMap<&'static str, usize> {
+        static INDEXES: [OnceLock<foldhash::HashMap<&'static str, usize>>; 8] = [const { OnceLock::new() }; 8];
         INDEXES[self as usize]
             .get_or_init(|| self.attributes().iter().enumerate().map(|(i, def)| (def.name, i)).collect())
     }

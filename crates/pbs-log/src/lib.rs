@@ -120,7 +120,13 @@ impl Visit for Fields {
     }
 
     fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-        self.record_str(field, &format!("{value:?}"));
+        // The message of nearly every event arrives here, as format arguments.
+        if field.name() == "message" {
+            self.message.clear();
+            let _ = write!(self.message, "{value:?}");
+        } else {
+            self.record_str(field, &format!("{value:?}"));
+        }
     }
 }
 
@@ -135,6 +141,39 @@ impl PbsLogLayer {
         let _ = WRITER.set(lines.clone());
         PbsLogLayer { daemon: daemon.to_string(), default_object: default_object.to_string(), lines }
     }
+}
+
+/// One thread's local time formatted for the current second.
+struct Stamp {
+    second: i64,
+    /// `MM/DD/YYYY HH:MM:SS`.
+    time: String,
+    /// `YYYYMMDD`, the log file's name.
+    day: String,
+}
+
+thread_local! {
+    /// Formatting the local time was a third of a log line's cost; a busy server logs many
+    /// lines a second, so each thread formats each second once.
+    static STAMP: std::cell::RefCell<Stamp> =
+        const { std::cell::RefCell::new(Stamp { second: i64::MIN, time: String::new(), day: String::new() }) };
+}
+
+/// Calls `f` with the local time now as `MM/DD/YYYY HH:MM:SS` and as the day `YYYYMMDD`.
+fn with_local_time<R>(f: impl FnOnce(&str, &str) -> R) -> R {
+    let utc = chrono::Utc::now();
+    let second = utc.timestamp();
+    STAMP.with_borrow_mut(|stamp| {
+        if stamp.second != second {
+            // Both strings come from the same instant, so a line is never dated one second
+            // in one field and the next in the other.
+            let local = utc.with_timezone(&Local);
+            stamp.second = second;
+            stamp.time = local.format("%m/%d/%Y %H:%M:%S").to_string();
+            stamp.day = local.format("%Y%m%d").to_string();
+        }
+        f(&stamp.time, &stamp.day)
+    })
 }
 
 fn event_code(level: &Level, object_type: &str) -> &'static str {
@@ -152,21 +191,16 @@ impl<S: Subscriber> Layer<S> for PbsLogLayer {
     fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
         let mut fields = Fields::default();
         event.record(&mut fields);
-        let now = Local::now();
-        let object_type = fields.object_type.unwrap_or_else(|| self.daemon.clone());
-        let object_name = fields.object_name.unwrap_or_else(|| self.default_object.clone());
-        let code = fields.event.unwrap_or_else(|| event_code(event.metadata().level(), &object_type).to_string());
-        let line = format!(
-            "{};{};{};{};{};{}{}\n",
-            now.format("%m/%d/%Y %H:%M:%S"),
-            code,
-            self.default_object,
-            object_type,
-            object_name,
-            fields.message,
-            fields.rest
-        );
-        let day = now.format("%Y%m%d").to_string();
+        let object_type = fields.object_type.as_deref().unwrap_or(&self.daemon);
+        let object_name = fields.object_name.as_deref().unwrap_or(&self.default_object);
+        let code = fields.event.as_deref().unwrap_or_else(|| event_code(event.metadata().level(), object_type));
+        let (day, line) = with_local_time(|time, day| {
+            let line = format!(
+                "{time};{code};{};{object_type};{object_name};{}{}\n",
+                self.default_object, fields.message, fields.rest
+            );
+            (day.to_string(), line)
+        });
         let _ = self.lines.send(LogMsg::Line(day, line));
     }
 }
@@ -177,4 +211,23 @@ pub fn init(dir: PathBuf, daemon: &str, default_object: &str, default_filter: &s
     let _ = std::fs::create_dir_all(&dir);
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_filter));
     let _ = tracing_subscriber::registry().with(filter).with(PbsLogLayer::new(dir, daemon, default_object)).try_init();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::{NaiveDateTime, Timelike};
+
+    #[test]
+    fn the_stamp_is_the_local_time_and_its_day() {
+        let before = Local::now().naive_local().with_nanosecond(0).unwrap();
+        let (time, day) = with_local_time(|time, day| (time.to_string(), day.to_string()));
+        let again = with_local_time(|time, _| time.to_string());
+        let after = Local::now().naive_local();
+        let stamped = NaiveDateTime::parse_from_str(&time, "%m/%d/%Y %H:%M:%S").unwrap();
+        assert!(before <= stamped && stamped <= after, "{before} <= {stamped} <= {after}");
+        assert_eq!(day, stamped.format("%Y%m%d").to_string());
+        let stamped_again = NaiveDateTime::parse_from_str(&again, "%m/%d/%Y %H:%M:%S").unwrap();
+        assert!(stamped <= stamped_again && stamped_again <= Local::now().naive_local());
+    }
 }

@@ -131,9 +131,48 @@ impl AttrList {
         (list, unknown)
     }
 
-    /// The list as `(full name, value)` pairs for storage.
-    pub fn to_pairs(&self, kind: ObjectKind) -> Vec<(String, String)> {
-        self.attrs.iter().map(|a| (AttrList::full_name(kind, a), a.value.to_string())).collect()
+    /// The list for storage: serializes as a sequence of `(full name, value)` pairs, which
+    /// [`AttrList::from_pairs`] reads back. Nothing is copied: every job submission writes
+    /// its record, and building the pairs first was half of that cost.
+    pub fn as_pairs(&self, kind: ObjectKind) -> StoredPairs<'_> {
+        StoredPairs { kind, list: self }
+    }
+}
+
+/// An [`AttrList`] serialized as a sequence of `[full name, value]` pairs.
+pub struct StoredPairs<'a> {
+    kind: ObjectKind,
+    list: &'a AttrList,
+}
+
+impl serde::Serialize for StoredPairs<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{SerializeSeq, SerializeTuple};
+        struct FullName<'a>(&'static str, Option<&'a str>);
+        impl std::fmt::Display for FullName<'_> {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                match self.1 {
+                    Some(resource) => write!(f, "{}.{resource}", self.0),
+                    None => f.write_str(self.0),
+                }
+            }
+        }
+        struct Pair<'a>(FullName<'a>, &'a str);
+        impl serde::Serialize for Pair<'_> {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                let mut pair = serializer.serialize_tuple(2)?;
+                pair.serialize_element(&format_args!("{}", self.0))?;
+                pair.serialize_element(self.1)?;
+                pair.end()
+            }
+        }
+        let table = self.kind.attributes();
+        let mut seq = serializer.serialize_seq(Some(self.list.attrs.len()))?;
+        for attr in &self.list.attrs {
+            let base = table.get(attr.def as usize).map(|d| d.name).unwrap_or("?");
+            seq.serialize_element(&Pair(FullName(base, attr.resource.as_deref()), &attr.value))?;
+        }
+        seq.end()
     }
 }
 
@@ -141,7 +180,8 @@ impl AttrList {
 /// `ncpus` would otherwise hold 100,000 copies).
 #[derive(Debug, Default)]
 pub struct Interner {
-    names: std::collections::HashSet<Arc<str>>,
+    // foldhash with a per-process seed: hashing is on every submission's path.
+    names: foldhash::HashSet<Arc<str>>,
 }
 
 impl Interner {
@@ -189,6 +229,9 @@ mod tests {
         ];
         let (list, unknown) = AttrList::from_pairs(ObjectKind::Job, &pairs, &mut interner);
         assert_eq!(unknown, ["nosuch"]);
-        assert_eq!(list.to_pairs(ObjectKind::Job), pairs[..2].to_vec());
+        let stored = serde_json::to_string(&list.as_pairs(ObjectKind::Job)).unwrap();
+        assert_eq!(stored, r#"[["Job_Name","a"],["Resource_List.mem","1gb"]]"#);
+        let read_back: Vec<(String, String)> = serde_json::from_str(&stored).unwrap();
+        assert_eq!(read_back, pairs[..2].to_vec());
     }
 }

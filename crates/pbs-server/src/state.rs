@@ -59,12 +59,11 @@ pub struct Job {
     pub attrs: AttrList,
 }
 
-#[derive(Serialize, Deserialize)]
+/// A job's stored record as read back, written by [`Job::to_record`]. Its `seq` and
+/// `index` fields are not read: the row's key says the same.
+#[derive(Deserialize)]
 struct JobRecord {
-    seq: u64,
     array: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    index: Option<u64>,
     state: char,
     substate: u16,
     queue: String,
@@ -184,14 +183,25 @@ impl Job {
 
     /// The storage record.
     pub fn to_record(&self) -> String {
-        let record = JobRecord {
+        #[derive(Serialize)]
+        struct Out<'a> {
+            seq: u64,
+            array: bool,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            index: Option<u64>,
+            state: char,
+            substate: u16,
+            queue: &'a str,
+            attrs: crate::attrlist::StoredPairs<'a>,
+        }
+        let record = Out {
             seq: self.seq,
             array: self.array,
             index: self.index,
             state: self.state.letter(),
             substate: self.substate.0,
-            queue: self.queue.to_string(),
-            attrs: self.attrs.to_pairs(ObjectKind::Job),
+            queue: &self.queue,
+            attrs: self.attrs.as_pairs(ObjectKind::Job),
         };
         serde_json::to_string(&record).unwrap_or_default()
     }
@@ -207,7 +217,7 @@ impl Job {
 
 impl Named {
     fn record(&self, kind: ObjectKind) -> String {
-        serde_json::to_string(&self.attrs.to_pairs(kind)).unwrap_or_default()
+        serde_json::to_string(&self.attrs.as_pairs(kind)).unwrap_or_default()
     }
 }
 
@@ -405,7 +415,7 @@ impl State {
         StoreOp::PutObject {
             kind: "server",
             name: "server".into(),
-            record: serde_json::to_string(&self.server.to_pairs(ObjectKind::Server)).unwrap_or_default(),
+            record: serde_json::to_string(&self.server.as_pairs(ObjectKind::Server)).unwrap_or_default(),
         }
     }
 
