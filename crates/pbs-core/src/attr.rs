@@ -52,7 +52,7 @@ impl ObjectKind {
     }
 
     /// The attribute table of this kind of object.
-    pub fn attributes(self) -> &'static [AttrDef] {
+    pub const fn attributes(self) -> &'static [AttrDef] {
         match self {
             ObjectKind::Job => JOB_ATTRS,
             ObjectKind::Queue => QUEUE_ATTRS,
@@ -62,6 +62,22 @@ impl ObjectKind {
             ObjectKind::Resource => RESOURCE_ATTRS,
             ObjectKind::Hook => HOOK_ATTRS,
         }
+    }
+
+    /// The table index of an attribute spelled exactly as the table spells it, for names
+    /// fixed in the code: `const { ObjectKind::Job.index_of("Job_Name") }` costs nothing at
+    /// run time, and a misspelt name does not compile.
+    pub const fn index_of(self, name: &str) -> u8 {
+        let table = self.attributes();
+        let mut index = 0;
+        while index < table.len() {
+            if const_str_eq(table[index].name, name) {
+                // Every table has fewer than 256 entries (`every_table_fits_a_byte_index`).
+                return index as u8;
+            }
+            index += 1;
+        }
+        panic!("no such attribute in this table");
     }
 
     /// Looks an attribute up by name; names are case-insensitive as in OpenPBS.
@@ -81,6 +97,21 @@ impl ObjectKind {
         INDEXES[self as usize]
             .get_or_init(|| self.attributes().iter().enumerate().map(|(i, def)| (def.name, i)).collect())
     }
+}
+
+const fn const_str_eq(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
 }
 
 impl fmt::Display for ObjectKind {
@@ -444,6 +475,32 @@ pub fn bool_text(value: bool) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_table_fits_a_byte_index() {
+        let kinds = [
+            ObjectKind::Job,
+            ObjectKind::Queue,
+            ObjectKind::Server,
+            ObjectKind::Node,
+            ObjectKind::Sched,
+            ObjectKind::Resource,
+            ObjectKind::Hook,
+        ];
+        for kind in kinds {
+            assert!(kind.attributes().len() < 256, "{kind}");
+        }
+    }
+
+    #[test]
+    fn index_of_agrees_with_find() {
+        const OWNER: u8 = ObjectKind::Job.index_of("Job_Owner");
+        assert_eq!(ObjectKind::Job.find("Job_Owner").map(|(i, _)| i), Some(usize::from(OWNER)));
+        assert_eq!(
+            ObjectKind::Queue.find("enabled").map(|(i, _)| i),
+            Some(usize::from(ObjectKind::Queue.index_of("enabled")))
+        );
+    }
 
     #[test]
     fn find_is_case_insensitive_and_ordered() {

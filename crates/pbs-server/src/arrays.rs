@@ -23,10 +23,6 @@ const ARRAY_ONLY: [&str; 5] =
 /// Where a subjob's output and error paths carry its index.
 pub const INDEX_MARK: &str = "^array_index^";
 
-fn job_idx(name: &str) -> u8 {
-    idx(ObjectKind::Job, name)
-}
-
 /// An array attribute holding indices (`array_indices_submitted`/`_remaining`).
 pub fn indices(job: &Job, attr: &str) -> IndexSet {
     match job.get(attr, None) {
@@ -74,15 +70,15 @@ pub fn materialize(state: &mut State, seq: u64, index: u64, now: i64) -> Result<
     let parent_id = parent.id(&state.server_name);
     let mut attrs = parent.attrs.clone();
     for name in ARRAY_ONLY {
-        attrs.unset(job_idx(name), None);
+        attrs.unset(idx(ObjectKind::Job, name), None);
     }
-    for name in ["Output_Path", "Error_Path"] {
-        if let Some(path) = attrs.get(job_idx(name), None).map(|p| p.replace(INDEX_MARK, &index.to_string())) {
-            attrs.set(job_idx(name), None, path);
+    for def in [job_idx!("Output_Path"), job_idx!("Error_Path")] {
+        if let Some(path) = attrs.get(def, None).map(|p| p.replace(INDEX_MARK, &index.to_string())) {
+            attrs.set(def, None, path);
         }
     }
-    attrs.set(job_idx("array_id"), None, parent_id);
-    attrs.set(job_idx("array_index"), None, index.to_string());
+    attrs.set(job_idx!("array_id"), None, parent_id);
+    attrs.set(job_idx!("array_index"), None, index.to_string());
     let subjob = Job {
         seq,
         array: false,
@@ -94,11 +90,11 @@ pub fn materialize(state: &mut State, seq: u64, index: u64, now: i64) -> Result<
     };
     let began = parent.state == JobState::Queued;
     let Some(parent) = state.jobs.get_mut(&seq) else { return Err(ReqError::new(Pbse::UNKJOBID)) };
-    parent.attrs.set(job_idx("array_indices_remaining"), None, remaining.to_string());
+    parent.attrs.set(job_idx!("array_indices_remaining"), None, remaining.to_string());
     if began {
-        parent.attrs.set(job_idx("stime"), None, now.to_string());
+        parent.attrs.set(job_idx!("stime"), None, now.to_string());
         let when = chrono::Local::now().format("%a %b %d at %H:%M");
-        parent.attrs.set(job_idx("comment"), None, format!("Job Array Began at {when}"));
+        parent.attrs.set(job_idx!("comment"), None, format!("Job Array Began at {when}"));
     }
     state.subjobs.insert((seq, index), subjob);
     // The caller starts the subjob and then brings the parent up to date (and writes it)
@@ -124,7 +120,7 @@ pub fn requeue_subjob(state: &mut State, key: JobKey, now: i64) -> Vec<StoreOp> 
     if let Some(parent) = state.jobs.get_mut(&key.seq) {
         let mut remaining = indices(parent, "array_indices_remaining");
         remaining.insert(index);
-        parent.attrs.set(job_idx("array_indices_remaining"), None, remaining.to_string());
+        parent.attrs.set(job_idx!("array_indices_remaining"), None, remaining.to_string());
     }
     ops.extend(refresh(state, key.seq, now));
     ops
@@ -137,7 +133,7 @@ pub fn delete_queued(state: &mut State, seq: u64, index: u64, now: i64) -> Resul
     if !remaining.remove(index) {
         return Err(ReqError::new(Pbse::BADSTATE));
     }
-    parent.attrs.set(job_idx("array_indices_remaining"), None, remaining.to_string());
+    parent.attrs.set(job_idx!("array_indices_remaining"), None, remaining.to_string());
     Ok(refresh(state, seq, now))
 }
 
@@ -182,7 +178,7 @@ fn refresh_with(state: &mut State, seq: u64, now: i64, write: bool) -> Vec<Store
     }
     let Some(parent) = state.jobs.get_mut(&seq) else { return Vec::new() };
     parent.attrs.set(
-        job_idx("array_state_count"),
+        job_idx!("array_state_count"),
         None,
         format!("Queued:{queued} Running:{running} Exiting:{exiting} Expired:{expired}"),
     );
@@ -190,9 +186,9 @@ fn refresh_with(state: &mut State, seq: u64, now: i64, write: bool) -> Vec<Store
         parent.state = JobState::Finished;
         parent.substate = Substate::FINISHED;
         let now = now.to_string();
-        parent.attrs.set(job_idx("mtime"), None, now.as_str());
-        parent.attrs.set(job_idx("obittime"), None, now.as_str());
-        parent.attrs.set(job_idx("history_timestamp"), None, now.as_str());
+        parent.attrs.set(job_idx!("mtime"), None, now.as_str());
+        parent.attrs.set(job_idx!("obittime"), None, now.as_str());
+        parent.attrs.set(job_idx!("history_timestamp"), None, now.as_str());
         state.changes.cycle = true;
     } else if matches!(parent.state, JobState::Queued | JobState::Begun) {
         let began = queued < submitted;

@@ -10,10 +10,9 @@
 use std::collections::{BTreeMap, HashMap};
 
 use pbs_core::Size;
-use pbs_core::attr::ObjectKind;
 
 use crate::nodes::{amount, is_size};
-use crate::state::{JobKey, State, idx};
+use crate::state::{JobKey, State};
 
 /// The built-in resources counted at server and queue level.
 const COUNTED_BUILTINS: [&str; 5] = ["ncpus", "mem", "vmem", "nodect", "mpiprocs"];
@@ -61,7 +60,7 @@ pub fn account(state: &mut State, key: JobKey, hold: bool) {
         return;
     }
     let Some(job) = state.job(key) else { return };
-    let resource_list = idx(ObjectKind::Job, "Resource_List");
+    let resource_list = job_idx!("Resource_List");
     let mut amounts = Vec::new();
     let mut units = Vec::new();
     for attr in job.attrs.iter().filter(|a| a.def == resource_list) {

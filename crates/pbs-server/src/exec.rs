@@ -60,10 +60,6 @@ pub struct Launch {
 /// Frames for moms, by node name.
 pub type MomFrames = Vec<(String, ToMom)>;
 
-fn job_idx(name: &str) -> u8 {
-    idx(ObjectKind::Job, name)
-}
-
 /// Hands frames to the moms' link tasks (queued while a link is down).
 pub fn send_frames(state: &mut State, frames: MomFrames) {
     for (node, frame) in frames {
@@ -126,7 +122,7 @@ fn set_usage(state: &mut State, key: JobKey, usage: &Usage) {
         usage_attrs(usage).into_iter().map(|(r, v)| (state.interner.intern(r), v)).collect();
     if let Some(job) = state.job_mut(key) {
         for (resource, value) in names {
-            job.attrs.set(job_idx("resources_used"), Some(resource), value);
+            job.attrs.set(job_idx!("resources_used"), Some(resource), value);
         }
     }
 }
@@ -278,12 +274,12 @@ pub fn run_job(
     let Some(job) = state.job_mut(key) else { return Err(ReqError::new(Pbse::UNKJOBID)) };
     job.state = JobState::Running;
     job.substate = SUBSTATE_PRERUN;
-    job.attrs.set(job_idx("exec_host"), None, exec.exec_host());
-    job.attrs.set(job_idx("exec_vnode"), None, exec_text.as_str());
-    job.attrs.set(job_idx("stime"), None, now.to_string());
-    job.attrs.set(job_idx("run_count"), None, run_count.to_string());
-    job.attrs.set(job_idx("comment"), None, run_comment(&exec_text));
-    job.attrs.unset(job_idx("Exit_status"), None);
+    job.attrs.set(job_idx!("exec_host"), None, exec.exec_host());
+    job.attrs.set(job_idx!("exec_vnode"), None, exec_text.as_str());
+    job.attrs.set(job_idx!("stime"), None, now.to_string());
+    job.attrs.set(job_idx!("run_count"), None, run_count.to_string());
+    job.attrs.set(job_idx!("comment"), None, run_comment(&exec_text));
+    job.attrs.unset(job_idx!("Exit_status"), None);
     let ops = vec![job.put_op(None)];
     if key.index.is_some() {
         // Brought up to date once per batch of starts: see `arrays::settle`.
@@ -408,7 +404,7 @@ pub fn job_started(state: &mut State, node: &str, job_id: &str, session_id: i64)
     if job.substate == SUBSTATE_PRERUN {
         job.substate = Substate::RUNNING;
     }
-    job.attrs.set(job_idx("session_id"), None, session_id.to_string());
+    job.attrs.set(job_idx!("session_id"), None, session_id.to_string());
     let ops = vec![job.put_op(None)];
     state.changes.jobs.insert(key, job_id.to_string());
     ops
@@ -459,12 +455,12 @@ fn requeue(state: &mut State, key: JobKey, now: i64) -> Vec<StoreOp> {
     let Some(job) = state.job_mut(key) else { return Vec::new() };
     job.state = JobState::Queued;
     job.substate = Substate::QUEUED;
-    for name in ["exec_host", "exec_vnode", "session_id", "stime"] {
-        job.attrs.unset(job_idx(name), None);
+    for def in [job_idx!("exec_host"), job_idx!("exec_vnode"), job_idx!("session_id"), job_idx!("stime")] {
+        job.attrs.unset(def, None);
     }
-    job.attrs.unset_all(job_idx("resources_used"));
-    job.attrs.set(job_idx("etime"), None, now.to_string());
-    job.attrs.set(job_idx("mtime"), None, now.to_string());
+    job.attrs.unset_all(job_idx!("resources_used"));
+    job.attrs.set(job_idx!("etime"), None, now.to_string());
+    job.attrs.set(job_idx!("mtime"), None, now.to_string());
     let id = job.id(&server_name);
     let ops = vec![job.put_op(None)];
     state.changes.jobs.insert(key, id);
@@ -490,9 +486,9 @@ fn finish(
     state.changes.cycle = true;
     let Some(job) = state.job_mut(key) else { return Vec::new() };
     if let Some(status) = exit_status {
-        job.attrs.set(job_idx("Exit_status"), None, status.to_string());
+        job.attrs.set(job_idx!("Exit_status"), None, status.to_string());
         if let Some(comment) = finish_comment(job.get("comment", None), status) {
-            job.attrs.set(job_idx("comment"), None, comment);
+            job.attrs.set(job_idx!("comment"), None, comment);
         }
     }
     tracing::info!(
@@ -507,7 +503,7 @@ fn finish(
         // A finished subjob is expired (`X`); its record stays while history is kept.
         job.state = JobState::Expired;
         job.substate = Substate::FINISHED;
-        job.attrs.set(job_idx("obittime"), None, now.to_string());
+        job.attrs.set(job_idx!("obittime"), None, now.to_string());
         let op = job.put_op(None);
         let record = state.subjobs.remove(&(key.seq, index));
         let mut ops = match record {
@@ -530,9 +526,9 @@ fn finish(
             Substate::FINISHED
         };
         let now = now.to_string();
-        job.attrs.set(job_idx("mtime"), None, now.as_str());
-        job.attrs.set(job_idx("obittime"), None, now.as_str());
-        job.attrs.set(job_idx("history_timestamp"), None, now.as_str());
+        job.attrs.set(job_idx!("mtime"), None, now.as_str());
+        job.attrs.set(job_idx!("obittime"), None, now.as_str());
+        job.attrs.set(job_idx!("history_timestamp"), None, now.as_str());
         vec![job.put_op(None)]
     } else if let Some(index) = key.index {
         state.subjobs.remove(&(key.seq, index));
@@ -667,7 +663,7 @@ pub fn suspend_resume(state: &mut State, key: JobKey, suspend: bool, now: i64) -
         job.state = JobState::Running;
         job.substate = Substate::RUNNING;
     }
-    job.attrs.set(job_idx("mtime"), None, now.to_string());
+    job.attrs.set(job_idx!("mtime"), None, now.to_string());
     let ops = vec![job.put_op(None)];
     state.changes.jobs.insert(key, job_id);
     state.changes.cycle = true;
@@ -791,7 +787,7 @@ pub fn rerun_jobs(
 pub fn sched_job(state: &State, job: &Job) -> SchedJob {
     let time = |name: &str| job.get(name, None).and_then(|v| v.parse::<i64>().ok()).unwrap_or(0);
     let resources: Vec<(String, String)> =
-        job.attrs.resources(job_idx("Resource_List")).map(|(r, v)| (r.to_string(), v.to_string())).collect();
+        job.attrs.resources(job_idx!("Resource_List")).map(|(r, v)| (r.to_string(), v.to_string())).collect();
     let mut attrs = Vec::new();
     for name in ["max_run_subjobs", "array_indices_remaining", "array_indices_submitted", "Rerunable", "run_count"] {
         if let Some(value) = job.get(name, None) {
@@ -808,7 +804,7 @@ pub fn sched_job(state: &State, job: &Job) -> SchedJob {
                 }
             }
             None => {
-                for (r, v) in job.attrs.resources(job_idx(base)) {
+                for (r, v) in job.attrs.resources(idx(ObjectKind::Job, base)) {
                     attrs.push(Attr::new(format!("{base}.{r}"), v));
                 }
             }

@@ -14,7 +14,7 @@ use pbs_proto::{Attr, CompareOp, Criterion, IdError, StatusObject};
 use crate::attrlist::{AttrList, resolve};
 use crate::error::ReqError;
 use crate::identity::Identity;
-use crate::state::{Job, JobKey, State, idx};
+use crate::state::{Job, JobKey, State};
 use crate::store::StoreOp;
 
 /// Who asks, with which privilege, and when.
@@ -26,10 +26,6 @@ pub struct Ctx<'a> {
     pub privilege: Privilege,
     /// Seconds since the epoch.
     pub now: i64,
-}
-
-fn job_idx(name: &str) -> u8 {
-    idx(ObjectKind::Job, name)
 }
 
 /// Validates one attribute a client wants to set on a job and returns (def, resource,
@@ -132,8 +128,8 @@ pub fn queue_job(
         let resource = resource.map(|r| state.interner.intern(&r));
         list.set(def, resource, canonical);
     }
-    let is_array = list.get(job_idx("array_indices_submitted"), None).is_some();
-    if let Some(range) = list.get(job_idx("array_indices_submitted"), None) {
+    let is_array = list.get(job_idx!("array_indices_submitted"), None).is_some();
+    if let Some(range) = list.get(job_idx!("array_indices_submitted"), None) {
         let count = range.parse::<ArrayRange>().map(|r| r.count()).unwrap_or(0) as i64;
         let max = state.server_attr("max_array_size", None).and_then(|v| v.parse::<i64>().ok()).unwrap_or(10_000);
         let queue_max = state.queues[queue_index]
@@ -143,9 +139,9 @@ pub fn queue_job(
         if count > max || queue_max.is_some_and(|q| count > q) {
             return Err(ReqError::new(Pbse::MAXARRAYSIZE));
         }
-        list.set(job_idx("array"), None, "True");
+        list.set(job_idx!("array"), None, "True");
     }
-    if list.get(job_idx("max_run_subjobs"), None).is_some() && !is_array {
+    if list.get(job_idx!("max_run_subjobs"), None).is_some() && !is_array {
         return Err(ReqError::new(Pbse::NOTARRAY_ATTR));
     }
 
@@ -156,65 +152,81 @@ pub fn queue_job(
     let seq = state.allocate_seq().ok_or_else(|| ReqError::new(Pbse::SYSTEM))?;
     let now = ctx.now.to_string();
     let host = ctx.who.host.clone();
-    let set = |list: &mut AttrList, name: &str, value: &str| list.set(job_idx(name), None, value);
-    let set_default = |list: &mut AttrList, name: &str, value: &str| {
-        if list.get(job_idx(name), None).is_none() {
-            list.set(job_idx(name), None, value);
+    let set = |list: &mut AttrList, def: u8, value: &str| list.set(def, None, value);
+    let set_default = |list: &mut AttrList, def: u8, value: &str| {
+        if list.get(def, None).is_none() {
+            list.set(def, None, value);
         }
     };
-    set_default(&mut list, "Job_Name", "none");
-    set(&mut list, "Job_Owner", &ctx.who.user_at_host());
-    set(&mut list, "euser", &ctx.who.user);
-    set(&mut list, "egroup", &ctx.who.group);
-    for (name, value) in [
-        ("Checkpoint", "u"),
-        ("Hold_Types", "n"),
-        ("Join_Path", "n"),
-        ("Keep_Files", "n"),
-        ("Mail_Points", "a"),
-        ("Priority", "0"),
-        ("Rerunable", "True"),
-        ("project", "_pbs_project_default"),
+    set_default(&mut list, job_idx!("Job_Name"), "none");
+    set(&mut list, job_idx!("Job_Owner"), &ctx.who.user_at_host());
+    set(&mut list, job_idx!("euser"), &ctx.who.user);
+    set(&mut list, job_idx!("egroup"), &ctx.who.group);
+    for (def, value) in [
+        (job_idx!("Checkpoint"), "u"),
+        (job_idx!("Hold_Types"), "n"),
+        (job_idx!("Join_Path"), "n"),
+        (job_idx!("Keep_Files"), "n"),
+        (job_idx!("Mail_Points"), "a"),
+        (job_idx!("Priority"), "0"),
+        (job_idx!("Rerunable"), "True"),
+        (job_idx!("project"), "_pbs_project_default"),
     ] {
-        set_default(&mut list, name, value);
+        set_default(&mut list, def, value);
     }
-    for name in ["ctime", "mtime", "qtime"] {
-        set(&mut list, name, &now);
+    for def in [job_idx!("ctime"), job_idx!("mtime"), job_idx!("qtime")] {
+        set(&mut list, def, &now);
     }
-    set(&mut list, "Submit_Host", &host);
-    set(&mut list, "queue_type", "E");
-    set(&mut list, "queue_rank", &seq.to_string());
+    set(&mut list, job_idx!("Submit_Host"), &host);
+    set(&mut list, job_idx!("queue_type"), "E");
+    set(&mut list, job_idx!("queue_rank"), &seq.to_string());
 
-    let mut variables = list.get(job_idx("Variable_List"), None).unwrap_or("").to_string();
-    let workdir = env_value(&variables, "PBS_O_WORKDIR").unwrap_or_default();
-    for (key, value) in [("PBS_O_QUEUE", queue_name.as_str()), ("PBS_O_HOST", host.as_str())] {
-        if env_value(&variables, key).is_none() {
-            if !variables.is_empty() {
-                variables.push(',');
-            }
-            variables.push_str(&format!("{key}={value}"));
+    // One pass over the variables: with -V they are the submitter's whole environment.
+    let given = list.get(job_idx!("Variable_List"), None).unwrap_or("");
+    let (mut workdir, mut has_queue, mut has_host) = (None, false, false);
+    for (key, value) in given.split(',').filter_map(|item| item.split_once('=')) {
+        match key {
+            "PBS_O_WORKDIR" if workdir.is_none() => workdir = Some(value),
+            "PBS_O_QUEUE" => has_queue = true,
+            "PBS_O_HOST" => has_host = true,
+            _ => {}
         }
     }
-    set(&mut list, "Variable_List", &variables);
+    let workdir = workdir.unwrap_or_default().to_string();
+    if !(has_queue && has_host) {
+        let mut variables = given.to_string();
+        for (key, value, present) in [("PBS_O_QUEUE", queue_name.as_str(), has_queue), ("PBS_O_HOST", &host, has_host)]
+        {
+            if !present {
+                if !variables.is_empty() {
+                    variables.push(',');
+                }
+                variables.push_str(key);
+                variables.push('=');
+                variables.push_str(value);
+            }
+        }
+        set(&mut list, job_idx!("Variable_List"), &variables);
+    }
 
-    let job_name = list.get(job_idx("Job_Name"), None).unwrap_or("none").to_string();
-    for (attr, letter) in [("Output_Path", 'o'), ("Error_Path", 'e')] {
+    let job_name = list.get(job_idx!("Job_Name"), None).unwrap_or("none").to_string();
+    for (def, letter) in [(job_idx!("Output_Path"), 'o'), (job_idx!("Error_Path"), 'e')] {
         // A subjob's files carry its index: the mark is replaced when it starts.
         let default_file = if is_array {
             format!("{job_name}.{letter}{seq}.{}", crate::arrays::INDEX_MARK)
         } else {
             format!("{job_name}.{letter}{seq}")
         };
-        let path = match list.get(job_idx(attr), None) {
+        let path = match list.get(def, None) {
             None => format!("{host}:{workdir}/{default_file}"),
             Some(given) if given.ends_with('/') => format!("{given}{default_file}"),
             Some(given) => given.to_string(),
         };
-        set(&mut list, attr, &path);
+        set(&mut list, def, &path);
     }
 
-    let hold = list.get(job_idx("Hold_Types"), None).unwrap_or("n");
-    let exec_time = list.get(job_idx("Execution_Time"), None).and_then(|v| v.parse::<i64>().ok());
+    let hold = list.get(job_idx!("Hold_Types"), None).unwrap_or("n");
+    let exec_time = list.get(job_idx!("Execution_Time"), None).and_then(|v| v.parse::<i64>().ok());
     let job_state = if hold != "n" {
         JobState::Held
     } else if exec_time.is_some_and(|t| t > ctx.now) {
@@ -223,15 +235,15 @@ pub fn queue_job(
         JobState::Queued
     };
     if is_array {
-        if let Some(range) = list.get(job_idx("array_indices_submitted"), None).map(str::to_string) {
-            set(&mut list, "array_indices_remaining", &range);
+        if let Some(range) = list.get(job_idx!("array_indices_submitted"), None).map(str::to_string) {
+            set(&mut list, job_idx!("array_indices_remaining"), &range);
             let count = range.parse::<ArrayRange>().map(|r| r.count()).unwrap_or(0);
-            set(&mut list, "array_state_count", &format!("Queued:{count} Running:0 Exiting:0 Expired:0"));
+            set(&mut list, job_idx!("array_state_count"), &format!("Queued:{count} Running:0 Exiting:0 Expired:0"));
         }
     }
     // etime is when the job became eligible to run: not yet for a held or waiting job.
     if job_state == JobState::Queued {
-        set(&mut list, "etime", &ctx.now.to_string());
+        set(&mut list, job_idx!("etime"), &ctx.now.to_string());
     }
     let queue: Arc<str> = state.interner.intern(&queue_name);
     let job = Job {
@@ -250,19 +262,11 @@ pub fn queue_job(
     Ok((id, ops))
 }
 
-/// The value of `KEY` in a `KEY=value,KEY2=value` list.
-pub fn env_value(list: &str, key: &str) -> Option<String> {
-    list.split(',').find_map(|item| {
-        let (k, v) = item.split_once('=')?;
-        (k == key).then(|| v.to_string())
-    })
-}
-
 /// Fills `Resource_List` from queue then server `resources_default`, builds `select` from
 /// job-wide resources when absent, applies `default_chunk`, and derives the job-wide sums
 /// (`ncpus`, `mem`, `nodect`) from `select`, as OpenPBS does.
 pub fn apply_resource_defaults(state: &mut State, queue_index: usize, list: &mut AttrList) -> Result<(), ReqError> {
-    let rl = job_idx("Resource_List");
+    let rl = job_idx!("Resource_List");
     let queue_defaults: Vec<(String, String)> =
         resources_of(&state.queues[queue_index].attrs, ObjectKind::Queue, "resources_default");
     let server_defaults: Vec<(String, String)> = resources_of(&state.server, ObjectKind::Server, "resources_default");
@@ -362,7 +366,7 @@ fn resources_of(list: &AttrList, kind: ObjectKind, name: &str) -> Vec<(String, S
 
 /// The soft_walltime, shrink-to-fit and array rules between resources of one job.
 pub fn check_resource_rules(list: &AttrList, is_array: bool) -> Result<(), ReqError> {
-    let rl = job_idx("Resource_List");
+    let rl = job_idx!("Resource_List");
     let secs = |r: &str| list.get(rl, Some(r)).and_then(|v| v.parse::<Duration>().ok()).map(|d| d.as_secs());
     let soft = secs("soft_walltime");
     let hard = secs("walltime");
@@ -414,7 +418,7 @@ pub fn compare_values(a: &str, b: &str) -> Option<Ordering> {
 /// `resources_max` / `resources_min` of the queue and the server, and the queue's job
 /// count limit.
 pub fn check_queue_limits(state: &State, queue_index: usize, list: &AttrList) -> Result<(), ReqError> {
-    let rl = job_idx("Resource_List");
+    let rl = job_idx!("Resource_List");
     let queue = &state.queues[queue_index];
     let limits = [
         (resources_of(&queue.attrs, ObjectKind::Queue, "resources_max"), Ordering::Greater),
@@ -562,7 +566,7 @@ pub fn modify_jobs(state: &mut State, ctx: &Ctx<'_>, ids: &[String], attrs: &[At
             let resource = resource.map(|r| state.interner.intern(&r));
             list.set(def, resource, value);
         }
-        if list.get(job_idx("max_run_subjobs"), None).is_some() && !job.array {
+        if list.get(job_idx!("max_run_subjobs"), None).is_some() && !job.array {
             return Err(ReqError::new(Pbse::NOTARRAY_ATTR));
         }
         check_resource_rules(&list, job.array)?;
@@ -572,7 +576,7 @@ pub fn modify_jobs(state: &mut State, ctx: &Ctx<'_>, ids: &[String], attrs: &[At
             apply_resource_defaults(state, queue_index, &mut list)?;
         }
         check_queue_limits(state, queue_index, &list)?;
-        list.set(job_idx("mtime"), None, ctx.now.to_string());
+        list.set(job_idx!("mtime"), None, ctx.now.to_string());
         let Some(job) = state.jobs.get_mut(&seq) else {
             return Err(ReqError::new(Pbse::UNKJOBID));
         };
@@ -599,7 +603,7 @@ fn settle_queued_state(job: &mut Job, now: i64) {
         job.state = new_state;
         job.substate = new_state.default_substate();
         if new_state == JobState::Queued {
-            job.attrs.set(job_idx("etime"), None, now.to_string());
+            job.attrs.set(job_idx!("etime"), None, now.to_string());
         }
     }
 }
@@ -651,9 +655,9 @@ pub fn delete_jobs(
             job.state = JobState::Finished;
             job.substate = Substate::TERMINATED;
             let now = ctx.now.to_string();
-            job.attrs.set(job_idx("mtime"), None, now.as_str());
-            job.attrs.set(job_idx("obittime"), None, now.as_str());
-            job.attrs.set(job_idx("history_timestamp"), None, now.as_str());
+            job.attrs.set(job_idx!("mtime"), None, now.as_str());
+            job.attrs.set(job_idx!("obittime"), None, now.as_str());
+            job.attrs.set(job_idx!("history_timestamp"), None, now.as_str());
             return Ok(vec![job.put_op(None)]);
         }
         state.jobs.remove(&key.seq);
@@ -666,7 +670,7 @@ pub fn delete_jobs(
 fn delete_array(state: &mut State, seq: u64, force: bool, now: i64) -> Vec<StoreOp> {
     let mut ops = Vec::new();
     if let Some(parent) = state.jobs.get_mut(&seq) {
-        parent.attrs.set(job_idx("array_indices_remaining"), None, "-");
+        parent.attrs.set(job_idx!("array_indices_remaining"), None, "-");
         if matches!(parent.state, JobState::Held | JobState::Waiting) {
             parent.state = JobState::Begun;
         }
@@ -741,8 +745,8 @@ pub fn hold_jobs(
         // OpenPBS prints hold letters in a fixed order.
         let ordered: String = "uosp".chars().filter(|c| set.contains(c)).collect();
         let value = if ordered.is_empty() { "n".to_string() } else { ordered };
-        job.attrs.set(job_idx("Hold_Types"), None, value.as_str());
-        job.attrs.set(job_idx("mtime"), None, ctx.now.to_string());
+        job.attrs.set(job_idx!("Hold_Types"), None, value.as_str());
+        job.attrs.set(job_idx!("mtime"), None, ctx.now.to_string());
         // A begun array is held like a queued one: its queued subjobs wait, its running
         // ones go on; released, it is begun again.
         let begun_array = job.array && job.state == JobState::Begun;
@@ -950,7 +954,7 @@ impl StatusFilter {
                 }
             }
         }
-        let computed = [job_idx("job_state"), job_idx("queue"), job_idx("server"), job_idx("substate")];
+        let computed = [job_idx!("job_state"), job_idx!("queue"), job_idx!("server"), job_idx!("substate")];
         StatusFilter { all: filter.is_empty(), bases, fulls, privilege, computed }
     }
 

@@ -4,6 +4,14 @@
 //! Entry points: [`Server::open`] rebuilds the state from disk, [`bind`] opens the sockets,
 //! [`run`] serves until the shutdown future completes.
 
+/// The table index of a job attribute named by a literal, found at compile time: a
+/// misspelt name does not build.
+macro_rules! job_idx {
+    ($name:literal) => {
+        const { pbs_core::attr::ObjectKind::Job.index_of($name) }
+    };
+}
+
 pub mod arrays;
 pub mod assigned;
 pub mod attrlist;

@@ -123,7 +123,7 @@ pub fn available(state: &State, node: &Named) -> Vec<(String, String)> {
 }
 
 fn res_avail_idx() -> u8 {
-    crate::state::idx(ObjectKind::Node, "resources_available")
+    const { ObjectKind::Node.index_of("resources_available") }
 }
 
 fn available_ncpus(available: &[(String, String)]) -> u64 {
