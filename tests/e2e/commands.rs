@@ -263,6 +263,8 @@ fn qmgr_resources_queues_and_print_server_replay() {
     let fresh = Cluster::start();
     // The printout creates workq, as OpenPBS's does; a fresh server already has it.
     fresh.run("qmgr", &["-c", "delete queue workq"]).ok();
+    // Deleting the default queue unsets default_queue.
+    assert!(!fresh.run("qmgr", &["-c", "list server"]).ok().stdout.contains("default_queue"));
     let replay = fresh.run_with_stdin("qmgr", &[], &printed, false);
     assert_eq!(replay.code, 0, "{replay:?}");
     assert_eq!(fresh.run("qmgr", &["-c", "p s"]).ok().stdout, printed);

@@ -72,7 +72,7 @@ impl ObjectKind {
         let mut index = 0;
         while index < table.len() {
             if const_str_eq(table[index].name, name) {
-                // Every table has fewer than 256 entries (`every_table_fits_a_byte_index`).
+                assert!(index <= u8::MAX as usize, "attribute index beyond a byte");
                 return index as u8;
             }
             index += 1;
@@ -90,8 +90,8 @@ impl ObjectKind {
         table.iter().enumerate().find(|(_, def)| def.name.eq_ignore_ascii_case(name))
     }
 
-    /// Hashed with foldhash, not SipHash: a submission resolves some thirty names, and the
-    /// keys are the fixed table, so there is nothing to flood.
+    /// Hashed with foldhash, not SipHash: every attribute name a client sends is looked up
+    /// here, and the keys are the fixed table, so there is nothing to flood.
     fn index(self) -> &'static foldhash::HashMap<&'static str, usize> {
         static INDEXES: [OnceLock<foldhash::HashMap<&'static str, usize>>; 8] = [const { OnceLock::new() }; 8];
         INDEXES[self as usize]

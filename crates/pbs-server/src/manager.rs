@@ -102,7 +102,7 @@ pub fn manager(
                     return Err(ReqError::new(Pbse::OBJBUSY));
                 }
                 if kind == ObjectKind::Queue && state.server_attr("default_queue", None) == Some(name.as_str()) {
-                    state.server.unset(resolve(ObjectKind::Server, "default_queue").map(|r| r.0).unwrap_or(0), None);
+                    state.server.unset(const { ObjectKind::Server.index_of("default_queue") }, None);
                     ops.push(state.server_op());
                 }
                 state.named_mut(kind).remove(index);

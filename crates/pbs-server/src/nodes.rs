@@ -114,16 +114,12 @@ pub fn available(state: &State, node: &Named) -> Vec<(String, String)> {
         out.insert("mem".into(), format!("{}kb", rep.mem_kb));
         out.insert("ncpus".into(), rep.ncpus.to_string());
     }
-    for (resource, value) in node.attrs.resources(res_avail_idx()) {
+    for (resource, value) in node.attrs.resources(const { ObjectKind::Node.index_of("resources_available") }) {
         out.insert(resource.to_string(), value.to_string());
     }
     out.entry("vnode".into()).or_insert_with(|| node.name.clone());
     out.entry("host".into()).or_insert_with(|| node.name.clone());
     out.into_iter().collect()
-}
-
-fn res_avail_idx() -> u8 {
-    const { ObjectKind::Node.index_of("resources_available") }
 }
 
 fn available_ncpus(available: &[(String, String)]) -> u64 {
