@@ -8,12 +8,12 @@ use std::time::Duration;
 
 use pbs_e2e::Cluster;
 use pbs_proto::codec::{MAX_REPLY_FRAME_LEN, read_frame, write_frame};
-use pbs_proto::{Hello, HelloReply, PROTOCOL_VERSION, Reply, Role};
+use pbs_proto::{Hello, HelloReply, Reply, Role};
 
 fn connect(cluster: &Cluster) -> UnixStream {
     let mut stream = UnixStream::connect(cluster.home().join("server_sock")).expect("connect");
     stream.set_read_timeout(Some(Duration::from_secs(15))).expect("timeout");
-    write_frame(&mut stream, &Hello { version: PROTOCOL_VERSION, role: Role::Client }).expect("hello");
+    write_frame(&mut stream, &Hello::local(Role::Client)).expect("hello");
     let welcome: HelloReply = read_frame(&mut stream, MAX_REPLY_FRAME_LEN).expect("read").expect("welcome");
     assert!(matches!(welcome, HelloReply::Welcome { .. }), "{welcome:?}");
     stream
@@ -103,12 +103,17 @@ fn tcp_peer_without_cluster_key_can_do_nothing() {
     let cluster = Cluster::start();
     let addr = format!("127.0.0.1:{}", cluster.port);
     let wrong_key = [7u8; 32];
-    let err = pbs_client::Client::connect_tcp(&addr, Role::Scheduler, &wrong_key).err().expect("must be refused");
-    assert!(matches!(err, pbs_client::ClientError::Refused { .. } | pbs_client::ClientError::Frame(_)), "{err:?}");
+    let stream = std::net::TcpStream::connect(&addr).expect("tcp connect");
+    stream.set_read_timeout(Some(Duration::from_secs(15))).expect("timeout");
+    let (mut reader, mut writer) = (stream.try_clone().expect("clone"), stream);
+    let err = pbs_proto::link::connect_blocking(&mut reader, &mut writer, &wrong_key, &Role::Scheduler, &Role::Server)
+        .err()
+        .expect("must be refused");
+    assert!(matches!(err, pbs_proto::link::LinkError::Refused { .. }), "{err:?}");
     // A client role over TCP is refused too: TCP is for daemons with the key only.
     let mut stream = std::net::TcpStream::connect(&addr).expect("tcp connect");
     stream.set_read_timeout(Some(Duration::from_secs(15))).expect("timeout");
-    write_frame(&mut stream, &Hello { version: PROTOCOL_VERSION, role: Role::Client }).expect("hello");
+    write_frame(&mut stream, &Hello::local(Role::Client)).expect("hello");
     let answer: Option<HelloReply> = read_frame(&mut stream, MAX_REPLY_FRAME_LEN).unwrap_or(None);
     assert!(!matches!(answer, Some(HelloReply::Welcome { .. })), "{answer:?}");
     assert_alive(&cluster);
@@ -120,8 +125,7 @@ fn a_request_right_behind_the_hello_then_a_shut_write_side_is_answered_then_clos
     let mut stream = UnixStream::connect(cluster.home().join("server_sock")).expect("connect");
     stream.set_read_timeout(Some(Duration::from_secs(15))).expect("timeout");
     // What `qsub` does: the Hello and its one request in one write, then no more requests.
-    let mut bytes =
-        pbs_proto::codec::encode_frame(&Hello { version: PROTOCOL_VERSION, role: Role::Client }).expect("hello");
+    let mut bytes = pbs_proto::codec::encode_frame(&Hello::local(Role::Client)).expect("hello");
     let request = pbs_proto::RequestFrame { id: 5, request: pbs_proto::Request::StatusServer { attrs: vec![] } };
     bytes.extend(pbs_proto::codec::encode_frame(&request).expect("request"));
     stream.write_all(&bytes).expect("write");

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use common::TestMom;
 use pbs_proto::mom::{FromMom, ToMom};
-use pbs_proto::{Hello, HelloReply, MAX_REPLY_FRAME_LEN, PROTOCOL_VERSION, Role, read_frame, write_frame};
+use pbs_proto::{Hello, HelloReply, MAX_REPLY_FRAME_LEN, Role, read_frame, write_frame};
 
 #[test]
 fn handshake_gives_node_status_then_answers_ping() {
@@ -35,13 +35,13 @@ fn handshake_gives_node_status_then_answers_ping() {
 fn a_peer_without_the_key_is_refused() {
     let mom = TestMom::start();
     match mom.connect_with_key(b"wrong key") {
-        Err(HelloReply::Refused { code, .. }) => assert_eq!(code, pbs_core::Pbse::BADCRED.0),
+        Err(pbs_proto::link::LinkError::Refused { code, .. }) => assert_eq!(code, pbs_core::Pbse::BADCRED.0),
         Err(other) => panic!("unexpected reply {other:?}"),
         Ok(_) => panic!("a wrong key was accepted"),
     }
     // A client or a scheduler is not the server.
     let mut stream = TcpStream::connect(("127.0.0.1", mom.port)).unwrap();
-    write_frame(&mut stream, &Hello { version: PROTOCOL_VERSION, role: Role::Client }).unwrap();
+    write_frame(&mut stream, &Hello::local(Role::Client)).unwrap();
     let reply: HelloReply = read_frame(&mut stream, MAX_REPLY_FRAME_LEN).unwrap().unwrap();
     assert!(matches!(reply, HelloReply::Refused { .. }), "{reply:?}");
     // The mom still serves the real server.

@@ -1,11 +1,12 @@
 //! The client library every command, the bench and the tests use to talk to pbs_server.
 //!
 //! It is blocking on purpose: a command sends one or two requests and exits, so a plain
-//! socket beats starting an async runtime. Local clients use the Unix socket, where the
-//! server learns who they are from the kernel; daemons use TCP and prove the cluster key.
+//! socket beats starting an async runtime. Clients use the server's Unix socket, where the
+//! server learns who they are from the kernel (daemons link over TCP through
+//! `pbs_proto::link`, not through this client).
 
 use std::io::{self, BufReader, BufWriter, Read, Write};
-use std::net::{Shutdown, TcpStream};
+use std::net::Shutdown;
 use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
@@ -14,8 +15,8 @@ use std::sync::Arc;
 use pbs_core::Pbse;
 use pbs_core::conf::PbsConf;
 use pbs_proto::{
-    Attr, AuthProof, Criterion, FrameError, Hello, HelloReply, IdError, MAX_REPLY_FRAME_LEN, MgrAttr, MgrCommand,
-    MgrObject, PROTOCOL_VERSION, Reply, ReplyBody, Request, RequestFrame, Role, StatusObject, read_frame, write_frame,
+    Attr, Criterion, FrameError, Hello, HelloReply, IdError, MAX_REPLY_FRAME_LEN, MgrAttr, MgrCommand, MgrObject,
+    Reply, ReplyBody, Request, RequestFrame, Role, StatusObject, read_frame, write_frame,
 };
 
 /// Errors of the client library.
@@ -70,28 +71,24 @@ pub type Result<T> = std::result::Result<T, ClientError>;
 /// The socket of a connection.
 enum Socket {
     Unix(UnixStream),
-    Tcp(TcpStream),
 }
 
 impl Socket {
     fn shutdown_write(&self) -> io::Result<()> {
         match self {
             Socket::Unix(s) => s.shutdown(Shutdown::Write),
-            Socket::Tcp(s) => s.shutdown(Shutdown::Write),
         }
     }
 
     fn set_nonblocking(&self) -> io::Result<()> {
         match self {
             Socket::Unix(s) => s.set_nonblocking(true),
-            Socket::Tcp(s) => s.set_nonblocking(true),
         }
     }
 
     fn fd(&self) -> BorrowedFd<'_> {
         match self {
             Socket::Unix(s) => s.as_fd(),
-            Socket::Tcp(s) => s.as_fd(),
         }
     }
 
@@ -141,7 +138,6 @@ impl Read for Half {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         self.until_ready(nix::poll::PollFlags::POLLIN, |socket| match socket {
             Socket::Unix(s) => (&*s).read(buf),
-            Socket::Tcp(s) => (&*s).read(buf),
         })
     }
 }
@@ -150,7 +146,6 @@ impl Write for Half {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         self.until_ready(nix::poll::PollFlags::POLLOUT, |socket| match socket {
             Socket::Unix(s) => (&*s).write(buf),
-            Socket::Tcp(s) => (&*s).write(buf),
         })
     }
 
@@ -198,7 +193,7 @@ impl Client {
         socket.set_nonblocking().map_err(|e| ClientError::Frame(e.into()))?;
         let mut client = Client::new(socket);
         // Buffered, not flushed: it leaves together with the first request.
-        let hello = pbs_proto::codec::encode_frame(&Hello { version: PROTOCOL_VERSION, role: Role::Client })?;
+        let hello = pbs_proto::codec::encode_frame(&Hello::local(Role::Client))?;
         client.writer.write_all(&hello).map_err(|e| ClientError::Frame(e.into()))?;
         client.welcome_pending = true;
         Ok(client)
@@ -230,40 +225,7 @@ impl Client {
                 Ok(())
             }
             HelloReply::Refused { code, message } => Err(ClientError::Refused { code: Pbse(code), message }),
-            HelloReply::Challenge { .. } => Err(ClientError::Protocol),
-        }
-    }
-
-    /// Connects over TCP as a daemon, proving the cluster key.
-    pub fn connect_tcp(addr: &str, role: Role, key: &[u8]) -> Result<Client> {
-        let stream = TcpStream::connect(addr)
-            .map_err(|e| ClientError::Connect { server: addr.to_string(), errno: e.raw_os_error().unwrap_or(0) })?;
-        // Requests are small and answered at once: Nagle would only add latency.
-        stream.set_nodelay(true).map_err(|e| ClientError::Frame(e.into()))?;
-        let socket = Socket::Tcp(stream);
-        socket.set_nonblocking().map_err(|e| ClientError::Frame(e.into()))?;
-        Client::handshake(socket, role, Some(key))
-    }
-
-    fn handshake(socket: Socket, role: Role, key: Option<&[u8]>) -> Result<Client> {
-        let mut client = Client::new(socket);
-        write_frame(&mut client.writer, &Hello { version: PROTOCOL_VERSION, role })?;
-        loop {
-            let reply: HelloReply =
-                read_frame(&mut client.reader, MAX_REPLY_FRAME_LEN)?.ok_or(ClientError::Protocol)?;
-            match reply {
-                HelloReply::Welcome { server_name, .. } => {
-                    client.server_name = server_name;
-                    return Ok(client);
-                }
-                HelloReply::Challenge { nonce } => {
-                    let proof = pbs_proto::auth::proof(key.unwrap_or_default(), &nonce);
-                    write_frame(&mut client.writer, &AuthProof { proof })?;
-                }
-                HelloReply::Refused { code, message } => {
-                    return Err(ClientError::Refused { code: Pbse(code), message });
-                }
-            }
+            HelloReply::Handshake { .. } => Err(ClientError::Protocol),
         }
     }
 
@@ -465,7 +427,7 @@ mod tests {
                 std::thread::sleep(Duration::from_millis(1));
             }
             let _: RequestFrame = serde_json::from_slice(&body).unwrap();
-            let welcome = HelloReply::Welcome { version: PROTOCOL_VERSION, server_name: "fake".into() };
+            let welcome = HelloReply::Welcome { version: pbs_proto::PROTOCOL_VERSION, server_name: "fake".into() };
             let mut out = encode_frame(&welcome).unwrap();
             out.extend(encode_frame(&reply).unwrap());
             for piece in out.chunks(100_000) {

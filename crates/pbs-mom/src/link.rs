@@ -1,6 +1,7 @@
-//! The server's link to this mom: the TCP listener, the handshake (the mom challenges, the
-//! server proves the cluster key), and the frame loop that carries `ToMom` requests in and
-//! `FromMom` reports out.
+//! The server's link to this mom: the TCP listener, the authenticated handshake (each side
+//! proves the cluster key for a link from the server to this node's mom,
+//! `pbs_proto::link`; every frame after it is sealed), and the frame loop that carries
+//! `ToMom` requests in and `FromMom` reports out.
 //!
 //! One link at a time: a newly authenticated link replaces the current one, which is
 //! closed. Anything malformed (a bad handshake, an oversized or torn frame, a frame that is
@@ -13,20 +14,20 @@ use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
 use pbs_core::Pbse;
-use pbs_proto::codec::length_codec;
+use pbs_proto::link::{LinkCodec, LinkConn};
 use pbs_proto::mom::{FromMom, ToMom};
-use pbs_proto::{AuthProof, Hello, HelloReply, MAX_REQUEST_FRAME_LEN, PROTOCOL_VERSION, Role};
+use pbs_proto::{Hello, HelloReply, MAX_REQUEST_FRAME_LEN, PROTOCOL_VERSION, Role};
 use serde::Serialize;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, oneshot};
-use tokio_util::codec::{Framed, LengthDelimitedCodec};
+use tokio_util::codec::Framed;
 
 use crate::Mom;
 
 /// Limit on each step of the handshake.
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+const HANDSHAKE_TIMEOUT: Duration = pbs_proto::link::HANDSHAKE_TIMEOUT;
 
-type Conn = Framed<TcpStream, LengthDelimitedCodec>;
+type Conn = LinkConn<TcpStream>;
 
 /// Runs the mom: shepherd notes, usage samples and server links, until `shutdown`.
 /// Jobs keep running after it returns: their shepherds do not depend on the mom.
@@ -95,31 +96,32 @@ async fn handshake(mom: &Mom, conn: &mut Conn, peer: SocketAddr) -> bool {
         let _ = send(conn, &HelloReply::Refused { code: Pbse::PROTOCOL.0, message }).await;
         return false;
     }
-    let Ok(nonce) = pbs_proto::auth::new_nonce() else { return false };
-    if !send(conn, &HelloReply::Challenge { nonce: nonce.clone() }).await {
-        return false;
-    }
-    let Some(proof) = recv::<AuthProof>(conn).await else { return false };
     let key_file = &mom.config().key_file;
-    let verified = match std::fs::read(key_file) {
-        Ok(key) if !key.is_empty() => pbs_proto::auth::verify(&key, &nonce, &proof.proof),
+    let key = match std::fs::read(key_file) {
+        Ok(key) if !key.is_empty() => key,
         Ok(_) | Err(_) => {
             tracing::error!("cannot read the cluster key {}", key_file.display());
-            false
+            let refused = HelloReply::Refused { code: Pbse::SYSTEM.0, message: "pbs_mom has no cluster key".into() };
+            let _ = send(conn, &refused).await;
+            return false;
         }
     };
-    if !verified {
-        tracing::warn!("refused {peer}: it did not prove the cluster key");
-        let refused = HelloReply::Refused { code: Pbse::BADCRED.0, message: Pbse::BADCRED.to_string() };
-        let _ = send(conn, &refused).await;
-        return false;
+    let me = Role::Mom { node: mom.config().node_name.clone() };
+    match pbs_proto::link::accept(conn, &key, &me, &hello, MAX_REQUEST_FRAME_LEN).await {
+        Ok(()) => true,
+        Err(e) => {
+            tracing::warn!("refused {peer}: {e} (this mom serves node {})", mom.config().node_name);
+            let refused = HelloReply::Refused { code: Pbse::BADCRED.0, message: Pbse::BADCRED.to_string() };
+            let _ = send(conn, &refused).await;
+            false
+        }
     }
-    true
 }
 
 /// Serves one connection: handshake, then the link until either side ends it.
 async fn serve(mom: Arc<Mom>, stream: TcpStream, peer: SocketAddr) {
-    let mut conn = Framed::new(stream, length_codec(MAX_REQUEST_FRAME_LEN));
+    // Before its handshake the peer is nobody: a few KiB per frame at most.
+    let mut conn = Framed::new(stream, LinkCodec::unauthenticated());
     if !handshake(&mom, &mut conn, peer).await {
         return;
     }
@@ -151,7 +153,11 @@ async fn serve(mom: Arc<Mom>, stream: TcpStream, peer: SocketAddr) {
             frame = conn.next() => {
                 let bytes = match frame {
                     None => break "closed by the server".to_string(),
-                    Some(Err(e)) => break format!("bad frame: {e}"),
+                    Some(Err(e)) => {
+                        // Forged, replayed or oversized: the link is no longer trusted.
+                        tracing::warn!("server link from {peer}: bad frame: {e}");
+                        break format!("bad frame: {e}");
+                    }
                     Some(Ok(bytes)) => bytes,
                 };
                 let request = match serde_json::from_slice::<ToMom>(&bytes) {

@@ -53,6 +53,14 @@ pub fn write_frame<T: Serialize>(writer: &mut impl Write, message: &T) -> Result
 
 /// Reads one frame. `Ok(None)` is a clean end of stream between frames.
 pub fn read_frame<T: DeserializeOwned>(reader: &mut impl Read, max_len: usize) -> Result<Option<T>, FrameError> {
+    match read_body(reader, max_len)? {
+        Some(body) => Ok(Some(serde_json::from_slice(&body)?)),
+        None => Ok(None),
+    }
+}
+
+/// Reads one frame's body, unparsed. `Ok(None)` is a clean end of stream between frames.
+pub fn read_body(reader: &mut impl Read, max_len: usize) -> Result<Option<Vec<u8>>, FrameError> {
     let mut len_buf = [0u8; 4];
     let mut filled = 0;
     while filled < 4 {
@@ -70,7 +78,7 @@ pub fn read_frame<T: DeserializeOwned>(reader: &mut impl Read, max_len: usize) -
     }
     let mut body = vec![0u8; len];
     reader.read_exact(&mut body)?;
-    Ok(Some(serde_json::from_slice(&body)?))
+    Ok(Some(body))
 }
 
 #[cfg(test)]

@@ -1,11 +1,12 @@
 //! The wire protocol between commands, pbs_server, pbs_sched and pbs_mom.
 //!
 //! A frame is a 4-byte big-endian length followed by one serde_json message. A connection
-//! starts with a handshake ([`Hello`] / [`Welcome`], plus an HMAC challenge on TCP), then
+//! starts with a handshake ([`Hello`] / [`HelloReply::Welcome`], on TCP an authenticated link: [`link`]), then
 //! carries [`RequestFrame`]s answered by [`Reply`] frames. See `docs/protocol.md`.
 
 pub mod auth;
 pub mod codec;
+pub mod link;
 pub mod messages;
 pub mod mom;
 pub mod sched;
@@ -14,4 +15,4 @@ pub use codec::{FrameError, MAX_REPLY_FRAME_LEN, MAX_REQUEST_FRAME_LEN, read_fra
 pub use messages::*;
 
 /// Version of this protocol; a peer speaking another version is refused at the handshake.
-pub const PROTOCOL_VERSION: u32 = 1;
+pub const PROTOCOL_VERSION: u32 = 2;

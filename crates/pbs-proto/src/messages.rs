@@ -53,6 +53,16 @@ pub struct Hello {
     pub version: u32,
     /// What the peer is.
     pub role: Role,
+    /// On TCP: the first message of the link's handshake, hex ([`crate::link`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noise: Option<String>,
+}
+
+impl Hello {
+    /// The Hello of a command on the Unix socket, where the kernel names the peer.
+    pub fn local(role: Role) -> Hello {
+        Hello { version: crate::PROTOCOL_VERSION, role, noise: None }
+    }
 }
 
 /// The server's answer to a [`Hello`].
@@ -66,10 +76,11 @@ pub enum HelloReply {
         /// The server name, the suffix of job ids (`12.<server_name>`).
         server_name: String,
     },
-    /// The peer must answer with an [`AuthProof`] for this nonce before it is welcomed.
-    Challenge {
-        /// Hex nonce to sign with the cluster key.
-        nonce: String,
+    /// On TCP: the handshake's answer, hex ([`crate::link`]); every frame after it is
+    /// sealed, beginning with the Welcome.
+    Handshake {
+        /// The responder's handshake message.
+        noise: String,
     },
     /// Refused; the server closes the connection after this.
     Refused {
@@ -78,14 +89,6 @@ pub enum HelloReply {
         /// Why.
         message: String,
     },
-}
-
-/// Answer to a [`HelloReply::Challenge`].
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct AuthProof {
-    /// Hex HMAC-SHA256 of the nonce under the cluster key.
-    pub proof: String,
 }
 
 /// A request frame: an id chosen by the client, echoed in the reply, and the request.

@@ -2,12 +2,12 @@
 //! mom reports back.
 //!
 //! The **server connects to the mom** at the node's `Mom` host and `Port` (as OpenPBS's
-//! server contacts its moms), sends [`crate::Hello`] with [`crate::Role::Server`], answers the
-//! mom's [`crate::HelloReply::Challenge`] with the cluster key, and gets
-//! [`crate::HelloReply::Welcome`] (whose `server_name` carries the mom's node name). From then
-//! on the server writes [`ToMom`] frames and the mom writes [`FromMom`] frames, in any order,
-//! on the same connection, until either side closes it. A peer that cannot prove the key
-//! gets `Refused` and can make the mom do nothing.
+//! server contacts its moms) and runs the authenticated handshake of [`crate::link`] as
+//! [`crate::Role::Server`] towards `mom:<node>`; both sides prove the cluster key, and the
+//! sealed [`crate::HelloReply::Welcome`] carries the mom's node name in `server_name`. From
+//! then on the server writes [`ToMom`] frames and the mom writes [`FromMom`] frames, sealed, in
+//! any order, on the same connection, until either side closes it. A peer that cannot prove
+//! the key gets `Refused` and can make the mom do nothing.
 //!
 //! The mom's first frame after the Welcome is [`FromMom::NodeStatus`]: its resources and
 //! every job it still holds (running, or ended but not yet forgotten). A mom keeps an ended

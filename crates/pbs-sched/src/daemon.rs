@@ -17,10 +17,9 @@ use std::path::PathBuf;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 
+use pbs_proto::link::{LinkError, Sealer};
 use pbs_proto::sched::{FromSched, ToSched};
-use pbs_proto::{
-    AuthProof, FrameError, Hello, HelloReply, MAX_REPLY_FRAME_LEN, PROTOCOL_VERSION, Role, read_frame, write_frame,
-};
+use pbs_proto::{FrameError, Hello, HelloReply, MAX_REPLY_FRAME_LEN, Role, read_frame, write_frame};
 use tracing::{debug, info, warn};
 
 use crate::config::SchedConfig;
@@ -50,7 +49,7 @@ impl std::fmt::Display for Target {
 pub struct DaemonConfig {
     /// The server.
     pub target: Target,
-    /// The cluster key file, for a server that challenges (always over TCP).
+    /// The cluster key file, for the authenticated handshake over TCP.
     pub key_file: Option<PathBuf>,
     /// sched_config settings.
     pub sched_config: SchedConfig,
@@ -218,7 +217,18 @@ struct Conn {
     id: u64,
     stream: Stream,
     writer: BufWriter<Stream>,
+    /// Seals every frame on a TCP link; `None` on the Unix socket.
+    sealer: Option<Sealer>,
     server_name: String,
+}
+
+impl Conn {
+    fn write(&mut self, message: &FromSched) -> Result<(), FrameError> {
+        match &mut self.sealer {
+            None => write_frame(&mut self.writer, message),
+            Some(sealer) => Ok(pbs_proto::link::write_sealed(&mut self.writer, sealer, message)?),
+        }
+    }
 }
 
 /// How a session ended.
@@ -308,8 +318,8 @@ impl Daemon {
         std::fs::read(path).map_err(|source| DaemonError::Key { path: path.display().to_string(), source })
     }
 
-    /// Opens the socket, says Hello as the scheduler, answers a challenge, and starts the
-    /// reader thread.
+    /// Opens the socket, says Hello as the scheduler (over TCP: the authenticated handshake,
+    /// after which every frame is sealed), and starts the reader thread.
     fn connect(&mut self) -> Result<Conn, DaemonError> {
         let target = self.config.target.to_string();
         let connect_err = |source| DaemonError::Connect { target: target.clone(), source };
@@ -326,17 +336,29 @@ impl Daemon {
         let mut reader = BufReader::with_capacity(256 * 1024, stream.try_clone().map_err(io_err)?);
         let mut writer = BufWriter::with_capacity(64 * 1024, stream.try_clone().map_err(io_err)?);
         stream.set_read_timeout(Some(HANDSHAKE_TIMEOUT)).map_err(io_err)?;
-        write_frame(&mut writer, &Hello { version: PROTOCOL_VERSION, role: Role::Scheduler })?;
-        let server_name = loop {
-            let reply: HelloReply = read_frame(&mut reader, MAX_REPLY_FRAME_LEN)?
-                .ok_or_else(|| DaemonError::Protocol("the server closed the connection during the handshake".into()))?;
-            match reply {
-                HelloReply::Welcome { server_name, .. } => break server_name,
-                HelloReply::Challenge { nonce } => {
-                    let key = self.read_key()?;
-                    write_frame(&mut writer, &AuthProof { proof: pbs_proto::auth::proof(&key, &nonce) })?;
+        let (server_name, sealer, mut opener) = match &self.config.target {
+            // The kernel tells the server who we are on its Unix socket.
+            Target::Unix(_) => {
+                write_frame(&mut writer, &Hello::local(Role::Scheduler))?;
+                let reply: HelloReply = read_frame(&mut reader, MAX_REPLY_FRAME_LEN)?.ok_or_else(|| {
+                    DaemonError::Protocol("the server closed the connection during the handshake".into())
+                })?;
+                match reply {
+                    HelloReply::Welcome { server_name, .. } => (server_name, None, None),
+                    HelloReply::Refused { code, message } => return Err(DaemonError::Refused { code, message }),
+                    HelloReply::Handshake { .. } => {
+                        return Err(DaemonError::Protocol("a handshake on the Unix socket".into()));
+                    }
                 }
-                HelloReply::Refused { code, message } => return Err(DaemonError::Refused { code, message }),
+            }
+            Target::Tcp(_) => {
+                let key = self.read_key()?;
+                match pbs_proto::link::connect_blocking(&mut reader, &mut writer, &key, &Role::Scheduler, &Role::Server)
+                {
+                    Ok((server_name, sealer, opener)) => (server_name, Some(sealer), Some(opener)),
+                    Err(LinkError::Refused { code, message }) => return Err(DaemonError::Refused { code, message }),
+                    Err(e) => return Err(DaemonError::Protocol(e.to_string())),
+                }
             }
         };
         stream.set_read_timeout(None).map_err(io_err)?;
@@ -345,7 +367,13 @@ impl Daemon {
         let events = self.events.clone();
         let spawned = std::thread::Builder::new().name("sched-reader".into()).spawn(move || {
             loop {
-                match read_frame::<ToSched>(&mut reader, MAX_REPLY_FRAME_LEN) {
+                let frame = match &mut opener {
+                    None => read_frame::<ToSched>(&mut reader, MAX_REPLY_FRAME_LEN),
+                    Some(opener) => {
+                        pbs_proto::link::read_sealed(&mut reader, opener, MAX_REPLY_FRAME_LEN).map_err(FrameError::from)
+                    }
+                };
+                match frame {
                     Ok(Some(frame)) => {
                         if events.send(Event::Frame(id, Box::new(frame))).is_err() {
                             return;
@@ -363,7 +391,7 @@ impl Daemon {
             }
         });
         spawned.map_err(io_err)?;
-        Ok(Conn { id, stream, writer, server_name })
+        Ok(Conn { id, stream, writer, sealer, server_name })
     }
 
     /// Sends one Decisions frame and records it in the mirror. Returns the frame number
@@ -388,7 +416,7 @@ impl Daemon {
         mirror.note_sent(frame, &decisions.run, &decisions.updates);
         let message =
             FromSched::Decisions { cycle: frame, qrun: qrun_id, run: decisions.run, updates: decisions.updates };
-        write_frame(&mut conn.writer, &message)?;
+        conn.write(&message)?;
         Ok((frame, trimmed))
     }
 

@@ -1,18 +1,17 @@
-//! The daemon against a fake server on a Unix socket that speaks the protocol: handshake,
-//! snapshot, a cycle, changes with `cycle: true`, `DecisionsApplied`, a `qrun`, and a
-//! reconnection that answers the cluster-key challenge.
+//! The daemon against a fake server that speaks the protocol: handshake, snapshot, a cycle,
+//! changes with `cycle: true`, `DecisionsApplied`, a `qrun`, a reconnection, and over TCP
+//! the authenticated link with every frame sealed.
 
 // The fake server's helpers are test code: a failure is a test failure.
 #![allow(clippy::unwrap_used)]
 
-use std::io::BufReader;
-use std::os::unix::net::{UnixListener, UnixStream};
+use std::io::{BufReader, Read, Write};
+use std::net::TcpListener;
+use std::os::unix::net::UnixListener;
 use std::time::Duration;
 
 use pbs_proto::sched::{FromSched, SchedChange, SchedJob, SchedNode, SchedQueue, Snapshot, ToSched};
-use pbs_proto::{
-    Attr, AuthProof, Hello, HelloReply, MAX_REPLY_FRAME_LEN, PROTOCOL_VERSION, Role, read_frame, write_frame,
-};
+use pbs_proto::{Attr, Hello, HelloReply, MAX_REPLY_FRAME_LEN, PROTOCOL_VERSION, Role, read_frame, write_frame};
 use pbs_sched::SchedConfig;
 use pbs_sched::daemon::{Daemon, DaemonConfig, Target};
 
@@ -69,23 +68,48 @@ struct Seen {
 }
 
 struct Peer {
-    reader: BufReader<UnixStream>,
-    writer: UnixStream,
+    reader: BufReader<Box<dyn Read>>,
+    writer: Box<dyn Write>,
+    /// Set once a TCP link's handshake is done: every frame is sealed.
+    sealed: Option<(pbs_proto::link::Sealer, pbs_proto::link::Opener)>,
 }
 
 impl Peer {
     fn accept(listener: &UnixListener) -> Peer {
         let (stream, _) = listener.accept().unwrap();
         stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-        Peer { reader: BufReader::new(stream.try_clone().unwrap()), writer: stream }
+        Peer { reader: BufReader::new(Box::new(stream.try_clone().unwrap())), writer: Box::new(stream), sealed: None }
+    }
+
+    /// Accepts the daemon over TCP and runs the accepting side of the handshake with `key`.
+    fn accept_tcp(listener: &TcpListener, key: &[u8]) -> Result<Peer, pbs_proto::link::LinkError> {
+        let (stream, _) = listener.accept().unwrap();
+        stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let mut peer = Peer {
+            reader: BufReader::new(Box::new(stream.try_clone().unwrap())),
+            writer: Box::new(stream),
+            sealed: None,
+        };
+        let hello: Hello = peer.recv();
+        assert_eq!(hello.role, Role::Scheduler);
+        peer.sealed = Some(pbs_proto::link::accept_blocking(&mut peer.writer, key, &Role::Server, &hello)?);
+        Ok(peer)
     }
 
     fn send<T: serde::Serialize>(&mut self, message: &T) {
-        write_frame(&mut self.writer, message).unwrap();
+        match &mut self.sealed {
+            None => write_frame(&mut self.writer, message).unwrap(),
+            Some((sealer, _)) => pbs_proto::link::write_sealed(&mut self.writer, sealer, message).unwrap(),
+        }
     }
 
     fn recv<T: serde::de::DeserializeOwned>(&mut self) -> T {
-        read_frame(&mut self.reader, MAX_REPLY_FRAME_LEN).unwrap().unwrap()
+        match &mut self.sealed {
+            None => read_frame(&mut self.reader, MAX_REPLY_FRAME_LEN).unwrap().unwrap(),
+            Some((_, opener)) => {
+                pbs_proto::link::read_sealed(&mut self.reader, opener, MAX_REPLY_FRAME_LEN).unwrap().unwrap()
+            }
+        }
     }
 
     fn decisions(&mut self) -> Seen {
@@ -112,7 +136,7 @@ fn daemon_cycles_answers_qrun_and_reconnects() {
 
     let mut peer = Peer::accept(&listener);
     let hello: Hello = peer.recv();
-    assert_eq!(hello, Hello { version: PROTOCOL_VERSION, role: Role::Scheduler });
+    assert_eq!(hello, Hello::local(Role::Scheduler));
     peer.send(&HelloReply::Welcome { version: PROTOCOL_VERSION, server_name: "svr".into() });
     peer.send(&ToSched::Snapshot { snapshot: Box::new(snapshot()) });
 
@@ -154,17 +178,43 @@ fn daemon_cycles_answers_qrun_and_reconnects() {
     assert_eq!(updates.len(), 1);
     peer.send(&ToSched::DecisionsApplied { cycle: third, errors: vec![] });
 
-    // The server goes away; the daemon comes back and proves the key this time.
+    // The server goes away; the daemon comes back.
     drop(peer);
     let mut peer = Peer::accept(&listener);
     let _hello: Hello = peer.recv();
-    peer.send(&HelloReply::Challenge { nonce: "n0nce".into() });
-    let proof: AuthProof = peer.recv();
-    assert!(pbs_proto::auth::verify(b"secret", "n0nce", &proof.proof));
     peer.send(&HelloReply::Welcome { version: PROTOCOL_VERSION, server_name: "svr".into() });
     peer.send(&ToSched::Snapshot { snapshot: Box::new(snapshot()) });
     let Seen { run, .. } = peer.decisions();
     assert_eq!(run.len(), 1);
+
+    stopper.stop();
+    running.join().unwrap().unwrap();
+}
+
+#[test]
+fn over_tcp_the_daemon_proves_the_key_for_its_role_and_seals_every_frame() {
+    let dir = tempfile::tempdir().unwrap();
+    let key_file = dir.path().join("cluster_key");
+    std::fs::write(&key_file, b"secret").unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let mut config = DaemonConfig::new(Target::Tcp(addr), Some(key_file), SchedConfig::default());
+    config.min_backoff = Duration::from_millis(20);
+    config.max_backoff = Duration::from_millis(100);
+    let daemon = Daemon::new(config);
+    let stopper = daemon.stopper();
+    let running = std::thread::spawn(move || daemon.run());
+
+    // A server with another key cannot complete the handshake: the daemon's proof fails.
+    let refused = Peer::accept_tcp(&listener, b"another key");
+    assert!(matches!(refused, Err(pbs_proto::link::LinkError::Proof(_))), "a proof under the wrong key was accepted");
+    drop(refused);
+    // The daemon retries; with the right key, everything after the handshake is sealed.
+    let mut peer = Peer::accept_tcp(&listener, b"secret").unwrap();
+    peer.send(&HelloReply::Welcome { version: PROTOCOL_VERSION, server_name: "svr".into() });
+    peer.send(&ToSched::Snapshot { snapshot: Box::new(snapshot()) });
+    let Seen { run, .. } = peer.decisions();
+    assert_eq!(run, vec![("1.svr".to_string(), "(n1:ncpus=1)".to_string())]);
 
     stopper.stop();
     running.join().unwrap().unwrap();

@@ -1,5 +1,6 @@
 //! The server's links to its moms: one task per node connects to the node's `Mom` host and
-//! `Port`, proves the cluster key, and then carries [`ToMom`] frames out and [`FromMom`]
+//! `Port`, runs the authenticated handshake for a link from the server to that node's mom
+//! (`pbs_proto::link`), and then carries [`ToMom`] frames out and [`FromMom`]
 //! reports in, reconnecting with backoff while the mom is away.
 //!
 //! A link that closes marks its node `down` at once; a mom that stops answering pings is
@@ -11,13 +12,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::{SinkExt, StreamExt};
-use pbs_proto::codec::length_codec;
+use pbs_proto::link::{LinkCodec, LinkConn};
 use pbs_proto::mom::{FromMom, MomJob, ToMom};
-use pbs_proto::{AuthProof, Hello, HelloReply, MAX_REPLY_FRAME_LEN, PROTOCOL_VERSION, Role};
+use pbs_proto::{MAX_REPLY_FRAME_LEN, Role};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
-use tokio_util::codec::{Framed, LengthDelimitedCodec};
+use tokio_util::codec::Framed;
 
 use crate::Server;
 use crate::exec::{self, MomFrames};
@@ -32,7 +33,7 @@ const MAX_BACKOFF: Duration = Duration::from_secs(2);
 /// Limit on connecting and on the handshake.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
-type Conn = Framed<TcpStream, LengthDelimitedCodec>;
+type Conn = LinkConn<TcpStream>;
 
 /// A running link task and the address it serves.
 pub struct LinkTask {
@@ -118,9 +119,13 @@ fn mark_down(state: &mut crate::state::State, node: &str) {
 
 async fn link_loop(server: Arc<Server>, node: String, host: String, port: u16, mut rx: mpsc::UnboundedReceiver<ToMom>) {
     let mut backoff = Duration::from_millis(50);
+    // A refused handshake is worth a warning, once per distinct reason: the link retries
+    // every few seconds.
+    let mut last_refusal = String::new();
     loop {
         match connect(&server, &node, &host, port).await {
             Ok(conn) => {
+                last_refusal.clear();
                 backoff = Duration::from_millis(50);
                 serve(&server, &node, conn, &mut rx).await;
                 if let Ok(mut state) = server.state.lock() {
@@ -128,42 +133,50 @@ async fn link_loop(server: Arc<Server>, node: String, host: String, port: u16, m
                     exec::flush(&mut state);
                 }
             }
-            Err(why) => tracing::debug!(object_type = "Node", object_name = node.as_str(), "cannot reach mom: {why}"),
+            Err(ConnectError::Unreachable(why)) => {
+                tracing::debug!(object_type = "Node", object_name = node.as_str(), "cannot reach mom: {why}")
+            }
+            Err(ConnectError::Refused(why)) => {
+                if why != last_refusal {
+                    tracing::warn!(object_type = "Node", object_name = node.as_str(), "Refused the mom link: {why}");
+                    last_refusal = why;
+                }
+            }
         }
         tokio::time::sleep(backoff).await;
         backoff = (backoff * 2).min(MAX_BACKOFF);
     }
 }
 
-async fn connect(server: &Server, node: &str, host: &str, port: u16) -> Result<Conn, String> {
-    let key = server.config.cluster_key.clone().ok_or("no cluster key")?;
+/// Why a link could not be made.
+enum ConnectError {
+    /// Nobody answered, or the connection broke: the mom is down.
+    Unreachable(String),
+    /// Whoever answered did not prove the cluster key for this node's mom, or refused ours.
+    Refused(String),
+}
+
+async fn connect(server: &Server, node: &str, host: &str, port: u16) -> Result<Conn, ConnectError> {
+    use pbs_proto::link::LinkError;
+    let key = server.config.cluster_key.clone().ok_or_else(|| ConnectError::Refused("no cluster key".into()))?;
     let attempt = async {
-        let stream = TcpStream::connect((host, port)).await.map_err(|e| e.to_string())?;
+        let stream = TcpStream::connect((host, port)).await.map_err(|e| ConnectError::Unreachable(e.to_string()))?;
         let _ = stream.set_nodelay(true);
-        let mut conn = Framed::new(stream, length_codec(MAX_REPLY_FRAME_LEN));
-        send(&mut conn, &Hello { version: PROTOCOL_VERSION, role: Role::Server }).await?;
-        loop {
-            let bytes = conn.next().await.ok_or("closed")?.map_err(|e| e.to_string())?;
-            match serde_json::from_slice::<HelloReply>(&bytes).map_err(|e| e.to_string())? {
-                HelloReply::Challenge { nonce } => {
-                    let proof = pbs_proto::auth::proof(&key, &nonce);
-                    send(&mut conn, &AuthProof { proof }).await?;
-                }
-                HelloReply::Welcome { server_name, .. } => {
-                    if server_name != node {
-                        tracing::warn!(
-                            object_type = "Node",
-                            object_name = node,
-                            "mom at {host}:{port} serves node {server_name}"
-                        );
-                    }
-                    return Ok(conn);
-                }
-                HelloReply::Refused { message, .. } => return Err(message),
+        let mut conn = Framed::new(stream, LinkCodec::unauthenticated());
+        // The mom's proof must be for this node: a mom of another node, or anyone who
+        // merely listens on this port, fails here.
+        let mom = Role::Mom { node: node.to_string() };
+        match pbs_proto::link::connect(&mut conn, &key, &Role::Server, &mom, MAX_REPLY_FRAME_LEN).await {
+            Ok(_) => Ok(conn),
+            Err(e @ (LinkError::Io(_) | LinkError::Frame(pbs_proto::FrameError::Io(_)))) => {
+                Err(ConnectError::Unreachable(e.to_string()))
             }
+            Err(e) => Err(ConnectError::Refused(format!("peer {host}:{port}: {e}"))),
         }
     };
-    tokio::time::timeout(CONNECT_TIMEOUT, attempt).await.map_err(|_| "timed out".to_string())?
+    tokio::time::timeout(CONNECT_TIMEOUT, attempt)
+        .await
+        .map_err(|_| ConnectError::Unreachable("timed out".to_string()))?
 }
 
 async fn send<T: serde::Serialize>(conn: &mut Conn, message: &T) -> Result<(), String> {

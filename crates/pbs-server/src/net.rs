@@ -1,5 +1,6 @@
 //! Connections: the Unix socket for local commands (identity from SO_PEERCRED) and TCP for
-//! daemons (HMAC proof of the cluster key), the handshake, framing, and request dispatch.
+//! the scheduler (an authenticated link, `pbs_proto::link`), the handshake, framing, and
+//! request dispatch.
 //!
 //! A malformed frame gets an error reply and the connection goes on; an oversized or torn
 //! frame closes the connection. Nothing a peer sends can panic the server.
@@ -9,19 +10,18 @@ use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
 use pbs_core::Pbse;
-use pbs_proto::codec::length_codec;
+use pbs_proto::link::{LinkCodec, LinkConn};
 use pbs_proto::{
-    AuthProof, Hello, HelloReply, MAX_REQUEST_FRAME_LEN, PROTOCOL_VERSION, Reply, ReplyBody, Request, RequestFrame,
-    Role,
+    Hello, HelloReply, MAX_REQUEST_FRAME_LEN, PROTOCOL_VERSION, Reply, ReplyBody, Request, RequestFrame, Role,
 };
 use serde::Serialize;
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio_util::codec::{Framed, LengthDelimitedCodec};
+use tokio_util::codec::Framed;
 
 use crate::Server;
 use crate::identity::Identity;
 
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+const HANDSHAKE_TIMEOUT: Duration = pbs_proto::link::HANDSHAKE_TIMEOUT;
 
 /// How the peer reached us.
 pub enum Peer {
@@ -36,7 +36,7 @@ pub enum Peer {
     Tcp(String),
 }
 
-type Conn<S> = Framed<S, LengthDelimitedCodec>;
+type Conn<S> = LinkConn<S>;
 
 async fn send<S, T>(conn: &mut Conn<S>, message: &T) -> bool
 where
@@ -83,8 +83,16 @@ pub async fn serve<S>(server: Arc<Server>, stream: S, peer: Peer)
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
-    let mut conn = Framed::new(stream, length_codec(MAX_REQUEST_FRAME_LEN));
+    // Before its handshake a TCP peer is nobody: it may send a few KiB, no more.
+    let codec = match peer {
+        Peer::Unix { .. } => LinkCodec::plain(MAX_REQUEST_FRAME_LEN),
+        Peer::Tcp(_) => LinkCodec::unauthenticated(),
+    };
+    let mut conn = Framed::new(stream, codec);
     let Some(hello) = recv_json::<S, Hello>(&mut conn).await else {
+        if let Peer::Tcp(addr) = &peer {
+            tracing::warn!(object_type = "Server", "Refused TCP peer {addr}: no valid Hello");
+        }
         let _ =
             send(&mut conn, &HelloReply::Refused { code: Pbse::PROTOCOL.0, message: Pbse::PROTOCOL.to_string() }).await;
         return;
@@ -94,22 +102,16 @@ where
         let _ = send(&mut conn, &HelloReply::Refused { code: Pbse::PROTOCOL.0, message }).await;
         return;
     }
-    let who = match peer {
-        Peer::Unix { uid, gid } => Identity::from_uid_cached(uid, gid, &server.config.host),
-        Peer::Tcp(addr) => {
-            let authenticated = match &server.config.cluster_key {
-                Some(key) => challenge(&mut conn, key).await,
-                None => false,
-            };
-            if !authenticated {
-                tracing::warn!(peer = %addr, "Refused TCP peer without the cluster key");
-                let _ =
-                    send(&mut conn, &HelloReply::Refused { code: Pbse::BADCRED.0, message: Pbse::BADCRED.to_string() })
-                        .await;
+    let (who, peer_name) = match peer {
+        Peer::Unix { uid, gid } => (Identity::from_uid_cached(uid, gid, &server.config.host), format!("uid {uid}")),
+        Peer::Tcp(addr) => match authenticate_daemon(&server, &mut conn, &hello).await {
+            Ok(()) => (Identity::daemon(&server.config.host), addr),
+            Err((code, why)) => {
+                tracing::warn!(object_type = "Server", "Refused TCP peer {addr}: {why}");
+                let _ = send(&mut conn, &HelloReply::Refused { code: code.0, message: code.to_string() }).await;
                 return;
             }
-            Identity::daemon(&server.config.host)
-        }
+        },
     };
     if !matches!(hello.role, Role::Client) && !who.daemon && who.uid != 0 {
         let _ = send(&mut conn, &HelloReply::Refused { code: Pbse::PERM.0, message: Pbse::PERM.to_string() }).await;
@@ -126,7 +128,7 @@ where
         return;
     }
     if matches!(hello.role, Role::Scheduler) {
-        crate::schedlink::serve(server, conn).await;
+        crate::schedlink::serve(server, conn, &peer_name).await;
         return;
     }
     loop {
@@ -134,7 +136,11 @@ where
             None => return,
             Some(Ok(bytes)) => bytes,
             Some(Err(e)) => {
-                // An oversized or torn frame leaves the stream out of step: say why, then close.
+                // An oversized, torn or forged frame leaves the stream out of step (or
+                // untrusted): say why, then close.
+                if who.daemon {
+                    tracing::warn!(object_type = "Server", "Closed the link from {peer_name}: {e}");
+                }
                 let _ = send(&mut conn, &Reply::error(0, Pbse::PROTOCOL.0, format!("{} ({e})", Pbse::PROTOCOL))).await;
                 return;
             }
@@ -162,18 +168,22 @@ where
     }
 }
 
-async fn challenge<S>(conn: &mut Conn<S>, key: &[u8]) -> bool
+/// The TCP handshake: only the scheduler connects to the server over TCP (the server
+/// connects to its moms, never the other way), and it must prove the cluster key for a
+/// link from a scheduler to this server.
+async fn authenticate_daemon<S>(server: &Server, conn: &mut Conn<S>, hello: &Hello) -> Result<(), (Pbse, String)>
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
-    let Ok(nonce) = pbs_proto::auth::new_nonce() else { return false };
-    if !send(conn, &HelloReply::Challenge { nonce: nonce.clone() }).await {
-        return false;
+    if !matches!(hello.role, Role::Scheduler) {
+        return Err((Pbse::PERM, format!("the role {:?} is not accepted over TCP", hello.role)));
     }
-    match recv_json::<S, AuthProof>(conn).await {
-        Some(proof) => pbs_proto::auth::verify(key, &nonce, &proof.proof),
-        None => false,
-    }
+    let Some(key) = &server.config.cluster_key else {
+        return Err((Pbse::BADCRED, "the server has no cluster key".into()));
+    };
+    pbs_proto::link::accept(conn, key, &Role::Server, hello, MAX_REQUEST_FRAME_LEN)
+        .await
+        .map_err(|e| (Pbse::BADCRED, e.to_string()))
 }
 
 /// The reply to a frame that is not a valid request: `Unknown request` when it names a kind

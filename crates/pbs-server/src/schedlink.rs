@@ -9,17 +9,17 @@ use std::sync::Arc;
 
 use futures::{SinkExt, StreamExt};
 use pbs_core::{JobState, Pbse};
+use pbs_proto::link::LinkConn;
 use pbs_proto::sched::{FromSched, ToSched};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{mpsc, oneshot};
-use tokio_util::codec::{Framed, LengthDelimitedCodec};
 
 use crate::Server;
 use crate::error::ReqError;
 use crate::exec::{self, Launch};
 
 /// Serves a scheduler until it disconnects.
-pub async fn serve<S>(server: Arc<Server>, mut conn: Framed<S, LengthDelimitedCodec>)
+pub async fn serve<S>(server: Arc<Server>, mut conn: LinkConn<S>, peer: &str)
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
@@ -46,7 +46,14 @@ where
                 }
             }
             frame = conn.next() => {
-                let Some(Ok(bytes)) = frame else { break };
+                let bytes = match frame {
+                    Some(Ok(bytes)) => bytes,
+                    Some(Err(e)) => {
+                        tracing::warn!(object_type = "Server", "Closed the scheduler's link from {peer}: {e}");
+                        break;
+                    }
+                    None => break,
+                };
                 match serde_json::from_slice::<FromSched>(&bytes) {
                     Ok(FromSched::Decisions { cycle, qrun, run, updates }) => {
                         apply(&server, &tx, cycle, qrun, &run, &updates);
