@@ -243,3 +243,26 @@ fn the_scheduler_may_change_only_what_it_owns() {
         cluster.server_stderr().contains("Scheduler update refused: a scheduler may not set \"euser\"")
     });
 }
+
+fn qsub_root(cluster: &Cluster, script: &str) -> Out {
+    cluster.run_with_stdin("qsub", &[], script, false)
+}
+
+#[test]
+fn running_jobs_leave_the_queued_count_and_finished_ones_the_max_count() {
+    let c = Cluster::with_moms(1, 1);
+    let timeout = Duration::from_secs(60);
+    c.qmgr("set server max_queued = [u:PBS_GENERIC=2]");
+    c.qmgr("set server queued_jobs_threshold = [u:PBS_GENERIC=1]");
+    let a = qsub_root(&c, "sleep 300\n").ok().line().to_string();
+    c.wait_job_state(&a, "R", timeout);
+    // Running, `a` counts for max_queued but not for queued_jobs_threshold.
+    let b = qsub_root(&c, "sleep 300\n").ok().line().to_string();
+    refused(&qsub_root(&c, "sleep 300\n"), EXIT_ENTLIMCT, "qsub: would exceed complex's per-user limit");
+    // Once `a` has finished, it counts for nothing; `b` runs and leaves the queued count.
+    c.run("qdel", &[&a]).ok();
+    c.wait_job_state(&a, "F", timeout);
+    c.wait_job_state(&b, "R", timeout);
+    qsub_root(&c, "sleep 300\n").ok();
+    refused(&qsub_root(&c, "sleep 300\n"), EXIT_ENTLIMCT, "qsub: would exceed complex's per-user limit");
+}

@@ -556,6 +556,86 @@ fn resource_message(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::identity::Identity;
+    use crate::state::JobKey;
+    use pbs_proto::Attr;
+
+    fn set(state: &mut State, name: &str, resource: Option<&str>, value: &str) {
+        let (def, _) = crate::attrlist::resolve(ObjectKind::Server, name).unwrap();
+        let resource = resource.map(|r| state.interner.intern(r));
+        state.server.set(def, resource, value);
+        state.changes.objects = true;
+        crate::exec::flush(state);
+    }
+
+    /// What a request handler records, then the end-of-request flush.
+    fn touched(state: &mut State, ids: &[String]) {
+        for id in ids {
+            let seq: u64 = id.split(['.', '[']).next().unwrap().parse().unwrap();
+            state.changes.jobs.insert(JobKey::job(seq), id.clone());
+        }
+        crate::exec::flush(state);
+    }
+
+    fn nonzero(tracker: &Tracker) -> Vec<(UsageKey, Usage)> {
+        let mut all: Vec<(UsageKey, Usage)> = tracker
+            .usage
+            .iter()
+            .filter(|(_, u)| u.max != 0 || u.queued != 0 || u.max_res.iter().chain(&u.queued_res).any(|v| *v != 0.0))
+            .map(|(k, u)| (k.clone(), u.clone()))
+            .collect();
+        all.sort_by(|a, b| format!("{:?}", a.0).cmp(&format!("{:?}", b.0)));
+        all
+    }
+
+    #[test]
+    fn incremental_usage_matches_a_rebuild() {
+        let (mut state, _) = State::from_loaded(Default::default(), "srv", "host", "/tmp");
+        set(&mut state, "max_queued", None, "[u:PBS_GENERIC=100]");
+        set(&mut state, "queued_jobs_threshold_res", Some("ncpus"), "[p:PBS_GENERIC=100]");
+        let who =
+            Identity { user: "alice".into(), group: "staff".into(), uid: 1000, host: "host".into(), daemon: false };
+        let ctx = Ctx { who: &who, privilege: Privilege::User, now: 1_000 };
+        let mut ids = Vec::new();
+        for attrs in [
+            vec![Attr::new("Resource_List.ncpus", "2")],
+            vec![Attr::new("project", "p1"), Attr::new("Resource_List.ncpus", "3")],
+            vec![Attr::new("array_indices_submitted", "1-7"), Attr::new("Resource_List.ncpus", "1")],
+            vec![Attr::new("Hold_Types", "u")],
+        ] {
+            let (id, _) = crate::jobs::queue_job(&mut state, &ctx, &attrs, String::new(), None).unwrap();
+            touched(&mut state, std::slice::from_ref(&id));
+            ids.push(id);
+        }
+        let (errors, _) = crate::jobs::modify_jobs(
+            &mut state,
+            &ctx,
+            &ids[..2],
+            &[Attr::new("project", "p2"), Attr::new("Resource_List.ncpus", "4")],
+        );
+        assert!(errors.is_empty(), "{errors:?}");
+        touched(&mut state, &ids[..2]);
+        let (errors, _) = crate::jobs::hold_jobs(&mut state, &ctx, &ids[3..], "u", false);
+        assert!(errors.is_empty(), "{errors:?}");
+        touched(&mut state, &ids[3..]);
+        let (errors, _) = crate::jobs::delete_jobs(&mut state, &ctx, &ids[..1], false, false);
+        assert!(errors.is_empty(), "{errors:?}");
+        touched(&mut state, &ids[..1]);
+        let subjob = ids[2].replace("[]", "[3]");
+        let (errors, _) = crate::jobs::delete_jobs(&mut state, &ctx, std::slice::from_ref(&subjob), false, false);
+        assert!(errors.is_empty(), "{errors:?}");
+        touched(&mut state, &ids[2..3]);
+
+        let incremental = nonzero(&state.entity_limits);
+        let mut fresh = Tracker::default();
+        fresh.rebuild(&state);
+        assert_eq!(incremental, nonzero(&fresh));
+        let alice: UsageKey = (None, EntityKind::User, "alice".into());
+        let usage = state.entity_limits.usage.get(&alice).unwrap();
+        // Job 2 (4 cpus), six subjobs of the array, the released job.
+        assert_eq!((usage.max, usage.queued), (8, 8));
+        assert_eq!(usage.queued_res, vec![4.0 + 6.0 + 1.0]);
+    }
 
     #[test]
     fn messages_match_openpbs() {
