@@ -41,7 +41,8 @@ pub struct Tracker {
     config: Option<Config>,
     /// What each job (by sequence number) was last counted as.
     contrib: HashMap<u64, Contribution>,
-    usage: HashMap<UsageKey, Usage>,
+    /// By scope and entity kind, then entity name (looked up without allocating).
+    usage: HashMap<Scope, HashMap<Box<str>, Usage>>,
 }
 
 /// The limits of the server and of each queue.
@@ -92,15 +93,15 @@ impl Contribution {
         ]
     }
 
-    /// Whether this contribution is counted under `key`.
-    fn counts_under(&self, key: &UsageKey) -> bool {
-        let scope_ok = key.0.as_deref().is_none_or(|q| q == &*self.queue);
-        scope_ok && self.names().iter().any(|(kind, name)| *kind == key.1 && *name == &*key.2)
+    /// Whether this contribution is counted under `scope` for this entity.
+    fn counts_under(&self, scope: &Scope, name: &str) -> bool {
+        let queue_ok = scope.0.as_deref().is_none_or(|q| q == &*self.queue);
+        queue_ok && self.names().iter().any(|(kind, n)| *kind == scope.1 && *n == name)
     }
 }
 
-/// (queue, or `None` for the server; entity kind; entity name).
-type UsageKey = (Option<Arc<str>>, EntityKind, Box<str>);
+/// (queue, or `None` for the server; entity kind).
+type Scope = (Option<Arc<str>>, EntityKind);
 
 #[derive(Clone, Debug, Default, PartialEq)]
 struct Usage {
@@ -271,11 +272,16 @@ impl Tracker {
     fn add(&mut self, contribution: &Contribution, n_resources: usize, sign: f64) {
         for scope in [None, Some(contribution.queue.clone())] {
             for (kind, name) in contribution.names() {
-                let usage = self.usage.entry((scope.clone(), kind, name.into())).or_insert_with(|| Usage {
-                    max_res: vec![0.0; n_resources],
-                    queued_res: vec![0.0; n_resources],
-                    ..Usage::default()
-                });
+                let by_name = self.usage.entry((scope.clone(), kind)).or_default();
+                if !by_name.contains_key(name) {
+                    let fresh = Usage {
+                        max_res: vec![0.0; n_resources],
+                        queued_res: vec![0.0; n_resources],
+                        ..Usage::default()
+                    };
+                    by_name.insert(name.into(), fresh);
+                }
+                let Some(usage) = by_name.get_mut(name) else { continue };
                 if sign > 0.0 {
                     usage.max += contribution.max;
                     usage.queued += contribution.queued;
@@ -326,8 +332,8 @@ impl Tracker {
         }
     }
 
-    fn used(&self, key: &UsageKey) -> Option<&Usage> {
-        self.usage.get(key)
+    fn used(&self, scope: &Scope, name: &str) -> Option<&Usage> {
+        self.usage.get(scope)?.get(name)
     }
 }
 
@@ -481,13 +487,13 @@ fn exceeded<V: Copy>(
             EntityKind::Project => limits.project.for_name(name),
         };
         let Some(applies) = applies else { continue };
-        let key: UsageKey = (scope.clone(), kind, name.into());
-        let mine = own.filter(|o| o.counts_under(&key)).map(&pick).unwrap_or(0.0);
+        let key: Scope = (scope.clone(), kind);
+        let mine = own.filter(|o| o.counts_under(&key, name)).map(&pick).unwrap_or(0.0);
         let adds = pick(candidate) - mine;
         if adds <= 0.0 {
             continue;
         }
-        let now = tracker.used(&key).map(&used).unwrap_or(0.0) - mine;
+        let now = tracker.used(&key, name).map(&used).unwrap_or(0.0) - mine;
         let (limit, generic) = match applies {
             Applies::Named(v) => (as_f64(&v), false),
             Applies::Generic(v) => (as_f64(&v), true),
@@ -577,12 +583,15 @@ mod tests {
         crate::exec::flush(state);
     }
 
-    fn nonzero(tracker: &Tracker) -> Vec<(UsageKey, Usage)> {
-        let mut all: Vec<(UsageKey, Usage)> = tracker
+    type Key = (Option<Arc<str>>, EntityKind, Box<str>);
+
+    fn nonzero(tracker: &Tracker) -> Vec<(Key, Usage)> {
+        let mut all: Vec<(Key, Usage)> = tracker
             .usage
             .iter()
-            .filter(|(_, u)| u.max != 0 || u.queued != 0 || u.max_res.iter().chain(&u.queued_res).any(|v| *v != 0.0))
-            .map(|(k, u)| (k.clone(), u.clone()))
+            .flat_map(|(scope, by_name)| by_name.iter().map(move |(name, u)| (scope, name, u)))
+            .filter(|(_, _, u)| u.max != 0 || u.queued != 0 || u.max_res.iter().chain(&u.queued_res).any(|v| *v != 0.0))
+            .map(|(scope, name, u)| ((scope.0.clone(), scope.1, name.clone()), u.clone()))
             .collect();
         all.sort_by(|a, b| format!("{:?}", a.0).cmp(&format!("{:?}", b.0)));
         all
@@ -630,8 +639,7 @@ mod tests {
         let mut fresh = Tracker::default();
         fresh.rebuild(&state);
         assert_eq!(incremental, nonzero(&fresh));
-        let alice: UsageKey = (None, EntityKind::User, "alice".into());
-        let usage = state.entity_limits.usage.get(&alice).unwrap();
+        let usage = state.entity_limits.used(&(None, EntityKind::User), "alice").unwrap();
         // Job 2 (4 cpus), six subjobs of the array, the released job.
         assert_eq!((usage.max, usage.queued), (8, 8));
         assert_eq!(usage.queued_res, vec![4.0 + 6.0 + 1.0]);
