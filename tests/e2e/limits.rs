@@ -49,6 +49,10 @@ fn server_max_queued_per_user_generic_and_named() {
         EXIT_ENTLIMCT,
         "qsub: Maximum number of jobs for user nobody already in complex",
     );
+    let listed = |c: &Cluster| c.run("qmgr", &["-c", "list server"]).ok().stdout;
+    assert!(listed(&cluster).contains("    max_queued = [u:PBS_GENERIC=2],[u:nobody=3]\n"), "{}", listed(&cluster));
+    cluster.qmgr("set server max_queued -= [u:nobody=3]");
+    assert!(listed(&cluster).contains("    max_queued = [u:PBS_GENERIC=2]\n"), "{}", listed(&cluster));
 }
 
 #[test]
@@ -171,6 +175,10 @@ fn limits_hold_after_a_restart_and_bad_values_are_refused() {
     assert!(out.stderr.contains("Illegal attribute or resource value max_queued"), "{out:?}");
     let out = cluster.run("qmgr", &["-c", "set server queued_jobs_threshold_res.mem = [o:PBS_ALL=lots]"]);
     assert_eq!(out.code, 15014 & 0xff, "{out:?}");
+    // The scheduler's max_run is read by the same parser and refused the same way.
+    let out = cluster.run("qmgr", &["-c", "set server max_run = [u:PBS_GENERIC=abc]"]);
+    assert_eq!(out.code, 15014 & 0xff, "{out:?}");
+    assert!(out.stderr.contains("Illegal attribute or resource value max_run"), "{out:?}");
 }
 
 /// Connects to the server's Unix socket as root in the scheduler's role and reads the
