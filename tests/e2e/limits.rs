@@ -274,3 +274,21 @@ fn running_jobs_leave_the_queued_count_and_finished_ones_the_max_count() {
     qsub_root(&c, "sleep 300\n").ok();
     refused(&qsub_root(&c, "sleep 300\n"), EXIT_ENTLIMCT, "qsub: would exceed complex's per-user limit");
 }
+
+#[test]
+fn the_real_scheduler_still_sets_a_shrink_to_fit_walltime_and_comments() {
+    let c = Cluster::with_moms(1, 1);
+    let timeout = Duration::from_secs(60);
+    let stf = c
+        .run_with_stdin("qsub", &["-l", "min_walltime=00:01:00,max_walltime=00:30:00"], "sleep 300\n", false)
+        .ok()
+        .line()
+        .to_string();
+    c.wait_job_state(&stf, "R", timeout);
+    assert_eq!(c.job_attr(&stf, "Resource_List.walltime").as_deref(), Some("00:30:00"), "{}", c.logs());
+    let waiting = qsub_root(&c, "sleep 300\n").ok().line().to_string();
+    wait_until("a Not Running comment", timeout, || {
+        c.job_attr(&waiting, "comment").is_some_and(|m| m.starts_with("Not Running"))
+    });
+    assert!(!c.server_stderr().contains("Scheduler update refused"), "{}", c.server_stderr());
+}
