@@ -293,7 +293,7 @@ pub static SERVER_ATTRS: &[AttrDef] = &[
     def("scheduling", T::Bool, U, MW),
     def("max_running", T::Long, U, MW),
     def("max_queued", T::List, U, MW),
-    def("max_queued_res", T::List, U, MW),
+    def("max_queued_res", T::Resources, U, MW),
     def("total_jobs", T::Long, U, RO),
     def("state_count", T::Str, U, RO),
     def("acl_host_enable", T::Bool, U, MW),
@@ -341,6 +341,8 @@ pub static SERVER_ATTRS: &[AttrDef] = &[
     def("job_history_duration", T::Duration, U, MW),
     def("max_concurrent_provision", T::Long, U, MW),
     def("clear_topjob_estimates_enable", T::Bool, U, MW),
+    def("queued_jobs_threshold", T::List, U, MW),
+    def("queued_jobs_threshold_res", T::Resources, U, MW),
     def("power_provisioning", T::Bool, M, RO),
     def("max_job_sequence_id", T::Long, U, MW),
 ];
@@ -350,7 +352,7 @@ pub static QUEUE_ATTRS: &[AttrDef] = &[
     def("queue_type", T::Str, U, MW),
     def("Priority", T::Long, U, MW),
     def("max_queued", T::List, U, MW),
-    def("max_queued_res", T::List, U, MW),
+    def("max_queued_res", T::Resources, U, MW),
     def("total_jobs", T::Long, U, RO),
     def("state_count", T::Str, U, RO),
     def("max_running", T::Long, U, MW),
@@ -383,6 +385,8 @@ pub static QUEUE_ATTRS: &[AttrDef] = &[
     def("route_lifetime", T::Long, U, MW),
     def("enabled", T::Bool, U, MW),
     def("started", T::Bool, U, MW),
+    def("queued_jobs_threshold", T::List, U, MW),
+    def("queued_jobs_threshold_res", T::Resources, U, MW),
 ];
 
 /// Node attributes in the order pbsnodes shows them.

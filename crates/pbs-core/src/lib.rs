@@ -5,6 +5,7 @@
 pub mod attr;
 pub mod conf;
 pub mod duration;
+pub mod entlim;
 pub mod execvnode;
 pub mod jobid;
 pub mod pbse;

@@ -51,26 +51,21 @@ impl RunLimits {
     }
 
     fn parse_max_run(&mut self, value: &str) {
-        for entry in value.split(']') {
-            let entry = entry.trim().trim_start_matches(',').trim().trim_start_matches('[').trim();
-            let Some((entity, n)) = entry.split_once('=') else { continue };
-            let Ok(n) = n.trim().parse::<u64>() else { continue };
-            let Some((kind, name)) = entity.trim().split_once(':') else { continue };
-            let name = name.trim();
-            match (kind.trim(), name) {
-                ("o", "PBS_ALL") => self.all = Some(n),
-                ("u", "PBS_GENERIC") => self.user_generic = Some(n),
-                ("u", user) => {
-                    self.users.insert(user.to_string(), n);
-                }
-                ("g", "PBS_GENERIC") => self.group_generic = Some(n),
-                ("g", group) => {
-                    self.groups.insert(group.to_string(), n);
-                }
-                // Project limits need the job's project, which the mirror does not carry.
-                _ => {}
-            }
+        // The server refuses a malformed value when it is set; one that slipped through
+        // (an older store) limits nothing rather than half of what it says.
+        let Ok(parsed) = pbs_core::entlim::Limits::counts(value) else { return };
+        // Project limits need the job's project, which the mirror does not carry.
+        if parsed.overall.is_some() {
+            self.all = parsed.overall;
         }
+        if parsed.user.generic.is_some() {
+            self.user_generic = parsed.user.generic;
+        }
+        if parsed.group.generic.is_some() {
+            self.group_generic = parsed.group.generic;
+        }
+        self.users.extend(parsed.user.named);
+        self.groups.extend(parsed.group.named);
     }
 
     /// A user limit of some kind is set: equivalence classes then split by owner.

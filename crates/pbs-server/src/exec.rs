@@ -862,6 +862,7 @@ pub fn snapshot(state: &State) -> Snapshot {
 /// Called under the state lock after every change, so the scheduler sees changes in the
 /// order they were made.
 pub fn flush(state: &mut State) {
+    crate::entity_limits::note_changes(state);
     let pending = std::mem::take(&mut state.changes);
     let Some(tx) = state.links.sched.as_ref() else { return };
     let mut changes = Vec::new();
@@ -941,6 +942,20 @@ fn apply_update(state: &mut State, update: &JobUpdate) -> Result<Vec<StoreOp>, R
     if job.state.is_history() {
         return Err(ReqError::new(Pbse::HISTJOBID));
     }
+    // The scheduler holds the cluster key, not the users' trust: it may write only what
+    // a scheduler owns, and one attribute beyond that refuses its whole update.
+    for ((def, resource, value), Attr(name, _)) in resolved.iter().zip(&update.attrs) {
+        if !scheduler_may_set(job, *def, resource.as_deref(), value) {
+            tracing::warn!(
+                object_type = "Job",
+                object_name = update.job_id.as_str(),
+                "Scheduler update refused: a scheduler may not set {:?} to {:?}",
+                name,
+                value
+            );
+            return Err(ReqError::attr(Pbse::PERM, name));
+        }
+    }
     for (def, resource, value) in resolved {
         if value.is_empty() {
             job.attrs.unset(def, resource.as_deref());
@@ -951,6 +966,26 @@ fn apply_update(state: &mut State, update: &JobUpdate) -> Result<Vec<StoreOp>, R
     let ops = vec![job.put_op(None)];
     state.changes.jobs.insert(key, update.job_id.clone());
     Ok(ops)
+}
+
+/// What a scheduler owns on a job: `comment`, `estimated.*`, and the walltime it chooses
+/// for a queued shrink-to-fit job, within the job's `min_walltime`/`max_walltime`. The run
+/// itself (and what it implies) comes through `RunDecision`, not attribute updates.
+fn scheduler_may_set(job: &Job, def: u8, resource: Option<&str>, value: &str) -> bool {
+    if def == job_idx!("comment") && resource.is_none() {
+        return true;
+    }
+    if def == job_idx!("estimated") {
+        return true;
+    }
+    if def != job_idx!("Resource_List") || resource != Some("walltime") || job.state != JobState::Queued {
+        return false;
+    }
+    let secs = |text: &str| text.parse::<pbs_core::Duration>().ok().map(|d| d.as_secs());
+    let rl = job_idx!("Resource_List");
+    let Some(min) = job.attrs.get(rl, Some("min_walltime")).and_then(secs) else { return false };
+    let max = job.attrs.get(rl, Some("max_walltime")).and_then(secs);
+    secs(value).is_some_and(|chosen| chosen >= min && max.is_none_or(|max| chosen <= max))
 }
 
 #[cfg(test)]

@@ -148,6 +148,7 @@ pub fn queue_job(
     apply_resource_defaults(state, queue_index, &mut list)?;
     check_resource_rules(&list, is_array)?;
     check_queue_limits(state, queue_index, &list)?;
+    crate::entity_limits::check_new(state, ctx, &queue_name, &list)?;
 
     let seq = state.allocate_seq().ok_or_else(|| ReqError::new(Pbse::SYSTEM))?;
     let now = ctx.now.to_string();
@@ -415,8 +416,8 @@ pub fn compare_values(a: &str, b: &str) -> Option<Ordering> {
     Some(a.cmp(b))
 }
 
-/// `resources_max` / `resources_min` of the queue and the server, and the queue's job
-/// count limit.
+/// `resources_max` / `resources_min` of the queue and the server (the entity limits are
+/// `entity_limits`').
 pub fn check_queue_limits(state: &State, queue_index: usize, list: &AttrList) -> Result<(), ReqError> {
     let rl = job_idx!("Resource_List");
     let queue = &state.queues[queue_index];
@@ -434,31 +435,7 @@ pub fn check_queue_limits(state: &State, queue_index: usize, list: &AttrList) ->
             }
         }
     }
-    if let Some(limit) = queue.attrs.get_named(ObjectKind::Queue, "max_queued", None) {
-        if let Some(max) = parse_overall_limit(limit) {
-            let queued =
-                state.jobs.values().filter(|j| *j.queue == *queue.name && !j.state.is_history()).count() as u64;
-            if queued >= max {
-                return Err(ReqError::with_message(
-                    Pbse::MAXQUED,
-                    format!("Maximum number of jobs already in queue {}", queue.name),
-                ));
-            }
-        }
-    }
     Ok(())
-}
-
-/// Reads the overall count of an OpenPBS limit (`[o:PBS_ALL=10]`) or a plain number.
-pub fn parse_overall_limit(text: &str) -> Option<u64> {
-    if let Ok(n) = text.trim().parse::<u64>() {
-        return Some(n);
-    }
-    text.split(']').find_map(|part| {
-        let inner = part.trim().trim_start_matches(',').trim().strip_prefix('[')?;
-        let value = inner.strip_prefix("o:PBS_ALL=")?;
-        value.trim().parse().ok()
-    })
 }
 
 /// Finds a job by a full or short id; errors as OpenPBS replies them.
@@ -576,6 +553,7 @@ pub fn modify_jobs(state: &mut State, ctx: &Ctx<'_>, ids: &[String], attrs: &[At
             apply_resource_defaults(state, queue_index, &mut list)?;
         }
         check_queue_limits(state, queue_index, &list)?;
+        crate::entity_limits::check_alter(state, ctx, seq, &list)?;
         list.set(job_idx!("mtime"), None, ctx.now.to_string());
         let Some(job) = state.jobs.get_mut(&seq) else {
             return Err(ReqError::new(Pbse::UNKJOBID));
@@ -584,7 +562,9 @@ pub fn modify_jobs(state: &mut State, ctx: &Ctx<'_>, ids: &[String], attrs: &[At
         if matches!(job.state, JobState::Queued | JobState::Held | JobState::Waiting) {
             settle_queued_state(job, ctx.now);
         }
-        Ok(vec![job.put_op(None)])
+        let ops = vec![job.put_op(None)];
+        crate::entity_limits::job_changed(state, seq);
+        Ok(ops)
     })
 }
 

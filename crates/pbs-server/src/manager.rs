@@ -218,6 +218,24 @@ fn apply_attrs(
             list.unset(index, resource_name.as_deref());
             continue;
         }
+        let current = list.get(index, resource_name.as_deref());
+        if let Some(value) = crate::entity_limits::manager_value(
+            state,
+            kind,
+            def.name,
+            resource_name.as_deref(),
+            attr.op,
+            current,
+            &attr.value,
+        ) {
+            let value = value?;
+            if value.is_empty() {
+                list.unset(index, resource_name.as_deref());
+            } else {
+                list.set(index, resource_name, value);
+            }
+            continue;
+        }
         let canonical = match (&resource_name, def.atype) {
             (Some(r), _) => state
                 .resources

@@ -133,6 +133,8 @@ pub struct State {
     pub arrays_to_refresh: BTreeSet<u64>,
     /// ForgetJob frames waiting for their job's end to be committed, by (node, job id).
     pub forgets_held: HashSet<(String, String)>,
+    /// Queued-job entity limits and the usage they are checked against.
+    pub entity_limits: crate::entity_limits::Tracker,
 }
 
 /// Objects changed since the scheduler was last told, and whether a cycle is due.
@@ -253,6 +255,7 @@ impl State {
             starting: HashSet::new(),
             arrays_to_refresh: BTreeSet::new(),
             forgets_held: HashSet::new(),
+            entity_limits: Default::default(),
         };
         let fresh = !loaded.meta.iter().any(|(k, _)| k == "initialized");
         for (key, value) in &loaded.meta {
