@@ -188,3 +188,33 @@ fn a_fake_mom_without_the_key_is_refused_and_logged() {
     });
     assert_ne!(cluster.node_attr("fake", "state").as_deref(), Some("free"));
 }
+
+/// The real scheduler over TCP (`pbs_sched --server host:port`): its link is authenticated
+/// and sealed, and the jobs it runs really run.
+#[test]
+fn the_scheduler_over_an_authenticated_tcp_link_runs_jobs() {
+    let mut cluster = Cluster::start();
+    cluster.allow_root_jobs();
+    cluster.qmgr("set server job_history_enable = True");
+    cluster.add_mom("n1");
+    let log = std::fs::File::create(cluster.dir().join("tcp-sched.stderr")).expect("log");
+    let mut sched = std::process::Command::new(pbs_e2e::bin_dir().join("pbs_sched"))
+        .env("PBS_CONF_FILE", cluster.conf_path())
+        .arg("--server")
+        .arg(format!("127.0.0.1:{}", cluster.port))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(log)
+        .spawn()
+        .expect("spawn pbs_sched");
+    cluster.wait_node_state("n1", "free");
+    let id = cluster.qsub(&["--", "/bin/true"]);
+    let ended = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        cluster.wait_job_state(&id, "F", Duration::from_secs(30));
+    }));
+    let _ = sched.kill();
+    let _ = sched.wait();
+    let sched_log = std::fs::read_to_string(cluster.dir().join("tcp-sched.stderr")).unwrap_or_default();
+    assert!(ended.is_ok(), "the job did not run:\n{sched_log}\n{}", cluster.logs());
+    assert_eq!(cluster.job_attr(&id, "Exit_status").as_deref(), Some("0"));
+}
