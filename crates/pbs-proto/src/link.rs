@@ -214,10 +214,18 @@ impl Opener {
     /// The plain body of one sealed frame; any failure means the link can no longer be
     /// trusted and must be closed.
     pub fn open(&mut self, sealed: &[u8]) -> Result<Vec<u8>, LinkError> {
-        if sealed.is_empty() {
+        let mut plain = vec![0u8; sealed.len()];
+        let len = self.open_into(sealed, &mut plain)?;
+        plain.truncate(len);
+        Ok(plain)
+    }
+
+    /// Opens one sealed frame into `plain` (at least as long as `sealed`); returns the
+    /// plain length.
+    fn open_into(&mut self, sealed: &[u8], plain: &mut [u8]) -> Result<usize, LinkError> {
+        if sealed.is_empty() || plain.len() < sealed.len() {
             return Err(LinkError::Forged);
         }
-        let mut plain = vec![0u8; sealed.len()];
         let mut at = 0;
         for part in sealed.chunks(NOISE_MAX) {
             if part.len() < TAG {
@@ -227,8 +235,7 @@ impl Opener {
             self.next += 1;
             at += read;
         }
-        plain.truncate(at);
-        Ok(plain)
+        Ok(at)
     }
 }
 
@@ -278,10 +285,16 @@ impl Decoder for LinkCodec {
         let Some(frame) = self.inner.decode(src)? else { return Ok(None) };
         match &mut self.opener {
             None => Ok(Some(frame)),
-            Some(opener) => match opener.open(&frame) {
-                Ok(plain) => Ok(Some(BytesMut::from(&plain[..]))),
-                Err(e) => Err(io::Error::new(io::ErrorKind::InvalidData, e)),
-            },
+            Some(opener) => {
+                let mut plain = BytesMut::zeroed(frame.len());
+                match opener.open_into(&frame, &mut plain) {
+                    Ok(len) => {
+                        plain.truncate(len);
+                        Ok(Some(plain))
+                    }
+                    Err(e) => Err(io::Error::new(io::ErrorKind::InvalidData, e)),
+                }
+            }
         }
     }
 }
