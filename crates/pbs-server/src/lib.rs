@@ -17,6 +17,7 @@ pub mod assigned;
 pub mod attrlist;
 pub mod error;
 pub mod exec;
+pub mod faults;
 pub mod identity;
 pub mod jobs;
 pub use pbs_log as logging;
@@ -147,9 +148,9 @@ impl Server {
         id: u64,
         request: Request,
     ) -> (Reply, Option<oneshot::Receiver<Result<(), String>>>) {
-        let Ok(mut state) = self.state.lock() else {
-            return (Reply::error(id, Pbse::INTERNAL.0, Pbse::INTERNAL.to_string()), None);
-        };
+        let mut state = faults::lock(&self.state);
+        #[cfg(debug_assertions)]
+        faults::test_panic(&request);
         let ctx = self.ctx(&state, who);
         let state = &mut *state;
         let touched = touched_jobs(state, &request);
@@ -454,8 +455,10 @@ async fn node_watch(server: Arc<Server>) {
         let failed: Vec<String> = state
             .node_rt
             .iter()
-            .filter(|(_, rt)| !rt.up && rt.down_since.is_some_and(|t| now - t >= limit) && !rt.jobs.is_empty())
+            .filter(|(_, rt)| !rt.up && rt.down_since.is_some_and(|t| now - t >= limit))
             .map(|(name, _)| name.clone())
+            // Suspended jobs hold nothing on the node, but are lost with it too.
+            .filter(|name| !exec::jobs_on(&state, name).is_empty())
             .collect();
         let mut ops = Vec::new();
         let mut frames = Vec::new();

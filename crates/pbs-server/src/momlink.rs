@@ -197,6 +197,9 @@ async fn serve(server: &Arc<Server>, node: &str, mut conn: Conn, rx: &mut mpsc::
             }
             frame = rx.recv(), if reconciled => {
                 let Some(frame) = frame else { return };
+                if !crate::faults::leaving(server, node, &frame) {
+                    continue;
+                }
                 if send(&mut conn, &frame).await.is_err() {
                     return;
                 }
@@ -310,8 +313,8 @@ fn reconcile(
     }
     for key in exec::jobs_on(state, node) {
         let listed = held.iter().any(|j| !j.sister && exec::key_of(&j.job_id) == Some(key));
-        if !listed && !state.starting.contains(&key) {
-            let (more, f) = exec::lost(state, key, now);
+        if !listed && crate::faults::lost_by_mom(state, key) {
+            let (more, f) = crate::faults::requeue_lost(state, key, now);
             ops.extend(more);
             frames.extend(f);
         }

@@ -133,6 +133,8 @@ pub struct State {
     pub arrays_to_refresh: BTreeSet<u64>,
     /// ForgetJob frames waiting for their job's end to be committed, by (node, job id).
     pub forgets_held: HashSet<(String, String)>,
+    /// Launches handed to a mom link and suspended jobs by node (see `faults`).
+    pub faults: crate::faults::Tracked,
 }
 
 /// Objects changed since the scheduler was last told, and whether a cycle is due.
@@ -253,6 +255,7 @@ impl State {
             starting: HashSet::new(),
             arrays_to_refresh: BTreeSet::new(),
             forgets_held: HashSet::new(),
+            faults: Default::default(),
         };
         let fresh = !loaded.meta.iter().any(|(k, _)| k == "initialized");
         for (key, value) in &loaded.meta {
