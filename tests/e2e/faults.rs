@@ -122,19 +122,22 @@ fn a_suspended_job_survives_a_mom_restart_and_a_server_restart() {
     assert!(proc_state(&sid).is_none_or(|s| s == 'Z'), "the job outlived its deletion");
 }
 
+/// Takes the job's script out of the server's store, as a damaged database would.
+fn drop_script(c: &Cluster, id: &str) {
+    let db = rusqlite::Connection::open(c.home().join("server_priv").join("serverdb.sqlite")).unwrap();
+    db.busy_timeout(Duration::from_secs(10)).unwrap();
+    let changed =
+        db.execute("UPDATE jobs SET script = NULL WHERE seq = ?1", [seq(id).parse::<i64>().unwrap()]).unwrap();
+    assert_eq!(changed, 1);
+}
+
 #[test]
 fn a_job_whose_script_cannot_be_read_goes_back_to_the_queue_unrun() {
     let c = Cluster::with_moms(1, 1);
     c.qmgr("set server scheduling = False");
     let marker = c.dir().join("ran");
     let id = submit(&c, &["-N", "noscript"], &format!("touch {}\n", marker.display()));
-    // The job's script goes missing from the store.
-    let db = rusqlite::Connection::open(c.home().join("server_priv").join("serverdb.sqlite")).unwrap();
-    db.busy_timeout(Duration::from_secs(10)).unwrap();
-    let changed =
-        db.execute("UPDATE jobs SET script = NULL WHERE seq = ?1", [seq(&id).parse::<i64>().unwrap()]).unwrap();
-    assert_eq!(changed, 1);
-    drop(db);
+    drop_script(&c, &id);
     c.run("qrun", &["-H", "n1", &id]).ok();
     let expected = "Not Running: PBS Error: System error: cannot read the job script";
     wait_until("the job back in the queue", JOB_TIMEOUT, || {
@@ -145,6 +148,21 @@ fn a_job_whose_script_cannot_be_read_goes_back_to_the_queue_unrun() {
     assert_eq!(c.job_attr(&id, "exec_vnode"), None);
     assert_eq!(c.node_attr("n1", "resources_assigned.ncpus").as_deref(), Some("0"));
     assert_eq!(c.node_attr("n1", "state").as_deref(), Some("free"));
+}
+
+#[test]
+fn a_job_whose_script_stays_unreadable_is_held_after_twenty_attempts() {
+    let c = Cluster::with_moms(1, 1);
+    c.qmgr("set server scheduling = False");
+    let id = submit(&c, &[], "true\n");
+    drop_script(&c, &id);
+    // Each cycle would start it again, forever: OpenPBS holds it after 20 failed runs.
+    c.qmgr("set server scheduling = True");
+    c.wait_job_state(&id, "H", JOB_TIMEOUT);
+    assert_eq!(c.job_attr(&id, "Hold_Types").as_deref(), Some("s"));
+    assert_eq!(c.job_attr(&id, "run_count").as_deref(), Some("21"));
+    assert_eq!(c.job_attr(&id, "comment").as_deref(), Some("job held, too many failed attempts to run"));
+    assert_eq!(c.node_attr("n1", "resources_assigned.ncpus").as_deref(), Some("0"));
 }
 
 #[test]

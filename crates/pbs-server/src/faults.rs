@@ -122,8 +122,45 @@ pub fn requeue_lost(state: &mut State, key: JobKey, now: i64) -> (Vec<StoreOp>, 
             tracing::warn!(object_type = "Job", object_name = id.as_str(), "launch lost with its mom, job requeued");
         }
     }
+    let failed_start = state.job(key).is_some_and(|j| j.substate == exec::SUBSTATE_PRERUN);
     state.faults.launched.remove(&key);
-    exec::lost(state, key, now)
+    let (mut ops, frames) = exec::lost(state, key, now);
+    if failed_start {
+        hold_if_failing(state, key, now, &mut ops);
+    }
+    (ops, frames)
+}
+
+/// Runs after which a job whose start failed again is held, as OpenPBS does: a start that
+/// keeps failing (a script that is gone, a mom that dies at each launch) would otherwise
+/// be retried by every scheduling cycle, forever.
+const MAX_RUN_COUNT: u32 = 20;
+
+/// OpenPBS's comment on a job held for that reason.
+pub const TOO_MANY_ATTEMPTS_COMMENT: &str = "job held, too many failed attempts to run";
+
+/// Puts a system hold on `key`, just requeued after a failed start, once its runs pass
+/// [`MAX_RUN_COUNT`]; the job's new record joins `ops`.
+fn hold_if_failing(state: &mut State, key: JobKey, now: i64, ops: &mut Vec<StoreOp>) {
+    if key.index.is_some() {
+        // A requeued subjob has no record of its own to hold.
+        return;
+    }
+    let server_name = state.server_name.clone();
+    let Some(job) = state.job_mut(key) else { return };
+    if job.state != JobState::Queued || run_count(job).is_none_or(|n| n <= MAX_RUN_COUNT) {
+        return;
+    }
+    let current = job.get("Hold_Types", None).unwrap_or("n");
+    let held: String = "uosp".chars().filter(|c| *c == 's' || current.contains(*c)).collect();
+    job.attrs.set(job_idx!("Hold_Types"), None, held);
+    job.attrs.set(job_idx!("comment"), None, TOO_MANY_ATTEMPTS_COMMENT);
+    job.attrs.set(job_idx!("mtime"), None, now.to_string());
+    job.state = JobState::Held;
+    job.substate = JobState::Held.default_substate();
+    ops.push(job.put_op(None));
+    let id = job.id(&server_name);
+    tracing::warn!(object_type = "Job", object_name = id.as_str(), "{TOO_MANY_ATTEMPTS_COMMENT}");
 }
 
 fn set_comment(state: &mut State, key: JobKey, comment: &str) {
@@ -159,7 +196,9 @@ pub fn requeue_unreadable(state: &mut State, key: JobKey, now: i64) -> (Vec<Stor
         tracing::error!(object_type = "Job", object_name = id.as_str(), "cannot read the job script, job requeued");
     }
     set_comment(state, key, SCRIPT_UNREADABLE_COMMENT);
-    exec::lost(state, key, now)
+    let (mut ops, frames) = exec::lost(state, key, now);
+    hold_if_failing(state, key, now, &mut ops);
+    (ops, frames)
 }
 
 /// Records that `key` was suspended (`true`) on its mother superior, or resumed.
@@ -265,6 +304,25 @@ mod tests {
         assert_eq!(job.state, JobState::Queued);
         assert_eq!(job.get("comment", None), Some(LAUNCH_LOST_COMMENT));
         assert!(!state.starting.contains(&key) && state.faults.launched.is_empty());
+    }
+
+    #[test]
+    fn a_job_whose_starts_keep_failing_is_held_after_twenty_runs() {
+        let (mut state, key) = state_with_job(JobState::Running, exec::SUBSTATE_PRERUN);
+        requeue_unreadable(&mut state, key, 100);
+        assert_eq!(state.job(key).map(|j| j.state), Some(JobState::Queued));
+        if let Some(job) = state.job_mut(key) {
+            job.state = JobState::Running;
+            job.substate = exec::SUBSTATE_PRERUN;
+            job.attrs.set(job_idx!("run_count"), None, "21");
+            job.attrs.set(job_idx!("Hold_Types"), None, "u");
+        }
+        let (ops, _) = requeue_unreadable(&mut state, key, 100);
+        let job = state.job(key).unwrap();
+        assert_eq!(job.state, JobState::Held);
+        assert_eq!(job.get("Hold_Types", None), Some("us"));
+        assert_eq!(job.get("comment", None), Some(TOO_MANY_ATTEMPTS_COMMENT));
+        assert!(matches!(ops.last(), Some(StoreOp::PutJob { seq: 7, .. })));
     }
 
     #[test]
