@@ -132,6 +132,25 @@ fn drop_script(c: &Cluster, id: &str) {
 }
 
 #[test]
+fn a_node_holding_only_a_suspended_job_cannot_be_deleted() {
+    let c = Cluster::with_moms(2, 1);
+    let id = submit(&c, &["-l", "select=2:ncpus=1", "-l", "place=scatter"], "sleep 300\n");
+    c.wait_job_state(&id, "R", JOB_TIMEOUT);
+    wait_until("session id", JOB_TIMEOUT, || c.job_attr(&id, "session_id").is_some());
+    c.run("qsig", &["-s", "suspend", &id]).ok();
+    c.wait_job_state(&id, "S", JOB_TIMEOUT);
+    for node in ["n1", "n2"] {
+        let refused = c.run("qmgr", &["-c", &format!("delete node {node}")]);
+        assert_ne!(refused.code, 0, "{node} deleted under a suspended job");
+        assert!(c.node_attr(node, "state").is_some(), "{node} is gone");
+    }
+    c.run("qsig", &["-s", "resume", &id]).ok();
+    c.wait_job_state(&id, "R", JOB_TIMEOUT);
+    c.run("qdel", &[&id]).ok();
+    c.wait_job_state(&id, "F", JOB_TIMEOUT);
+}
+
+#[test]
 fn a_job_whose_script_cannot_be_read_goes_back_to_the_queue_unrun() {
     let c = Cluster::with_moms(1, 1);
     c.qmgr("set server scheduling = False");

@@ -53,8 +53,9 @@ pub struct Tracked {
     /// (`run_count`) it started: until the mom confirms the start, a mom that comes back
     /// without the job has lost that launch.
     launched: HashMap<JobKey, u32>,
-    /// Suspended jobs by mother superior. A suspended job holds no resources, so it is on
-    /// no node's list of running jobs (`NodeRt::jobs`), yet its mom still has it.
+    /// Suspended jobs by node (each node of their `exec_vnode`). A suspended job holds no
+    /// resources, so it is on no node's list of running jobs (`NodeRt::jobs`), yet its
+    /// moms still have it.
     suspended: HashMap<String, BTreeSet<JobKey>>,
 }
 
@@ -201,24 +202,31 @@ pub fn requeue_unreadable(state: &mut State, key: JobKey, now: i64) -> (Vec<Stor
     (ops, frames)
 }
 
-/// Records that `key` was suspended (`true`) on its mother superior, or resumed.
+fn vnodes(job: &Job) -> Vec<String> {
+    let exec: Option<ExecVnode> = job.get("exec_vnode", None).and_then(|e| e.parse().ok());
+    exec.map(|e| e.vnodes().into_iter().map(str::to_string).collect()).unwrap_or_default()
+}
+
+/// Records that `key` was suspended (`true`) on its nodes, or resumed.
 pub fn note_suspended(state: &mut State, key: JobKey, suspended: bool) {
-    let Some(node) = state.job(key).and_then(mother_superior) else { return };
-    let entry = state.faults.suspended.entry(node.clone()).or_default();
-    if suspended {
-        entry.insert(key);
-    } else {
-        entry.remove(&key);
+    let Some(nodes) = state.job(key).map(vnodes) else { return };
+    for node in nodes {
+        let entry = state.faults.suspended.entry(node.clone()).or_default();
+        if suspended {
+            entry.insert(key);
+        } else {
+            entry.remove(&key);
+        }
+        prune_suspended(state, &node);
     }
-    prune_suspended(state, &node);
 }
 
 fn suspended_here(state: &State, key: JobKey, node: &str) -> bool {
-    state.job(key).is_some_and(|j| j.state == JobState::Suspended && mother_superior(j).as_deref() == Some(node))
+    state.job(key).is_some_and(|j| j.state == JobState::Suspended && vnodes(j).iter().any(|v| v == node))
 }
 
 /// Drops from `node`'s suspended set the jobs that no longer are suspended there (ended,
-/// requeued, resumed): each suspension prunes its node's set, which so stays as small as
+/// requeued, resumed): each suspension prunes its nodes' sets, which so stay as small as
 /// the number of jobs suspended there.
 fn prune_suspended(state: &mut State, node: &str) {
     let Some(keys) = state.faults.suspended.get(node) else { return };
@@ -236,7 +244,14 @@ fn prune_suspended(state: &mut State, node: &str) {
 /// The suspended jobs whose mother superior is `node`.
 pub fn suspended_on<'a>(state: &'a State, node: &'a str) -> impl Iterator<Item = JobKey> + 'a {
     let keys = state.faults.suspended.get(node).into_iter().flatten().copied();
-    keys.filter(move |key| suspended_here(state, *key, node))
+    keys.filter(move |key| {
+        suspended_here(state, *key, node) && state.job(*key).and_then(mother_superior).as_deref() == Some(node)
+    })
+}
+
+/// Whether a suspended job has `node` among its nodes (so the node cannot be deleted).
+pub fn holds_suspended(state: &State, node: &str) -> bool {
+    state.faults.suspended.get(node).is_some_and(|keys| keys.iter().any(|key| suspended_here(state, *key, node)))
 }
 
 #[cfg(test)]
@@ -349,6 +364,7 @@ mod tests {
         note_suspended(&mut state, key, true);
         assert_eq!(exec::jobs_on(&state, "n1"), vec![key]);
         assert!(exec::jobs_on(&state, "n2").is_empty());
+        assert!(holds_suspended(&state, "n1") && !holds_suspended(&state, "n2"));
         if let Some(job) = state.job_mut(key) {
             job.state = JobState::Running;
         }
