@@ -102,6 +102,20 @@ pub fn leaving(server: &Server, node: &str, frame: &ToMom) -> bool {
     true
 }
 
+/// A node's link task is replaced (its `Mom` or `Port` changed): the frames waiting in the
+/// old link's queue are gone with it, so the launches among them count as sent and lost.
+pub fn link_replaced(state: &mut State, node: &str) {
+    let starting: Vec<(JobKey, u32)> = state
+        .starting
+        .iter()
+        .filter_map(|key| {
+            let job = state.job(*key)?;
+            (mother_superior(job).as_deref() == Some(node)).then_some((*key, run_count(job)?))
+        })
+        .collect();
+    state.faults.launched.extend(starting);
+}
+
 /// Whether `key`, which the server places on `node` but the node's reconnected mom does
 /// not hold, is lost: true unless its launch has not gone out yet (it waits in the link's
 /// queue and goes out once the mom's status is reconciled).
@@ -302,6 +316,16 @@ mod tests {
         // Neither starting nor held by the mom: lost.
         state.starting.remove(&key);
         state.faults.launched.clear();
+        assert!(lost_by_mom(&state, key));
+    }
+
+    #[test]
+    fn launches_queued_on_a_replaced_link_are_lost_with_it() {
+        let (mut state, key) = state_with_job(JobState::Running, exec::SUBSTATE_PRERUN);
+        state.starting.insert(key);
+        link_replaced(&mut state, "n2");
+        assert!(!lost_by_mom(&state, key));
+        link_replaced(&mut state, "n1");
         assert!(lost_by_mom(&state, key));
     }
 

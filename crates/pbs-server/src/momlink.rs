@@ -73,6 +73,7 @@ pub fn sync(server: &Arc<Server>) {
         }
         if let Ok(mut state) = server.state.lock() {
             state.links.moms.remove(&name);
+            crate::faults::link_replaced(&mut state, &name);
             if !state.nodes.iter().any(|n| n.name == name) {
                 state.node_rt.remove(&name);
             } else {
