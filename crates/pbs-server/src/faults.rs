@@ -128,16 +128,17 @@ pub fn lost_by_mom(state: &State, key: JobKey) -> bool {
 }
 
 /// Ends a job's run that its mom does not have. A job whose start was never confirmed
-/// goes back to the queue with OpenPBS's comment (see [`exec::lost`]).
+/// goes back to the queue, rerunnable or not (see [`exec::lost`]), with a comment in
+/// OpenPBS's form (`Not Running: PBS Error: <PBSE_NORELYMOM's text>`).
 pub fn requeue_lost(state: &mut State, key: JobKey, now: i64) -> (Vec<StoreOp>, MomFrames) {
-    if state.job(key).is_some_and(|j| j.substate == exec::SUBSTATE_PRERUN) {
+    let failed_start = state.job(key).is_some_and(|j| j.substate == exec::SUBSTATE_PRERUN);
+    if failed_start {
         set_comment(state, key, LAUNCH_LOST_COMMENT);
         if let Some(job) = state.job(key) {
             let id = job.id(&state.server_name);
             tracing::warn!(object_type = "Job", object_name = id.as_str(), "launch lost with its mom, job requeued");
         }
     }
-    let failed_start = state.job(key).is_some_and(|j| j.substate == exec::SUBSTATE_PRERUN);
     state.faults.launched.remove(&key);
     let (mut ops, frames) = exec::lost(state, key, now);
     if failed_start {

@@ -466,7 +466,7 @@ async fn node_watch(server: Arc<Server>) {
             for key in exec::jobs_on(&state, &node) {
                 let id = state.job(key).map(|j| j.id(&state.server_name)).unwrap_or_default();
                 tracing::info!(object_type = "Job", object_name = id.as_str(), "requeued: node {node} failed");
-                let (more, f) = exec::lost(&mut state, key, now);
+                let (more, f) = faults::requeue_lost(&mut state, key, now);
                 ops.extend(more);
                 frames.extend(f);
             }
