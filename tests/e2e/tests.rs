@@ -6,6 +6,7 @@ mod arrays;
 mod commands;
 mod durability;
 mod exec;
+mod faults;
 mod limits;
 mod links;
 mod nodes_cli;

@@ -45,6 +45,7 @@ fn run(args: Args) -> anyhow::Result<()> {
     let host = host_name();
     let server_name = conf.server.clone().unwrap_or_else(|| host.clone());
     args.daemon.init_log(conf.home.join("server_logs"), "Server", &format!("Server@{host}"));
+    daemon::exit_on_panic();
     let cluster_key = pbs_server::load_or_create_cluster_key(&conf.cluster_key_file())?;
     let config = ServerConfig {
         server_name,

@@ -67,6 +67,26 @@ pub fn finish(name: &str, result: anyhow::Result<()>) -> ExitCode {
     }
 }
 
+/// Makes a panic on any thread end the process, after logging it and writing out the log.
+///
+/// A daemon keeps its state behind locks in memory: a panic in the middle of a change
+/// leaves that state half-changed, and a process that carried on (a task's panic caught by
+/// the runtime, a poisoned lock answered with an error) would serve it, or refuse every
+/// request, until someone restarted it by hand. Ending the process instead lets its
+/// supervisor (systemd `Restart=on-failure`) start it again from what is on disk. The hook
+/// runs before the panicking thread unwinds, so no other thread sees a poisoned lock.
+pub fn exit_on_panic() {
+    std::panic::set_hook(Box::new(|info| {
+        let backtrace = std::backtrace::Backtrace::capture();
+        tracing::error!("{info}; the daemon exits so that a restart recovers its state from disk");
+        if backtrace.status() == std::backtrace::BacktraceStatus::Captured {
+            tracing::error!("backtrace: {backtrace}");
+        }
+        crate::flush();
+        std::process::abort();
+    }));
+}
+
 /// Logs that `signal` (`SIGTERM`) stops the daemon; `note` follows `shutting down`.
 pub fn log_stop(signal: &str, note: &str) {
     tracing::info!("Received {signal}, shutting down{note}");

@@ -2,6 +2,8 @@
 //! (`server_logs`, `sched_logs`, `mom_logs`), shared by the three daemons:
 //! `MM/DD/YYYY HH:MM:SS;EVENT;daemon;object type;object name;message`, and the same lines
 //! on stderr. Events name their object with the `object_type` and `object_name` fields.
+//! Every field is escaped here (control characters as `\n`, `\x1b`...), so no string from a
+//! user can end a line and forge the next.
 //!
 //! Request handlers only format a line and hand it to a writer thread, which writes in
 //! batches and flushes whenever it has caught up: a log line never costs a request a
@@ -106,15 +108,58 @@ struct Fields {
     rest: String,
 }
 
+/// Appends `text` to `out` with every control character escaped (`\n`, `\r`, `\t`, else
+/// `\xNN`), and the Unicode line and paragraph separators as `\u2028`/`\u2029`: a job
+/// name, user, queue or attribute value with a newline would otherwise start a line of its
+/// own that a reader takes for the server's. Newlines read `\n` as in OpenPBS's `qstat -f`.
+fn push_escaped(out: &mut String, text: &str) {
+    let needs = |c: char| c.is_control() || c == '\u{2028}' || c == '\u{2029}';
+    if !text.contains(needs) {
+        out.push_str(text);
+        return;
+    }
+    for c in text.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() => {
+                let _ = write!(out, "\\x{:02x}", u32::from(c));
+            }
+            '\u{2028}' => out.push_str("\\u2028"),
+            '\u{2029}' => out.push_str("\\u2029"),
+            c => out.push(c),
+        }
+    }
+}
+
+/// A `fmt::Write` that escapes what it is given (see [`push_escaped`]), so a message built
+/// from format arguments is escaped without being formatted twice.
+struct Escaping<'a>(&'a mut String);
+
+impl std::fmt::Write for Escaping<'_> {
+    fn write_str(&mut self, text: &str) -> std::fmt::Result {
+        push_escaped(self.0, text);
+        Ok(())
+    }
+}
+
+fn escaped(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    push_escaped(&mut out, text);
+    out
+}
+
 impl Visit for Fields {
     fn record_str(&mut self, field: &Field, value: &str) {
         match field.name() {
-            "message" => self.message = value.to_string(),
-            "object_type" => self.object_type = Some(value.to_string()),
-            "object_name" => self.object_name = Some(value.to_string()),
-            "event" => self.event = Some(value.to_string()),
+            "message" => self.message = escaped(value),
+            "object_type" => self.object_type = Some(escaped(value)),
+            "object_name" => self.object_name = Some(escaped(value)),
+            "event" => self.event = Some(escaped(value)),
             other => {
-                let _ = write!(self.rest, " {other}={value}");
+                let _ = write!(self.rest, " {other}=");
+                push_escaped(&mut self.rest, value);
             }
         }
     }
@@ -123,7 +168,7 @@ impl Visit for Fields {
         // The message of nearly every event arrives here, as format arguments.
         if field.name() == "message" {
             self.message.clear();
-            let _ = write!(self.message, "{value:?}");
+            let _ = write!(Escaping(&mut self.message), "{value:?}");
         } else {
             self.record_str(field, &format!("{value:?}"));
         }
@@ -217,6 +262,45 @@ pub fn init(dir: PathBuf, daemon: &str, default_object: &str, default_filter: &s
 mod tests {
     use super::*;
     use chrono::{NaiveDateTime, Timelike};
+
+    /// The lines `log` produces through a layer whose writer is this test.
+    fn lines_of(log: impl FnOnce()) -> Vec<String> {
+        let (lines, received) = mpsc::channel();
+        let layer = PbsLogLayer { daemon: "Server".into(), default_object: "Server@h".into(), lines };
+        tracing::subscriber::with_default(tracing_subscriber::registry().with(layer), log);
+        received
+            .try_iter()
+            .filter_map(|msg| match msg {
+                LogMsg::Line(_, line) => Some(line),
+                LogMsg::Flush(_) => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn user_strings_cannot_forge_log_lines() {
+        let name = "x\n11/25/2026 10:00:00;0008;Server@h;Job;9.h;Job deleted at request of root@h";
+        let lines = lines_of(|| {
+            tracing::info!(object_type = "Job", object_name = "1.h", "job name = {name}, queue = workq");
+            tracing::info!(object_type = "Job", object_name = "2.h\nforged", "owner = {}", "a\rb\u{1b}[2J");
+            tracing::warn!(peer = "p\nq", "{}", "tab\tand DEL\u{7f}");
+        });
+        assert_eq!(lines.len(), 3);
+        for line in &lines {
+            assert_eq!(line.matches('\n').count(), 1, "{line:?}");
+            assert!(line.ends_with('\n'), "{line:?}");
+            assert!(!line.contains('\r') && !line.contains('\u{1b}') && !line.contains('\u{7f}'), "{line:?}");
+        }
+        assert!(lines[0].ends_with(";Job;1.h;job name = x\\n11/25/2026 10:00:00;0008;Server@h;Job;9.h;Job deleted at request of root@h, queue = workq\n"), "{}", lines[0]);
+        assert!(lines[1].ends_with(";Job;2.h\\nforged;owner = a\\rb\\x1b[2J\n"), "{}", lines[1]);
+        assert!(lines[2].ends_with(";Server;Server@h;tab\\tand DEL\\x7f peer=p\\nq\n"), "{}", lines[2]);
+    }
+
+    #[test]
+    fn plain_text_is_logged_as_it_is() {
+        let lines = lines_of(|| tracing::info!(object_type = "Job", object_name = "1.h", "caf\u{e9} \\ ; [x]"));
+        assert!(lines[0].ends_with(";0008;Server@h;Job;1.h;caf\u{e9} \\ ; [x]\n"), "{}", lines[0]);
+    }
 
     #[test]
     fn the_stamp_is_the_local_time_and_its_day() {

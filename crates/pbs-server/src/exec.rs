@@ -614,19 +614,22 @@ pub fn force_delete(state: &mut State, key: JobKey, now: i64) -> (Vec<StoreOp>, 
     (finish(state, key, None, None, true, now), frames)
 }
 
-/// A job whose mother superior was lost: requeued if rerunnable, else finished.
+/// A job whose mother superior was lost: requeued if rerunnable, else finished. A job
+/// whose start its mom never confirmed has not run, and is requeued either way.
 pub fn lost(state: &mut State, key: JobKey, now: i64) -> (Vec<StoreOp>, MomFrames) {
     state.ending.remove(&key);
-    let rerunnable =
-        state.job(key).and_then(|j| j.get("Rerunable", None)).and_then(pbs_core::attr::parse_bool).unwrap_or(true);
+    let rerunnable = state.job(key).is_some_and(|j| {
+        j.substate == SUBSTATE_PRERUN || j.get("Rerunable", None).and_then(pbs_core::attr::parse_bool).unwrap_or(true)
+    });
     let frames = release(state, key, now);
     let ops = if rerunnable { requeue(state, key, now) } else { finish(state, key, Some(-20), None, false, now) };
     (ops, frames)
 }
 
-/// The ids of jobs whose mother superior is `node`.
+/// The ids of jobs whose mother superior is `node`, suspended ones included (they hold no
+/// resources there, but their mom has them).
 pub fn jobs_on(state: &State, node: &str) -> Vec<JobKey> {
-    state
+    let mut keys: Vec<JobKey> = state
         .node_rt
         .get(node)
         .map(|rt| rt.jobs.iter().map(|(key, _, _)| *key).collect::<Vec<_>>())
@@ -639,7 +642,9 @@ pub fn jobs_on(state: &State, node: &str) -> Vec<JobKey> {
                 .and_then(|e| e.parse::<ExecVnode>().ok())
                 .is_some_and(|e| e.vnodes().first() == Some(&node))
         })
-        .collect()
+        .collect();
+    keys.extend(crate::faults::suspended_on(state, node));
+    keys
 }
 
 /// Suspends (`suspend = true`) or resumes a running job: its ncpus and other consumables
@@ -667,6 +672,7 @@ pub fn suspend_resume(state: &mut State, key: JobKey, suspend: bool, now: i64) -
     let ops = vec![job.put_op(None)];
     state.changes.jobs.insert(key, job_id);
     state.changes.cycle = true;
+    crate::faults::note_suspended(state, key, suspend);
     Ok(ops)
 }
 
@@ -686,6 +692,16 @@ pub fn recover(state: &mut State, now: i64) -> Vec<StoreOp> {
     for (key, id, exec) in running {
         let exclusive = state.job(key).is_some_and(|j| job_exclusive(state, j, &exec));
         nodes::account(state, key, &id, &exec, exclusive, true, now);
+    }
+    let suspended: Vec<JobKey> = state
+        .jobs
+        .values()
+        .chain(state.subjobs.values())
+        .filter(|j| j.state == JobState::Suspended)
+        .map(Job::key)
+        .collect();
+    for key in suspended {
+        crate::faults::note_suspended(state, key, true);
     }
     let arrays: Vec<u64> = state.jobs.values().filter(|j| j.array && !j.state.is_history()).map(|j| j.seq).collect();
     let ops = arrays.into_iter().flat_map(|seq| crate::arrays::refresh_after_end(state, seq, now)).collect();

@@ -98,7 +98,10 @@ pub fn manager(
                 if kind == ObjectKind::Sched && name == "default" {
                     return Err(ReqError::new(Pbse::SCHED_NO_DEL));
                 }
-                if kind == ObjectKind::Node && state.node_rt.get(name.as_str()).is_some_and(|rt| !rt.jobs.is_empty()) {
+                if kind == ObjectKind::Node
+                    && (state.node_rt.get(name.as_str()).is_some_and(|rt| !rt.jobs.is_empty())
+                        || crate::faults::holds_suspended(state, name))
+                {
                     return Err(ReqError::new(Pbse::OBJBUSY));
                 }
                 if kind == ObjectKind::Queue && state.server_attr("default_queue", None) == Some(name.as_str()) {

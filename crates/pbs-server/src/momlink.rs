@@ -74,6 +74,7 @@ pub fn sync(server: &Arc<Server>) {
         }
         if let Ok(mut state) = server.state.lock() {
             state.links.moms.remove(&name);
+            crate::faults::link_replaced(&mut state, &name);
             if !state.nodes.iter().any(|n| n.name == name) {
                 state.node_rt.remove(&name);
             } else {
@@ -210,6 +211,9 @@ async fn serve(server: &Arc<Server>, node: &str, mut conn: Conn, rx: &mut mpsc::
             }
             frame = rx.recv(), if reconciled => {
                 let Some(frame) = frame else { return };
+                if !crate::faults::leaving(server, node, &frame) {
+                    continue;
+                }
                 if send(&mut conn, &frame).await.is_err() {
                     return;
                 }
@@ -323,8 +327,8 @@ fn reconcile(
     }
     for key in exec::jobs_on(state, node) {
         let listed = held.iter().any(|j| !j.sister && exec::key_of(&j.job_id) == Some(key));
-        if !listed && !state.starting.contains(&key) {
-            let (more, f) = exec::lost(state, key, now);
+        if !listed && crate::faults::lost_by_mom(state, key) {
+            let (more, f) = crate::faults::requeue_lost(state, key, now);
             ops.extend(more);
             frames.extend(f);
         }

@@ -272,7 +272,7 @@ async fn run_job(
         Waiting(tokio::sync::oneshot::Receiver<Result<(), ReqError>>),
     }
     let next = {
-        let Ok(mut state) = server.state.lock() else { return Err(ReqError::new(Pbse::INTERNAL)) };
+        let mut state = crate::faults::lock(&server.state);
         let ctx = server.ctx(&state, who);
         if ctx.privilege < pbs_core::Privilege::Operator {
             return Err(ReqError::new(Pbse::PERM));

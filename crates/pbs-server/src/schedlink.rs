@@ -138,19 +138,16 @@ pub fn launch_after_commit(
         }
         let wanted: Vec<u64> =
             launches.iter().filter(|l| !l.launch.sister && l.launch.executable.is_none()).map(|l| l.key.seq).collect();
+        let mut unreadable = std::collections::HashSet::new();
         if !wanted.is_empty() {
             let path = server.db_path();
             let scripts = tokio::task::spawn_blocking(move || crate::store::Store::read_scripts(&path, &wanted)).await;
-            match scripts {
-                Ok(Ok(scripts)) => {
-                    for launch in &mut launches {
-                        if let Some(script) = scripts.get(&launch.key.seq) {
-                            launch.launch.script.clone_from(script);
-                        }
-                    }
-                }
-                other => tracing::error!(object_type = "Server", "cannot read job scripts: {other:?}"),
-            }
+            let scripts = match scripts {
+                Ok(Ok(scripts)) => Ok(scripts),
+                Ok(Err(e)) => Err(e.to_string()),
+                Err(e) => Err(e.to_string()),
+            };
+            unreadable = crate::faults::fill_scripts(&mut launches, scripts);
         }
         let Ok(mut state) = server.state.lock() else { return };
         let now = chrono::Utc::now().timestamp();
@@ -161,6 +158,16 @@ pub fn launch_after_commit(
             let ending = state.ending.get(&launch.key).copied();
             match ending {
                 None if state.job(launch.key).is_some_and(|j| j.state == JobState::Running) => {
+                    // Never a start without its script: the job goes back to the queue.
+                    if unreadable.contains(&launch.key) {
+                        if !settled.contains(&launch.key) {
+                            settled.push(launch.key);
+                            let (more, f) = crate::faults::requeue_unreadable(&mut state, launch.key, now);
+                            ops.extend(more);
+                            frames.extend(f);
+                        }
+                        continue;
+                    }
                     // A rerun on a mom that still holds the previous run's end: that end is
                     // committed (before this run was), so the forget goes out first, or the
                     // mom would answer the new start with the old end.

@@ -135,6 +135,8 @@ pub struct State {
     pub forgets_held: HashSet<(String, String)>,
     /// Queued-job entity limits and the usage they are checked against.
     pub entity_limits: crate::entity_limits::Tracker,
+    /// Launches handed to a mom link and suspended jobs by node (see `faults`).
+    pub faults: crate::faults::Tracked,
 }
 
 /// Objects changed since the scheduler was last told, and whether a cycle is due.
@@ -256,6 +258,7 @@ impl State {
             arrays_to_refresh: BTreeSet::new(),
             forgets_held: HashSet::new(),
             entity_limits: Default::default(),
+            faults: Default::default(),
         };
         let fresh = !loaded.meta.iter().any(|(k, _)| k == "initialized");
         for (key, value) in &loaded.meta {
