@@ -52,6 +52,9 @@ fn run(args: Args) -> anyhow::Result<()> {
     signals.thread_block().context("blocking signals")?;
 
     args.daemon.init_log(conf.home.join("sched_logs"), "Svr", "pbs_sched");
+    // A panicked reader or cycle would leave a scheduler that never decides again; a
+    // restart rebuilds its mirror from the server's snapshot.
+    pbs_sched::logging::daemon::exit_on_panic();
     for problem in problems {
         tracing::warn!("{problem}");
     }
