@@ -353,11 +353,12 @@ fn read_child_report(sock: &OwnedFd) -> (String, Option<File>) {
             Err(nix::errno::Errno::EINTR) => continue,
             Err(_) => break,
         };
+        // Owned at once, so any descriptor not kept is closed.
         // SAFETY: SCM_RIGHTS gave this process new descriptors that nothing else owns.
-        let mut files = fds.into_iter().map(|fd| File::from(unsafe { OwnedFd::from_raw_fd(fd) }));
+        let mut files: Vec<File> = fds.into_iter().map(|fd| File::from(unsafe { OwnedFd::from_raw_fd(fd) })).collect();
         let data = buf.get(..bytes).unwrap_or_default();
         if data == crate::exec::STDERR_HANDOFF && sink.is_none() {
-            sink = files.next();
+            sink = files.pop();
         } else {
             report.extend_from_slice(data);
         }
