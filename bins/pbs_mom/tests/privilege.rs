@@ -185,3 +185,26 @@ fn a_kill_message_never_lands_in_a_file_the_job_pointed_its_stderr_at() {
     let err = std::fs::read_to_string(mom.err_file("81.s")).unwrap();
     assert_eq!(err, "=>> PBS: job killed: walltime 2 exceeded limit 1\n");
 }
+
+#[test]
+fn the_job_runs_only_in_a_group_of_its_owner() {
+    let mom = TestMom::start();
+    let mut link = mom.connect();
+    link.node_status();
+    // nobody is no member of root's group: the job must not get gid 0.
+    let mut foreign = mom.launch("90.s", "id -g\n");
+    foreign.group = "root".into();
+    link.run(foreign);
+    assert_eq!(link.ended("90.s").0, FAILUID);
+    assert!(!mom.out_file("90.s").exists(), "the refused job ran");
+    eventually("the reason in the log", || mom.log().contains("nobody is not a member of group root"));
+
+    // Its own primary group is always fine.
+    let nobody = nix::unistd::User::from_name("nobody").unwrap().unwrap();
+    let own = nix::unistd::Group::from_gid(nobody.gid).unwrap().unwrap();
+    let mut primary = mom.launch("91.s", "id -g\n");
+    primary.group = own.name;
+    link.run(primary);
+    assert_eq!(link.ended("91.s").0, 0);
+    assert_eq!(std::fs::read_to_string(mom.out_file("91.s")).unwrap(), format!("{}\n", nobody.gid));
+}

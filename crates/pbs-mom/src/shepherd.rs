@@ -26,7 +26,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use nix::sys::socket::{AddressFamily, ControlMessageOwned, MsgFlags, SockFlag, SockType, recvmsg, socketpair};
-use nix::unistd::{ForkResult, Gid, Group};
+use nix::unistd::{ForkResult, Gid};
 
 use crate::exec::{ChildPlan, Join, path_part};
 use crate::layout::{self, KillReason, Note, Spec, Started, Status, SuspendClock, now_ms};
@@ -130,10 +130,7 @@ fn prepare(spec: &Spec, records: &Path) -> Result<Prepared, (i32, String)> {
     let launch = &spec.launch;
     // Refused here, before anything is created for the owner.
     let user = crate::owner::resolve(launch).map_err(|e| (JOB_EXEC_FAILUID, e.to_string()))?;
-    let gid = match launch.group.is_empty() {
-        true => user.gid,
-        false => Group::from_name(&launch.group).ok().flatten().map(|g| g.gid).unwrap_or(user.gid),
-    };
+    let gid = crate::owner::group(launch, &user).map_err(|e| (JOB_EXEC_FAILUID, e.to_string()))?;
     let shell = [launch.shell.clone().unwrap_or_default(), user.shell.to_string_lossy().into_owned()]
         .into_iter()
         .find(|s| !s.trim().is_empty())
