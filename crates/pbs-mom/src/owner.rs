@@ -60,7 +60,7 @@ pub fn group(launch: &JobLaunch, user: &User) -> Result<Gid, OwnerError> {
         return Ok(user.gid);
     }
     let Ok(Some(group)) = Group::from_name(&launch.group) else { return Ok(user.gid) };
-    if group.gid == user.gid || group.mem.iter().any(|m| *m == user.name) {
+    if group.gid == user.gid || group.mem.contains(&user.name) {
         return Ok(group.gid);
     }
     Err(OwnerError::NotMember { user: user.name.clone(), group: group.name })
