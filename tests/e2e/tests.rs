@@ -9,6 +9,7 @@ mod exec;
 mod faults;
 mod limits;
 mod links;
+mod mom_privilege;
 mod nodes_cli;
 mod protocol;
 mod soft_walltime;

@@ -339,6 +339,9 @@ fn walltime_is_enforced_while_the_mom_is_down() {
     let sid = link.started("52.s");
     mom.kill9();
     eventually("the shepherd to kill the job", || session_states(sid).is_empty());
+    // The session is gone a moment before the shepherd records the end: a mom started in
+    // between adopts the shepherd and reports the end later, not in its NodeStatus.
+    eventually("its status record", || mom.records("52.s").has::<Status>());
     mom.spawn();
     let mut link = mom.connect();
     match link.node_status() {

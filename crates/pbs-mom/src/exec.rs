@@ -2,13 +2,15 @@
 //! directory, umask, output files opened as the owner, and the exec of the shell or program.
 //!
 //! This runs in the child of the single-threaded shepherd, so it may allocate; it never
-//! returns. A failure before the job's files exist is reported to the shepherd on a
-//! close-on-exec pipe as `code\tmessage`; an exec that succeeds closes the pipe silently.
+//! returns. It talks to the shepherd on a close-on-exec `SOCK_SEQPACKET` socket: a failure
+//! before the job's files exist is reported as `code\tmessage`; once they are open, the
+//! job's stderr, opened here as the owner, is handed to the shepherd ([`STDERR_HANDOFF`])
+//! for its own messages; an exec that succeeds then closes the socket silently.
 
 use std::ffi::{CString, OsStr};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
@@ -18,6 +20,9 @@ use nix::sys::stat::Mode;
 use nix::unistd::{Gid, Uid};
 
 use crate::JOB_EXEC_FAILUID;
+
+/// The payload of the message that carries the job's stderr descriptor to the shepherd.
+pub const STDERR_HANDOFF: &[u8] = b"stderr";
 
 /// Exit status of a job whose shell could not be executed (OpenPBS's mom exits 254 there).
 const SHELL_EXEC_FAILED: i32 = 254;
@@ -51,6 +56,8 @@ pub struct ChildPlan {
     pub user: CString,
     /// The owner's uid.
     pub uid: Uid,
+    /// The server allowed the job to run as root (`acl_roots`); checked again here, last.
+    pub root_allowed: bool,
     /// The group to run as.
     pub gid: Gid,
     /// The owner's home directory.
@@ -95,6 +102,7 @@ pub fn run_child(plan: &ChildPlan, report: OwnedFd) -> ! {
             exit_now(1);
         }
     }
+    hand_over_stderr(&report);
     let program = resolve_program(plan);
     let Ok(program_c) = CString::new(program.as_os_str().as_bytes()) else {
         exec_failed(plan, &program, nix::errno::Errno::EINVAL);
@@ -139,6 +147,23 @@ fn prepare(plan: &ChildPlan) -> Result<(), (i32, String)> {
     Ok(())
 }
 
+/// Gives the shepherd the job's stderr as this process opened it, as the owner: the
+/// shepherd writes its messages there, never through a descriptor the job could have
+/// replaced since (reopening `/proc/<pid>/fd/2` as root would turn a read-only descriptor
+/// of a root-owned file into a writable one). Without it the shepherd writes nothing.
+fn hand_over_stderr(report: &OwnedFd) {
+    let payload = [std::io::IoSlice::new(STDERR_HANDOFF)];
+    let fds = [libc::STDERR_FILENO];
+    let rights = [nix::sys::socket::ControlMessage::ScmRights(&fds)];
+    let _ = nix::sys::socket::sendmsg::<()>(
+        report.as_raw_fd(),
+        &payload,
+        &rights,
+        nix::sys::socket::MsgFlags::empty(),
+        None,
+    );
+}
+
 /// The job starts with default signal dispositions and nothing blocked: Rust ignores
 /// SIGPIPE in the shepherd, and an ignored signal would stay ignored across exec.
 fn reset_signals() {
@@ -155,6 +180,9 @@ fn reset_signals() {
 }
 
 fn drop_privileges(plan: &ChildPlan) -> Result<(), String> {
+    if plan.uid.is_root() && !plan.root_allowed {
+        return Err("refusing to run as root: the server's acl_roots did not allow it".to_string());
+    }
     let euid = nix::unistd::geteuid();
     if !euid.is_root() {
         // An unprivileged mom (a developer's) can only run its own user's jobs.

@@ -46,6 +46,10 @@ pub struct Spec {
     pub mom_port: u16,
     /// Where the shepherd sends its notes to the mom.
     pub notify_socket: PathBuf,
+    /// The secret of this run's shepherd, by which a restarted mom knows it
+    /// ([`crate::adopt`]); empty in records of older moms.
+    #[serde(default)]
+    pub shepherd_secret: String,
 }
 
 /// The shepherd's record of a started job.

@@ -11,6 +11,7 @@
 //! shepherds exiting, and checks the records of adopted shepherds at every usage sample, so
 //! a lost datagram delays a report but never loses it.
 
+pub mod adopt;
 pub mod env;
 pub mod error;
 pub mod exec;
@@ -18,6 +19,7 @@ pub mod layout;
 pub mod link;
 pub use pbs_log as logging;
 pub mod mom;
+pub mod owner;
 pub mod procfs;
 pub mod records;
 pub mod shepherd;

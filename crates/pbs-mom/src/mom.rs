@@ -12,7 +12,7 @@
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
@@ -31,7 +31,7 @@ use crate::layout::{
 use crate::signals::{self, JobSignal};
 use crate::{
     JOB_EXEC_FAIL1, JOB_EXEC_INITABT, JOB_EXEC_KILL_CPUT, JOB_EXEC_KILL_MEM, JOB_EXEC_RETRY, MomConfig, MomError,
-    procfs, records, shepherd,
+    adopt, procfs, records, shepherd,
 };
 
 /// Growth of a records file (usage samples, mostly) past its size after the last
@@ -75,8 +75,10 @@ struct Job {
     /// The shepherd of the current run, once known: reports from any other are stale.
     shepherd_pid: Option<i32>,
     /// The shepherd was adopted from a previous run of the mom: it is not our child, so the
-    /// sampler checks that it is alive.
+    /// sampler checks that it is alive and still proves itself ([`crate::adopt`]).
     adopted: bool,
+    /// The secret this run's shepherd holds.
+    shepherd_secret: String,
     usage: Usage,
     clock: SuspendClock,
     /// (time in ms, CPU ticks) of the previous sample, for cpupercent.
@@ -102,6 +104,7 @@ impl Job {
             start_ms: 0,
             shepherd_pid: None,
             adopted: false,
+            shepherd_secret: String::new(),
             usage: Usage { ncpus: launch.ncpus, ..Usage::default() },
             clock: SuspendClock::default(),
             last_cpu: None,
@@ -273,7 +276,10 @@ impl Mom {
                 let _ = std::fs::remove_file(&path);
                 continue;
             };
-            let shepherd = path.to_str().and_then(|p| shepherds.get(p)).copied();
+            let shepherd = path
+                .to_str()
+                .and_then(|p| shepherds.get(p))
+                .and_then(|pids| adopt::proven(&job_id, pids, &spec.shepherd_secret));
             let forgotten = recs.has::<Forgotten>();
             if forgotten && shepherd.is_none() {
                 self.remove_job_files(&job_id, &path);
@@ -283,6 +289,7 @@ impl Mom {
             let mut job = Job::new(&spec.launch, path.clone(), run);
             job.records_base = recs.size();
             job.forgotten = forgotten;
+            job.shepherd_secret = spec.shepherd_secret.clone();
             job.usage = recs.get().unwrap_or(job.usage);
             job.clock = recs.get().unwrap_or_default();
             job.kill_reason = recs.get();
@@ -416,12 +423,23 @@ impl Mom {
             state.jobs.insert(job_id.clone(), Job::new(&launch, path.clone(), run));
         }
         let sister = launch.sister;
+        let secret = match adopt::new_secret() {
+            Ok(secret) => secret,
+            Err(e) => {
+                self.start_failed(&job_id, format!("cannot make the shepherd's secret: {e}"));
+                return;
+            }
+        };
+        if let Some(job) = self.lock().jobs.get_mut(&job_id) {
+            job.shepherd_secret = secret.clone();
+        }
         let spec = Spec {
             launch,
             home: self.cfg.home.clone(),
             tmpdir_base: self.cfg.tmpdir_base.clone(),
             mom_port: self.cfg.job_mom_port,
             notify_socket: self.layout.notify_socket(),
+            shepherd_secret: secret,
         };
         // A leftover of an earlier run of this id is replaced.
         if let Err(e) = records::create(&path, &spec) {
@@ -433,7 +451,7 @@ impl Mom {
             log_job(&job_id, format_args!("sister job, nothing to run here"));
             return;
         }
-        match self.spawn_shepherd(&path) {
+        match self.spawn_shepherd(&path, &spec.shepherd_secret) {
             Ok(mut child) => {
                 let pid = child.id().and_then(|p| i32::try_from(p).ok());
                 if let Some(job) = self.lock().jobs.get_mut(&job_id)
@@ -451,13 +469,15 @@ impl Mom {
         }
     }
 
-    fn spawn_shepherd(&self, records: &Path) -> std::io::Result<tokio::process::Child> {
+    fn spawn_shepherd(&self, records: &Path, secret: &str) -> std::io::Result<tokio::process::Child> {
         let err = self.shepherd_err.try_clone()?;
         let mut command = std::process::Command::new(&self.cfg.shepherd_exe);
         command
             .arg0("pbs_mom")
             .args(shepherd::shepherd_args(records))
             .env_clear()
+            // Its only variable, the proof a restarted mom asks for (see crate::adopt).
+            .env(adopt::SECRET_ENV, secret)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::from(err));
@@ -762,7 +782,7 @@ impl Mom {
             records: PathBuf,
             sid: i64,
             running: bool,
-            adopted: Option<i32>,
+            adopted: Option<(i32, String)>,
             shepherd_pid: Option<i32>,
         }
         let targets: Vec<Target> = {
@@ -777,7 +797,7 @@ impl Mom {
                     records: j.records.clone(),
                     sid: j.session_id,
                     running: j.phase == Phase::Running && !j.forgotten,
-                    adopted: j.shepherd_pid.filter(|_| j.adopted),
+                    adopted: j.shepherd_pid.filter(|_| j.adopted).map(|pid| (pid, j.shepherd_secret.clone())),
                     shepherd_pid: j.shepherd_pid,
                 })
                 .collect()
@@ -790,10 +810,11 @@ impl Mom {
         let gone: Vec<(String, Option<i32>)> = targets
             .iter()
             .filter(|t| {
-                t.adopted.is_some_and(|pid| !procfs::alive(pid))
+                // A pid reused by another process is not the shepherd either.
+                t.adopted.as_ref().is_some_and(|(pid, secret)| !adopt::holds_secret(*pid, secret))
                     || status_of(&records::read(&t.records), t.shepherd_pid).is_some()
             })
-            .map(|t| (t.job_id.clone(), t.adopted))
+            .map(|t| (t.job_id.clone(), t.adopted.as_ref().map(|(pid, _)| *pid)))
             .collect();
         let now = now_ms();
         let mut kills = Vec::new();
@@ -853,8 +874,9 @@ impl Mom {
         }
         self.compact_records(sizes);
         for (job_id, path, sid, reason) in kills {
+            // Before the SIGTERM: the shepherd writes the message to the job's stderr from
+            // this record once the job is gone.
             let _ = records::append(&path, &reason);
-            append_to_stderr(sid, &reason.message);
             log_job(&job_id, format_args!("{}", reason.message));
             let grace = u32::try_from(shepherd::LIMIT_KILL_GRACE.as_secs()).unwrap_or(2);
             self.terminate(&job_id, sid, grace);
@@ -921,13 +943,4 @@ impl Mom {
 /// run of the same job id, appended late, must not end this run.
 fn status_of(recs: &records::Records, pid: Option<i32>) -> Option<Status> {
     recs.find(|s: &Status| pid.is_none_or(|p| s.shepherd_pid == p))
-}
-
-/// Appends `=>> PBS: job killed: <message>` to the stderr of the session's shell: the file
-/// the job opened as its owner, reached through /proc rather than by a path it could
-/// have replaced with a link.
-fn append_to_stderr(sid: i64, message: &str) {
-    if let Ok(mut file) = std::fs::OpenOptions::new().append(true).open(format!("/proc/{sid}/fd/2")) {
-        let _ = file.write_all(format!("=>> PBS: job killed: {message}\n").as_bytes());
-    }
 }

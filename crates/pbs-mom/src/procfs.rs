@@ -112,9 +112,10 @@ pub fn alive(pid: i32) -> bool {
     pid > 0 && process(pid).is_some_and(|p| p.state != 'Z')
 }
 
-/// Shepherds running now, by the records file of the job they serve
-/// (`pbs_mom --shepherd <file>`).
-pub fn shepherds() -> HashMap<String, i32> {
+/// Processes whose command line is a shepherd's (`pbs_mom --shepherd <file>`), by the
+/// records file they name. Anyone can run such a process: see [`crate::adopt`] for which
+/// of them are shepherds.
+pub fn shepherds() -> HashMap<String, Vec<i32>> {
     let mut out = HashMap::new();
     let Ok(entries) = std::fs::read_dir("/proc") else { return out };
     for entry in entries.flatten() {
@@ -127,7 +128,7 @@ pub fn shepherds() -> HashMap<String, i32> {
             && let Some(records) = args.next().and_then(|d| std::str::from_utf8(d).ok())
             && alive(pid)
         {
-            out.insert(records.to_string(), pid);
+            out.entry(records.to_string()).or_default().push(pid);
         }
     }
     out

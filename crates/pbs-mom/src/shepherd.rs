@@ -15,7 +15,8 @@
 
 use std::ffi::CString;
 use std::fs::{File, OpenOptions};
-use std::io::{Read, Write};
+use std::io::Write;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::os::unix::net::UnixDatagram;
@@ -24,10 +25,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use nix::unistd::{ForkResult, Gid, Group, User};
+use nix::sys::socket::{AddressFamily, ControlMessageOwned, MsgFlags, SockFlag, SockType, recvmsg, socketpair};
+use nix::unistd::{ForkResult, Gid};
 
 use crate::exec::{ChildPlan, Join, path_part};
-use crate::layout::{self, Note, Spec, Started, Status, SuspendClock, now_ms};
+use crate::layout::{self, KillReason, Note, Spec, Started, Status, SuspendClock, now_ms};
 use crate::records;
 use crate::{JOB_EXEC_FAIL1, JOB_EXEC_FAILUID, JOB_EXEC_KILL_WALLTIME, env};
 
@@ -126,14 +128,9 @@ fn shepherd(spec: &Spec, records: &Path) -> Status {
 /// Looks up the owner and makes the script, node file and TMPDIR.
 fn prepare(spec: &Spec, records: &Path) -> Result<Prepared, (i32, String)> {
     let launch = &spec.launch;
-    let user = match User::from_name(&launch.user) {
-        Ok(Some(user)) => user,
-        _ => return Err((JOB_EXEC_FAILUID, format!("user {} does not exist on this host", launch.user))),
-    };
-    let gid = match launch.group.is_empty() {
-        true => user.gid,
-        false => Group::from_name(&launch.group).ok().flatten().map(|g| g.gid).unwrap_or(user.gid),
-    };
+    // Refused here, before anything is created for the owner.
+    let user = crate::owner::resolve(launch).map_err(|e| (JOB_EXEC_FAILUID, e.to_string()))?;
+    let gid = crate::owner::group(launch, &user).map_err(|e| (JOB_EXEC_FAILUID, e.to_string()))?;
     let shell = [launch.shell.clone().unwrap_or_default(), user.shell.to_string_lossy().into_owned()]
         .into_iter()
         .find(|s| !s.trim().is_empty())
@@ -202,6 +199,7 @@ fn prepare(spec: &Spec, records: &Path) -> Result<Prepared, (i32, String)> {
     let plan = ChildPlan {
         user: user_c,
         uid: user.uid,
+        root_allowed: launch.root_allowed,
         gid,
         home: user.dir.clone(),
         workdirs,
@@ -246,9 +244,10 @@ fn cookie() -> String {
 /// Forks the job, waits for it, and returns its status.
 fn run_job(spec: &Spec, records: &Path, plan: &ChildPlan) -> Status {
     let launch = &spec.launch;
-    let (read_end, write_end) = match nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC) {
+    let (read_end, write_end) = match socketpair(AddressFamily::Unix, SockType::SeqPacket, None, SockFlag::SOCK_CLOEXEC)
+    {
         Ok(pair) => pair,
-        Err(e) => return failed(JOB_EXEC_FAIL1, format!("pipe: {e}")),
+        Err(e) => return failed(JOB_EXEC_FAIL1, format!("socketpair: {e}")),
     };
     // SAFETY: the shepherd is single-threaded here (the walltime thread starts later), so
     // the child may run ordinary code before it execs.
@@ -262,8 +261,8 @@ fn run_job(spec: &Spec, records: &Path, plan: &ChildPlan) -> Status {
     };
     drop(write_end);
     let start_ms = now_ms();
-    let mut report = String::new();
-    let _ = File::from(read_end).read_to_string(&mut report);
+    let (report, sink) = read_child_report(&read_end);
+    drop(read_end);
     if !report.is_empty() {
         let _ = wait_for_leader(child.as_raw());
         let (code, message) = report.split_once('\t').unwrap_or(("-1", report.as_str()));
@@ -276,16 +275,14 @@ fn run_job(spec: &Spec, records: &Path, plan: &ChildPlan) -> Status {
 
     let killed = Arc::new(AtomicBool::new(false));
     let message = Arc::new(Mutex::new(String::new()));
+    let sink = sink.map(Arc::new);
     if let Some(limit) = launch.walltime {
-        // The job's own stderr, reopened now so a limit message lands in the file the job
-        // writes to, with the job's permissions already decided.
-        let sink = OpenOptions::new().append(true).open(format!("/proc/{sid}/fd/2")).ok();
         let watch = WalltimeWatch {
             records: records.to_path_buf(),
             sid,
             start_ms,
             limit,
-            sink,
+            sink: sink.clone(),
             killed: killed.clone(),
             message: message.clone(),
         };
@@ -294,6 +291,13 @@ fn run_job(spec: &Spec, records: &Path, plan: &ChildPlan) -> Status {
     let wstatus = wait_for_leader(child.as_raw());
     let end_ms = now_ms();
     reap_leftovers(sid);
+    if !killed.load(Ordering::SeqCst)
+        && let Some(reason) = records::read(records).get::<KillReason>()
+        && let Some(sink) = &sink
+    {
+        // The mom killed it for a limit (cput, mem) and recorded why before the SIGTERM.
+        kill_message(sink, &reason.message);
+    }
     // SAFETY: rusage is plain data; zeroes are a valid value, and getrusage fills it.
     let mut rusage: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: the pointer is to a live local.
@@ -320,6 +324,52 @@ fn run_job(spec: &Spec, records: &Path, plan: &ChildPlan) -> Status {
         maxrss_kb: rusage.ru_maxrss.max(0) as u64,
         message: message.lock().map(|m| m.clone()).unwrap_or_default(),
     }
+}
+
+/// What the job's process said before it exec'd: a failure report (`code\tmessage`, empty
+/// if none) and the stderr it opened as the owner, if it handed it over.
+fn read_child_report(sock: &OwnedFd) -> (String, Option<File>) {
+    let mut report = Vec::new();
+    let mut sink = None;
+    let mut buf = [0u8; 4096];
+    // Bounded: the child sends at most two messages before it execs or exits.
+    for _ in 0..16 {
+        let mut iov = [std::io::IoSliceMut::new(&mut buf)];
+        let mut space = nix::cmsg_space!([std::os::fd::RawFd; 1]);
+        let (bytes, fds) = match recvmsg::<()>(sock.as_raw_fd(), &mut iov, Some(&mut space), MsgFlags::MSG_CMSG_CLOEXEC)
+        {
+            Ok(msg) => {
+                let mut fds = Vec::new();
+                for cmsg in msg.cmsgs().into_iter().flatten() {
+                    if let ControlMessageOwned::ScmRights(received) = cmsg {
+                        fds.extend(received);
+                    }
+                }
+                (msg.bytes, fds)
+            }
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(_) => break,
+        };
+        // Owned at once, so any descriptor not kept is closed.
+        // SAFETY: SCM_RIGHTS gave this process new descriptors that nothing else owns.
+        let mut files: Vec<File> = fds.into_iter().map(|fd| File::from(unsafe { OwnedFd::from_raw_fd(fd) })).collect();
+        let data = buf.get(..bytes).unwrap_or_default();
+        if data == crate::exec::STDERR_HANDOFF && sink.is_none() {
+            sink = files.pop();
+        } else {
+            report.extend_from_slice(data);
+        }
+        if bytes == 0 {
+            break;
+        }
+    }
+    (String::from_utf8_lossy(&report).into_owned(), sink)
+}
+
+/// Appends `=>> PBS: job killed: <message>` to the job's stderr (as OpenPBS's mom does).
+fn kill_message(sink: &File, message: &str) {
+    let mut sink = sink;
+    let _ = sink.write_all(format!("=>> PBS: job killed: {message}\n").as_bytes());
 }
 
 /// Waits until the job's shell exits, reaping orphans reparented to the shepherd meanwhile;
@@ -392,13 +442,14 @@ struct WalltimeWatch {
     sid: i64,
     start_ms: u64,
     limit: u64,
-    sink: Option<File>,
+    /// The job's stderr as the job's process opened it (see [`read_child_report`]).
+    sink: Option<Arc<File>>,
     killed: Arc<AtomicBool>,
     message: Arc<Mutex<String>>,
 }
 
 impl WalltimeWatch {
-    fn run(mut self) {
+    fn run(self) {
         // As in OpenPBS the job is over its limit when its whole seconds exceed it.
         let deadline_ms = self.limit.saturating_add(1).saturating_mul(1000);
         let used_ms = loop {
@@ -412,8 +463,8 @@ impl WalltimeWatch {
             std::thread::sleep(Duration::from_millis(wait));
         };
         let text = format!("walltime {} exceeded limit {}", used_ms / 1000, self.limit);
-        if let Some(sink) = self.sink.as_mut() {
-            let _ = sink.write_all(format!("=>> PBS: job killed: {text}\n").as_bytes());
+        if let Some(sink) = &self.sink {
+            kill_message(sink, &text);
         }
         if let Ok(mut m) = self.message.lock() {
             *m = text;

@@ -67,6 +67,14 @@ pub struct JobLaunch {
     pub job_name: String,
     /// The owner (`euser`): the job runs as this user, looked up on the mom's host.
     pub user: String,
+    /// The uid the server resolved for `user`. The mom looks `user` up itself and refuses
+    /// the job (`JOB_EXEC_FAILUID`) unless it finds that same uid; without it, it refuses.
+    #[serde(default)]
+    pub uid: Option<u32>,
+    /// Set by the server only when `acl_roots` allows the owner: without it the mom never
+    /// starts the job as uid 0.
+    #[serde(default)]
+    pub root_allowed: bool,
     /// `egroup`: the primary group to run as, if it exists on the mom's host.
     pub group: String,
     /// The queue (`PBS_QUEUE`).

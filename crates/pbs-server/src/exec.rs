@@ -330,10 +330,13 @@ fn launches(state: &State, key: JobKey, exec: &ExecVnode, run_count: u32) -> Vec
     let arguments = job.get("argument_list", None).map(|a| jsdl_values(a, "jsdl-hpcpa:Argument")).unwrap_or_default();
     let mother_superior = exec.vnodes().first().map(|v| v.to_string()).unwrap_or_default();
     let shell = job.get("Shell_Path_List", None).and_then(|list| shell_for(list, &mother_superior));
+    let (uid, root_allowed) = crate::launch_owner::owner(state, job);
     let base = JobLaunch {
         job_id: job.id(&state.server_name),
         job_name: get("Job_Name"),
         user: get("euser"),
+        uid,
+        root_allowed,
         group: get("egroup"),
         queue: job.queue.to_string(),
         sister: false,

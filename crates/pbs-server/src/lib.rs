@@ -21,6 +21,7 @@ pub mod exec;
 pub mod faults;
 pub mod identity;
 pub mod jobs;
+pub mod launch_owner;
 pub use pbs_log as logging;
 pub mod manager;
 pub mod momlink;

@@ -198,6 +198,8 @@ impl TestMom {
             job_id: job_id.to_string(),
             job_name: "testjob".to_string(),
             user: "nobody".to_string(),
+            // As the server resolved it: the mom refuses a launch whose uid differs.
+            uid: Some(NOBODY),
             group: String::new(),
             queue: "workq".to_string(),
             script: script.to_string(),

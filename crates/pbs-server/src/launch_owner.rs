@@ -1,0 +1,81 @@
+//! Whom a launch tells the mom to run a job as: the uid this server resolves for the job's
+//! `euser`, and whether `acl_roots` allows the job to run as root. The mom refuses a launch
+//! whose owner has another uid on its host, and runs nothing as uid 0 without the
+//! permission (see `pbs_mom`'s `owner` module).
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use crate::state::{Job, State};
+
+/// How long a name's uid is reused before the password database is read again (as for the
+/// names of connecting peers, [`crate::identity::NAME_TTL`]).
+const UID_TTL: Duration = Duration::from_secs(5);
+
+/// Most names remembered; past this, expired entries (or all) are dropped.
+const UID_CACHE_MAX: usize = 4096;
+
+static UIDS: Mutex<Option<HashMap<String, (u32, Instant)>>> = Mutex::new(None);
+
+/// The owner fields of a job's launch: (uid, root_allowed).
+pub fn owner(state: &State, job: &Job) -> (Option<u32>, bool) {
+    let uid = uid_of(job.get("euser", None).unwrap_or(""));
+    let root_allowed = uid == Some(0) && root_allowed(state, job.get("Job_Owner", None).unwrap_or(""));
+    (uid, root_allowed)
+}
+
+/// Whether `acl_roots` names the owner (`user@host`), as it did when the server accepted
+/// root's job at submission; checked again at each run, so a manager who removes the
+/// entry stops root's queued jobs from running as root.
+fn root_allowed(state: &State, job_owner: &str) -> bool {
+    let (user, host) = job_owner.split_once('@').unwrap_or((job_owner, ""));
+    state.server_attr("acl_roots", None).is_some_and(|list| crate::identity::acl_matches(list, user, host))
+}
+
+/// The uid of user `name` on this host, through a short-lived cache: runs start under the
+/// state lock, and the password database may be a directory service.
+fn uid_of(name: &str) -> Option<u32> {
+    if name.is_empty() {
+        return None;
+    }
+    let now = Instant::now();
+    {
+        let cache = UIDS.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((uid, expires)) = cache.as_ref().and_then(|m| m.get(name))
+            && now < *expires
+        {
+            return Some(*uid);
+        }
+    }
+    // A name without an entry is not cached: a directory-service hiccup must not refuse
+    // the user's jobs for the next seconds, and the mom refuses a launch without a uid.
+    let uid = nix::unistd::User::from_name(name).ok().flatten()?.uid.as_raw();
+    let mut cache = UIDS.lock().unwrap_or_else(|e| e.into_inner());
+    let map = cache.get_or_insert_with(HashMap::new);
+    if map.len() >= UID_CACHE_MAX {
+        map.retain(|_, (_, expires)| now < *expires);
+        if map.len() >= UID_CACHE_MAX {
+            map.clear();
+        }
+    }
+    map.insert(name.to_string(), (uid, now + UID_TTL));
+    Some(uid)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uids_come_from_the_password_database() {
+        assert_eq!(uid_of("root"), Some(0));
+        assert_eq!(uid_of("root"), Some(0));
+        let me = nix::unistd::User::from_uid(nix::unistd::getuid()).ok().flatten();
+        if let Some(me) = me {
+            assert_eq!(uid_of(&me.name), Some(me.uid.as_raw()));
+        }
+        assert_eq!(uid_of("no_such_user_here"), None);
+        assert_eq!(uid_of(""), None);
+    }
+}
