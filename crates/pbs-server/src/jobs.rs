@@ -566,6 +566,11 @@ pub fn modify_jobs(state: &mut State, ctx: &Ctx<'_>, ids: &[String], attrs: &[At
             let resource = resource.map(|r| state.interner.intern(&r));
             list.set(def, resource, value);
         }
+        crate::holds::check_alter(
+            ctx.privilege,
+            job.attrs.get(job_idx!("Hold_Types"), None).unwrap_or("n"),
+            list.get(job_idx!("Hold_Types"), None).unwrap_or("n"),
+        )?;
         if list.get(job_idx!("max_run_subjobs"), None).is_some() && !job.array {
             return Err(ReqError::new(Pbse::NOTARRAY_ATTR));
         }
@@ -695,17 +700,6 @@ fn delete_array(state: &mut State, seq: u64, force: bool, now: i64) -> Vec<Store
     ops
 }
 
-/// The hold letters a privilege may set or clear: `u` for owners, `o` for operators, `s`
-/// (and `p`) for managers.
-fn hold_allowed(privilege: Privilege, letter: char) -> bool {
-    match letter {
-        'u' => true,
-        'o' => privilege >= Privilege::Operator,
-        's' | 'p' => privilege >= Privilege::Manager,
-        _ => false,
-    }
-}
-
 /// Handles HoldJob (`hold = true`) and ReleaseJob (`hold = false`).
 pub fn hold_jobs(
     state: &mut State,
@@ -719,7 +713,7 @@ pub fn hold_jobs(
         if letters.iter().any(|c| !"uosnp".contains(*c)) {
             return Err(ReqError::new(Pbse::BADATVAL));
         }
-        if letters.iter().any(|c| *c != 'n' && !hold_allowed(ctx.privilege, *c)) {
+        if letters.iter().any(|c| *c != 'n' && !crate::holds::allowed(ctx.privilege, *c)) {
             return Err(ReqError::new(Pbse::PERM));
         }
         let Some(job) = state.jobs.get_mut(&seq) else {

@@ -17,6 +17,7 @@ pub mod assigned;
 pub mod attrlist;
 pub mod error;
 pub mod exec;
+pub mod holds;
 pub mod identity;
 pub mod jobs;
 pub use pbs_log as logging;
