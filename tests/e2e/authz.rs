@@ -49,3 +49,59 @@ fn qalter_of_hold_types_follows_the_hold_privileges() {
     cluster.run("qalter", &["-h", "n", &id]).ok();
     assert_eq!(cluster.job_attr(&id, "job_state").as_deref(), Some("Q"));
 }
+
+fn denied(command: &str, attr: &str, id: Option<&str>) -> String {
+    let text = format!("{command}: Cannot set attribute, read only or insufficient permission  {attr}");
+    match id {
+        Some(id) => format!("{text} {id}\n"),
+        None => format!("{text}\n"),
+    }
+}
+
+#[test]
+fn custom_resources_keep_their_privileges() {
+    let cluster = Cluster::start();
+    cluster.qmgr("create resource rsecret type=long,flag=r");
+    cluster.qmgr("create resource isecret type=long,flag=i");
+    cluster.qmgr("create resource hsecret type=long,flag=hi");
+    cluster.qmgr("create resource open type=long");
+    // Resource definitions are the managers': an operator may neither change nor unset one.
+    cluster.qmgr("set server operators = nobody@*");
+    for command in ["set resource open flag = h", "set resource open type = string", "unset resource open flag"] {
+        assert_fails(
+            &cluster.run_as_nobody("qmgr", &["-c", command]),
+            "qmgr obj=open svr=default: Unauthorized Request \nqmgr: Error (15007) returned from server\n",
+            159,
+        );
+    }
+    assert_eq!(cluster.run("qmgr", &["-c", "list resource open"]).ok().stdout, "Resource open\n    type = long\n\n");
+    cluster.qmgr("unset server operators");
+    // A built-in resource cannot be redefined.
+    assert_fails(
+        &cluster.run("qmgr", &["-c", "set resource ncpus flag = h"]),
+        "qmgr obj=ncpus svr=default: Invalid request\nqmgr: Error (15004) returned from server\n",
+        156,
+    );
+    // Read-only (r) and invisible (i) resources are not the owner's to set.
+    for resource in ["rsecret", "isecret"] {
+        let attr = format!("Resource_List.{resource}");
+        let out = cluster.run_as_nobody("qsub", &["-l", &format!("{resource}=1"), "--", "/bin/true"]);
+        assert_fails(&out, &denied("qsub", &attr, None), 155);
+    }
+    let id = submit_as_nobody(&cluster, &["-l", "open=1", "--", "/bin/true"]);
+    for resource in ["rsecret", "isecret"] {
+        let attr = format!("Resource_List.{resource}");
+        let out = cluster.run_as_nobody("qalter", &["-l", &format!("{resource}=2"), &id]);
+        assert_fails(&out, &denied("qalter", &attr, Some(&id)), 155);
+    }
+    // Nor is an invisible resource usable in a chunk.
+    let out = cluster.run_as_nobody("qsub", &["-l", "select=1:ncpus=1:hsecret=1", "--", "/bin/true"]);
+    assert_fails(&out, "qsub: Resource invalid in \"select\" specification Resource_List.hsecret\n", 4);
+    // A manager sets both; the owner sees the read-only one only.
+    cluster.run("qalter", &["-l", "rsecret=2", "-l", "isecret=3", &id]).ok();
+    let mine = cluster.run_as_nobody("qstat", &["-f", &id]).ok().stdout;
+    assert!(mine.contains("    Resource_List.rsecret = 2\n"), "{mine}");
+    assert!(!mine.contains("isecret"), "{mine}");
+    let roots = cluster.run("qstat", &["-f", &id]).ok().stdout;
+    assert!(roots.contains("    Resource_List.isecret = 3\n"), "{roots}");
+}

@@ -51,10 +51,13 @@ pub fn check_job_attr(
         let Some(rdef) = state.resources.get(resource) else {
             return Err(ReqError::attr(Pbse::UNKRESC, name));
         };
-        if rdef.manager_only_set && ctx.privilege < Privilege::Manager {
+        if !rdef.writable_by(ctx.privilege) {
             return Err(ReqError::attr(Pbse::ATTRRO, name));
         }
         let canonical = rdef.normalize(value).map_err(|_| ReqError::attr(Pbse::BADATVAL, name))?;
+        if rdef.name == "select" {
+            crate::privilege::check_select(state, ctx.privilege, &canonical)?;
+        }
         return Ok((index, Some(rdef.name.clone()), canonical));
     }
     if resource.is_some() {
@@ -975,12 +978,16 @@ pub fn job_status(state: &State, job: &Job, filter: &StatusFilter) -> StatusObje
             job.substate.to_string()
         }
     };
+    let hidden = crate::privilege::hidden_resources(state, filter.privilege);
     let mut sorted_computed = filter.computed;
     sorted_computed.sort_unstable();
     let mut attrs = Vec::with_capacity(if filter.all { job.attrs.len() + 4 } else { 8 });
     let mut push = |def: u8, resource: Option<&str>, value: &dyn Fn() -> String| {
         let Some(d) = table.get(def as usize) else { return };
         if !d.readable_by(filter.privilege) || !filter.wants(def, resource) {
+            return;
+        }
+        if resource.is_some_and(|r| hidden.iter().any(|h| h == r)) {
             return;
         }
         let full = match resource {

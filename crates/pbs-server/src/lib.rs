@@ -25,6 +25,7 @@ pub mod manager;
 pub mod momlink;
 pub mod net;
 pub mod nodes;
+pub mod privilege;
 pub mod schedlink;
 pub mod state;
 pub mod store;

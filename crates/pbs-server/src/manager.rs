@@ -41,6 +41,10 @@ pub fn manager(
         return Err(ReqError::new(Pbse::PERM));
     }
     if kind == ObjectKind::Resource {
+        // Resource definitions decide who may set what on every job: managers' alone.
+        if ctx.privilege < Privilege::Manager {
+            return Err(ReqError::new(Pbse::PERM));
+        }
         return manage_resource(state, command, names, attrs);
     }
     if kind == ObjectKind::Server {
@@ -372,7 +376,7 @@ fn manage_resource(
             MgrCommand::Set | MgrCommand::Unset => {
                 let current = state.resources.get(name).ok_or_else(|| ReqError::new(Pbse::UNKRESC))?;
                 if current.builtin {
-                    return Err(ReqError::new(Pbse::PERM));
+                    return Err(ReqError::new(Pbse::IVALREQ));
                 }
                 let rtype = value_of("type").unwrap_or_else(|| current.rtype.to_string());
                 let flags = if command == MgrCommand::Unset && value_of("flag").is_some() {
