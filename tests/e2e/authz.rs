@@ -105,3 +105,96 @@ fn custom_resources_keep_their_privileges() {
     let roots = cluster.run("qstat", &["-f", &id]).ok().stdout;
     assert!(roots.contains("    Resource_List.isecret = 3\n"), "{roots}");
 }
+
+fn nobody_group() -> String {
+    nix::unistd::Group::from_gid(nix::unistd::Gid::from_raw(pbs_e2e::NOBODY))
+        .ok()
+        .flatten()
+        .map(|g| g.name)
+        .expect("a group for nobody's gid")
+}
+
+const UNAUTHORIZED: &str = "qsub: Unauthorized Request \n";
+
+#[test]
+fn queue_user_and_group_acls_refuse_submission() {
+    let cluster = Cluster::start();
+    cluster.allow_root_jobs();
+    cluster.qmgr("set queue workq acl_user_enable = True");
+    // Enabled with no list: nobody at all may submit, managers included.
+    assert_fails(&cluster.run_as_nobody("qsub", &["--", "/bin/true"]), UNAUTHORIZED, 159);
+    assert_fails(&cluster.run("qsub", &["--", "/bin/true"]), UNAUTHORIZED, 159);
+    cluster.qmgr("set queue workq acl_users = root");
+    cluster.qsub(&["--", "/bin/true"]);
+    assert_fails(&cluster.run_as_nobody("qsub", &["--", "/bin/true"]), UNAUTHORIZED, 159);
+    cluster.qmgr("set queue workq acl_users += nobody");
+    submit_as_nobody(&cluster, &["--", "/bin/true"]);
+    // A `-` entry refuses; a lone `+` lets everyone else in; entries are kept in
+    // OpenPBS's order, so the first that matches is the most specific.
+    cluster.qmgr("set queue workq acl_users = \"-nobody@*,+\"");
+    assert_eq!(cluster.queue_attr("workq", "acl_users").as_deref(), Some("+,-nobody@*"));
+    assert_fails(&cluster.run_as_nobody("qsub", &["--", "/bin/true"]), UNAUTHORIZED, 159);
+    cluster.qsub(&["--", "/bin/true"]);
+    assert_fails(
+        &cluster.run("qmgr", &["-c", "set queue workq acl_users += +"]),
+        "qmgr obj=workq svr=default: Duplicate entry in list \nqmgr: Error (15055) returned from server\n",
+        207,
+    );
+    cluster.qmgr("set queue workq acl_user_enable = False");
+    submit_as_nobody(&cluster, &["--", "/bin/true"]);
+
+    // Groups: any group of the job's user.
+    cluster.qmgr("set queue workq acl_group_enable = True");
+    cluster.qmgr("set queue workq acl_groups = root");
+    assert_fails(&cluster.run_as_nobody("qsub", &["--", "/bin/true"]), UNAUTHORIZED, 159);
+    cluster.qmgr(&format!("set queue workq acl_groups += {}", nobody_group()));
+    submit_as_nobody(&cluster, &["--", "/bin/true"]);
+}
+
+#[test]
+fn queue_host_acl_and_from_route_only() {
+    let cluster = Cluster::start();
+    cluster.allow_root_jobs();
+    // Queue ACLs are the operators' to set; from_route_only the managers'.
+    cluster.qmgr("set server operators = nobody@*");
+    cluster.run_as_nobody("qmgr", &["-c", "set queue workq acl_host_enable = True"]).ok();
+    cluster.run_as_nobody("qmgr", &["-c", "set queue workq acl_hosts = *.invalid"]).ok();
+    assert_fails(
+        &cluster.run_as_nobody("qmgr", &["-c", "set queue workq from_route_only = True"]),
+        "qmgr obj=workq svr=default: Unauthorized Request \nqmgr: Error (15007) returned from server\n",
+        159,
+    );
+    cluster.qmgr("unset server operators");
+    let badhost = "qsub: Access from host not allowed, or unknown host\n";
+    assert_fails(&cluster.run_as_nobody("qsub", &["--", "/bin/true"]), badhost, 160);
+    assert_fails(&cluster.run("qsub", &["--", "/bin/true"]), badhost, 160);
+    cluster.qmgr(&format!("set queue workq acl_hosts += {}", cluster.host));
+    submit_as_nobody(&cluster, &["--", "/bin/true"]);
+    // Only a routing queue may bring jobs into a from_route_only queue.
+    cluster.qmgr("set queue workq from_route_only = True");
+    let denied = "qsub: Access to queue is denied\n";
+    assert_fails(&cluster.run_as_nobody("qsub", &["--", "/bin/true"]), denied, 174);
+    assert_fails(&cluster.run("qsub", &["--", "/bin/true"]), denied, 174);
+}
+
+#[test]
+fn server_acls_refuse_requests() {
+    let cluster = Cluster::start();
+    let id = submit_as_nobody(&cluster, &["--", "/bin/true"]);
+    // The server's own host is always let in.
+    cluster.qmgr("set server acl_host_enable = True");
+    submit_as_nobody(&cluster, &["--", "/bin/true"]);
+    cluster.qmgr("set server acl_user_enable = True");
+    cluster.qmgr("set server acl_users = root");
+    assert_fails(&cluster.run_as_nobody("qsub", &["--", "/bin/true"]), UNAUTHORIZED, 159);
+    // Every request, not only submissions.
+    assert_eq!(cluster.run_as_nobody("qstat", &[&id]).code, 159);
+    assert_fails(&cluster.run_as_nobody("qdel", &[&id]), &format!("qdel: Unauthorized Request  {id}\n"), 159);
+    // Operators and managers pass whatever the list says.
+    cluster.qmgr("set server operators = nobody@*");
+    cluster.run_as_nobody("qstat", &[&id]).ok();
+    cluster.qmgr("unset server operators");
+    cluster.qmgr(&format!("set server acl_users += nobody@{}", cluster.host));
+    submit_as_nobody(&cluster, &["--", "/bin/true"]);
+    cluster.run_as_nobody("qstat", &[&id]).ok();
+}

@@ -116,13 +116,9 @@ pub fn queue_job(
     if !queue_flag("enabled") {
         return Err(ReqError::new(Pbse::QUNOENB));
     }
-    if ctx.who.uid == 0 && !ctx.who.daemon {
-        let allowed = state
-            .server_attr("acl_roots", None)
-            .is_some_and(|list| crate::identity::acl_matches(list, &ctx.who.user, &ctx.who.host));
-        if !allowed {
-            return Err(ReqError::new(Pbse::BADUSER));
-        }
+    crate::acl::check_queue(state, queue_index, ctx.who)?;
+    if ctx.who.uid == 0 && !ctx.who.daemon && !crate::acl::root_allowed(state, ctx.who) {
+        return Err(ReqError::new(Pbse::BADUSER));
     }
 
     let mut list = AttrList::new();

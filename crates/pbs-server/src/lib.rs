@@ -12,6 +12,7 @@ macro_rules! job_idx {
     };
 }
 
+pub mod acl;
 pub mod arrays;
 pub mod assigned;
 pub mod attrlist;
@@ -153,6 +154,9 @@ impl Server {
             return (Reply::error(id, Pbse::INTERNAL.0, Pbse::INTERNAL.to_string()), None);
         };
         let ctx = self.ctx(&state, who);
+        if let Err(e) = acl::check_request(&state, who, ctx.privilege) {
+            return (acl::refusal(id, &request, e), None);
+        }
         let state = &mut *state;
         let touched = touched_jobs(state, &request);
         let (reply, ack) = self.handle_locked(state, &ctx, who, id, request);

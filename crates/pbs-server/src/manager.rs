@@ -261,6 +261,15 @@ fn apply_attrs(
             continue;
         }
         let current = list.get(index, resource_name.as_deref()).map(str::to_string);
+        if let Some(acl_kind) = crate::acl::acl_kind(kind, def.name) {
+            match crate::acl::edit(acl_kind, current.as_deref(), attr.op, &canonical)? {
+                Some(value) => list.set(index, None, value),
+                None => {
+                    list.unset(index, None);
+                }
+            }
+            continue;
+        }
         let value = match (attr.op, def.atype) {
             (MgrOp::Set, _) => canonical,
             (MgrOp::Incr, AttrType::List) => {
