@@ -198,3 +198,40 @@ fn server_acls_refuse_requests() {
     submit_as_nobody(&cluster, &["--", "/bin/true"]);
     cluster.run_as_nobody("qstat", &[&id]).ok();
 }
+
+const JOB_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
+#[test]
+fn walltime_lowered_by_qalter_reaches_the_mom() {
+    let c = Cluster::with_moms(1, 2);
+    let shared = c.dir().join("shared");
+    std::fs::create_dir_all(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::os::unix::fs::PermissionsExt::from_mode(0o1777)).unwrap();
+    let err = shared.join("err.txt");
+    let out = shared.join("out.txt");
+    let args = ["-S", "/bin/sh", "-l", "walltime=100", "-o", out.to_str().unwrap(), "-e", err.to_str().unwrap()];
+    let id = c.run_with_stdin("qsub", &args, "sleep 90\n", true).ok().line().to_string();
+    c.wait_job_state(&id, "R", JOB_TIMEOUT);
+    // The owner may not raise a running job's limit, only lower it.
+    assert_fails(
+        &c.run_as_nobody("qalter", &["-l", "walltime=200", &id]),
+        &format!("qalter: Unauthorized Request  {id}\n"),
+        159,
+    );
+    assert_eq!(c.job_attr(&id, "Resource_List.walltime").as_deref(), Some("00:01:40"));
+    c.run_as_nobody("qalter", &["-l", "walltime=2", &id]).ok();
+    assert_eq!(c.job_attr(&id, "Resource_List.walltime").as_deref(), Some("00:00:02"));
+    // The mom kills it for the new limit, long before the old one or the script's end.
+    c.wait_job_state(&id, "F", std::time::Duration::from_secs(30));
+    assert_eq!(c.job_attr(&id, "Exit_status").as_deref(), Some("-29"), "{}", c.logs());
+    let errors = std::fs::read_to_string(&err).unwrap_or_default();
+    assert!(errors.contains("=>> PBS: job killed: walltime "), "{errors:?}");
+    assert!(errors.contains("exceeded limit 2"), "{errors:?}");
+
+    // A manager may raise it: the mom then lets the job run past the old limit.
+    let id = c.qsub(&["-l", "walltime=8", "-o", "/dev/null", "-e", "/dev/null", "--", "/bin/sleep", "12"]);
+    c.wait_job_state(&id, "R", JOB_TIMEOUT);
+    c.run("qalter", &["-l", "walltime=60", &id]).ok();
+    c.wait_job_state(&id, "F", JOB_TIMEOUT);
+    assert_eq!(c.job_attr(&id, "Exit_status").as_deref(), Some("0"), "{}", c.logs());
+}

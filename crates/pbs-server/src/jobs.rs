@@ -574,6 +574,7 @@ pub fn modify_jobs(state: &mut State, ctx: &Ctx<'_>, ids: &[String], attrs: &[At
             return Err(ReqError::new(Pbse::NOTARRAY_ATTR));
         }
         check_resource_rules(&list, job.array)?;
+        let to_mom = if running { crate::altrun::check(state, ctx.privilege, job, &list)? } else { Vec::new() };
         let select_changed = attrs.iter().any(|a| a.0 == "Resource_List.select");
         let queue_index = state.queue_index(&job.queue).unwrap_or(0);
         if select_changed {
@@ -588,7 +589,9 @@ pub fn modify_jobs(state: &mut State, ctx: &Ctx<'_>, ids: &[String], attrs: &[At
         if matches!(job.state, JobState::Queued | JobState::Held | JobState::Waiting) {
             settle_queued_state(job, ctx.now);
         }
-        Ok(vec![job.put_op(None)])
+        let op = job.put_op(None);
+        crate::exec::send_frames(state, to_mom);
+        Ok(vec![op])
     })
 }
 

@@ -13,6 +13,7 @@ macro_rules! job_idx {
 }
 
 pub mod acl;
+pub mod altrun;
 pub mod arrays;
 pub mod assigned;
 pub mod attrlist;
