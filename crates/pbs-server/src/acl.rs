@@ -21,16 +21,18 @@ pub fn check_request(state: &State, who: &Identity, privilege: Privilege) -> Res
     if who.daemon {
         return Ok(());
     }
-    let flag = |name: &str| state.server_attr(name, None).and_then(parse_bool).unwrap_or(false);
-    if flag("acl_host_enable")
+    // On every request: the attributes by their fixed indices, not by name.
+    let attr = |index: u8| state.server.get(index, None);
+    let flag = |index: u8| attr(index).and_then(parse_bool).unwrap_or(false);
+    if flag(const { ObjectKind::Server.index_of("acl_host_enable") })
         && !who.host.eq_ignore_ascii_case(&state.host)
-        && !acl::check_host(state.server_attr("acl_hosts", None), &who.host, &state.host)
+        && !acl::check_host(attr(const { ObjectKind::Server.index_of("acl_hosts") }), &who.host, &state.host)
     {
         return Err(ReqError::new(Pbse::BADHOST));
     }
-    if flag("acl_user_enable")
+    if flag(const { ObjectKind::Server.index_of("acl_user_enable") })
         && privilege < Privilege::Operator
-        && !acl::check_user(state.server_attr("acl_users", None), &who.user_at_host())
+        && !acl::check_user(attr(const { ObjectKind::Server.index_of("acl_users") }), &who.user_at_host())
     {
         return Err(ReqError::new(Pbse::PERM));
     }
@@ -68,18 +70,27 @@ pub fn check_queue(state: &State, queue_index: usize, who: &Identity) -> Result<
     let Some(queue) = state.queues.get(queue_index) else {
         return Err(ReqError::new(Pbse::UNKQUE));
     };
-    let attr = |name: &str| queue.attrs.get_named(ObjectKind::Queue, name, None);
-    let flag = |name: &str| attr(name).and_then(parse_bool).unwrap_or(false);
-    if flag("from_route_only") {
+    let attr = |index: u8| queue.attrs.get(index, None);
+    let flag = |index: u8| attr(index).and_then(parse_bool).unwrap_or(false);
+    if flag(const { ObjectKind::Queue.index_of("from_route_only") }) {
         return Err(ReqError::new(Pbse::QACESS));
     }
-    if flag("acl_host_enable") && !acl::check_host(attr("acl_hosts"), &who.host, &state.host) {
+    if flag(const { ObjectKind::Queue.index_of("acl_host_enable") })
+        && !acl::check_host(attr(const { ObjectKind::Queue.index_of("acl_hosts") }), &who.host, &state.host)
+    {
         return Err(ReqError::new(Pbse::BADHOST));
     }
-    if flag("acl_user_enable") && !acl::check_user(attr("acl_users"), &who.user_at_host()) {
+    if flag(const { ObjectKind::Queue.index_of("acl_user_enable") })
+        && !acl::check_user(attr(const { ObjectKind::Queue.index_of("acl_users") }), &who.user_at_host())
+    {
         return Err(ReqError::new(Pbse::PERM));
     }
-    if flag("acl_group_enable") && !acl::check_group(attr("acl_groups"), &groups_of(&who.user, &who.group)) {
+    if flag(const { ObjectKind::Queue.index_of("acl_group_enable") })
+        && !acl::check_group(
+            attr(const { ObjectKind::Queue.index_of("acl_groups") }),
+            &groups_of(&who.user, &who.group),
+        )
+    {
         return Err(ReqError::new(Pbse::PERM));
     }
     Ok(())
