@@ -235,3 +235,21 @@ fn walltime_lowered_by_qalter_reaches_the_mom() {
     c.wait_job_state(&id, "F", JOB_TIMEOUT);
     assert_eq!(c.job_attr(&id, "Exit_status").as_deref(), Some("0"), "{}", c.logs());
 }
+
+#[test]
+fn invisible_resources_are_left_out_of_object_status_for_users() {
+    let cluster = Cluster::start();
+    cluster.qmgr("create resource isecret type=long,flag=i");
+    cluster.qmgr("set queue workq resources_default.isecret = 5");
+    cluster.qmgr("set server resources_max.isecret = 9");
+    let queue = cluster.run_as_nobody("qstat", &["-Qf", "workq"]).ok().stdout;
+    assert!(!queue.contains("isecret"), "{queue}");
+    let server = cluster.run_as_nobody("qstat", &["-Bf"]).ok().stdout;
+    assert!(!server.contains("isecret"), "{server}");
+    assert!(cluster.run("qstat", &["-Qf", "workq"]).ok().stdout.contains("    resources_default.isecret = 5\n"));
+    assert!(cluster.run("qstat", &["-Bf"]).ok().stdout.contains("    resources_max.isecret = 9\n"));
+    // The default reaches the job, which its owner sees without it.
+    let id = submit_as_nobody(&cluster, &["--", "/bin/true"]);
+    assert!(!cluster.run_as_nobody("qstat", &["-f", &id]).ok().stdout.contains("isecret"));
+    assert_eq!(cluster.job_attr(&id, "Resource_List.isecret").as_deref(), Some("5"));
+}

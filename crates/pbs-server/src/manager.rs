@@ -409,6 +409,7 @@ pub(crate) fn filtered(
     privilege: Privilege,
     filter: &[String],
     computed: Vec<(&str, String)>,
+    hidden: &[String],
 ) -> Vec<Attr> {
     let table = kind.attributes();
     let mut entries: Vec<(u8, Option<String>, String)> =
@@ -423,7 +424,7 @@ pub(crate) fn filtered(
         .into_iter()
         .filter_map(|(def, resource, value)| {
             let d = table.get(def as usize)?;
-            if !d.readable_by(privilege) {
+            if !d.readable_by(privilege) || resource.as_ref().is_some_and(|r| hidden.contains(r)) {
                 return None;
             }
             let full = match resource {
@@ -454,7 +455,14 @@ pub fn server_status(state: &State, privilege: Privilege, filter: &[String]) -> 
     ]);
     StatusObject {
         name: state.server_name.clone(),
-        attrs: filtered(&state.server, ObjectKind::Server, privilege, filter, computed),
+        attrs: filtered(
+            &state.server,
+            ObjectKind::Server,
+            privilege,
+            filter,
+            computed,
+            crate::privilege::hidden_resources(state, privilege),
+        ),
     }
 }
 
@@ -490,7 +498,14 @@ pub fn named_status(
             }
             StatusObject {
                 name: object.name.clone(),
-                attrs: filtered(&object.attrs, kind, privilege, filter, computed),
+                attrs: filtered(
+                    &object.attrs,
+                    kind,
+                    privilege,
+                    filter,
+                    computed,
+                    crate::privilege::hidden_resources(state, privilege),
+                ),
             }
         })
         .collect())
