@@ -253,3 +253,20 @@ fn invisible_resources_are_left_out_of_object_status_for_users() {
     assert!(!cluster.run_as_nobody("qstat", &["-f", &id]).ok().stdout.contains("isecret"));
     assert_eq!(cluster.job_attr(&id, "Resource_List.isecret").as_deref(), Some("5"));
 }
+
+#[test]
+fn qselect_cannot_probe_what_a_user_may_not_read() {
+    let cluster = Cluster::start();
+    cluster.qmgr("create resource isecret type=long,flag=i");
+    cluster.qmgr("create resource rsecret type=long,flag=r");
+    let id = submit_as_nobody(&cluster, &["--", "/bin/true"]);
+    cluster.run("qalter", &["-l", "isecret=5", "-l", "rsecret=6", &id]).ok();
+    assert_fails(
+        &cluster.run_as_nobody("qselect", &["-l", "isecret.eq.5"]),
+        "qselect: Cannot set attribute, read only or insufficient permission  Resource_List.isecret\n",
+        155,
+    );
+    // A read-only resource may be selected on; root selects on both.
+    assert_eq!(cluster.run_as_nobody("qselect", &["-l", "rsecret.eq.6"]).ok().stdout, format!("{id}\n"));
+    assert_eq!(cluster.run("qselect", &["-l", "isecret.eq.5"]).ok().stdout, format!("{id}\n"));
+}

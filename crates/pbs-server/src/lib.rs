@@ -220,6 +220,9 @@ impl Server {
             Request::HoldJob { ids, hold_types } => per_id(jobs::hold_jobs(state, &ctx, &ids, &hold_types, true)),
             Request::ReleaseJob { ids, hold_types } => per_id(jobs::hold_jobs(state, &ctx, &ids, &hold_types, false)),
             Request::SelectJobs { criteria, history, subjobs, arrays_only } => {
+                if let Err(e) = privilege::check_criteria(state, ctx.privilege, &criteria) {
+                    return fail(e);
+                }
                 let ids = jobs::select_jobs(state, &ctx, &criteria, history, subjobs, arrays_only);
                 (Reply::ok(id, ReplyBody::Ids(ids)), None)
             }
