@@ -173,18 +173,32 @@ fn order(kind: AclKind, a: &str, b: &str) -> Ordering {
     }
 }
 
-/// An entry given twice, in the new entries or between them and the list: OpenPBS refuses
-/// the whole change (PBSE_DUPLIST).
+/// Most entries an ACL may hold: each insertion scans the list (OpenPBS's order is not one
+/// a binary search can use), and every request may scan the server's `acl_users`.
+pub const MAX_ENTRIES: usize = 4096;
+
+/// Why entries cannot be added.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("duplicate entry in list {0}")]
-pub struct Duplicate(pub String);
+pub enum AclError {
+    /// An entry given twice, in the new entries or between them and the list: OpenPBS
+    /// refuses the whole change (PBSE_DUPLIST).
+    #[error("duplicate entry in list {0}")]
+    Duplicate(String),
+    /// More than [`MAX_ENTRIES`] entries.
+    #[error("more than {MAX_ENTRIES} entries")]
+    TooLong,
+}
 
 /// Adds `new` entries to `list` (`+=`, or `=` on an empty list), each where OpenPBS puts
 /// it: before the first kept entry that sorts after it.
-pub fn insert(kind: AclKind, list: &mut Vec<String>, new: &[&str]) -> Result<(), Duplicate> {
-    for (i, entry) in new.iter().enumerate() {
-        if new[..i].contains(entry) || list.iter().any(|e| e == entry) {
-            return Err(Duplicate((*entry).to_string()));
+pub fn insert(kind: AclKind, list: &mut Vec<String>, new: &[&str]) -> Result<(), AclError> {
+    if list.len().saturating_add(new.len()) > MAX_ENTRIES {
+        return Err(AclError::TooLong);
+    }
+    let mut seen: std::collections::HashSet<&str> = list.iter().map(String::as_str).collect();
+    for entry in new {
+        if !seen.insert(entry) {
+            return Err(AclError::Duplicate((*entry).to_string()));
         }
     }
     for entry in new {
@@ -270,10 +284,13 @@ mod tests {
         assert_eq!(hosts, ["-h1.example.com", "*.example.com"]);
         assert!(check_host(Some(&hosts.join(",")), "h2.example.com", "srv"));
         assert!(!check_host(Some(&hosts.join(",")), "h1.example.com", "srv"));
-        assert_eq!(insert(AclKind::User, &mut list, &["alice"]), Err(Duplicate("alice".into())));
-        assert_eq!(insert(AclKind::Group, &mut Vec::new(), &["g", "g"]), Err(Duplicate("g".into())));
+        assert_eq!(insert(AclKind::User, &mut list, &["alice"]), Err(AclError::Duplicate("alice".into())));
+        assert_eq!(insert(AclKind::Group, &mut Vec::new(), &["g", "g"]), Err(AclError::Duplicate("g".into())));
         let mut groups = Vec::new();
         insert(AclKind::Group, &mut groups, &["staff", "-admin"]).unwrap();
         assert_eq!(groups, ["-admin", "staff"]);
+        let many: Vec<String> = (0..MAX_ENTRIES).map(|i| format!("u{i}")).collect();
+        let many: Vec<&str> = many.iter().map(String::as_str).collect();
+        assert_eq!(insert(AclKind::User, &mut vec!["x".to_string()], &many), Err(AclError::TooLong));
     }
 }

@@ -131,9 +131,13 @@ pub fn edit(kind: AclKind, current: Option<&str>, op: MgrOp, value: &str) -> Res
         MgrOp::Incr | MgrOp::Decr => current.map(acl::entries).into_iter().flatten().map(str::to_string).collect(),
     };
     if op == MgrOp::Decr {
-        list.retain(|entry| !given.contains(&entry.as_str()));
+        let removed: std::collections::HashSet<&str> = given.iter().copied().collect();
+        list.retain(|entry| !removed.contains(entry.as_str()));
     } else {
-        acl::insert(kind, &mut list, &given).map_err(|_| ReqError::new(Pbse::DUPLIST))?;
+        acl::insert(kind, &mut list, &given).map_err(|e| match e {
+            acl::AclError::Duplicate(_) => ReqError::new(Pbse::DUPLIST),
+            acl::AclError::TooLong => ReqError::new(Pbse::BADATVAL),
+        })?;
     }
     Ok((!list.is_empty()).then(|| list.join(",")))
 }
