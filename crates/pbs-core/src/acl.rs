@@ -293,4 +293,31 @@ mod tests {
         let many: Vec<&str> = many.iter().map(String::as_str).collect();
         assert_eq!(insert(AclKind::User, &mut vec!["x".to_string()], &many), Err(AclError::TooLong));
     }
+
+    proptest::proptest! {
+        /// No list or name makes a check panic; an insertion keeps every entry once; a
+        /// user named by an exact `user@host` entry (and no `-` entry) is let in.
+        #[test]
+        fn any_input_is_answered(
+            list in proptest::collection::vec("[-+]?[a-z*@.]{0,6}", 0..12),
+            name in "[a-z@.]{0,8}",
+        ) {
+            let joined = list.join(",");
+            let _ = check_user(Some(&joined), &name);
+            let _ = check_host(Some(&joined), &name, "srv");
+            let _ = check_group(Some(&joined), std::slice::from_ref(&name));
+            let mut kept = Vec::new();
+            let given: Vec<&str> = entries(&joined).collect();
+            if insert(AclKind::User, &mut kept, &given).is_ok() {
+                proptest::prop_assert_eq!(kept.len(), given.len());
+                if !given.iter().any(|e| e.starts_with('-')) && !name.is_empty() {
+                    let mut with = kept.clone();
+                    let entry = format!("{name}@h");
+                    if insert(AclKind::User, &mut with, &[entry.as_str()]).is_ok() && !name.contains('@') {
+                        proptest::prop_assert!(check_user(Some(&with.join(",")), &entry));
+                    }
+                }
+            }
+        }
+    }
 }
