@@ -270,3 +270,17 @@ fn qselect_cannot_probe_what_a_user_may_not_read() {
     assert_eq!(cluster.run_as_nobody("qselect", &["-l", "rsecret.eq.6"]).ok().stdout, format!("{id}\n"));
     assert_eq!(cluster.run("qselect", &["-l", "isecret.eq.5"]).ok().stdout, format!("{id}\n"));
 }
+
+#[test]
+fn a_limit_lowered_while_the_mom_is_down_reaches_it_when_it_returns() {
+    let mut c = Cluster::with_moms(1, 1);
+    let id = c.qsub(&["-l", "walltime=100", "-o", "/dev/null", "-e", "/dev/null", "--", "/bin/sleep", "90"]);
+    c.wait_job_state(&id, "R", JOB_TIMEOUT);
+    pbs_e2e::wait_until("the job's session", JOB_TIMEOUT, || c.job_attr(&id, "session_id").is_some());
+    c.kill_mom("n1");
+    c.wait_node_state("n1", "down");
+    c.run("qalter", &["-l", "walltime=3", &id]).ok();
+    c.start_mom("n1");
+    c.wait_job_state(&id, "F", std::time::Duration::from_secs(30));
+    assert_eq!(c.job_attr(&id, "Exit_status").as_deref(), Some("-29"), "{}", c.logs());
+}
