@@ -7,7 +7,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::{NOBODY, TestMom, eventually, owner, session_states};
-use pbs_mom::layout::{JobResult, Started, Status};
+use pbs_mom::layout::{JobResult, Limits, Started, Status};
 use pbs_proto::mom::{FromMom, ToMom};
 
 #[test]
@@ -445,4 +445,61 @@ fn a_shepherd_that_dies_without_a_status_loses_its_job() {
     unsafe {
         libc::kill(-(sid as i32), libc::SIGKILL);
     }
+}
+
+fn modify(job_id: &str, walltime: Option<u64>, cput: Option<u64>, run_count: u32) -> ToMom {
+    ToMom::ModifyJob { job_id: job_id.into(), walltime, cput, mem: None, run_count }
+}
+
+#[test]
+fn limits_changed_while_running_are_enforced() {
+    let mut mom = TestMom::start();
+    let mut link = mom.connect();
+    link.node_status();
+    // A walltime set on a job launched without one, and a cput limit lowered.
+    let wall = mom.launch("70.s", "sleep 60\n");
+    link.run(wall);
+    link.started("70.s");
+    let mut busy = mom.launch("71.s", "while :; do :; done\n");
+    busy.cput = Some(600);
+    link.run(busy);
+    link.started("71.s");
+    link.send(&modify("70.s", Some(1), None, 1));
+    link.send(&modify("71.s", None, Some(1), 1));
+    assert_eq!(link.ended("71.s").0, -28);
+    assert_eq!(link.ended("70.s").0, -29);
+    let err = std::fs::read_to_string(mom.err_file("70.s")).unwrap();
+    assert!(err.contains("exceeded limit 1\n"), "{err:?}");
+    // A limit lowered before a restart of the mom holds after it.
+    let mut later = mom.launch("72.s", "sleep 2\nwhile :; do :; done\n");
+    later.cput = Some(600);
+    link.run(later);
+    link.started("72.s");
+    link.send(&modify("72.s", None, Some(1), 1));
+    eventually("the new limits recorded", || mom.records("72.s").get::<Limits>().is_some_and(|l| l.cput == Some(1)));
+    mom.kill9();
+    mom.spawn();
+    let mut link = mom.connect();
+    link.node_status();
+    assert_eq!(link.ended("72.s").0, -28);
+}
+
+#[test]
+fn limits_that_overtake_the_launch_apply_to_its_run() {
+    let mom = TestMom::start();
+    let mut link = mom.connect();
+    link.node_status();
+    link.send(&modify("73.s", Some(1), None, 1));
+    // Limits meant for an earlier run do not apply.
+    link.send(&modify("74.s", Some(1), None, 1));
+    let mut first = mom.launch("73.s", "sleep 60\n");
+    first.walltime = Some(600);
+    first.run_count = 1;
+    link.run(first);
+    let mut second = mom.launch("74.s", "sleep 3\n");
+    second.walltime = Some(600);
+    second.run_count = 2;
+    link.run(second);
+    assert_eq!(link.ended("74.s").0, 0);
+    assert_eq!(link.ended("73.s").0, -29);
 }

@@ -2,6 +2,7 @@
 //! `place`, job ids and array ranges, job states, attribute tables with their permissions,
 //! PBSE error codes, and pbs.conf. Nothing here does I/O.
 
+pub mod acl;
 pub mod attr;
 pub mod conf;
 pub mod duration;

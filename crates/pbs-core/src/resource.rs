@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
 
-use crate::attr::{bool_text, parse_bool};
+use crate::attr::{Privilege, bool_text, parse_bool};
 use crate::duration::Duration;
 use crate::select::{Place, Select};
 use crate::size::Size;
@@ -128,6 +128,7 @@ impl FromStr for ResourceFlags {
         }
         if (flags.consumable && flags.consumable_first)
             || ((flags.consumable || flags.consumable_first) && !flags.host_level)
+            || (flags.invisible && flags.read_only)
         {
             return Err(ResourceError::BadFlags(text.to_string()));
         }
@@ -206,6 +207,22 @@ impl ResourceDef {
         }
     }
 
+    /// Whether a client at `level` may set this resource on a job: `r` leaves users only
+    /// reading it and `i` nothing (OpenPBS's NO_USER_SET and operator-only permissions);
+    /// `soft_walltime` is the managers'.
+    pub fn writable_by(&self, level: Privilege) -> bool {
+        if self.manager_only_set {
+            return level >= Privilege::Manager;
+        }
+        level >= Privilege::Operator || !(self.flags.read_only || self.flags.invisible)
+    }
+
+    /// Whether a client at `level` may see this resource (in a job's or an object's
+    /// resource lists) or name it in a chunk: not an ordinary user, for an `i` resource.
+    pub fn readable_by(&self, level: Privilege) -> bool {
+        level >= Privilege::Operator || !self.flags.invisible
+    }
+
     /// Checks a value against the resource's type and returns it in canonical form.
     pub fn normalize(&self, value: &str) -> Result<String, ResourceError> {
         let bad = || ResourceError::BadValue(self.name.clone());
@@ -247,6 +264,9 @@ impl ResourceDef {
 #[derive(Debug, Clone)]
 pub struct ResourceRegistry {
     defs: BTreeMap<String, ResourceDef>,
+    /// Names of the `i` (invisible) resources, so a status for an ordinary user filters
+    /// them without a lookup per resource when there are none.
+    invisible: Vec<String>,
 }
 
 impl Default for ResourceRegistry {
@@ -300,7 +320,7 @@ impl ResourceRegistry {
             .into_iter()
             .map(|(name, rtype, flags)| (name.to_string(), ResourceDef::builtin(name, rtype, flags)))
             .collect();
-        ResourceRegistry { defs }
+        ResourceRegistry { defs, invisible: Vec::new() }
     }
 
     pub fn get(&self, name: &str) -> Option<&ResourceDef> {
@@ -311,6 +331,9 @@ impl ResourceRegistry {
         if self.defs.contains_key(&def.name) {
             return Err(ResourceError::Exists(def.name));
         }
+        if def.flags.invisible {
+            self.invisible.push(def.name.clone());
+        }
         self.defs.insert(def.name.clone(), def);
         Ok(())
     }
@@ -320,8 +343,16 @@ impl ResourceRegistry {
         match self.defs.get(name) {
             None => Err(ResourceError::Unknown(name.to_string())),
             Some(def) if def.builtin => Err(ResourceError::BuiltIn(name.to_string())),
-            Some(_) => self.defs.remove(name).ok_or_else(|| ResourceError::Unknown(name.to_string())),
+            Some(_) => {
+                self.invisible.retain(|n| n != name);
+                self.defs.remove(name).ok_or_else(|| ResourceError::Unknown(name.to_string()))
+            }
         }
+    }
+
+    /// The resources an ordinary user may not see (flag `i`).
+    pub fn invisible(&self) -> &[String] {
+        &self.invisible
     }
 
     /// Custom resources in name order.
@@ -371,5 +402,27 @@ mod tests {
         assert!(ResourceDef::custom("1x", "long", "").is_err());
         assert!(ResourceDef::custom("x", "long", "z").is_err());
         assert!(registry.get("soft_walltime").unwrap().manager_only_set);
+        assert!(ResourceDef::custom("x", "long", "ir").is_err());
+    }
+
+    #[test]
+    fn flags_r_and_i_limit_users() {
+        use Privilege::{Manager, Operator, User};
+        let mut registry = ResourceRegistry::new();
+        let plain = ResourceDef::custom("plain", "long", "").unwrap();
+        let read_only = ResourceDef::custom("ro", "long", "r").unwrap();
+        let invisible = ResourceDef::custom("inv", "long", "hi").unwrap();
+        assert!(plain.writable_by(User) && plain.readable_by(User));
+        assert!(!read_only.writable_by(User) && read_only.readable_by(User));
+        assert!(read_only.writable_by(Operator));
+        assert!(!invisible.writable_by(User) && !invisible.readable_by(User));
+        assert!(invisible.writable_by(Operator) && invisible.readable_by(Operator));
+        let soft = registry.get("soft_walltime").unwrap().clone();
+        assert!(!soft.writable_by(Operator) && soft.writable_by(Manager) && soft.readable_by(User));
+        registry.define(invisible).unwrap();
+        registry.define(read_only).unwrap();
+        assert_eq!(registry.invisible(), ["inv".to_string()]);
+        registry.remove("inv").unwrap();
+        assert!(registry.invisible().is_empty());
     }
 }

@@ -160,6 +160,18 @@ pub struct KillReason {
     pub message: String,
 }
 
+/// Limits the server changed while the job ran (qalter): they replace the launch's. The
+/// shepherd's walltime watch reads the latest one.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Limits {
+    /// Hard walltime limit, seconds.
+    pub walltime: Option<u64>,
+    /// cput limit, seconds.
+    pub cput: Option<u64>,
+    /// mem limit, bytes.
+    pub mem: Option<u64>,
+}
+
 /// The server sent ForgetJob while the job still ran: it dies and ends without a report.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Forgotten;
@@ -186,6 +198,9 @@ impl Record for SuspendClock {
 }
 impl Record for KillReason {
     const KIND: &'static str = "kill_reason";
+}
+impl Record for Limits {
+    const KIND: &'static str = "limits";
 }
 impl Record for Forgotten {
     const KIND: &'static str = "forgotten";

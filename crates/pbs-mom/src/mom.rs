@@ -25,7 +25,7 @@ use pbs_proto::mom::{FromMom, JobLaunch, MomJob, ToMom, Usage};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::layout::{
-    self, Forgotten, JobResult, KillReason, Layout, Note, RECORDS_SUFFIX, SCRIPT_SUFFIX, Spec, Started, Status,
+    self, Forgotten, JobResult, KillReason, Layout, Limits, Note, RECORDS_SUFFIX, SCRIPT_SUFFIX, Spec, Started, Status,
     SuspendClock, now_ms,
 };
 use crate::signals::{self, JobSignal};
@@ -143,7 +143,14 @@ struct State {
     link: Option<Link>,
     next_link: u64,
     next_run: u64,
+    /// Limits that came before their job's RunJob: the server sends a launch once its run
+    /// is committed, so a qalter right after the run decision can overtake it. Applied
+    /// when the launch arrives; at most [`EARLY_LIMITS_MAX`] kept.
+    early_limits: HashMap<String, (u32, Limits)>,
 }
+
+/// Most limits kept for jobs not (yet) here.
+const EARLY_LIMITS_MAX: usize = 1024;
 
 impl State {
     fn new_run(&mut self) -> u64 {
@@ -293,6 +300,10 @@ impl Mom {
             job.usage = recs.get().unwrap_or(job.usage);
             job.clock = recs.get().unwrap_or_default();
             job.kill_reason = recs.get();
+            if let Some(limits) = recs.get::<Limits>() {
+                job.cput_limit = limits.cput;
+                job.mem_limit = limits.mem;
+            }
             // A live shepherd's own start: an earlier run's shepherd may have appended late.
             let started: Option<Started> = recs.find(|s: &Started| shepherd.is_none_or(|p| s.shepherd_pid == p));
             if let Some(started) = started {
@@ -385,11 +396,15 @@ impl Mom {
                 self.forget_job(&job_id);
                 None
             }
+            ToMom::ModifyJob { job_id, walltime, cput, mem, run_count } => {
+                self.modify_job(&job_id, Limits { walltime, cput, mem }, run_count);
+                None
+            }
             ToMom::Ping => Some(FromMom::Pong),
         }
     }
 
-    fn run_job(self: &Arc<Self>, launch: JobLaunch) {
+    fn run_job(self: &Arc<Self>, mut launch: JobLaunch) {
         let job_id = launch.job_id.clone();
         if !layout::valid_job_id(&job_id) {
             tracing::warn!("RunJob for an unusable job id {job_id:?}");
@@ -418,6 +433,9 @@ impl Mom {
                     state.emit(frame);
                 }
                 return;
+            }
+            if let Some((_, limits)) = state.early_limits.remove(&job_id).filter(|(run, _)| *run == launch.run_count) {
+                (launch.walltime, launch.cput, launch.mem) = (limits.walltime, limits.cput, limits.mem);
             }
             let run = state.new_run();
             state.jobs.insert(job_id.clone(), Job::new(&launch, path.clone(), run));
@@ -697,6 +715,39 @@ impl Mom {
             log_job(job_id, format_args!("kill requested, SIGKILL after {kill_delay} s"));
             self.terminate(job_id, sid, kill_delay);
         }
+    }
+
+    /// New limits from qalter: the sampler enforces cput and mem from its next sample, and
+    /// the record tells the shepherd the walltime (and a restarted mom all three).
+    fn modify_job(&self, job_id: &str, limits: Limits, run_count: u32) {
+        let path = {
+            let mut state = self.lock();
+            let Some(job) = state.jobs.get_mut(job_id) else {
+                if state.early_limits.len() >= EARLY_LIMITS_MAX {
+                    state.early_limits.clear();
+                }
+                state.early_limits.insert(job_id.to_string(), (run_count, limits));
+                log_job(job_id, format_args!("limits changed before the job's launch came"));
+                return;
+            };
+            if matches!(job.phase, Phase::Sister | Phase::Ended(_)) || job.forgotten {
+                return;
+            }
+            job.cput_limit = limits.cput;
+            job.mem_limit = limits.mem;
+            job.records.clone()
+        };
+        if let Err(e) = records::append(&path, &limits) {
+            warn_job(job_id, format_args!("cannot record new limits: {e}"));
+            return;
+        }
+        log_job(
+            job_id,
+            format_args!(
+                "limits changed: walltime {:?}, cput {:?}, mem {:?}",
+                limits.walltime, limits.cput, limits.mem
+            ),
+        );
     }
 
     fn forget_job(self: &Arc<Self>, job_id: &str) {

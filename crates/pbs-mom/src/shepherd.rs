@@ -29,7 +29,7 @@ use nix::sys::socket::{AddressFamily, ControlMessageOwned, MsgFlags, SockFlag, S
 use nix::unistd::{ForkResult, Gid};
 
 use crate::exec::{ChildPlan, Join, path_part};
-use crate::layout::{self, KillReason, Note, Spec, Started, Status, SuspendClock, now_ms};
+use crate::layout::{self, KillReason, Limits, Note, Spec, Started, Status, SuspendClock, now_ms};
 use crate::records;
 use crate::{JOB_EXEC_FAIL1, JOB_EXEC_FAILUID, JOB_EXEC_KILL_WALLTIME, env};
 
@@ -276,7 +276,9 @@ fn run_job(spec: &Spec, records: &Path, plan: &ChildPlan) -> Status {
     let killed = Arc::new(AtomicBool::new(false));
     let message = Arc::new(Mutex::new(String::new()));
     let sink = sink.map(Arc::new);
-    if let Some(limit) = launch.walltime {
+    {
+        // Watched even without a limit: qalter may set one while the job runs.
+        let limit = launch.walltime;
         let watch = WalltimeWatch {
             records: records.to_path_buf(),
             sid,
@@ -436,12 +438,16 @@ pub fn terminate_session(sid: i64, grace: Duration) {
     kill_session(sid, libc::SIGKILL);
 }
 
+/// How often the walltime watch reads the job's records for a limit changed by qalter.
+const LIMIT_POLL_MS: u64 = 1000;
+
 /// The walltime limit, watched from a thread of the shepherd.
 struct WalltimeWatch {
     records: PathBuf,
     sid: i64,
     start_ms: u64,
-    limit: u64,
+    /// The launch's limit; a `Limits` record replaces it.
+    limit: Option<u64>,
     /// The job's stderr as the job's process opened it (see [`read_child_report`]).
     sink: Option<Arc<File>>,
     killed: Arc<AtomicBool>,
@@ -450,19 +456,25 @@ struct WalltimeWatch {
 
 impl WalltimeWatch {
     fn run(self) {
-        // As in OpenPBS the job is over its limit when its whole seconds exceed it.
-        let deadline_ms = self.limit.saturating_add(1).saturating_mul(1000);
-        let used_ms = loop {
-            let clock: SuspendClock = records::read(&self.records).get().unwrap_or_default();
+        let (used_ms, limit) = loop {
+            let recs = records::read(&self.records);
+            let clock: SuspendClock = recs.get().unwrap_or_default();
+            let limit = recs.get::<Limits>().map_or(self.limit, |l| l.walltime);
             let used_ms = clock.walltime_ms(self.start_ms, now_ms());
-            if used_ms >= deadline_ms {
-                break used_ms;
+            // As in OpenPBS the job is over its limit when its whole seconds exceed it.
+            let deadline_ms = limit.map(|l| l.saturating_add(1).saturating_mul(1000));
+            if let Some(limit) = limit.filter(|_| deadline_ms.is_some_and(|d| used_ms >= d)) {
+                break (used_ms, limit);
             }
-            // While suspended the clock stands still: look again later.
-            let wait = if clock.since_ms.is_some() { 1000 } else { deadline_ms - used_ms };
+            // While suspended the clock stands still, and qalter may change the limit at
+            // any time: look again within LIMIT_POLL.
+            let wait = match deadline_ms {
+                Some(d) if clock.since_ms.is_none() => (d - used_ms).min(LIMIT_POLL_MS),
+                _ => LIMIT_POLL_MS,
+            };
             std::thread::sleep(Duration::from_millis(wait));
         };
-        let text = format!("walltime {} exceeded limit {}", used_ms / 1000, self.limit);
+        let text = format!("walltime {} exceeded limit {limit}", used_ms / 1000);
         if let Some(sink) = &self.sink {
             kill_message(sink, &text);
         }

@@ -53,6 +53,21 @@ pub enum ToMom {
         /// Full job id.
         job_id: String,
     },
+    /// qalter changed a running job's limits: the mom enforces these from now on (the
+    /// shepherd reads the new walltime). Each is the job's whole new value, `None` for no
+    /// limit. Sent to the mother superior only; no answer.
+    ModifyJob {
+        /// Full job id.
+        job_id: String,
+        /// Hard walltime limit, seconds.
+        walltime: Option<u64>,
+        /// cput limit, seconds.
+        cput: Option<u64>,
+        /// mem limit, bytes.
+        mem: Option<u64>,
+        /// The run these limits are for (`JobLaunch::run_count`).
+        run_count: u32,
+    },
     /// Liveness probe; the mom answers [`FromMom::Pong`].
     Ping,
 }

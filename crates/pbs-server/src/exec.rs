@@ -728,7 +728,7 @@ fn valid_signal(signal: &str) -> bool {
 }
 
 /// The mother superior's node of a running job.
-fn mother_superior(job: &Job) -> Option<String> {
+pub(crate) fn mother_superior(job: &Job) -> Option<String> {
     let exec: ExecVnode = job.get("exec_vnode", None)?.parse().ok()?;
     exec.vnodes().first().map(|v| v.to_string())
 }

@@ -127,20 +127,11 @@ fn found_names(uid: u32, gid: u32) -> (Option<String>, Option<String>) {
     (user, group)
 }
 
-/// Whether `user@host` matches an entry of a comma-separated ACL (`u@h`, `u@*`, `u`,
-/// `*@h`, with OpenPBS's leading-`*` host wildcard like `u@*.example.com`).
+/// Whether `user@host` is let in by a comma-separated user ACL (`managers`, `operators`),
+/// with OpenPBS's rules (`pbs_core::acl`): `user[@host]` entries, `*` host wildcards, the
+/// first matching entry decides and a `-` entry refuses.
 pub fn acl_matches(list: &str, user: &str, host: &str) -> bool {
-    list.split(',').map(str::trim).filter(|e| !e.is_empty()).any(|entry| {
-        let entry = entry.trim_start_matches(['+', '-']);
-        let (entry_user, entry_host) = entry.split_once('@').unwrap_or((entry, "*"));
-        let user_ok = entry_user == "*" || entry_user == user;
-        let host_ok = entry_host == "*"
-            || entry_host.eq_ignore_ascii_case(host)
-            || entry_host
-                .strip_prefix('*')
-                .is_some_and(|suffix| host.to_ascii_lowercase().ends_with(&suffix.to_ascii_lowercase()));
-        user_ok && host_ok
-    })
+    pbs_core::acl::check_user(Some(list), &format!("{user}@{host}"))
 }
 
 #[cfg(test)]
@@ -171,5 +162,8 @@ mod tests {
         assert_eq!(who("alice", 1000).privilege(None, Some("alice@h1.example.com")), Privilege::Operator);
         assert_eq!(who("alice", 1000).privilege(Some("alice@other"), None), Privilege::User);
         assert_eq!(who("alice", 1000).privilege(Some("alice@*.example.com"), None), Privilege::Manager);
+        // A `-` entry refuses, as in every OpenPBS ACL, and the user part is no wildcard.
+        assert_eq!(who("alice", 1000).privilege(Some("-alice@h1.example.com,alice@*"), None), Privilege::User);
+        assert_eq!(who("alice", 1000).privilege(None, Some("*@h1.example.com")), Privilege::User);
     }
 }

@@ -51,10 +51,13 @@ pub fn check_job_attr(
         let Some(rdef) = state.resources.get(resource) else {
             return Err(ReqError::attr(Pbse::UNKRESC, name));
         };
-        if rdef.manager_only_set && ctx.privilege < Privilege::Manager {
+        if !rdef.writable_by(ctx.privilege) {
             return Err(ReqError::attr(Pbse::ATTRRO, name));
         }
         let canonical = rdef.normalize(value).map_err(|_| ReqError::attr(Pbse::BADATVAL, name))?;
+        if rdef.name == "select" {
+            crate::privilege::check_select(state, ctx.privilege, &canonical)?;
+        }
         return Ok((index, Some(rdef.name.clone()), canonical));
     }
     if resource.is_some() {
@@ -113,13 +116,9 @@ pub fn queue_job(
     if !queue_flag("enabled") {
         return Err(ReqError::new(Pbse::QUNOENB));
     }
-    if ctx.who.uid == 0 && !ctx.who.daemon {
-        let allowed = state
-            .server_attr("acl_roots", None)
-            .is_some_and(|list| crate::identity::acl_matches(list, &ctx.who.user, &ctx.who.host));
-        if !allowed {
-            return Err(ReqError::new(Pbse::BADUSER));
-        }
+    crate::acl::check_queue(state, queue_index, ctx.who)?;
+    if ctx.who.uid == 0 && !ctx.who.daemon && !crate::acl::root_allowed(state, ctx.who) {
+        return Err(ReqError::new(Pbse::BADUSER));
     }
 
     let mut list = AttrList::new();
@@ -543,10 +542,16 @@ pub fn modify_jobs(state: &mut State, ctx: &Ctx<'_>, ids: &[String], attrs: &[At
             let resource = resource.map(|r| state.interner.intern(&r));
             list.set(def, resource, value);
         }
+        crate::holds::check_alter(
+            ctx.privilege,
+            job.attrs.get(job_idx!("Hold_Types"), None).unwrap_or("n"),
+            list.get(job_idx!("Hold_Types"), None).unwrap_or("n"),
+        )?;
         if list.get(job_idx!("max_run_subjobs"), None).is_some() && !job.array {
             return Err(ReqError::new(Pbse::NOTARRAY_ATTR));
         }
         check_resource_rules(&list, job.array)?;
+        let to_mom = if running { crate::altrun::check(state, ctx.privilege, job, &list)? } else { Vec::new() };
         let select_changed = attrs.iter().any(|a| a.0 == "Resource_List.select");
         let queue_index = state.queue_index(&job.queue).unwrap_or(0);
         if select_changed {
@@ -564,6 +569,7 @@ pub fn modify_jobs(state: &mut State, ctx: &Ctx<'_>, ids: &[String], attrs: &[At
         }
         let ops = vec![job.put_op(None)];
         crate::entity_limits::job_changed(state, seq);
+        crate::exec::send_frames(state, to_mom);
         Ok(ops)
     })
 }
@@ -675,17 +681,6 @@ fn delete_array(state: &mut State, seq: u64, force: bool, now: i64) -> Vec<Store
     ops
 }
 
-/// The hold letters a privilege may set or clear: `u` for owners, `o` for operators, `s`
-/// (and `p`) for managers.
-fn hold_allowed(privilege: Privilege, letter: char) -> bool {
-    match letter {
-        'u' => true,
-        'o' => privilege >= Privilege::Operator,
-        's' | 'p' => privilege >= Privilege::Manager,
-        _ => false,
-    }
-}
-
 /// Handles HoldJob (`hold = true`) and ReleaseJob (`hold = false`).
 pub fn hold_jobs(
     state: &mut State,
@@ -699,7 +694,7 @@ pub fn hold_jobs(
         if letters.iter().any(|c| !"uosnp".contains(*c)) {
             return Err(ReqError::new(Pbse::BADATVAL));
         }
-        if letters.iter().any(|c| *c != 'n' && !hold_allowed(ctx.privilege, *c)) {
+        if letters.iter().any(|c| *c != 'n' && !crate::holds::allowed(ctx.privilege, *c)) {
             return Err(ReqError::new(Pbse::PERM));
         }
         let Some(job) = state.jobs.get_mut(&seq) else {
@@ -961,12 +956,16 @@ pub fn job_status(state: &State, job: &Job, filter: &StatusFilter) -> StatusObje
             job.substate.to_string()
         }
     };
+    let hidden = crate::privilege::hidden_resources(state, filter.privilege);
     let mut sorted_computed = filter.computed;
     sorted_computed.sort_unstable();
     let mut attrs = Vec::with_capacity(if filter.all { job.attrs.len() + 4 } else { 8 });
     let mut push = |def: u8, resource: Option<&str>, value: &dyn Fn() -> String| {
         let Some(d) = table.get(def as usize) else { return };
         if !d.readable_by(filter.privilege) || !filter.wants(def, resource) {
+            return;
+        }
+        if resource.is_some_and(|r| hidden.iter().any(|h| h == r)) {
             return;
         }
         let full = match resource {

@@ -12,6 +12,8 @@ macro_rules! job_idx {
     };
 }
 
+pub mod acl;
+pub mod altrun;
 pub mod arrays;
 pub mod assigned;
 pub mod attrlist;
@@ -19,6 +21,7 @@ pub mod entity_limits;
 pub mod error;
 pub mod exec;
 pub mod faults;
+pub mod holds;
 pub mod identity;
 pub mod jobs;
 pub mod launch_owner;
@@ -27,6 +30,7 @@ pub mod manager;
 pub mod momlink;
 pub mod net;
 pub mod nodes;
+pub mod privilege;
 pub mod schedlink;
 pub mod state;
 pub mod store;
@@ -154,6 +158,9 @@ impl Server {
         #[cfg(debug_assertions)]
         faults::test_panic(&request);
         let ctx = self.ctx(&state, who);
+        if let Err(e) = acl::check_request(&state, who, ctx.privilege) {
+            return (acl::refusal(id, &request, e), None);
+        }
         let state = &mut *state;
         let touched = touched_jobs(state, &request);
         let (reply, ack) = self.handle_locked(state, &ctx, who, id, request);
@@ -216,6 +223,9 @@ impl Server {
             Request::HoldJob { ids, hold_types } => per_id(jobs::hold_jobs(state, &ctx, &ids, &hold_types, true)),
             Request::ReleaseJob { ids, hold_types } => per_id(jobs::hold_jobs(state, &ctx, &ids, &hold_types, false)),
             Request::SelectJobs { criteria, history, subjobs, arrays_only } => {
+                if let Err(e) = privilege::check_criteria(state, ctx.privilege, &criteria) {
+                    return fail(e);
+                }
                 let ids = jobs::select_jobs(state, &ctx, &criteria, history, subjobs, arrays_only);
                 (Reply::ok(id, ReplyBody::Ids(ids)), None)
             }

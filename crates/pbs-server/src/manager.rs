@@ -41,6 +41,10 @@ pub fn manager(
         return Err(ReqError::new(Pbse::PERM));
     }
     if kind == ObjectKind::Resource {
+        // Resource definitions decide who may set what on every job: managers' alone.
+        if ctx.privilege < Privilege::Manager {
+            return Err(ReqError::new(Pbse::PERM));
+        }
         return manage_resource(state, command, names, attrs);
     }
     if kind == ObjectKind::Server {
@@ -278,6 +282,15 @@ fn apply_attrs(
             continue;
         }
         let current = list.get(index, resource_name.as_deref()).map(str::to_string);
+        if let Some(acl_kind) = crate::acl::acl_kind(kind, def.name) {
+            match crate::acl::edit(acl_kind, current.as_deref(), attr.op, &canonical)? {
+                Some(value) => list.set(index, None, value),
+                None => {
+                    list.unset(index, None);
+                }
+            }
+            continue;
+        }
         let value = match (attr.op, def.atype) {
             (MgrOp::Set, _) => canonical,
             (MgrOp::Incr, AttrType::List) => {
@@ -393,7 +406,7 @@ fn manage_resource(
             MgrCommand::Set | MgrCommand::Unset => {
                 let current = state.resources.get(name).ok_or_else(|| ReqError::new(Pbse::UNKRESC))?;
                 if current.builtin {
-                    return Err(ReqError::new(Pbse::PERM));
+                    return Err(ReqError::new(Pbse::IVALREQ));
                 }
                 let rtype = value_of("type").unwrap_or_else(|| current.rtype.to_string());
                 let flags = if command == MgrCommand::Unset && value_of("flag").is_some() {
@@ -417,6 +430,7 @@ pub(crate) fn filtered(
     privilege: Privilege,
     filter: &[String],
     computed: Vec<(&str, String)>,
+    hidden: &[String],
 ) -> Vec<Attr> {
     let table = kind.attributes();
     let mut entries: Vec<(u8, Option<String>, String)> =
@@ -431,7 +445,7 @@ pub(crate) fn filtered(
         .into_iter()
         .filter_map(|(def, resource, value)| {
             let d = table.get(def as usize)?;
-            if !d.readable_by(privilege) {
+            if !d.readable_by(privilege) || resource.as_ref().is_some_and(|r| hidden.contains(r)) {
                 return None;
             }
             let full = match resource {
@@ -462,7 +476,14 @@ pub fn server_status(state: &State, privilege: Privilege, filter: &[String]) -> 
     ]);
     StatusObject {
         name: state.server_name.clone(),
-        attrs: filtered(&state.server, ObjectKind::Server, privilege, filter, computed),
+        attrs: filtered(
+            &state.server,
+            ObjectKind::Server,
+            privilege,
+            filter,
+            computed,
+            crate::privilege::hidden_resources(state, privilege),
+        ),
     }
 }
 
@@ -498,7 +519,14 @@ pub fn named_status(
             }
             StatusObject {
                 name: object.name.clone(),
-                attrs: filtered(&object.attrs, kind, privilege, filter, computed),
+                attrs: filtered(
+                    &object.attrs,
+                    kind,
+                    privilege,
+                    filter,
+                    computed,
+                    crate::privilege::hidden_resources(state, privilege),
+                ),
             }
         })
         .collect())

@@ -345,11 +345,17 @@ async fn stream_job_status<S>(
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
-    let (seqs, errors, privilege) = {
+    let planned = {
         let Ok(state) = server.state.lock() else { return false };
         let ctx = server.ctx(&state, who);
-        let (keys, errors) = crate::jobs::status_plan(&state, &ctx, ids, queues, history, subjobs);
-        (keys, errors, ctx.privilege)
+        crate::acl::check_request(&state, who, ctx.privilege).map(|()| {
+            let (keys, errors) = crate::jobs::status_plan(&state, &ctx, ids, queues, history, subjobs);
+            (keys, errors, ctx.privilege)
+        })
+    };
+    let (seqs, errors, privilege) = match planned {
+        Ok(planned) => planned,
+        Err(e) => return send(conn, &Reply::error(id, e.code.0, e.message)).await,
     };
     let code = errors.last().map(|e| e.code).unwrap_or(0);
     let message = errors.last().map(|e| e.message.clone()).unwrap_or_default();

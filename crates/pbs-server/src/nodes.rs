@@ -192,7 +192,14 @@ pub fn node_status(state: &State, names: &[String], privilege: Privilege) -> Res
             }
             StatusObject {
                 name: node.name.clone(),
-                attrs: filtered(&list, ObjectKind::Node, privilege, &[], Vec::new()),
+                attrs: filtered(
+                    &list,
+                    ObjectKind::Node,
+                    privilege,
+                    &[],
+                    Vec::new(),
+                    crate::privilege::hidden_resources(state, privilege),
+                ),
             }
         })
         .collect())
