@@ -3,6 +3,7 @@
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
 mod arrays;
+mod bounds;
 mod commands;
 mod durability;
 mod exec;

@@ -31,19 +31,10 @@ pub fn indices(job: &Job, attr: &str) -> IndexSet {
     }
 }
 
-/// Parses `1-3,5,7-9:2` (what `IndexSet` prints).
+/// Parses `1-3,5,7-9:2` (what `IndexSet` prints) into runs as they stand, never one
+/// index at a time: reading a record costs its length, whatever the indices it names.
 fn parse_set(text: &str) -> IndexSet {
-    let mut set = IndexSet::default();
-    for part in text.split(',').map(str::trim) {
-        if let Ok(single) = part.parse::<u64>() {
-            set.insert(single);
-        } else if let Ok(range) = part.parse::<ArrayRange>() {
-            for index in range.iter() {
-                set.insert(index);
-            }
-        }
-    }
-    set
+    IndexSet::parse_lenient(text)
 }
 
 /// Whether `index` is one of the array's subjobs.
@@ -126,15 +117,38 @@ pub fn requeue_subjob(state: &mut State, key: JobKey, now: i64) -> Vec<StoreOp> 
     ops
 }
 
-/// Drops queued subjob `index` (qdel of one subjob): it counts as expired.
-pub fn delete_queued(state: &mut State, seq: u64, index: u64, now: i64) -> Result<Vec<StoreOp>, ReqError> {
-    let parent = state.jobs.get_mut(&seq).ok_or_else(|| ReqError::new(Pbse::UNKJOBID))?;
-    let mut remaining = indices(parent, "array_indices_remaining");
-    if !remaining.remove(index) {
-        return Err(ReqError::new(Pbse::BADSTATE));
+/// Queued subjobs deleted one after another (qdel of subjobs or of a range): each counts
+/// as expired. Their array's remaining indices are read once and written and recounted
+/// once, however many go, so deleting a range costs the number of subjobs it names.
+#[derive(Default)]
+pub struct QueuedDeletes {
+    /// The array being worked on and its remaining indices as they now stand.
+    pending: Option<(u64, IndexSet)>,
+}
+
+impl QueuedDeletes {
+    /// Whether deletions of array `seq` are waiting to be written.
+    pub fn holds(&self, seq: u64) -> bool {
+        self.pending.as_ref().is_some_and(|(pending, _)| *pending == seq)
     }
-    parent.attrs.set(job_idx!("array_indices_remaining"), None, remaining.to_string());
-    Ok(refresh(state, seq, now))
+
+    /// Drops queued subjob `index` of array `seq`; the caller has flushed any other array.
+    pub fn delete(&mut self, state: &State, seq: u64, index: u64) -> Result<(), ReqError> {
+        if !self.holds(seq) {
+            let parent = state.jobs.get(&seq).ok_or_else(|| ReqError::new(Pbse::UNKJOBID))?;
+            self.pending = Some((seq, indices(parent, "array_indices_remaining")));
+        }
+        let removed = self.pending.as_mut().is_some_and(|(_, remaining)| remaining.remove(index));
+        if removed { Ok(()) } else { Err(ReqError::new(Pbse::BADSTATE)) }
+    }
+
+    /// Writes the array's remaining indices and recounts it; nothing if none waits.
+    pub fn flush(&mut self, state: &mut State, now: i64) -> Vec<StoreOp> {
+        let Some((seq, remaining)) = self.pending.take() else { return Vec::new() };
+        let Some(parent) = state.jobs.get_mut(&seq) else { return Vec::new() };
+        parent.attrs.set(job_idx!("array_indices_remaining"), None, remaining.to_string());
+        refresh(state, seq, now)
+    }
 }
 
 /// Brings the parent up to date with its subjobs: `array_state_count`, its state (`Q`
@@ -227,21 +241,80 @@ impl SubjobTemplate {
     }
 }
 
+/// How a request reads a subjob range (`12[1-5]`), as OpenPBS's request handlers do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RangeRule {
+    /// Each index the array has (qrun, the scheduler's notes).
+    Intersect,
+    /// qstat: every index of the range must be one of the array's.
+    Whole,
+    /// qdel: the range must start between the array's first and last index; its queued
+    /// and running subjobs are deleted, finished ones left alone.
+    StartInside,
+    /// qsig, qrerun: the subjobs of the range that are running; none is a state error.
+    Running,
+}
+
 /// The subjob keys an id names: one for `12[3]`, each submitted index of `12[1-5]`.
 pub fn keys_of(state: &State, id: &str) -> Result<Vec<JobKey>, ReqError> {
+    keys_by(state, id, RangeRule::Intersect)
+}
+
+/// The keys an id names, a range read by `rule`. A range is met with the array's index
+/// runs, never walked: `12[0-9999999999]` costs what the array holds, and the state lock is
+/// held for the length of the answer.
+pub fn keys_by(state: &State, id: &str, rule: RangeRule) -> Result<Vec<JobKey>, ReqError> {
     let parsed: pbs_core::JobId = id.parse().map_err(|_| ReqError::new(Pbse::UNKJOBID))?;
     let seq = parsed.seq();
     let job = state.jobs.get(&seq).ok_or_else(|| ReqError::new(Pbse::UNKJOBID))?;
     match parsed.array() {
         pbs_core::ArrayPart::None | pbs_core::ArrayPart::Parent => Ok(vec![JobKey::job(seq)]),
         pbs_core::ArrayPart::Index(i) if submitted(job, *i) => Ok(vec![JobKey::subjob(seq, *i)]),
-        pbs_core::ArrayPart::Range(range) if job.array => {
-            let all = indices(job, "array_indices_submitted");
-            let keys: Vec<JobKey> = range.iter().filter(|i| all.contains(*i)).map(|i| JobKey::subjob(seq, i)).collect();
-            if keys.is_empty() { Err(ReqError::new(Pbse::UNKJOBID)) } else { Ok(keys) }
-        }
+        pbs_core::ArrayPart::Range(range) if job.array => range_keys(state, job, range, rule),
         _ => Err(ReqError::new(Pbse::UNKJOBID)),
     }
+}
+
+fn range_keys(state: &State, job: &Job, range: &ArrayRange, rule: RangeRule) -> Result<Vec<JobKey>, ReqError> {
+    let seq = job.seq;
+    let all = indices(job, "array_indices_submitted");
+    if rule == RangeRule::Running {
+        // The array's running subjobs are few next to its indices: look at each of them.
+        let keys: Vec<JobKey> = state
+            .subjobs
+            .range((seq, range.start)..=(seq, range.end))
+            .filter(|((_, index), sub)| {
+                range.contains(*index) && matches!(sub.state, JobState::Running | JobState::Suspended)
+            })
+            .map(|((_, index), _)| JobKey::subjob(seq, *index))
+            .collect();
+        return if keys.is_empty() { Err(ReqError::new(Pbse::BADSTATE)) } else { Ok(keys) };
+    }
+    let inside = match rule {
+        RangeRule::Whole => all.contains_range(range),
+        RangeRule::StartInside => {
+            all.first().is_some_and(|first| range.start >= first) && all.last().is_some_and(|last| range.start <= last)
+        }
+        RangeRule::Intersect | RangeRule::Running => true,
+    };
+    if !inside {
+        return Err(ReqError::new(Pbse::UNKJOBID));
+    }
+    if rule == RangeRule::StartInside {
+        let queued = indices(job, "array_indices_remaining").intersect(range);
+        let mut keys: Vec<JobKey> = queued.iter().map(|i| JobKey::subjob(seq, i)).collect();
+        keys.extend(
+            state
+                .subjobs
+                .range((seq, range.start)..=(seq, range.end))
+                .filter(|((_, index), _)| range.contains(*index) && !queued.contains(*index))
+                .map(|((_, index), _)| JobKey::subjob(seq, *index)),
+        );
+        keys.sort_unstable();
+        return Ok(keys);
+    }
+    let keys: Vec<JobKey> = all.intersect(range).iter().map(|i| JobKey::subjob(seq, i)).collect();
+    if keys.is_empty() { Err(ReqError::new(Pbse::UNKJOBID)) } else { Ok(keys) }
 }
 
 #[cfg(test)]

@@ -507,11 +507,13 @@ where
 }
 
 /// Like [`per_id`], for requests that also take subjobs (`12[3]`) and ranges
-/// (`12[1-5]`): the action runs once per job or subjob; permissions are the array's.
+/// (`12[1-5]`, read by `rule`): the action runs once per job or subjob; permissions are
+/// the array's.
 pub(crate) fn per_key<F>(
     state: &mut State,
     ctx: &Ctx<'_>,
     ids: &[String],
+    rule: crate::arrays::RangeRule,
     mut action: F,
 ) -> (Vec<IdError>, Vec<StoreOp>)
 where
@@ -520,8 +522,10 @@ where
     let mut errors = Vec::new();
     let mut ops = Vec::new();
     for id in ids {
-        let keys = crate::arrays::keys_of(state, id).and_then(|keys| {
-            let owner_ok = keys.first().and_then(|k| state.jobs.get(&k.seq)).is_some_and(|job| may_act_on(ctx, job));
+        let keys = crate::arrays::keys_by(state, id, rule).and_then(|keys| {
+            // A range may name no subjob left to act on: the array still decides.
+            let seq = id.parse::<JobId>().map(|parsed| parsed.seq()).ok();
+            let owner_ok = seq.and_then(|seq| state.jobs.get(&seq)).is_some_and(|job| may_act_on(ctx, job));
             if owner_ok { Ok(keys) } else { Err(ReqError::new(Pbse::PERM)) }
         });
         let failed = match keys {
@@ -547,6 +551,9 @@ pub fn modify_jobs(state: &mut State, ctx: &Ctx<'_>, ids: &[String], attrs: &[At
     per_id(state, ctx, ids, |state, ctx, seq| {
         let mut checked = Vec::new();
         for Attr(name, value) in attrs {
+            if ObjectKind::Job.find(split_name(name).0).is_some_and(|(_, def)| def.create_only()) {
+                return Err(ReqError::attr(Pbse::ATTRRO, name));
+            }
             checked.push(check_job_attr(state, ctx, name, value)?);
         }
         let Some(job) = state.jobs.get(&seq) else {
@@ -617,52 +624,75 @@ pub fn delete_jobs(
     purge_history: bool,
 ) -> (Vec<IdError>, Vec<StoreOp>) {
     let history = state.server_flag("job_history_enable", false);
-    per_key(state, ctx, ids, |state, ctx, key| {
+    let mut queued = crate::arrays::QueuedDeletes::default();
+    let mut ops = Vec::new();
+    let (errors, _) = per_key(state, ctx, ids, crate::arrays::RangeRule::StartInside, |state, ctx, key| {
+        // A queued subjob is only an index of its array: consecutive ones are batched.
         if let Some(index) = key.index {
             if state.job(key).is_none_or(|j| j.state == JobState::Queued) {
-                // A queued subjob is only an index of its array.
-                return crate::arrays::delete_queued(state, key.seq, index, ctx.now);
+                if !queued.holds(key.seq) {
+                    ops.extend(queued.flush(state, ctx.now));
+                }
+                return queued.delete(state, key.seq, index).map(|()| Vec::new());
             }
         }
-        let Some(job) = state.job_mut(key) else {
-            return Err(ReqError::new(Pbse::UNKJOBID));
+        // Anything else sees the batched deletions written first, and its writes follow
+        // them in order: the action's own result carries none.
+        ops.extend(queued.flush(state, ctx.now));
+        ops.extend(delete_one(state, ctx, key, force, purge_history, history)?);
+        Ok(Vec::new())
+    });
+    ops.extend(queued.flush(state, ctx.now));
+    (errors, ops)
+}
+
+/// qdel of one job, array or subjob that is not a queued subjob.
+fn delete_one(
+    state: &mut State,
+    ctx: &Ctx<'_>,
+    key: JobKey,
+    force: bool,
+    purge_history: bool,
+    history: bool,
+) -> Result<Vec<StoreOp>, ReqError> {
+    let Some(job) = state.job_mut(key) else {
+        return Err(ReqError::new(Pbse::UNKJOBID));
+    };
+    if matches!(job.state, JobState::Running | JobState::Suspended | JobState::Exiting) {
+        // A running job ends through its mom: SIGTERM, SIGKILL after kill_delay, and
+        // the end is recorded when the mom reports it; `-W force` does not wait.
+        let (ops, frames) = if force {
+            crate::exec::force_delete(state, key, ctx.now)
+        } else if state.ending.get(&key) == Some(&crate::exec::EndReason::Delete) {
+            (Vec::new(), Vec::new())
+        } else {
+            crate::exec::begin_end(state, key, crate::exec::EndReason::Delete)
         };
-        if matches!(job.state, JobState::Running | JobState::Suspended | JobState::Exiting) {
-            // A running job ends through its mom: SIGTERM, SIGKILL after kill_delay, and
-            // the end is recorded when the mom reports it; `-W force` does not wait.
-            let (ops, frames) = if force {
-                crate::exec::force_delete(state, key, ctx.now)
-            } else if state.ending.get(&key) == Some(&crate::exec::EndReason::Delete) {
-                (Vec::new(), Vec::new())
-            } else {
-                crate::exec::begin_end(state, key, crate::exec::EndReason::Delete)
-            };
-            crate::exec::send_frames(state, frames);
-            return Ok(ops);
-        }
-        if job.state.is_history() {
-            if !purge_history || key.index.is_some() {
-                return Err(ReqError::new(Pbse::HISTJOBID));
-            }
-            state.jobs.remove(&key.seq);
-            state.remove_subjobs_of(key.seq);
-            return Ok(vec![StoreOp::DeleteJob { seq: key.seq }]);
-        }
-        if job.array {
-            return Ok(delete_array(state, key.seq, force, ctx.now));
-        }
-        if history && !purge_history {
-            job.state = JobState::Finished;
-            job.substate = Substate::TERMINATED;
-            let now = ctx.now.to_string();
-            job.attrs.set(job_idx!("mtime"), None, now.as_str());
-            job.attrs.set(job_idx!("obittime"), None, now.as_str());
-            job.attrs.set(job_idx!("history_timestamp"), None, now.as_str());
-            return Ok(vec![job.put_op(None)]);
+        crate::exec::send_frames(state, frames);
+        return Ok(ops);
+    }
+    if job.state.is_history() {
+        if !purge_history || key.index.is_some() {
+            return Err(ReqError::new(Pbse::HISTJOBID));
         }
         state.jobs.remove(&key.seq);
-        Ok(vec![StoreOp::DeleteJob { seq: key.seq }])
-    })
+        state.remove_subjobs_of(key.seq);
+        return Ok(vec![StoreOp::DeleteJob { seq: key.seq }]);
+    }
+    if job.array {
+        return Ok(delete_array(state, key.seq, force, ctx.now));
+    }
+    if history && !purge_history {
+        job.state = JobState::Finished;
+        job.substate = Substate::TERMINATED;
+        let now = ctx.now.to_string();
+        job.attrs.set(job_idx!("mtime"), None, now.as_str());
+        job.attrs.set(job_idx!("obittime"), None, now.as_str());
+        job.attrs.set(job_idx!("history_timestamp"), None, now.as_str());
+        return Ok(vec![job.put_op(None)]);
+    }
+    state.jobs.remove(&key.seq);
+    Ok(vec![StoreOp::DeleteJob { seq: key.seq }])
 }
 
 /// qdel of a whole array: its queued subjobs go at once, its running ones end through
@@ -869,7 +899,7 @@ pub fn status_plan(
         return (keys, errors);
     }
     for id in ids {
-        let result = crate::arrays::keys_of(state, id).and_then(|found| {
+        let result = crate::arrays::keys_by(state, id, crate::arrays::RangeRule::Whole).and_then(|found| {
             let job =
                 found.first().and_then(|k| state.jobs.get(&k.seq)).ok_or_else(|| ReqError::new(Pbse::UNKJOBID))?;
             if !may_see(state, ctx, job) {
