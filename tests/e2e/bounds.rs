@@ -114,3 +114,105 @@ fn array_indices_submitted_cannot_be_altered() {
     let out = run_within(&c, "qstat", &["-t", &id]).ok();
     assert_eq!(out.stdout.lines().count(), 2 + 4, "{}", out.stdout);
 }
+
+mod raw {
+    //! Raw frames on the Unix socket, past the commands' own checks.
+
+    use std::io::Write;
+    use std::os::unix::net::UnixStream;
+    use std::time::Duration;
+
+    use pbs_e2e::Cluster;
+    use pbs_proto::codec::{MAX_REPLY_FRAME_LEN, read_frame, write_frame};
+    use pbs_proto::{Hello, HelloReply, PROTOCOL_VERSION, Reply, Role};
+
+    pub(super) fn connect_as_nobody(cluster: &Cluster) -> UnixStream {
+        // The identity comes from SO_PEERCRED: connect from a thread running as nobody.
+        let path = cluster.home().join("server_sock");
+        std::thread::spawn(move || {
+            // The raw system call changes only this thread's credentials (glibc's wrapper
+            // would change every thread's); the thread ends once connected.
+            // SAFETY: no memory is passed; the call only changes this thread's uids.
+            let rc = unsafe { libc::syscall(libc::SYS_setresuid, 65534, 65534, 65534) };
+            assert_eq!(rc, 0, "setresuid nobody");
+            UnixStream::connect(path).expect("connect")
+        })
+        .join()
+        .expect("connecting thread")
+    }
+
+    pub(super) fn hello(stream: &mut UnixStream) {
+        stream.set_read_timeout(Some(Duration::from_secs(15))).expect("timeout");
+        write_frame(stream, &Hello { version: PROTOCOL_VERSION, role: Role::Client }).expect("hello");
+        let welcome: HelloReply = read_frame(stream, MAX_REPLY_FRAME_LEN).expect("read").expect("welcome");
+        assert!(matches!(welcome, HelloReply::Welcome { .. }), "{welcome:?}");
+    }
+
+    pub(super) fn request(stream: &mut UnixStream, payload: &[u8]) -> Reply {
+        let len = u32::try_from(payload.len()).expect("len");
+        stream.write_all(&len.to_be_bytes()).expect("write len");
+        stream.write_all(payload).expect("write payload");
+        read_frame(stream, MAX_REPLY_FRAME_LEN).expect("read reply").expect("a reply, not EOF")
+    }
+}
+
+fn queue_job_frame(id: u64, attrs: &[(&str, String)]) -> Vec<u8> {
+    let attrs: Vec<serde_json::Value> = attrs.iter().map(|(n, v)| serde_json::json!([n, v])).collect();
+    serde_json::to_vec(&serde_json::json!({
+        "id": id,
+        "request": {"kind": "QueueJob", "attrs": attrs, "script": "#!/bin/sh\ntrue\n", "destination": null}
+    }))
+    .expect("json")
+}
+
+#[test]
+fn oversized_values_are_refused_with_badatval() {
+    let c = Cluster::start();
+    let mut stream = raw::connect_as_nobody(&c);
+    raw::hello(&mut stream);
+    let held = ("Hold_Types", "u".to_string());
+
+    // 8 MiB of environment in one value, sent as qsub -v would send it.
+    let env = format!("BIG={}", "x".repeat(8 << 20));
+    let r = raw::request(&mut stream, &queue_job_frame(1, &[held.clone(), ("Variable_List", env)]));
+    assert_eq!((r.id, r.code, r.message.as_str()), (1, 15014, "Illegal attribute or resource value Variable_List"));
+    // 2 MiB in an attribute no job fills that much.
+    let r = raw::request(&mut stream, &queue_job_frame(2, &[held.clone(), ("Account_Name", "a".repeat(2 << 20))]));
+    assert_eq!((r.id, r.code, r.message.as_str()), (2, 15014, "Illegal attribute or resource value Account_Name"));
+    // OpenPBS's own limit on a job name.
+    let r = raw::request(&mut stream, &queue_job_frame(3, &[held.clone(), ("Job_Name", "n".repeat(231))]));
+    assert_eq!((r.id, r.code, r.message.as_str()), (3, 15014, "Illegal attribute or resource value Job_Name"));
+    // Values each within their limit, together more than a job may hold.
+    let many: Vec<(&str, String)> =
+        ["Account_Name", "Mail_Users", "project", "depend", "stagein", "stageout", "sandbox"]
+            .iter()
+            .map(|name| (*name, "v".repeat(1 << 20)))
+            .chain([("Variable_List", format!("A={}", "x".repeat(3 << 20)))])
+            .collect();
+    let r = raw::request(&mut stream, &queue_job_frame(4, &many));
+    assert_eq!(r.code, 15014, "{}", r.message);
+    // More attributes in one request than any command sends.
+    let names: Vec<(&str, String)> = (0..5000).map(|_| ("Priority", "1".to_string())).collect();
+    let r = raw::request(&mut stream, &queue_job_frame(5, &names));
+    assert_eq!((r.id, r.code, r.message.as_str()), (5, 15004, "Invalid request"));
+
+    // Nothing was queued; a job within the limits still is, and cannot be grown past them.
+    assert_eq!(c.run("qselect", &[]).ok().stdout, "");
+    let env = format!("BIG={}", "x".repeat(1 << 20));
+    let r = raw::request(&mut stream, &queue_job_frame(6, &[held, ("Variable_List", env)]));
+    assert_eq!(r.code, 0, "{r:?}");
+    let id = c.run("qselect", &[]).ok().line().to_string();
+    let alter = serde_json::json!({"id": 7, "request": {"kind": "ModifyJob", "ids": [id],
+        "attrs": [["Account_Name", "a".repeat(2 << 20)]]}});
+    let r = raw::request(&mut stream, &serde_json::to_vec(&alter).expect("json"));
+    assert_eq!((r.code, r.message.as_str()), (15014, "Illegal attribute or resource value Account_Name"));
+    assert_eq!(c.job_attr(&id, "Account_Name"), None);
+
+    // qmgr (reading its command from stdin: one argument may not be that long) too.
+    let command = format!("set server comment = {}\n", "c".repeat(1 << 20 | 1));
+    let out = c.run_with_stdin("qmgr", &[], &command, false);
+    assert!(out.stderr.contains("Illegal attribute or resource value comment"), "{out:?}");
+    assert_eq!(c.server_attr("comment"), None);
+    let out = c.run("qmgr", &["-c", "create queue sixteen_letters_"]);
+    assert!(out.stderr.ends_with("qmgr: Error (15028) returned from server\n"), "{out:?}");
+}

@@ -320,6 +320,43 @@ fn range_keys(state: &State, job: &Job, range: &ArrayRange, rule: RangeRule) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::Loaded;
+
+    /// A record naming ten billion indices (a damaged store, or `max_array_size` raised
+    /// that far): recovery, listing, ranges and deletions cost its runs, never its indices.
+    #[test]
+    fn a_record_of_ten_billion_indices_stays_one_run() {
+        let record = r#"{"seq":5,"array":true,"state":"Q","substate":10,"queue":"workq","attrs":[
+            ["euser","alice"],["array_indices_submitted","0-9999999999"],
+            ["array_indices_remaining","0-9999999999"]]}"#;
+        let loaded = Loaded {
+            jobs: vec![(5, record.to_string())],
+            meta: vec![("initialized".to_string(), "1".to_string())],
+            ..Loaded::default()
+        };
+        let (mut state, _) = State::from_loaded(loaded, "srv", "host", "/nonexistent");
+        crate::exec::recover(&mut state, 0);
+        let count = state.jobs.get(&5).and_then(|j| j.get("array_state_count", None).map(str::to_string));
+        assert_eq!(count.as_deref(), Some("Queued:10000000000 Running:0 Exiting:0 Expired:0"));
+
+        let keys = keys_by(&state, "5[0-9999999999:1000000000]", RangeRule::Whole).unwrap();
+        assert_eq!(keys.len(), 10);
+        assert_eq!(keys[9], JobKey::subjob(5, 9_000_000_000));
+        let keys = keys_by(&state, "5[9999999995-9999999999]", RangeRule::StartInside).unwrap();
+        assert_eq!(keys.len(), 5);
+
+        let mut deletes = QueuedDeletes::default();
+        for index in [3, 4, 5, 9_999_999_999] {
+            deletes.delete(&state, 5, index).unwrap();
+        }
+        assert_eq!(deletes.delete(&state, 5, 4), Err(ReqError::new(Pbse::BADSTATE)));
+        deletes.flush(&mut state, 0);
+        let parent = state.jobs.get(&5).unwrap();
+        assert_eq!(parent.get("array_indices_remaining", None), Some("0-2,6-9999999998"));
+        assert_eq!(parent.get("array_state_count", None), Some("Queued:9999999996 Running:0 Exiting:0 Expired:4"));
+        let listed = SubjobTemplate::new(&state, parent, &StatusFilter::new(&[], pbs_core::Privilege::Manager));
+        assert_eq!(listed.status(&state, 4).attrs.iter().find(|a| a.0 == "job_state").map(|a| a.1.as_str()), Some("X"));
+    }
 
     #[test]
     fn index_sets_parse_what_they_print() {

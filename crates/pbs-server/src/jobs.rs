@@ -36,6 +36,7 @@ pub fn check_job_attr(
     name: &str,
     value: &str,
 ) -> Result<(u8, Option<String>, String), ReqError> {
+    crate::limits::check_value(ObjectKind::Job, name, value)?;
     let (base, resource) = split_name(name);
     let Some((index, def)) = ObjectKind::Job.find(base) else {
         return Err(ReqError::attr(Pbse::NOATTR, name));
@@ -127,6 +128,9 @@ pub fn queue_job(
         let (def, resource, canonical) = check_job_attr(state, ctx, name, value)?;
         let resource = resource.map(|r| state.interner.intern(&r));
         list.set(def, resource, canonical);
+    }
+    if let Some(Attr(last, _)) = attrs.last() {
+        crate::limits::check_job_total(&list, last)?;
     }
     let is_array = list.get(job_idx!("array_indices_submitted"), None).is_some();
     if let Some(range) = list.get(job_idx!("array_indices_submitted"), None) {
@@ -572,6 +576,9 @@ pub fn modify_jobs(state: &mut State, ctx: &Ctx<'_>, ids: &[String], attrs: &[At
             }
             let resource = resource.map(|r| state.interner.intern(&r));
             list.set(def, resource, value);
+        }
+        if let Some(Attr(last, _)) = attrs.last() {
+            crate::limits::check_job_total(&list, last)?;
         }
         if list.get(job_idx!("max_run_subjobs"), None).is_some() && !job.array {
             return Err(ReqError::new(Pbse::NOTARRAY_ATTR));

@@ -19,6 +19,7 @@ pub mod error;
 pub mod exec;
 pub mod identity;
 pub mod jobs;
+pub mod limits;
 pub use pbs_log as logging;
 pub mod manager;
 pub mod momlink;

@@ -219,6 +219,9 @@ where
     S: AsyncRead + AsyncWrite + Unpin,
 {
     let id = frame.id;
+    if let Err(e) = crate::limits::check_request(&frame.request) {
+        return send(conn, &Reply::error(id, e.code.0, e.message)).await;
+    }
     if let Request::StatusJob { ids, queues, attrs, history, subjobs } = &frame.request {
         return stream_job_status(server, who, id, ids, queues, attrs, (*history, *subjobs), conn).await;
     }
