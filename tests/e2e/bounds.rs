@@ -141,6 +141,10 @@ mod raw {
         .expect("connecting thread")
     }
 
+    pub(super) fn connect_as_root(cluster: &Cluster) -> UnixStream {
+        UnixStream::connect(cluster.home().join("server_sock")).expect("connect")
+    }
+
     pub(super) fn hello(stream: &mut UnixStream) {
         stream.set_read_timeout(Some(Duration::from_secs(15))).expect("timeout");
         write_frame(stream, &Hello { version: PROTOCOL_VERSION, role: Role::Client }).expect("hello");
@@ -215,4 +219,25 @@ fn oversized_values_are_refused_with_badatval() {
     assert_eq!(c.server_attr("comment"), None);
     let out = c.run("qmgr", &["-c", "create queue sixteen_letters_"]);
     assert!(out.stderr.ends_with("qmgr: Error (15028) returned from server\n"), "{out:?}");
+}
+
+/// One frame naming a big array's whole range a hundred thousand times: what each id costs
+/// is what the array runs in that range, not the range's ten thousand indices.
+#[test]
+fn a_frame_repeating_a_range_costs_its_answer() {
+    let c = Cluster::start();
+    let id = c.run_as_nobody("qsub", &["-h", "-J", "0-9999", "--", "/bin/true"]).ok().line().to_string();
+    let range = format!("{}[0-9999]", seq(&id));
+    let ids = vec![range.as_str(); 100_000];
+    let mut stream = raw::connect_as_root(&c);
+    raw::hello(&mut stream);
+    let started = Instant::now();
+    let frame = serde_json::json!({"id": 9, "request": {"kind": "SignalJob", "ids": ids, "signal": "USR1"}});
+    let r = raw::request(&mut stream, &serde_json::to_vec(&frame).expect("json"));
+    assert!(started.elapsed() < DEADLINE, "took {:?}", started.elapsed());
+    assert_eq!((r.id, r.code), (9, 15016), "{}", r.message);
+    let pbs_proto::ReplyBody::PerId(errors) = r.body else { panic!("per-id reply expected: {:?}", r.body) };
+    assert_eq!(errors.len(), 100_000);
+    // The server is free for everyone else at once.
+    assert_eq!(run_within(&c, "qstat", &[&id]).ok().stdout.lines().count(), 3);
 }

@@ -244,10 +244,9 @@ impl SubjobTemplate {
 /// How a request reads a subjob range (`12[1-5]`), as OpenPBS's request handlers do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RangeRule {
-    /// Each index the array has (qrun, the scheduler's notes).
+    /// Each index the array has (qrun). qstat's rule, every index of the range the
+    /// array's, is [`status_items`].
     Intersect,
-    /// qstat: every index of the range must be one of the array's.
-    Whole,
     /// qdel: the range must start between the array's first and last index; its queued
     /// and running subjobs are deleted, finished ones left alone.
     StartInside,
@@ -275,6 +274,65 @@ pub fn keys_by(state: &State, id: &str, rule: RangeRule) -> Result<Vec<JobKey>, 
     }
 }
 
+/// The jobs a request naming `id` may change, for the scheduler's change stream: the job,
+/// a subjob and its array, or for a range the array and those of its subjobs that have
+/// records (running or ending). A queued subjob is only an index of its array, whose own
+/// change covers it: a range costs the subjobs that run in its span, never its indices.
+pub fn touched_by(state: &State, id: &str) -> Vec<JobKey> {
+    let Ok(parsed) = id.parse::<pbs_core::JobId>() else { return Vec::new() };
+    let seq = parsed.seq();
+    if !state.jobs.contains_key(&seq) {
+        return Vec::new();
+    }
+    let range = match parsed.array() {
+        pbs_core::ArrayPart::None | pbs_core::ArrayPart::Parent => return vec![JobKey::job(seq)],
+        pbs_core::ArrayPart::Index(index) => return vec![JobKey::subjob(seq, *index), JobKey::job(seq)],
+        pbs_core::ArrayPart::Range(range) => range,
+    };
+    let (start, end) = (range.start, range.end);
+    let wanted = |index: u64| range.contains(index);
+    let mut keys = vec![JobKey::job(seq)];
+    keys.extend(
+        state
+            .subjobs
+            .range((seq, start)..=(seq, end))
+            .filter(|((_, index), _)| wanted(*index))
+            .map(|((_, index), _)| JobKey::subjob(seq, *index)),
+    );
+    keys
+}
+
+/// What a status id names: a job or array, one subjob, or the subjobs of a range.
+pub enum StatusItems {
+    /// A job or an array (with its subjobs under qstat -t).
+    Job,
+    /// One subjob.
+    Subjob(u64),
+    /// The subjobs of a range, every one of them the array's.
+    Subjobs(IndexSet),
+}
+
+/// Resolves a status id to its job's sequence number and what it names, a range as an
+/// index set (met with the array's runs, never walked nor expanded).
+pub fn status_items(state: &State, id: &str) -> Result<(u64, StatusItems), ReqError> {
+    let parsed: pbs_core::JobId = id.parse().map_err(|_| ReqError::new(Pbse::UNKJOBID))?;
+    let seq = parsed.seq();
+    let job = state.jobs.get(&seq).ok_or_else(|| ReqError::new(Pbse::UNKJOBID))?;
+    match parsed.array() {
+        pbs_core::ArrayPart::None | pbs_core::ArrayPart::Parent => Ok((seq, StatusItems::Job)),
+        pbs_core::ArrayPart::Index(i) if submitted(job, *i) => Ok((seq, StatusItems::Subjob(*i))),
+        pbs_core::ArrayPart::Range(range) if job.array => {
+            let set = indices(job, "array_indices_submitted").intersect(range);
+            if set.len() as u64 == range.count() {
+                Ok((seq, StatusItems::Subjobs(set)))
+            } else {
+                Err(ReqError::new(Pbse::UNKJOBID))
+            }
+        }
+        _ => Err(ReqError::new(Pbse::UNKJOBID)),
+    }
+}
+
 fn range_keys(state: &State, job: &Job, range: &ArrayRange, rule: RangeRule) -> Result<Vec<JobKey>, ReqError> {
     let seq = job.seq;
     let all = indices(job, "array_indices_submitted");
@@ -291,7 +349,6 @@ fn range_keys(state: &State, job: &Job, range: &ArrayRange, rule: RangeRule) -> 
         return if keys.is_empty() { Err(ReqError::new(Pbse::BADSTATE)) } else { Ok(keys) };
     }
     let inside = match rule {
-        RangeRule::Whole => all.contains_range(range),
         RangeRule::StartInside => {
             all.first().is_some_and(|first| range.start >= first) && all.last().is_some_and(|last| range.start <= last)
         }
@@ -339,8 +396,12 @@ mod tests {
         let count = state.jobs.get(&5).and_then(|j| j.get("array_state_count", None).map(str::to_string));
         assert_eq!(count.as_deref(), Some("Queued:10000000000 Running:0 Exiting:0 Expired:0"));
 
-        let keys = keys_by(&state, "5[0-9999999999:1000000000]", RangeRule::Whole).unwrap();
-        assert_eq!(keys.len(), 10);
+        let Ok((5, StatusItems::Subjobs(listed))) = status_items(&state, "5[0-9999999999:1000000000]") else {
+            panic!("a range inside the array is listed");
+        };
+        assert_eq!(listed.len(), 10);
+        assert_eq!(listed.last(), Some(9_000_000_000));
+        let keys = keys_by(&state, "5[0-9999999999:1000000000]", RangeRule::Intersect).unwrap();
         assert_eq!(keys[9], JobKey::subjob(5, 9_000_000_000));
         let keys = keys_by(&state, "5[9999999995-9999999999]", RangeRule::StartInside).unwrap();
         assert_eq!(keys.len(), 5);

@@ -877,9 +877,47 @@ fn criterion_holds(job: &Job, job_state: JobState, criterion: &Criterion) -> boo
     }
 }
 
-/// Decides which jobs a StatusJob covers: (keys to report, per-id errors). With
-/// `subjobs` (qstat -t) each array is followed by all its subjobs; a subjob or range id
-/// names those subjobs.
+/// What a StatusJob covers, in reply order: jobs, and subjobs kept as index runs until
+/// they are listed, so planning costs the ids and arrays named, never their subjobs
+/// (`qstat -t` of a 100,000-subjob array, or a range id given many times over).
+#[derive(Default)]
+pub struct StatusPlan(Vec<Planned>);
+
+enum Planned {
+    Key(JobKey),
+    Subjobs(u64, crate::arrays::IndexSet),
+}
+
+impl StatusPlan {
+    fn push(&mut self, key: JobKey) {
+        self.0.push(Planned::Key(key));
+    }
+
+    /// Whether nothing is to be listed.
+    pub fn is_empty(&self) -> bool {
+        self.0.iter().all(|item| matches!(item, Planned::Subjobs(_, set) if set.is_empty()))
+    }
+
+    /// The keys in reply order, made as they are taken.
+    pub fn into_keys(self) -> impl Iterator<Item = JobKey> + Send + use<> {
+        self.0.into_iter().flat_map(|item| {
+            let (key, seq, runs) = match item {
+                Planned::Key(key) => (Some(key), 0, Vec::new()),
+                Planned::Subjobs(seq, set) => (None, seq, set.runs().collect::<Vec<_>>()),
+            };
+            let subjobs = runs.into_iter().flat_map(move |(first, last, step)| {
+                (first..=last)
+                    .step_by(usize::try_from(step).unwrap_or(usize::MAX).max(1))
+                    .map(move |index| JobKey::subjob(seq, index))
+            });
+            key.into_iter().chain(subjobs)
+        })
+    }
+}
+
+/// Decides which jobs a StatusJob covers: (the plan, per-id errors). With `subjobs`
+/// (qstat -t) each array is followed by all its subjobs; a subjob or range id names
+/// those subjobs (a range must lie wholly in the array, as OpenPBS's qstat requires).
 pub fn status_plan(
     state: &State,
     ctx: &Ctx<'_>,
@@ -887,39 +925,37 @@ pub fn status_plan(
     queues: &[String],
     history: bool,
     subjobs: bool,
-) -> (Vec<JobKey>, Vec<IdError>) {
-    let mut keys = Vec::new();
+) -> (StatusPlan, Vec<IdError>) {
+    let mut plan = StatusPlan::default();
     let mut errors = Vec::new();
-    let push_job = |keys: &mut Vec<JobKey>, job: &Job| {
-        keys.push(JobKey::job(job.seq));
+    let push_job = |plan: &mut StatusPlan, job: &Job| {
+        plan.push(JobKey::job(job.seq));
         if subjobs && job.array {
-            keys.extend(
-                crate::arrays::indices(job, "array_indices_submitted").iter().map(|i| JobKey::subjob(job.seq, i)),
-            );
+            plan.0.push(Planned::Subjobs(job.seq, crate::arrays::indices(job, "array_indices_submitted")));
         }
     };
     let listed = |job: &&Job| (history || !job.state.is_history()) && may_see(state, ctx, job);
     if ids.is_empty() && queues.is_empty() {
         for job in state.jobs.values().filter(listed) {
-            push_job(&mut keys, job);
+            push_job(&mut plan, job);
         }
-        return (keys, errors);
+        return (plan, errors);
     }
     for id in ids {
-        let result = crate::arrays::keys_by(state, id, crate::arrays::RangeRule::Whole).and_then(|found| {
-            let job =
-                found.first().and_then(|k| state.jobs.get(&k.seq)).ok_or_else(|| ReqError::new(Pbse::UNKJOBID))?;
+        let result = crate::arrays::status_items(state, id).and_then(|(seq, range)| {
+            let job = state.jobs.get(&seq).ok_or_else(|| ReqError::new(Pbse::UNKJOBID))?;
             if !may_see(state, ctx, job) {
                 return Err(ReqError::new(Pbse::PERM));
             }
             if job.state.is_history() && !history {
                 return Err(ReqError::new(Pbse::HISTJOBID));
             }
-            Ok((found, job))
+            Ok((job, range))
         });
         match result {
-            Ok((found, job)) if found.len() == 1 && found[0].index.is_none() => push_job(&mut keys, job),
-            Ok((found, _)) => keys.extend(found),
+            Ok((job, crate::arrays::StatusItems::Job)) => push_job(&mut plan, job),
+            Ok((job, crate::arrays::StatusItems::Subjob(index))) => plan.push(JobKey::subjob(job.seq, index)),
+            Ok((job, crate::arrays::StatusItems::Subjobs(set))) => plan.0.push(Planned::Subjobs(job.seq, set)),
             Err(e) => errors.push(IdError { id: id.clone(), code: e.code.0, message: e.message }),
         }
     }
@@ -930,10 +966,10 @@ pub fn status_plan(
             continue;
         }
         for job in state.jobs.values().filter(|j| name.is_empty() || *j.queue == *name).filter(listed) {
-            push_job(&mut keys, job);
+            push_job(&mut plan, job);
         }
     }
-    (keys, errors)
+    (plan, errors)
 }
 
 /// The status of one planned key: a job, a subjob with a record, or a queued subjob.

@@ -338,28 +338,30 @@ async fn stream_job_status<S>(
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
-    let (seqs, errors, privilege) = {
+    let (plan, errors, privilege) = {
         let Ok(state) = server.state.lock() else { return false };
         let ctx = server.ctx(&state, who);
-        let (keys, errors) = crate::jobs::status_plan(&state, &ctx, ids, queues, history, subjobs);
-        (keys, errors, ctx.privilege)
+        let (plan, errors) = crate::jobs::status_plan(&state, &ctx, ids, queues, history, subjobs);
+        (plan, errors, ctx.privilege)
     };
     let code = errors.last().map(|e| e.code).unwrap_or(0);
     let message = errors.last().map(|e| e.message.clone()).unwrap_or_default();
     let filter = crate::jobs::StatusFilter::new(attrs, privilege);
     let mut arrays = None;
-    let mut chunks = seqs.chunks(STATUS_CHUNK).peekable();
     let mut errors = Some(errors);
-    if chunks.peek().is_none() {
+    if plan.is_empty() {
         let body = ReplyBody::Status { objects: Vec::new(), errors: errors.take().unwrap_or_default() };
         return send(conn, &Reply { id, code, message, body, more: false }).await;
     }
-    while let Some(chunk) = chunks.next() {
+    // Subjobs are made from the plan's index runs as each part is taken.
+    let mut keys = plan.into_keys().peekable();
+    while keys.peek().is_some() {
+        let chunk: Vec<crate::state::JobKey> = keys.by_ref().take(STATUS_CHUNK).collect();
         let objects = {
             let Ok(state) = server.state.lock() else { return false };
             chunk.iter().filter_map(|key| crate::jobs::key_status(&state, *key, &filter, &mut arrays)).collect()
         };
-        let last = chunks.peek().is_none();
+        let last = keys.peek().is_none();
         let body =
             ReplyBody::Status { objects, errors: if last { errors.take().unwrap_or_default() } else { Vec::new() } };
         let reply = Reply { id, code, message: message.clone(), body, more: !last };
