@@ -241,3 +241,51 @@ fn a_frame_repeating_a_range_costs_its_answer() {
     // The server is free for everyone else at once.
     assert_eq!(run_within(&c, "qstat", &[&id]).ok().stdout.lines().count(), 3);
 }
+
+#[test]
+fn max_array_size_is_enforced_at_submission_and_set_by_qmgr() {
+    let c = Cluster::start();
+    let refused = "qsub: Array job exceeds server or queue size limit\n";
+    let qsub = |range: &str| c.run_as_nobody("qsub", &["-h", "-J", range, "--", "/bin/true"]);
+    let out = qsub("0-10000");
+    assert_eq!((out.stderr.as_str(), out.code), (refused, 3), "the default is 10000");
+    qsub("0-9999").ok();
+    c.qmgr("set server max_array_size = 5");
+    let out = qsub("0-5");
+    assert_eq!((out.stderr.as_str(), out.code), (refused, 3));
+    qsub("0-4").ok();
+    c.qmgr("unset server max_array_size");
+    c.qmgr("set queue workq max_array_size = 3");
+    let out = qsub("1-4");
+    assert_eq!((out.stderr.as_str(), out.code), (refused, 3));
+    qsub("1-3").ok();
+}
+
+/// A manager may allow ten billion subjobs: submitting, listing, deleting some and
+/// restarting cost the array's runs and the answer, never its ten billion indices.
+#[test]
+fn a_ten_billion_subjob_array_survives_a_restart_without_expanding() {
+    let mut c = Cluster::start();
+    c.qmgr("set server max_array_size = 10000000000");
+    let id = c.run_as_nobody("qsub", &["-h", "-J", "0-9999999999", "--", "/bin/true"]).ok().line().to_string();
+    let n = seq(&id).to_string();
+    // Deleting costs the subjobs deleted: here 47 of them, in the middle of one run.
+    run_within(&c, "qdel", &[&format!("{n}[5-97:2]")]).ok();
+    let remaining = "0-4,6-98:2,99-9999999999";
+    let counts = "Queued:9999999953 Running:0 Exiting:0 Expired:47";
+    assert_eq!(c.job_attr(&id, "array_indices_remaining").as_deref(), Some(remaining));
+    assert_eq!(c.job_attr(&id, "array_state_count").as_deref(), Some(counts));
+    c.kill9();
+    let started = Instant::now();
+    c.start_server();
+    assert!(started.elapsed() < DEADLINE, "recovery took {:?}", started.elapsed());
+    assert_eq!(c.job_attr(&id, "array_indices_remaining").as_deref(), Some(remaining));
+    assert_eq!(c.job_attr(&id, "array_state_count").as_deref(), Some(counts));
+    let out = run_within(&c, "qstat", &[&format!("{n}[9999999990-9999999998:4]")]).ok();
+    assert_eq!(out.stdout.lines().count(), 2 + 3, "{}", out.stdout);
+    assert!(out.stdout.lines().all(|l| !l.contains(" X ")), "{}", out.stdout);
+    // Deleted subjobs are listed as expired.
+    let out = run_within(&c, "qstat", &[&format!("{n}[5-9]")]).ok();
+    let states: Vec<&str> = out.stdout.lines().skip(2).filter_map(|l| l.split_whitespace().nth(4)).collect();
+    assert_eq!(states, vec!["X", "Q", "X", "Q", "X"], "{}", out.stdout);
+}
