@@ -284,6 +284,10 @@ fn a_ten_billion_subjob_array_survives_a_restart_without_expanding() {
     let out = run_within(&c, "qstat", &[&format!("{n}[9999999990-9999999998:4]")]).ok();
     assert_eq!(out.stdout.lines().count(), 2 + 3, "{}", out.stdout);
     assert!(out.stdout.lines().all(|l| !l.contains(" X ")), "{}", out.stdout);
+    // qselect -T looks at the subjobs that could match: here none runs, and the queued
+    // ones share their array's name.
+    assert_eq!(run_within(&c, "qselect", &["-T", "-s", "R"]).ok().stdout, "");
+    assert_eq!(run_within(&c, "qselect", &["-T", "-N", "other"]).ok().stdout, "");
     // Deleted subjobs are listed as expired.
     let out = run_within(&c, "qstat", &[&format!("{n}[5-9]")]).ok();
     let states: Vec<&str> = out.stdout.lines().skip(2).filter_map(|l| l.split_whitespace().nth(4)).collect();

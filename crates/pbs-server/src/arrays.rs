@@ -302,6 +302,36 @@ pub fn touched_by(state: &State, id: &str) -> Vec<JobKey> {
     keys
 }
 
+/// The indices of `parent`'s subjobs that qselect -T lists, in order: `holds(job, state)`
+/// says whether a subjob seen as `job` in `state` matches. Subjobs without a record are
+/// their array's attributes in state `Q` or `X`, so each of those two is tested once:
+/// when neither matches only the subjobs with records are looked at, and when only `Q`
+/// does, only the remaining indices, so the work follows the answer, not the array.
+pub fn selected_subjobs(state: &State, parent: &Job, mut holds: impl FnMut(&Job, JobState) -> bool) -> Vec<u64> {
+    let seq = parent.seq;
+    let queued = holds(parent, JobState::Queued);
+    let expired = holds(parent, JobState::Expired);
+    let remaining = indices(parent, "array_indices_remaining");
+    if expired {
+        return indices(parent, "array_indices_submitted")
+            .iter()
+            .filter(|&index| match state.job(JobKey::subjob(seq, index)) {
+                Some(record) => holds(record, record.state),
+                None => !remaining.contains(index) || queued,
+            })
+            .collect();
+    }
+    let span = (seq, 0)..=(seq, u64::MAX);
+    let records = state.subjobs.range(span.clone()).chain(state.finished_subjobs.range(span));
+    // A subjob with a record has left the remaining indices: the two never meet.
+    let mut out: Vec<u64> = records.filter(|(_, record)| holds(record, record.state)).map(|((_, i), _)| *i).collect();
+    if queued {
+        out.extend(remaining.iter());
+        out.sort_unstable();
+    }
+    out
+}
+
 /// What a status id names: a job or array, one subjob, or the subjobs of a range.
 pub enum StatusItems {
     /// A job or an array (with its subjobs under qstat -t).

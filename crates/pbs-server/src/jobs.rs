@@ -818,16 +818,11 @@ pub fn select_jobs(
     for job in visible {
         if subjobs && job.array && !arrays_only {
             // qselect -T: the subjobs stand for their array.
-            let remaining = crate::arrays::indices(job, "array_indices_remaining");
-            for index in crate::arrays::indices(job, "array_indices_submitted").iter() {
-                let (subjob, letter) = match state.job(JobKey::subjob(job.seq, index)) {
-                    Some(record) => (record, record.state),
-                    None if remaining.contains(index) => (job, JobState::Queued),
-                    None => (job, JobState::Expired),
-                };
-                if (history || !letter.is_history()) && criteria.iter().all(|c| criterion_holds(subjob, letter, c)) {
-                    ids.push(format!("{}[{index}].{}", job.seq, state.server_name));
-                }
+            let holds = |subjob: &Job, letter: JobState| {
+                (history || !letter.is_history()) && criteria.iter().all(|c| criterion_holds(subjob, letter, c))
+            };
+            for index in crate::arrays::selected_subjobs(state, job, holds) {
+                ids.push(format!("{}[{index}].{}", job.seq, state.server_name));
             }
             continue;
         }
