@@ -288,6 +288,14 @@ fn a_ten_billion_subjob_array_survives_a_restart_without_expanding() {
     // ones share their array's name.
     assert_eq!(run_within(&c, "qselect", &["-T", "-s", "R"]).ok().stdout, "");
     assert_eq!(run_within(&c, "qselect", &["-T", "-N", "other"]).ok().stdout, "");
+    // qrun names one subjob: a range meeting the array in more is an invalid request
+    // (qrun exits 2 on any server error, as OpenPBS's does).
+    let huge = format!("{n}[0-9999999999]");
+    let out = run_within(&c, "qrun", &[&huge]);
+    assert_eq!(
+        (out.stderr.as_str(), out.code),
+        (format!("qrun: Invalid request {huge}.{}\n", c.server_name()).as_str(), 2)
+    );
     // Deleted subjobs are listed as expired.
     let out = run_within(&c, "qstat", &[&format!("{n}[5-9]")]).ok();
     let states: Vec<&str> = out.stdout.lines().skip(2).filter_map(|l| l.split_whitespace().nth(4)).collect();

@@ -241,12 +241,11 @@ impl SubjobTemplate {
     }
 }
 
-/// How a request reads a subjob range (`12[1-5]`), as OpenPBS's request handlers do.
+/// How a request reads a subjob range (`12[1-5]`), as OpenPBS's request handlers do
+/// (qstat's rule, every index of the range the array's, is [`status_items`]; qrun's,
+/// exactly one, is [`run_key`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RangeRule {
-    /// Each index the array has (qrun). qstat's rule, every index of the range the
-    /// array's, is [`status_items`].
-    Intersect,
     /// qdel: the range must start between the array's first and last index; its queued
     /// and running subjobs are deleted, finished ones left alone.
     StartInside,
@@ -254,9 +253,24 @@ pub enum RangeRule {
     Running,
 }
 
-/// The subjob keys an id names: one for `12[3]`, each submitted index of `12[1-5]`.
-pub fn keys_of(state: &State, id: &str) -> Result<Vec<JobKey>, ReqError> {
-    keys_by(state, id, RangeRule::Intersect)
+/// The one job or subjob qrun names: a range must meet the array in exactly one index.
+pub fn run_key(state: &State, id: &str) -> Result<JobKey, ReqError> {
+    let parsed: pbs_core::JobId = id.parse().map_err(|_| ReqError::new(Pbse::UNKJOBID))?;
+    let seq = parsed.seq();
+    let job = state.jobs.get(&seq).ok_or_else(|| ReqError::new(Pbse::UNKJOBID))?;
+    match parsed.array() {
+        pbs_core::ArrayPart::None | pbs_core::ArrayPart::Parent => Ok(JobKey::job(seq)),
+        pbs_core::ArrayPart::Index(i) if submitted(job, *i) => Ok(JobKey::subjob(seq, *i)),
+        pbs_core::ArrayPart::Range(range) if job.array => {
+            let set = indices(job, "array_indices_submitted").intersect(range);
+            match (set.first(), set.len()) {
+                (Some(index), 1) => Ok(JobKey::subjob(seq, index)),
+                (None, _) => Err(ReqError::new(Pbse::UNKJOBID)),
+                _ => Err(ReqError::new(Pbse::IVALREQ)),
+            }
+        }
+        _ => Err(ReqError::new(Pbse::UNKJOBID)),
+    }
 }
 
 /// The keys an id names, a range read by `rule`. A range is met with the array's index
@@ -365,43 +379,27 @@ pub fn status_items(state: &State, id: &str) -> Result<(u64, StatusItems), ReqEr
 
 fn range_keys(state: &State, job: &Job, range: &ArrayRange, rule: RangeRule) -> Result<Vec<JobKey>, ReqError> {
     let seq = job.seq;
-    let all = indices(job, "array_indices_submitted");
+    let in_span = state.subjobs.range((seq, range.start)..=(seq, range.end)).filter(|((_, i), _)| range.contains(*i));
     if rule == RangeRule::Running {
         // The array's running subjobs are few next to its indices: look at each of them.
-        let keys: Vec<JobKey> = state
-            .subjobs
-            .range((seq, range.start)..=(seq, range.end))
-            .filter(|((_, index), sub)| {
-                range.contains(*index) && matches!(sub.state, JobState::Running | JobState::Suspended)
-            })
+        let keys: Vec<JobKey> = in_span
+            .filter(|(_, sub)| matches!(sub.state, JobState::Running | JobState::Suspended))
             .map(|((_, index), _)| JobKey::subjob(seq, *index))
             .collect();
         return if keys.is_empty() { Err(ReqError::new(Pbse::BADSTATE)) } else { Ok(keys) };
     }
-    let inside = match rule {
-        RangeRule::StartInside => {
-            all.first().is_some_and(|first| range.start >= first) && all.last().is_some_and(|last| range.start <= last)
-        }
-        RangeRule::Intersect | RangeRule::Running => true,
-    };
+    let all = indices(job, "array_indices_submitted");
+    let inside =
+        all.first().is_some_and(|first| range.start >= first) && all.last().is_some_and(|last| range.start <= last);
     if !inside {
         return Err(ReqError::new(Pbse::UNKJOBID));
     }
-    if rule == RangeRule::StartInside {
-        let queued = indices(job, "array_indices_remaining").intersect(range);
-        let mut keys: Vec<JobKey> = queued.iter().map(|i| JobKey::subjob(seq, i)).collect();
-        keys.extend(
-            state
-                .subjobs
-                .range((seq, range.start)..=(seq, range.end))
-                .filter(|((_, index), _)| range.contains(*index) && !queued.contains(*index))
-                .map(|((_, index), _)| JobKey::subjob(seq, *index)),
-        );
-        keys.sort_unstable();
-        return Ok(keys);
-    }
-    let keys: Vec<JobKey> = all.intersect(range).iter().map(|i| JobKey::subjob(seq, i)).collect();
-    if keys.is_empty() { Err(ReqError::new(Pbse::UNKJOBID)) } else { Ok(keys) }
+    let queued = indices(job, "array_indices_remaining").intersect(range);
+    let mut keys: Vec<JobKey> = queued.iter().map(|i| JobKey::subjob(seq, i)).collect();
+    // Subjobs with records have left the remaining indices.
+    keys.extend(in_span.map(|((_, index), _)| JobKey::subjob(seq, *index)));
+    keys.sort_unstable();
+    Ok(keys)
 }
 
 #[cfg(test)]
@@ -431,8 +429,9 @@ mod tests {
         };
         assert_eq!(listed.len(), 10);
         assert_eq!(listed.last(), Some(9_000_000_000));
-        let keys = keys_by(&state, "5[0-9999999999:1000000000]", RangeRule::Intersect).unwrap();
-        assert_eq!(keys[9], JobKey::subjob(5, 9_000_000_000));
+        assert_eq!(run_key(&state, "6[1-2]"), Err(ReqError::new(Pbse::UNKJOBID)));
+        assert_eq!(run_key(&state, "5[9999999998-9999999999:2]"), Ok(JobKey::subjob(5, 9_999_999_998)));
+        assert_eq!(run_key(&state, "5[0-9999999999]"), Err(ReqError::new(Pbse::IVALREQ)));
         let keys = keys_by(&state, "5[9999999995-9999999999]", RangeRule::StartInside).unwrap();
         assert_eq!(keys.len(), 5);
 

@@ -271,8 +271,7 @@ async fn run_job(
             return Err(ReqError::new(Pbse::PERM));
         }
         // A subjob (`12[3]`) runs from its array's queue; anything else must be queued.
-        let keys = crate::arrays::keys_of(&state, job_id)?;
-        let [key] = keys[..] else { return Err(ReqError::new(Pbse::IVALREQ)) };
+        let key = crate::arrays::run_key(&state, job_id)?;
         let queued = match (key.index, state.job(key)) {
             (_, Some(job)) => job.state == pbs_core::JobState::Queued && !job.array,
             (Some(index), None) => state.jobs.get(&key.seq).is_some_and(|parent| {
