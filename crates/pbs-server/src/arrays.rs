@@ -2,9 +2,10 @@
 //! in its `array_indices_remaining`; a subjob gets a record of its own (`12[3]`) when it
 //! starts, so a 100,000-subjob array costs about as much as one job to submit and to list.
 //!
-//! Here: creating a subjob's record from its parent, putting it back, and keeping the
+//! Here: creating a subjob's record from its parent, putting it back, keeping the
 //! parent's `array_state_count`, `array_indices_remaining` and state (`Q`, `B` once a
-//! subjob has started, `F` or gone when every subjob is done) in step.
+//! subjob has started, `F` or gone when every subjob is done) in step, and resolving
+//! subjob ids and ranges (`12[1-5]`) against the array's index runs, never index by index.
 
 use pbs_core::attr::ObjectKind;
 pub use pbs_core::range::IndexSet;
