@@ -4,6 +4,7 @@
 
 mod arrays;
 mod authz;
+mod bounds;
 mod commands;
 mod durability;
 mod exec;

@@ -178,6 +178,13 @@ impl AttrDef {
         matches!(self.write, Write::AtLeast(min) if level >= min)
     }
 
+    /// Whether only a submission may set it: OpenPBS's `ATR_DFLAG_Creat` job attributes
+    /// that have no write flag (`array_indices_submitted`, `array`, `interactive`,
+    /// `block`), refused to every qalter, a manager's too.
+    pub fn create_only(&self) -> bool {
+        matches!(self.name, "array_indices_submitted" | "array" | "interactive" | "block")
+    }
+
     /// Whether a client at `level` may see this attribute.
     pub fn readable_by(&self, level: Privilege) -> bool {
         level >= self.read

@@ -40,6 +40,11 @@ impl ArrayRange {
         index >= self.start && index <= self.end && (index - self.start) % self.step == 0
     }
 
+    /// The largest index the range holds (`end` itself only when the step lands on it).
+    pub fn last(&self) -> u64 {
+        self.start + (self.end - self.start) / self.step * self.step
+    }
+
     pub fn iter(&self) -> impl Iterator<Item = u64> + use<> {
         (self.start..=self.end).step_by(usize::try_from(self.step).unwrap_or(usize::MAX))
     }
@@ -75,7 +80,7 @@ impl fmt::Display for ArrayRange {
 /// A set of array indices, kept as arithmetic runs `first..=last` by `step` whose spans
 /// do not overlap, so that a 100,000-index array costs a few words and taking one index
 /// out is a split, not a copy; printed the OpenPBS way (`1-3,5,7-9:2`).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct IndexSet {
     /// first -> (last, step); a single index has step 1.
     runs: std::collections::BTreeMap<u64, (u64, u64)>,
@@ -86,12 +91,114 @@ fn run_len(first: u64, last: u64, step: u64) -> usize {
     ((last - first) / step + 1) as usize
 }
 
+/// One comma-separated part of an index set: `N`, `A-B` or `A-B:S`, as (first, last, step)
+/// with `last` an index of the run.
+fn parse_part(part: &str) -> Result<(u64, u64, u64), BadRange> {
+    let part = part.trim();
+    if part.bytes().all(|b| b.is_ascii_digit()) {
+        let index = number(part)?;
+        return Ok((index, index, 1));
+    }
+    let range: ArrayRange = part.parse()?;
+    let last = range.last();
+    Ok((range.start, last, if last == range.start { 1 } else { range.step }))
+}
+
+/// Where two runs meet: the indices `x` with `x = a.0 (mod a.2)` and `x = b.0 (mod b.2)`
+/// inside both spans, an arithmetic progression with the least common multiple as step.
+fn meet(a: (u64, u64, u64), b: (u64, u64, u64)) -> Option<(u64, u64, u64)> {
+    let lo = i128::from(a.0.max(b.0));
+    let hi = i128::from(a.1.min(b.1));
+    if lo > hi {
+        return None;
+    }
+    let (s1, s2) = (i128::from(a.2.max(1)), i128::from(b.2.max(1)));
+    let (g, p, _) = extended_gcd(s1, s2);
+    let diff = i128::from(b.0) - i128::from(a.0);
+    if diff % g != 0 {
+        return None;
+    }
+    let lcm = s1 / g * s2;
+    // p * s1 = g (mod s2), so a.0 + s1 * p * diff / g is one common index.
+    let k = ((diff / g) % (s2 / g)) * (p % (s2 / g)) % (s2 / g);
+    let common = i128::from(a.0) + s1 * k;
+    let first = lo + (common - lo).rem_euclid(lcm);
+    if first > hi {
+        return None;
+    }
+    let last = first + (hi - first) / lcm * lcm;
+    let step = if first == last { 1 } else { lcm };
+    Some((u64::try_from(first).ok()?, u64::try_from(last).ok()?, u64::try_from(step).ok()?))
+}
+
+/// (g, x, y) with g = gcd(a, b) = a * x + b * y, for positive a and b.
+fn extended_gcd(a: i128, b: i128) -> (i128, i128, i128) {
+    if b == 0 {
+        (a, 1, 0)
+    } else {
+        let (g, x, y) = extended_gcd(b, a % b);
+        (g, y, x - (a / b) * y)
+    }
+}
+
 impl IndexSet {
     pub fn from_range(range: &ArrayRange) -> Self {
         let mut set = IndexSet::default();
-        let last = range.start + (range.end - range.start) / range.step * range.step;
-        set.put(range.start, last, range.step);
+        set.put(range.start, range.last(), range.step);
         set
+    }
+
+    /// Reads what [`fmt::Display`] prints, skipping parts that do not parse or that
+    /// overlap a part already read, so that a damaged record costs what its text costs
+    /// and never more: a part becomes a run as it stands, however many indices it holds.
+    pub fn parse_lenient(text: &str) -> IndexSet {
+        let mut set = IndexSet::default();
+        for part in text.split(',') {
+            if let Ok((first, last, step)) = parse_part(part) {
+                set.put_disjoint(first, last, step);
+            }
+        }
+        set
+    }
+
+    /// Adds the run `first..=last` by `step` unless its span meets a run already held.
+    fn put_disjoint(&mut self, first: u64, last: u64, step: u64) -> bool {
+        let overlaps = self.runs.range(..=last).next_back().is_some_and(|(_, &(other_last, _))| other_last >= first);
+        if !overlaps {
+            self.put(first, last, step);
+        }
+        !overlaps
+    }
+
+    /// The runs as (first, last, step), in ascending order and never overlapping.
+    pub fn runs(&self) -> impl Iterator<Item = (u64, u64, u64)> + '_ {
+        self.runs.iter().map(|(&first, &(last, step))| (first, last, step))
+    }
+
+    /// The largest index.
+    pub fn last(&self) -> Option<u64> {
+        self.runs.values().next_back().map(|&(last, _)| last)
+    }
+
+    /// The indices of this set that `range` also holds, computed run by run (two
+    /// arithmetic progressions meet in one), so the cost is the number of runs, whatever
+    /// the range's length.
+    pub fn intersect(&self, range: &ArrayRange) -> IndexSet {
+        let mut out = IndexSet::default();
+        let (lo, hi) = (range.start, range.last());
+        // Only runs whose span can meet [lo, hi]: the one holding lo, and those after it.
+        let from = self.runs.range(..=lo).next_back().map(|(&first, _)| first).unwrap_or(lo);
+        for (&first, &(last, step)) in self.runs.range(from..=hi) {
+            if let Some((a, b, s)) = meet((first, last, step), (range.start, hi, range.step)) {
+                out.put(a, b, s);
+            }
+        }
+        out
+    }
+
+    /// Whether every index of `range` is in the set.
+    pub fn contains_range(&self, range: &ArrayRange) -> bool {
+        self.intersect(range).len() as u64 == range.count()
     }
 
     fn put(&mut self, first: u64, last: u64, step: u64) {
@@ -162,35 +269,99 @@ impl IndexSet {
 
 impl fmt::Display for IndexSet {
     /// Runs of at least three equally spaced indices print as `a-b:s` (`:1` omitted);
-    /// anything else as single indices, comma separated. An empty set prints `-`.
+    /// anything else as single indices, comma separated. An empty set prints `-`. The
+    /// indices are read as a sequence, whatever runs hold them, but a run is crossed in one
+    /// step, so printing costs the number of runs, not of indices.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let all: Vec<u64> = self.iter().collect();
-        if all.is_empty() {
+        let runs: Vec<(u64, u64, u64)> = self.runs().collect();
+        let Some(&(first, _, _)) = runs.first() else {
             return f.write_str("-");
-        }
-        let mut parts = Vec::new();
-        let mut i = 0;
-        while i < all.len() {
-            let mut j = i;
-            if i + 1 < all.len() {
-                let step = all[i + 1] - all[i];
-                while j + 1 < all.len() && all[j + 1] - all[j] == step {
-                    j += 1;
+        };
+        let mut at = Cursor { run: 0, value: first };
+        let mut first_part = true;
+        loop {
+            let next = at.next(&runs);
+            let mut end = at;
+            let mut step = 1;
+            if let Some(next) = next {
+                step = next.value - at.value;
+                end = next;
+                while let Some(after) = end.next(&runs) {
+                    if after.value - end.value != step {
+                        break;
+                    }
+                    // Inside one run every gap is its step: go to its end at once.
+                    end = if after.run == end.run { Cursor { run: end.run, value: runs[end.run].1 } } else { after };
                 }
-                if j - i < 2 && step != 1 {
-                    j = i;
-                }
-                let step_text = if step == 1 { String::new() } else { format!(":{step}") };
-                if j > i {
-                    parts.push(format!("{}-{}{}", all[i], all[j], step_text));
-                    i = j + 1;
-                    continue;
+                if (end.value - at.value) / step < 2 && step != 1 {
+                    end = at;
                 }
             }
-            parts.push(all[i].to_string());
-            i += 1;
+            if !first_part {
+                f.write_str(",")?;
+            }
+            first_part = false;
+            if end.value == at.value {
+                write!(f, "{}", at.value)?;
+            } else if step == 1 {
+                write!(f, "{}-{}", at.value, end.value)?;
+            } else {
+                write!(f, "{}-{}:{step}", at.value, end.value)?;
+            }
+            match end.next(&runs) {
+                Some(after) => at = after,
+                None => return Ok(()),
+            }
         }
-        f.write_str(&parts.join(","))
+    }
+}
+
+/// Two sets are equal when they hold the same indices, however their runs cut them: the
+/// printed form is one text per sequence of indices, and costs the runs to make.
+impl PartialEq for IndexSet {
+    fn eq(&self, other: &Self) -> bool {
+        self.len == other.len && self.to_string() == other.to_string()
+    }
+}
+
+impl Eq for IndexSet {}
+
+/// A position in the sequence of a set's indices: which run, and the index.
+#[derive(Clone, Copy)]
+struct Cursor {
+    run: usize,
+    value: u64,
+}
+
+impl Cursor {
+    fn next(&self, runs: &[(u64, u64, u64)]) -> Option<Cursor> {
+        let (_, last, step) = runs[self.run];
+        if self.value < last {
+            return Some(Cursor { run: self.run, value: self.value + step });
+        }
+        runs.get(self.run + 1).map(|&(first, _, _)| Cursor { run: self.run + 1, value: first })
+    }
+}
+
+impl FromStr for IndexSet {
+    type Err = BadRange;
+
+    /// Reads what [`fmt::Display`] prints: parts in ascending order that do not overlap.
+    fn from_str(text: &str) -> Result<Self, BadRange> {
+        let mut set = IndexSet::default();
+        if text.trim() == "-" {
+            return Ok(set);
+        }
+        let mut previous_last = None;
+        for part in text.split(',') {
+            let (first, last, step) = parse_part(part)?;
+            if previous_last.is_some_and(|p| first <= p) {
+                return Err(BadRange);
+            }
+            set.put(first, last, step);
+            previous_last = Some(last);
+        }
+        Ok(set)
     }
 }
 

@@ -16,7 +16,7 @@ use futures::{SinkExt, StreamExt};
 use pbs_core::Pbse;
 use pbs_proto::link::{LinkCodec, LinkConn};
 use pbs_proto::mom::{FromMom, ToMom};
-use pbs_proto::{Hello, HelloReply, MAX_REQUEST_FRAME_LEN, PROTOCOL_VERSION, Role};
+use pbs_proto::{Hello, HelloReply, MAX_REPLY_FRAME_LEN, PROTOCOL_VERSION, Role};
 use serde::Serialize;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, oneshot};
@@ -107,7 +107,9 @@ async fn handshake(mom: &Mom, conn: &mut Conn, peer: SocketAddr) -> bool {
         }
     };
     let me = Role::Mom { node: mom.config().node_name.clone() };
-    match pbs_proto::link::accept(conn, &key, &me, &hello, MAX_REQUEST_FRAME_LEN).await {
+    // Once the server has proved itself, its frames may be as large as what it accepted: a
+    // launch carries a script of up to 16 MiB and the job's attributes besides.
+    match pbs_proto::link::accept(conn, &key, &me, &hello, MAX_REPLY_FRAME_LEN).await {
         Ok(()) => true,
         Err(e) => {
             tracing::warn!("refused {peer}: {e} (this mom serves node {})", mom.config().node_name);

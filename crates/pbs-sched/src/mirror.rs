@@ -280,39 +280,12 @@ fn truth(value: &str) -> Option<bool> {
     pbs_core::attr::parse_bool(value.trim())
 }
 
-/// Parses `1-3,5,7-9:2` into (first, last, step) runs, ordered by their first index (the
-/// server sends disjoint runs in ascending order; this only guards the order). A run is
-/// three numbers whatever its length, so `1-100000` costs nothing to keep.
+/// Parses `1-3,5,7-9:2` into (first, last, step) runs in ascending order that never
+/// overlap, with the server's own parser: a run is three numbers whatever its length, so
+/// `1-100000` costs nothing to keep, and a part that overlaps another is dropped rather
+/// than run twice.
 fn parse_indices(text: &str) -> Vec<(u64, u64, u64)> {
-    let mut runs = Vec::new();
-    for part in text.split(',') {
-        let part = part.trim();
-        if part.is_empty() || part == "-" {
-            continue;
-        }
-        let (span, step) = match part.split_once(':') {
-            Some((span, step)) => (span, step.trim().parse::<u64>().unwrap_or(1).max(1)),
-            None => (part, 1),
-        };
-        match span.split_once('-') {
-            Some((a, b)) => {
-                if let (Ok(a), Ok(b)) = (a.trim().parse::<u64>(), b.trim().parse::<u64>())
-                    && a <= b
-                {
-                    runs.push((a, b, step));
-                }
-            }
-            None => {
-                if let Ok(a) = span.trim().parse::<u64>() {
-                    runs.push((a, a, 1));
-                }
-            }
-        }
-    }
-    if !runs.is_sorted() {
-        runs.sort_unstable();
-    }
-    runs
+    pbs_core::range::IndexSet::parse_lenient(text).runs().collect()
 }
 
 /// The indices of (first, last, step) runs, in order, generated lazily: taking the next
@@ -323,7 +296,12 @@ pub(crate) fn iter_indices(runs: &[(u64, u64, u64)]) -> impl Iterator<Item = u64
 
 /// Whether `index` is one of the runs' indices.
 pub(crate) fn runs_contain(runs: &[(u64, u64, u64)], index: u64) -> bool {
-    runs.iter().any(|&(a, b, step)| index >= a && index <= b && (index - a) % step.max(1) == 0)
+    // Runs are ascending and disjoint: only the last one starting at or before `index` can hold it.
+    let before = runs.partition_point(|&(a, _, _)| a <= index);
+    before
+        .checked_sub(1)
+        .and_then(|i| runs.get(i))
+        .is_some_and(|&(a, b, step)| index <= b && (index - a) % step.max(1) == 0)
 }
 
 /// `12[3].server` from the parent id `12[].server`.
@@ -1060,6 +1038,8 @@ mod tests {
         let huge = parse_indices("1-100000");
         assert_eq!(huge, vec![(1, 100_000, 1)]);
         assert_eq!(iter_indices(&huge).take(3).collect::<Vec<_>>(), vec![1, 2, 3]);
+        // Overlapping parts (no server writes them) are dropped, never run twice.
+        assert_eq!(parse_indices("1-10,5-20,30"), vec![(1, 10, 1), (30, 30, 1)]);
         assert_eq!(subjob_id("12[].srv", 3), "12[3].srv");
         assert_eq!(subjob_parent_id("12[3].srv"), "12[].srv");
     }

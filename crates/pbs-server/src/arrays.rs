@@ -2,9 +2,10 @@
 //! in its `array_indices_remaining`; a subjob gets a record of its own (`12[3]`) when it
 //! starts, so a 100,000-subjob array costs about as much as one job to submit and to list.
 //!
-//! Here: creating a subjob's record from its parent, putting it back, and keeping the
+//! Here: creating a subjob's record from its parent, putting it back, keeping the
 //! parent's `array_state_count`, `array_indices_remaining` and state (`Q`, `B` once a
-//! subjob has started, `F` or gone when every subjob is done) in step.
+//! subjob has started, `F` or gone when every subjob is done) in step, and resolving
+//! subjob ids and ranges (`12[1-5]`) against the array's index runs, never index by index.
 
 use pbs_core::attr::ObjectKind;
 pub use pbs_core::range::IndexSet;
@@ -31,19 +32,10 @@ pub fn indices(job: &Job, attr: &str) -> IndexSet {
     }
 }
 
-/// Parses `1-3,5,7-9:2` (what `IndexSet` prints).
+/// Parses `1-3,5,7-9:2` (what `IndexSet` prints) into runs as they stand, never one
+/// index at a time: reading a record costs its length, whatever the indices it names.
 fn parse_set(text: &str) -> IndexSet {
-    let mut set = IndexSet::default();
-    for part in text.split(',').map(str::trim) {
-        if let Ok(single) = part.parse::<u64>() {
-            set.insert(single);
-        } else if let Ok(range) = part.parse::<ArrayRange>() {
-            for index in range.iter() {
-                set.insert(index);
-            }
-        }
-    }
-    set
+    IndexSet::parse_lenient(text)
 }
 
 /// Whether `index` is one of the array's subjobs.
@@ -126,15 +118,38 @@ pub fn requeue_subjob(state: &mut State, key: JobKey, now: i64) -> Vec<StoreOp> 
     ops
 }
 
-/// Drops queued subjob `index` (qdel of one subjob): it counts as expired.
-pub fn delete_queued(state: &mut State, seq: u64, index: u64, now: i64) -> Result<Vec<StoreOp>, ReqError> {
-    let parent = state.jobs.get_mut(&seq).ok_or_else(|| ReqError::new(Pbse::UNKJOBID))?;
-    let mut remaining = indices(parent, "array_indices_remaining");
-    if !remaining.remove(index) {
-        return Err(ReqError::new(Pbse::BADSTATE));
+/// Queued subjobs deleted one after another (qdel of subjobs or of a range): each counts
+/// as expired. Their array's remaining indices are read once and written and recounted
+/// once, however many go, so deleting a range costs the number of subjobs it names.
+#[derive(Default)]
+pub struct QueuedDeletes {
+    /// The array being worked on and its remaining indices as they now stand.
+    pending: Option<(u64, IndexSet)>,
+}
+
+impl QueuedDeletes {
+    /// Whether deletions of array `seq` are waiting to be written.
+    pub fn holds(&self, seq: u64) -> bool {
+        self.pending.as_ref().is_some_and(|(pending, _)| *pending == seq)
     }
-    parent.attrs.set(job_idx!("array_indices_remaining"), None, remaining.to_string());
-    Ok(refresh(state, seq, now))
+
+    /// Drops queued subjob `index` of array `seq`; the caller has flushed any other array.
+    pub fn delete(&mut self, state: &State, seq: u64, index: u64) -> Result<(), ReqError> {
+        if !self.holds(seq) {
+            let parent = state.jobs.get(&seq).ok_or_else(|| ReqError::new(Pbse::UNKJOBID))?;
+            self.pending = Some((seq, indices(parent, "array_indices_remaining")));
+        }
+        let removed = self.pending.as_mut().is_some_and(|(_, remaining)| remaining.remove(index));
+        if removed { Ok(()) } else { Err(ReqError::new(Pbse::BADSTATE)) }
+    }
+
+    /// Writes the array's remaining indices and recounts it; nothing if none waits.
+    pub fn flush(&mut self, state: &mut State, now: i64) -> Vec<StoreOp> {
+        let Some((seq, remaining)) = self.pending.take() else { return Vec::new() };
+        let Some(parent) = state.jobs.get_mut(&seq) else { return Vec::new() };
+        parent.attrs.set(job_idx!("array_indices_remaining"), None, remaining.to_string());
+        refresh(state, seq, now)
+    }
 }
 
 /// Brings the parent up to date with its subjobs: `array_state_count`, its state (`Q`
@@ -227,26 +242,212 @@ impl SubjobTemplate {
     }
 }
 
-/// The subjob keys an id names: one for `12[3]`, each submitted index of `12[1-5]`.
-pub fn keys_of(state: &State, id: &str) -> Result<Vec<JobKey>, ReqError> {
+/// How a request reads a subjob range (`12[1-5]`), as OpenPBS's request handlers do
+/// (qstat's rule, every index of the range the array's, is [`status_items`]; qrun's,
+/// exactly one, is [`run_key`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RangeRule {
+    /// qdel: the range must start between the array's first and last index; its queued
+    /// and running subjobs are deleted, finished ones left alone.
+    StartInside,
+    /// qsig, qrerun: the subjobs of the range that are running; none is a state error.
+    Running,
+}
+
+/// The one job or subjob qrun names: a range must meet the array in exactly one index.
+pub fn run_key(state: &State, id: &str) -> Result<JobKey, ReqError> {
+    let parsed: pbs_core::JobId = id.parse().map_err(|_| ReqError::new(Pbse::UNKJOBID))?;
+    let seq = parsed.seq();
+    let job = state.jobs.get(&seq).ok_or_else(|| ReqError::new(Pbse::UNKJOBID))?;
+    match parsed.array() {
+        pbs_core::ArrayPart::None | pbs_core::ArrayPart::Parent => Ok(JobKey::job(seq)),
+        pbs_core::ArrayPart::Index(i) if submitted(job, *i) => Ok(JobKey::subjob(seq, *i)),
+        pbs_core::ArrayPart::Range(range) if job.array => {
+            let set = indices(job, "array_indices_submitted").intersect(range);
+            match (set.first(), set.len()) {
+                (Some(index), 1) => Ok(JobKey::subjob(seq, index)),
+                (None, _) => Err(ReqError::new(Pbse::UNKJOBID)),
+                _ => Err(ReqError::new(Pbse::IVALREQ)),
+            }
+        }
+        _ => Err(ReqError::new(Pbse::UNKJOBID)),
+    }
+}
+
+/// The keys an id names, a range read by `rule`. A range is met with the array's index
+/// runs, never walked: `12[0-9999999999]` costs what the array holds, and the state lock is
+/// held for the length of the answer.
+pub fn keys_by(state: &State, id: &str, rule: RangeRule) -> Result<Vec<JobKey>, ReqError> {
     let parsed: pbs_core::JobId = id.parse().map_err(|_| ReqError::new(Pbse::UNKJOBID))?;
     let seq = parsed.seq();
     let job = state.jobs.get(&seq).ok_or_else(|| ReqError::new(Pbse::UNKJOBID))?;
     match parsed.array() {
         pbs_core::ArrayPart::None | pbs_core::ArrayPart::Parent => Ok(vec![JobKey::job(seq)]),
         pbs_core::ArrayPart::Index(i) if submitted(job, *i) => Ok(vec![JobKey::subjob(seq, *i)]),
+        pbs_core::ArrayPart::Range(range) if job.array => range_keys(state, job, range, rule),
+        _ => Err(ReqError::new(Pbse::UNKJOBID)),
+    }
+}
+
+/// The jobs a request naming `id` may change, for the scheduler's change stream: the job,
+/// a subjob and its array, or for a range the array and those of its subjobs that have
+/// records (running or ending). A queued subjob is only an index of its array, whose own
+/// change covers it: a range costs the subjobs that run in its span, never its indices.
+pub fn touched_by(state: &State, id: &str) -> Vec<JobKey> {
+    let Ok(parsed) = id.parse::<pbs_core::JobId>() else { return Vec::new() };
+    let seq = parsed.seq();
+    if !state.jobs.contains_key(&seq) {
+        return Vec::new();
+    }
+    let range = match parsed.array() {
+        pbs_core::ArrayPart::None | pbs_core::ArrayPart::Parent => return vec![JobKey::job(seq)],
+        pbs_core::ArrayPart::Index(index) => return vec![JobKey::subjob(seq, *index), JobKey::job(seq)],
+        pbs_core::ArrayPart::Range(range) => range,
+    };
+    let (start, end) = (range.start, range.end);
+    let wanted = |index: u64| range.contains(index);
+    let mut keys = vec![JobKey::job(seq)];
+    keys.extend(
+        state
+            .subjobs
+            .range((seq, start)..=(seq, end))
+            .filter(|((_, index), _)| wanted(*index))
+            .map(|((_, index), _)| JobKey::subjob(seq, *index)),
+    );
+    keys
+}
+
+/// The indices of `parent`'s subjobs that qselect -T lists, in order: `holds(job, state)`
+/// says whether a subjob seen as `job` in `state` matches. Subjobs without a record are
+/// their array's attributes in state `Q` or `X`, so each of those two is tested once:
+/// when neither matches only the subjobs with records are looked at, and when only `Q`
+/// does, only the remaining indices, so the work follows the answer, not the array.
+pub fn selected_subjobs(state: &State, parent: &Job, mut holds: impl FnMut(&Job, JobState) -> bool) -> Vec<u64> {
+    let seq = parent.seq;
+    let queued = holds(parent, JobState::Queued);
+    let expired = holds(parent, JobState::Expired);
+    let remaining = indices(parent, "array_indices_remaining");
+    if expired {
+        return indices(parent, "array_indices_submitted")
+            .iter()
+            .filter(|&index| match state.job(JobKey::subjob(seq, index)) {
+                Some(record) => holds(record, record.state),
+                None => !remaining.contains(index) || queued,
+            })
+            .collect();
+    }
+    let span = (seq, 0)..=(seq, u64::MAX);
+    let records = state.subjobs.range(span.clone()).chain(state.finished_subjobs.range(span));
+    // A subjob with a record has left the remaining indices: the two never meet.
+    let mut out: Vec<u64> = records.filter(|(_, record)| holds(record, record.state)).map(|((_, i), _)| *i).collect();
+    if queued {
+        out.extend(remaining.iter());
+        out.sort_unstable();
+    }
+    out
+}
+
+/// What a status id names: a job or array, one subjob, or the subjobs of a range.
+pub enum StatusItems {
+    /// A job or an array (with its subjobs under qstat -t).
+    Job,
+    /// One subjob.
+    Subjob(u64),
+    /// The subjobs of a range, every one of them the array's.
+    Subjobs(IndexSet),
+}
+
+/// Resolves a status id to its job's sequence number and what it names, a range as an
+/// index set (met with the array's runs, never walked nor expanded).
+pub fn status_items(state: &State, id: &str) -> Result<(u64, StatusItems), ReqError> {
+    let parsed: pbs_core::JobId = id.parse().map_err(|_| ReqError::new(Pbse::UNKJOBID))?;
+    let seq = parsed.seq();
+    let job = state.jobs.get(&seq).ok_or_else(|| ReqError::new(Pbse::UNKJOBID))?;
+    match parsed.array() {
+        pbs_core::ArrayPart::None | pbs_core::ArrayPart::Parent => Ok((seq, StatusItems::Job)),
+        pbs_core::ArrayPart::Index(i) if submitted(job, *i) => Ok((seq, StatusItems::Subjob(*i))),
         pbs_core::ArrayPart::Range(range) if job.array => {
-            let all = indices(job, "array_indices_submitted");
-            let keys: Vec<JobKey> = range.iter().filter(|i| all.contains(*i)).map(|i| JobKey::subjob(seq, i)).collect();
-            if keys.is_empty() { Err(ReqError::new(Pbse::UNKJOBID)) } else { Ok(keys) }
+            let set = indices(job, "array_indices_submitted").intersect(range);
+            if set.len() as u64 == range.count() {
+                Ok((seq, StatusItems::Subjobs(set)))
+            } else {
+                Err(ReqError::new(Pbse::UNKJOBID))
+            }
         }
         _ => Err(ReqError::new(Pbse::UNKJOBID)),
     }
 }
 
+fn range_keys(state: &State, job: &Job, range: &ArrayRange, rule: RangeRule) -> Result<Vec<JobKey>, ReqError> {
+    let seq = job.seq;
+    let in_span = state.subjobs.range((seq, range.start)..=(seq, range.end)).filter(|((_, i), _)| range.contains(*i));
+    if rule == RangeRule::Running {
+        // The array's running subjobs are few next to its indices: look at each of them.
+        let keys: Vec<JobKey> = in_span
+            .filter(|(_, sub)| matches!(sub.state, JobState::Running | JobState::Suspended))
+            .map(|((_, index), _)| JobKey::subjob(seq, *index))
+            .collect();
+        return if keys.is_empty() { Err(ReqError::new(Pbse::BADSTATE)) } else { Ok(keys) };
+    }
+    let all = indices(job, "array_indices_submitted");
+    let inside =
+        all.first().is_some_and(|first| range.start >= first) && all.last().is_some_and(|last| range.start <= last);
+    if !inside {
+        return Err(ReqError::new(Pbse::UNKJOBID));
+    }
+    let queued = indices(job, "array_indices_remaining").intersect(range);
+    let mut keys: Vec<JobKey> = queued.iter().map(|i| JobKey::subjob(seq, i)).collect();
+    // Subjobs with records have left the remaining indices.
+    keys.extend(in_span.map(|((_, index), _)| JobKey::subjob(seq, *index)));
+    keys.sort_unstable();
+    Ok(keys)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::Loaded;
+
+    /// A record naming ten billion indices (a damaged store, or `max_array_size` raised
+    /// that far): recovery, listing, ranges and deletions cost its runs, never its indices.
+    #[test]
+    fn a_record_of_ten_billion_indices_stays_one_run() {
+        let record = r#"{"seq":5,"array":true,"state":"Q","substate":10,"queue":"workq","attrs":[
+            ["euser","alice"],["array_indices_submitted","0-9999999999"],
+            ["array_indices_remaining","0-9999999999"]]}"#;
+        let loaded = Loaded {
+            jobs: vec![(5, record.to_string())],
+            meta: vec![("initialized".to_string(), "1".to_string())],
+            ..Loaded::default()
+        };
+        let (mut state, _) = State::from_loaded(loaded, "srv", "host", "/nonexistent");
+        crate::exec::recover(&mut state, 0);
+        let count = state.jobs.get(&5).and_then(|j| j.get("array_state_count", None).map(str::to_string));
+        assert_eq!(count.as_deref(), Some("Queued:10000000000 Running:0 Exiting:0 Expired:0"));
+
+        let Ok((5, StatusItems::Subjobs(listed))) = status_items(&state, "5[0-9999999999:1000000000]") else {
+            panic!("a range inside the array is listed");
+        };
+        assert_eq!(listed.len(), 10);
+        assert_eq!(listed.last(), Some(9_000_000_000));
+        assert_eq!(run_key(&state, "6[1-2]"), Err(ReqError::new(Pbse::UNKJOBID)));
+        assert_eq!(run_key(&state, "5[9999999998-9999999999:2]"), Ok(JobKey::subjob(5, 9_999_999_998)));
+        assert_eq!(run_key(&state, "5[0-9999999999]"), Err(ReqError::new(Pbse::IVALREQ)));
+        let keys = keys_by(&state, "5[9999999995-9999999999]", RangeRule::StartInside).unwrap();
+        assert_eq!(keys.len(), 5);
+
+        let mut deletes = QueuedDeletes::default();
+        for index in [3, 4, 5, 9_999_999_999] {
+            deletes.delete(&state, 5, index).unwrap();
+        }
+        assert_eq!(deletes.delete(&state, 5, 4), Err(ReqError::new(Pbse::BADSTATE)));
+        deletes.flush(&mut state, 0);
+        let parent = state.jobs.get(&5).unwrap();
+        assert_eq!(parent.get("array_indices_remaining", None), Some("0-2,6-9999999998"));
+        assert_eq!(parent.get("array_state_count", None), Some("Queued:9999999996 Running:0 Exiting:0 Expired:4"));
+        let listed = SubjobTemplate::new(&state, parent, &StatusFilter::new(&[], pbs_core::Privilege::Manager));
+        assert_eq!(listed.status(&state, 4).attrs.iter().find(|a| a.0 == "job_state").map(|a| a.1.as_str()), Some("X"));
+    }
 
     #[test]
     fn index_sets_parse_what_they_print() {

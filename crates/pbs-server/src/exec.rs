@@ -743,7 +743,7 @@ pub fn signal_jobs(
     signal: &str,
 ) -> (Vec<IdError>, Vec<StoreOp>) {
     let signal = signal.trim().to_string();
-    crate::jobs::per_key(state, ctx, ids, |state, ctx, key| {
+    crate::jobs::per_key(state, ctx, ids, crate::arrays::RangeRule::Running, |state, ctx, key| {
         let job = state.job(key).ok_or_else(|| ReqError::new(Pbse::UNKJOBID))?;
         if job.state.is_history() {
             return Err(ReqError::new(Pbse::HISTJOBID));
@@ -777,7 +777,7 @@ pub fn rerun_jobs(
     ids: &[String],
     force: bool,
 ) -> (Vec<IdError>, Vec<StoreOp>) {
-    crate::jobs::per_key(state, ctx, ids, |state, ctx, key| {
+    crate::jobs::per_key(state, ctx, ids, crate::arrays::RangeRule::Running, |state, ctx, key| {
         if ctx.privilege < pbs_core::Privilege::Operator {
             return Err(ReqError::new(Pbse::PERM));
         }

@@ -36,6 +36,7 @@ pub fn check_job_attr(
     name: &str,
     value: &str,
 ) -> Result<(u8, Option<String>, String), ReqError> {
+    crate::size_limits::check_value(ObjectKind::Job, name, value)?;
     let (base, resource) = split_name(name);
     let Some((index, def)) = ObjectKind::Job.find(base) else {
         return Err(ReqError::attr(Pbse::NOATTR, name));
@@ -126,6 +127,9 @@ pub fn queue_job(
         let (def, resource, canonical) = check_job_attr(state, ctx, name, value)?;
         let resource = resource.map(|r| state.interner.intern(&r));
         list.set(def, resource, canonical);
+    }
+    if let Some(Attr(last, _)) = attrs.last() {
+        crate::size_limits::check_job_total(&list, last)?;
     }
     let is_array = list.get(job_idx!("array_indices_submitted"), None).is_some();
     if let Some(range) = list.get(job_idx!("array_indices_submitted"), None) {
@@ -483,11 +487,13 @@ where
 }
 
 /// Like [`per_id`], for requests that also take subjobs (`12[3]`) and ranges
-/// (`12[1-5]`): the action runs once per job or subjob; permissions are the array's.
+/// (`12[1-5]`, read by `rule`): the action runs once per job or subjob; permissions are
+/// the array's.
 pub(crate) fn per_key<F>(
     state: &mut State,
     ctx: &Ctx<'_>,
     ids: &[String],
+    rule: crate::arrays::RangeRule,
     mut action: F,
 ) -> (Vec<IdError>, Vec<StoreOp>)
 where
@@ -496,8 +502,10 @@ where
     let mut errors = Vec::new();
     let mut ops = Vec::new();
     for id in ids {
-        let keys = crate::arrays::keys_of(state, id).and_then(|keys| {
-            let owner_ok = keys.first().and_then(|k| state.jobs.get(&k.seq)).is_some_and(|job| may_act_on(ctx, job));
+        let keys = crate::arrays::keys_by(state, id, rule).and_then(|keys| {
+            // A range may name no subjob left to act on: the array still decides.
+            let seq = id.parse::<JobId>().map(|parsed| parsed.seq()).ok();
+            let owner_ok = seq.and_then(|seq| state.jobs.get(&seq)).is_some_and(|job| may_act_on(ctx, job));
             if owner_ok { Ok(keys) } else { Err(ReqError::new(Pbse::PERM)) }
         });
         let failed = match keys {
@@ -523,6 +531,9 @@ pub fn modify_jobs(state: &mut State, ctx: &Ctx<'_>, ids: &[String], attrs: &[At
     per_id(state, ctx, ids, |state, ctx, seq| {
         let mut checked = Vec::new();
         for Attr(name, value) in attrs {
+            if ObjectKind::Job.find(split_name(name).0).is_some_and(|(_, def)| def.create_only()) {
+                return Err(ReqError::attr(Pbse::ATTRRO, name));
+            }
             checked.push(check_job_attr(state, ctx, name, value)?);
         }
         let Some(job) = state.jobs.get(&seq) else {
@@ -547,6 +558,9 @@ pub fn modify_jobs(state: &mut State, ctx: &Ctx<'_>, ids: &[String], attrs: &[At
             job.attrs.get(job_idx!("Hold_Types"), None).unwrap_or("n"),
             list.get(job_idx!("Hold_Types"), None).unwrap_or("n"),
         )?;
+        if let Some(Attr(last, _)) = attrs.last() {
+            crate::size_limits::check_job_total(&list, last)?;
+        }
         if list.get(job_idx!("max_run_subjobs"), None).is_some() && !job.array {
             return Err(ReqError::new(Pbse::NOTARRAY_ATTR));
         }
@@ -603,52 +617,75 @@ pub fn delete_jobs(
     purge_history: bool,
 ) -> (Vec<IdError>, Vec<StoreOp>) {
     let history = state.server_flag("job_history_enable", false);
-    per_key(state, ctx, ids, |state, ctx, key| {
+    let mut queued = crate::arrays::QueuedDeletes::default();
+    let mut ops = Vec::new();
+    let (errors, _) = per_key(state, ctx, ids, crate::arrays::RangeRule::StartInside, |state, ctx, key| {
+        // A queued subjob is only an index of its array: consecutive ones are batched.
         if let Some(index) = key.index {
             if state.job(key).is_none_or(|j| j.state == JobState::Queued) {
-                // A queued subjob is only an index of its array.
-                return crate::arrays::delete_queued(state, key.seq, index, ctx.now);
+                if !queued.holds(key.seq) {
+                    ops.extend(queued.flush(state, ctx.now));
+                }
+                return queued.delete(state, key.seq, index).map(|()| Vec::new());
             }
         }
-        let Some(job) = state.job_mut(key) else {
-            return Err(ReqError::new(Pbse::UNKJOBID));
+        // Anything else sees the batched deletions written first, and its writes follow
+        // them in order: the action's own result carries none.
+        ops.extend(queued.flush(state, ctx.now));
+        ops.extend(delete_one(state, ctx, key, force, purge_history, history)?);
+        Ok(Vec::new())
+    });
+    ops.extend(queued.flush(state, ctx.now));
+    (errors, ops)
+}
+
+/// qdel of one job, array or subjob that is not a queued subjob.
+fn delete_one(
+    state: &mut State,
+    ctx: &Ctx<'_>,
+    key: JobKey,
+    force: bool,
+    purge_history: bool,
+    history: bool,
+) -> Result<Vec<StoreOp>, ReqError> {
+    let Some(job) = state.job_mut(key) else {
+        return Err(ReqError::new(Pbse::UNKJOBID));
+    };
+    if matches!(job.state, JobState::Running | JobState::Suspended | JobState::Exiting) {
+        // A running job ends through its mom: SIGTERM, SIGKILL after kill_delay, and
+        // the end is recorded when the mom reports it; `-W force` does not wait.
+        let (ops, frames) = if force {
+            crate::exec::force_delete(state, key, ctx.now)
+        } else if state.ending.get(&key) == Some(&crate::exec::EndReason::Delete) {
+            (Vec::new(), Vec::new())
+        } else {
+            crate::exec::begin_end(state, key, crate::exec::EndReason::Delete)
         };
-        if matches!(job.state, JobState::Running | JobState::Suspended | JobState::Exiting) {
-            // A running job ends through its mom: SIGTERM, SIGKILL after kill_delay, and
-            // the end is recorded when the mom reports it; `-W force` does not wait.
-            let (ops, frames) = if force {
-                crate::exec::force_delete(state, key, ctx.now)
-            } else if state.ending.get(&key) == Some(&crate::exec::EndReason::Delete) {
-                (Vec::new(), Vec::new())
-            } else {
-                crate::exec::begin_end(state, key, crate::exec::EndReason::Delete)
-            };
-            crate::exec::send_frames(state, frames);
-            return Ok(ops);
-        }
-        if job.state.is_history() {
-            if !purge_history || key.index.is_some() {
-                return Err(ReqError::new(Pbse::HISTJOBID));
-            }
-            state.jobs.remove(&key.seq);
-            state.remove_subjobs_of(key.seq);
-            return Ok(vec![StoreOp::DeleteJob { seq: key.seq }]);
-        }
-        if job.array {
-            return Ok(delete_array(state, key.seq, force, ctx.now));
-        }
-        if history && !purge_history {
-            job.state = JobState::Finished;
-            job.substate = Substate::TERMINATED;
-            let now = ctx.now.to_string();
-            job.attrs.set(job_idx!("mtime"), None, now.as_str());
-            job.attrs.set(job_idx!("obittime"), None, now.as_str());
-            job.attrs.set(job_idx!("history_timestamp"), None, now.as_str());
-            return Ok(vec![job.put_op(None)]);
+        crate::exec::send_frames(state, frames);
+        return Ok(ops);
+    }
+    if job.state.is_history() {
+        if !purge_history || key.index.is_some() {
+            return Err(ReqError::new(Pbse::HISTJOBID));
         }
         state.jobs.remove(&key.seq);
-        Ok(vec![StoreOp::DeleteJob { seq: key.seq }])
-    })
+        state.remove_subjobs_of(key.seq);
+        return Ok(vec![StoreOp::DeleteJob { seq: key.seq }]);
+    }
+    if job.array {
+        return Ok(delete_array(state, key.seq, force, ctx.now));
+    }
+    if history && !purge_history {
+        job.state = JobState::Finished;
+        job.substate = Substate::TERMINATED;
+        let now = ctx.now.to_string();
+        job.attrs.set(job_idx!("mtime"), None, now.as_str());
+        job.attrs.set(job_idx!("obittime"), None, now.as_str());
+        job.attrs.set(job_idx!("history_timestamp"), None, now.as_str());
+        return Ok(vec![job.put_op(None)]);
+    }
+    state.jobs.remove(&key.seq);
+    Ok(vec![StoreOp::DeleteJob { seq: key.seq }])
 }
 
 /// qdel of a whole array: its queued subjobs go at once, its running ones end through
@@ -756,16 +793,11 @@ pub fn select_jobs(
     for job in visible {
         if subjobs && job.array && !arrays_only {
             // qselect -T: the subjobs stand for their array.
-            let remaining = crate::arrays::indices(job, "array_indices_remaining");
-            for index in crate::arrays::indices(job, "array_indices_submitted").iter() {
-                let (subjob, letter) = match state.job(JobKey::subjob(job.seq, index)) {
-                    Some(record) => (record, record.state),
-                    None if remaining.contains(index) => (job, JobState::Queued),
-                    None => (job, JobState::Expired),
-                };
-                if (history || !letter.is_history()) && criteria.iter().all(|c| criterion_holds(subjob, letter, c)) {
-                    ids.push(format!("{}[{index}].{}", job.seq, state.server_name));
-                }
+            let holds = |subjob: &Job, letter: JobState| {
+                (history || !letter.is_history()) && criteria.iter().all(|c| criterion_holds(subjob, letter, c))
+            };
+            for index in crate::arrays::selected_subjobs(state, job, holds) {
+                ids.push(format!("{}[{index}].{}", job.seq, state.server_name));
             }
             continue;
         }
@@ -815,9 +847,47 @@ fn criterion_holds(job: &Job, job_state: JobState, criterion: &Criterion) -> boo
     }
 }
 
-/// Decides which jobs a StatusJob covers: (keys to report, per-id errors). With
-/// `subjobs` (qstat -t) each array is followed by all its subjobs; a subjob or range id
-/// names those subjobs.
+/// What a StatusJob covers, in reply order: jobs, and subjobs kept as index runs until
+/// they are listed, so planning costs the ids and arrays named, never their subjobs
+/// (`qstat -t` of a 100,000-subjob array, or a range id given many times over).
+#[derive(Default)]
+pub struct StatusPlan(Vec<Planned>);
+
+enum Planned {
+    Key(JobKey),
+    Subjobs(u64, crate::arrays::IndexSet),
+}
+
+impl StatusPlan {
+    fn push(&mut self, key: JobKey) {
+        self.0.push(Planned::Key(key));
+    }
+
+    /// Whether nothing is to be listed.
+    pub fn is_empty(&self) -> bool {
+        self.0.iter().all(|item| matches!(item, Planned::Subjobs(_, set) if set.is_empty()))
+    }
+
+    /// The keys in reply order, made as they are taken.
+    pub fn into_keys(self) -> impl Iterator<Item = JobKey> + Send + use<> {
+        self.0.into_iter().flat_map(|item| {
+            let (key, seq, runs) = match item {
+                Planned::Key(key) => (Some(key), 0, Vec::new()),
+                Planned::Subjobs(seq, set) => (None, seq, set.runs().collect::<Vec<_>>()),
+            };
+            let subjobs = runs.into_iter().flat_map(move |(first, last, step)| {
+                (first..=last)
+                    .step_by(usize::try_from(step).unwrap_or(usize::MAX).max(1))
+                    .map(move |index| JobKey::subjob(seq, index))
+            });
+            key.into_iter().chain(subjobs)
+        })
+    }
+}
+
+/// Decides which jobs a StatusJob covers: (the plan, per-id errors). With `subjobs`
+/// (qstat -t) each array is followed by all its subjobs; a subjob or range id names
+/// those subjobs (a range must lie wholly in the array, as OpenPBS's qstat requires).
 pub fn status_plan(
     state: &State,
     ctx: &Ctx<'_>,
@@ -825,39 +895,37 @@ pub fn status_plan(
     queues: &[String],
     history: bool,
     subjobs: bool,
-) -> (Vec<JobKey>, Vec<IdError>) {
-    let mut keys = Vec::new();
+) -> (StatusPlan, Vec<IdError>) {
+    let mut plan = StatusPlan::default();
     let mut errors = Vec::new();
-    let push_job = |keys: &mut Vec<JobKey>, job: &Job| {
-        keys.push(JobKey::job(job.seq));
+    let push_job = |plan: &mut StatusPlan, job: &Job| {
+        plan.push(JobKey::job(job.seq));
         if subjobs && job.array {
-            keys.extend(
-                crate::arrays::indices(job, "array_indices_submitted").iter().map(|i| JobKey::subjob(job.seq, i)),
-            );
+            plan.0.push(Planned::Subjobs(job.seq, crate::arrays::indices(job, "array_indices_submitted")));
         }
     };
     let listed = |job: &&Job| (history || !job.state.is_history()) && may_see(state, ctx, job);
     if ids.is_empty() && queues.is_empty() {
         for job in state.jobs.values().filter(listed) {
-            push_job(&mut keys, job);
+            push_job(&mut plan, job);
         }
-        return (keys, errors);
+        return (plan, errors);
     }
     for id in ids {
-        let result = crate::arrays::keys_of(state, id).and_then(|found| {
-            let job =
-                found.first().and_then(|k| state.jobs.get(&k.seq)).ok_or_else(|| ReqError::new(Pbse::UNKJOBID))?;
+        let result = crate::arrays::status_items(state, id).and_then(|(seq, range)| {
+            let job = state.jobs.get(&seq).ok_or_else(|| ReqError::new(Pbse::UNKJOBID))?;
             if !may_see(state, ctx, job) {
                 return Err(ReqError::new(Pbse::PERM));
             }
             if job.state.is_history() && !history {
                 return Err(ReqError::new(Pbse::HISTJOBID));
             }
-            Ok((found, job))
+            Ok((job, range))
         });
         match result {
-            Ok((found, job)) if found.len() == 1 && found[0].index.is_none() => push_job(&mut keys, job),
-            Ok((found, _)) => keys.extend(found),
+            Ok((job, crate::arrays::StatusItems::Job)) => push_job(&mut plan, job),
+            Ok((job, crate::arrays::StatusItems::Subjob(index))) => plan.push(JobKey::subjob(job.seq, index)),
+            Ok((job, crate::arrays::StatusItems::Subjobs(set))) => plan.0.push(Planned::Subjobs(job.seq, set)),
             Err(e) => errors.push(IdError { id: id.clone(), code: e.code.0, message: e.message }),
         }
     }
@@ -868,10 +936,10 @@ pub fn status_plan(
             continue;
         }
         for job in state.jobs.values().filter(|j| name.is_empty() || *j.queue == *name).filter(listed) {
-            push_job(&mut keys, job);
+            push_job(&mut plan, job);
         }
     }
-    (keys, errors)
+    (plan, errors)
 }
 
 /// The status of one planned key: a job, a subjob with a record, or a queued subjob.

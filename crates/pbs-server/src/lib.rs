@@ -32,6 +32,7 @@ pub mod net;
 pub mod nodes;
 pub mod privilege;
 pub mod schedlink;
+pub mod size_limits;
 pub mod state;
 pub mod store;
 
@@ -233,7 +234,8 @@ impl Server {
                 let (keys, errors) = jobs::status_plan(state, &ctx, &ids, &queues, history, subjobs);
                 let filter = jobs::StatusFilter::new(&attrs, ctx.privilege);
                 let mut arrays = None;
-                let objects = keys.iter().filter_map(|k| jobs::key_status(state, *k, &filter, &mut arrays)).collect();
+                let objects =
+                    keys.into_keys().filter_map(|k| jobs::key_status(state, k, &filter, &mut arrays)).collect();
                 (Reply::ok(id, ReplyBody::Status { objects, errors }), None)
             }
             Request::StatusServer { attrs } => {
@@ -288,11 +290,7 @@ fn touched_jobs(state: &State, request: &Request) -> Vec<(state::JobKey, String)
         _ => return Vec::new(),
     };
     ids.iter()
-        .filter_map(|id| arrays::keys_of(state, id).ok())
-        .flatten()
-        // A subjob's change is its array's too.
-        .flat_map(|key| [Some(key), key.index.map(|_| state::JobKey::job(key.seq))])
-        .flatten()
+        .flat_map(|id| arrays::touched_by(state, id))
         .filter_map(|key| {
             let job = state.job(key).or_else(|| state.jobs.get(&key.seq))?;
             let id = match key.index {

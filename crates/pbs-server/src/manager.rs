@@ -86,6 +86,7 @@ pub fn manager(
                         _ => Pbse::HOOKERROR,
                     }));
                 }
+                crate::size_limits::check_object_name(kind, name)?;
                 if !valid_object_name(name) {
                     return Err(ReqError::new(Pbse::IVAL_OBJ_NAME));
                 }
@@ -194,6 +195,7 @@ fn apply_attrs(
     attrs: &[MgrAttr],
 ) -> Result<(), ReqError> {
     for attr in attrs {
+        crate::size_limits::check_value(kind, &attr.name, &attr.value)?;
         let (base, resource) = pbs_core::attr::split_name(&attr.name);
         let Some((index, def)) = kind.find(base) else {
             return Err(ReqError::attr(Pbse::NOATTR, &attr.name));
@@ -315,9 +317,12 @@ fn apply_attrs(
             (op, _) => {
                 let old: i64 = current.as_deref().and_then(|c| c.parse().ok()).unwrap_or(0);
                 let delta: i64 = canonical.parse().map_err(|_| ReqError::attr(Pbse::BADATVAL, &attr.name))?;
-                if op == MgrOp::Incr { old + delta } else { old - delta }.to_string()
+                let sum = if op == MgrOp::Incr { old.checked_add(delta) } else { old.checked_sub(delta) };
+                sum.ok_or_else(|| ReqError::attr(Pbse::BADATVAL, &attr.name))?.to_string()
             }
         };
+        // `+=` on a list grows it: the result is held to the same limit as a value given.
+        crate::size_limits::check_value(kind, &attr.name, &value)?;
         if value.is_empty() && def.atype == AttrType::List {
             list.unset(index, resource_name.as_deref());
         } else {

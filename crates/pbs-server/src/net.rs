@@ -229,6 +229,9 @@ where
     S: AsyncRead + AsyncWrite + Unpin,
 {
     let id = frame.id;
+    if let Err(e) = crate::size_limits::check_request(&frame.request) {
+        return send(conn, &Reply::error(id, e.code.0, e.message)).await;
+    }
     if let Request::StatusJob { ids, queues, attrs, history, subjobs } = &frame.request {
         return stream_job_status(server, who, id, ids, queues, attrs, (*history, *subjobs), conn).await;
     }
@@ -278,8 +281,7 @@ async fn run_job(
             return Err(ReqError::new(Pbse::PERM));
         }
         // A subjob (`12[3]`) runs from its array's queue; anything else must be queued.
-        let keys = crate::arrays::keys_of(&state, job_id)?;
-        let [key] = keys[..] else { return Err(ReqError::new(Pbse::IVALREQ)) };
+        let key = crate::arrays::run_key(&state, job_id)?;
         let queued = match (key.index, state.job(key)) {
             (_, Some(job)) => job.state == pbs_core::JobState::Queued && !job.array,
             (Some(index), None) => state.jobs.get(&key.seq).is_some_and(|parent| {
@@ -349,11 +351,11 @@ where
         let Ok(state) = server.state.lock() else { return false };
         let ctx = server.ctx(&state, who);
         crate::acl::check_request(&state, who, ctx.privilege).map(|()| {
-            let (keys, errors) = crate::jobs::status_plan(&state, &ctx, ids, queues, history, subjobs);
-            (keys, errors, ctx.privilege)
+            let (plan, errors) = crate::jobs::status_plan(&state, &ctx, ids, queues, history, subjobs);
+            (plan, errors, ctx.privilege)
         })
     };
-    let (seqs, errors, privilege) = match planned {
+    let (plan, errors, privilege) = match planned {
         Ok(planned) => planned,
         Err(e) => return send(conn, &Reply::error(id, e.code.0, e.message)).await,
     };
@@ -361,18 +363,20 @@ where
     let message = errors.last().map(|e| e.message.clone()).unwrap_or_default();
     let filter = crate::jobs::StatusFilter::new(attrs, privilege);
     let mut arrays = None;
-    let mut chunks = seqs.chunks(STATUS_CHUNK).peekable();
     let mut errors = Some(errors);
-    if chunks.peek().is_none() {
+    if plan.is_empty() {
         let body = ReplyBody::Status { objects: Vec::new(), errors: errors.take().unwrap_or_default() };
         return send(conn, &Reply { id, code, message, body, more: false }).await;
     }
-    while let Some(chunk) = chunks.next() {
+    // Subjobs are made from the plan's index runs as each part is taken.
+    let mut keys = plan.into_keys().peekable();
+    while keys.peek().is_some() {
+        let chunk: Vec<crate::state::JobKey> = keys.by_ref().take(STATUS_CHUNK).collect();
         let objects = {
             let Ok(state) = server.state.lock() else { return false };
             chunk.iter().filter_map(|key| crate::jobs::key_status(&state, *key, &filter, &mut arrays)).collect()
         };
-        let last = chunks.peek().is_none();
+        let last = keys.peek().is_none();
         let body =
             ReplyBody::Status { objects, errors: if last { errors.take().unwrap_or_default() } else { Vec::new() } };
         let reply = Reply { id, code, message: message.clone(), body, more: !last };
