@@ -1,7 +1,7 @@
 //! Real jobs on real moms placed by the real scheduler: output, identity, placement,
 //! limits, deletion, signals, requeue, and moms that die.
 
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::time::Duration;
 
 use pbs_e2e::{Cluster, NOBODY, wait_until};
@@ -14,14 +14,6 @@ fn seq(id: &str) -> &str {
 
 fn submit(c: &Cluster, args: &[&str], script: &str) -> String {
     c.run_with_stdin("qsub", args, script, false).ok().line().to_string()
-}
-
-/// A directory every user may write to, inside the cluster's directory.
-fn shared_dir(c: &Cluster) -> std::path::PathBuf {
-    let dir = c.dir().join("shared");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o1777)).unwrap();
-    dir
 }
 
 #[test]
@@ -53,7 +45,7 @@ fn job_output_exit_status_and_environment() {
 #[test]
 fn job_of_nobody_runs_as_nobody_and_owns_its_files() {
     let c = Cluster::with_moms(1, 1);
-    let shared = shared_dir(&c);
+    let shared = c.shared_dir();
     let out = shared.join("out.txt");
     let err = shared.join("err.txt");
     // nobody's login shell is nologin: ask for a real one, as its user would have to.

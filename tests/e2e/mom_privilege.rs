@@ -13,18 +13,10 @@ use pbs_e2e::{Cluster, NOBODY, wait_until};
 
 const JOB_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// A directory every user may write to, inside the cluster's directory.
-fn shared_dir(c: &Cluster) -> std::path::PathBuf {
-    let dir = c.dir().join("shared");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o1777)).unwrap();
-    dir
-}
-
 #[test]
 fn root_jobs_run_as_root_only_while_acl_roots_allows_them() {
     let c = Cluster::with_moms(1, 1);
-    let shared = shared_dir(&c);
+    let shared = c.shared_dir();
     let path = |name: &str| shared.join(name).to_str().unwrap().to_string();
     let qsub = |extra: &[&str], out: &str, as_nobody: bool| {
         let mut args = vec!["-S", "/bin/sh", "-o", out, "-e", out];
@@ -58,7 +50,7 @@ fn root_jobs_run_as_root_only_while_acl_roots_allows_them() {
 #[test]
 fn a_kill_message_never_lands_in_a_file_the_job_pointed_its_stderr_at() {
     let c = Cluster::with_moms(1, 1);
-    let shared = shared_dir(&c);
+    let shared = c.shared_dir();
     // Only root may write it; nobody may open it for reading.
     let precious = shared.join("root-owned");
     std::fs::write(&precious, "precious\n").unwrap();

@@ -308,6 +308,14 @@ impl Cluster {
         cluster
     }
 
+    /// A directory every user may write to, inside the cluster's directory.
+    pub fn shared_dir(&self) -> PathBuf {
+        let dir = self.dir.path().join("shared");
+        std::fs::create_dir_all(&dir).expect("shared dir");
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o1777)).expect("mode 1777");
+        dir
+    }
+
     /// Runs `qmgr -c <command>` as root and panics unless it succeeds.
     #[track_caller]
     pub fn qmgr(&self, command: &str) {

@@ -240,6 +240,19 @@ pub enum Request {
 }
 
 impl Request {
+    /// The job ids of a request that acts on jobs one by one (answered per id).
+    pub fn per_job_ids(&self) -> Option<&[String]> {
+        match self {
+            Request::ModifyJob { ids, .. }
+            | Request::DeleteJob { ids, .. }
+            | Request::HoldJob { ids, .. }
+            | Request::ReleaseJob { ids, .. }
+            | Request::SignalJob { ids, .. }
+            | Request::RerunJob { ids, .. } => Some(ids),
+            _ => None,
+        }
+    }
+
     /// OpenPBS's batch request number, for log lines (`Type 19 request received ...`).
     pub fn type_number(&self) -> u32 {
         match self {

@@ -42,15 +42,7 @@ pub fn check_request(state: &State, who: &Identity, privilege: Privilege) -> Res
 /// The reply to a request [`check_request`] refused: for requests over job ids, the error
 /// for each id, as OpenPBS's commands, sending one request per job, print it per job.
 pub fn refusal(id: u64, request: &Request, e: ReqError) -> Reply {
-    let ids = match request {
-        Request::ModifyJob { ids, .. }
-        | Request::DeleteJob { ids, .. }
-        | Request::HoldJob { ids, .. }
-        | Request::ReleaseJob { ids, .. }
-        | Request::SignalJob { ids, .. }
-        | Request::RerunJob { ids, .. } => ids,
-        _ => return Reply::error(id, e.code.0, e.message),
-    };
+    let Some(ids) = request.per_job_ids() else { return Reply::error(id, e.code.0, e.message) };
     let errors =
         ids.iter().map(|job| IdError { id: job.clone(), code: e.code.0, message: e.message.clone() }).collect();
     Reply { id, code: e.code.0, message: e.message, body: ReplyBody::PerId(errors), more: false }

@@ -280,15 +280,7 @@ impl Server {
 
 /// The jobs a request names, with their full ids, so the scheduler hears of their changes.
 fn touched_jobs(state: &State, request: &Request) -> Vec<(state::JobKey, String)> {
-    let ids = match request {
-        Request::ModifyJob { ids, .. }
-        | Request::DeleteJob { ids, .. }
-        | Request::HoldJob { ids, .. }
-        | Request::ReleaseJob { ids, .. }
-        | Request::SignalJob { ids, .. }
-        | Request::RerunJob { ids, .. } => ids,
-        _ => return Vec::new(),
-    };
+    let Some(ids) = request.per_job_ids() else { return Vec::new() };
     ids.iter()
         .flat_map(|id| arrays::touched_by(state, id))
         .filter_map(|key| {
