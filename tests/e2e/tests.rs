@@ -4,6 +4,7 @@
 
 mod arrays;
 mod commands;
+mod conns;
 mod durability;
 mod exec;
 mod nodes_cli;

@@ -25,6 +25,12 @@ use crate::Mom;
 
 /// Limit on each step of the handshake.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Connections served at once. Only the server stays past the handshake, and only one
+/// link at a time, so this is about peers that connect and say nothing: they cannot
+/// take the mom's descriptors, and one address cannot take every slot.
+const MAX_CONNECTIONS: usize = 64;
+/// Connections one address may hold.
+const MAX_PER_ADDR: usize = 16;
 
 type Conn = Framed<TcpStream, LengthDelimitedCodec>;
 
@@ -39,14 +45,22 @@ pub async fn run(
     let notes_task = tokio::spawn(mom.clone().serve_notes(notes));
     let sampler = tokio::spawn(mom.clone().sample_loop());
     tokio::pin!(shutdown);
+    let limiter = pbs_proto::admission::Limiter::new(MAX_CONNECTIONS, MAX_PER_ADDR);
     loop {
         tokio::select! {
             () = &mut shutdown => break,
             accepted = listener.accept() => match accepted {
-                Ok((stream, peer)) => {
-                    let _ = stream.set_nodelay(true);
-                    tokio::spawn(serve(mom.clone(), stream, peer));
-                }
+                Ok((stream, peer)) => match limiter.admit(Some(&peer.ip())) {
+                    Ok(slot) => {
+                        let _ = stream.set_nodelay(true);
+                        let mom = mom.clone();
+                        tokio::spawn(async move {
+                            serve(mom, stream, peer).await;
+                            drop(slot);
+                        });
+                    }
+                    Err(why) => tracing::debug!("refused a connection from {peer}: {why}"),
+                },
                 Err(e) => {
                     // Out of descriptors, usually: let some close before trying again.
                     tracing::warn!("accept failed: {e}");
