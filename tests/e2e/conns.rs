@@ -201,3 +201,28 @@ fn a_mom_flooded_with_connections_refuses_the_excess_at_once() {
     let id = cluster.qsub(&["--", "/bin/true"]);
     cluster.wait_job_state(&id, "F", Duration::from_secs(30));
 }
+
+#[test]
+fn jobs_with_a_mebibyte_attribute_value_still_reach_the_scheduler_and_run() {
+    let cluster = Cluster::with_moms(1, 4);
+    cluster.qmgr("create resource big type=string");
+    cluster.qmgr("set server scheduling = False");
+    let mut client = cluster.client();
+    let big = "x".repeat(1024 * 1024);
+    let ids: Vec<String> = (0..20)
+        .map(|_| {
+            let attrs = vec![pbs_proto::Attr::new("Resource_List.big", big.clone())];
+            client.submit(attrs, "#!/bin/sh\ntrue\n".into(), None).expect("submit")
+        })
+        .collect();
+    // One request touching them all: the scheduler hears of 20 MiB of jobs at once, more
+    // than one frame may carry.
+    let mut args = vec!["-l", "walltime=00:10:00"];
+    args.extend(ids.iter().map(String::as_str));
+    cluster.run("qalter", &args).ok();
+    cluster.qmgr("set server scheduling = True");
+    for id in &ids {
+        cluster.wait_job_state(id, "F", Duration::from_secs(120));
+    }
+    assert!(!cluster.sched_stderr().contains("Lost the server connection"), "{}", cluster.sched_stderr());
+}

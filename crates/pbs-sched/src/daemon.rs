@@ -17,7 +17,7 @@ use std::path::PathBuf;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 
-use pbs_proto::sched::{FromSched, ToSched};
+use pbs_proto::sched::{FromSched, Snapshot, ToSched};
 use pbs_proto::{
     AuthProof, FrameError, Hello, HelloReply, MAX_REPLY_FRAME_LEN, PROTOCOL_VERSION, Role, read_frame, write_frame,
 };
@@ -408,10 +408,16 @@ impl Daemon {
     /// One connection's life: snapshot, then changes, cycles and qruns. Returns how it
     /// ended and whether a snapshot arrived.
     fn session(&mut self, mut conn: Conn) -> (End, bool) {
+        // The snapshot comes in parts; the mirror is built once the last has come.
+        let mut parts: Option<Snapshot> = None;
         let mut mirror = loop {
             match self.next_event(&conn, MAX_WAIT) {
                 Ok(Event::Frame(_, frame)) => match *frame {
-                    ToSched::Snapshot { snapshot } => break Mirror::new(*snapshot, self.config.sched_config.clone()),
+                    ToSched::Snapshot { snapshot, more } => {
+                        if let Some(whole) = join_part(&mut parts, *snapshot, more) {
+                            break Mirror::new(whole, self.config.sched_config.clone());
+                        }
+                    }
                     other => debug!("Ignoring a frame before the snapshot: {other:?}"),
                 },
                 Ok(Event::Closed(_, why)) => return (End::Lost(why), false),
@@ -468,10 +474,12 @@ impl Daemon {
                         }
                         want_cycle |= cycle;
                     }
-                    ToSched::Snapshot { snapshot } => {
-                        mirror = Mirror::new(*snapshot, self.config.sched_config.clone());
-                        in_flight = None;
-                        want_cycle = true;
+                    ToSched::Snapshot { snapshot, more } => {
+                        if let Some(whole) = join_part(&mut parts, *snapshot, more) {
+                            mirror = Mirror::new(whole, self.config.sched_config.clone());
+                            in_flight = None;
+                            want_cycle = true;
+                        }
                     }
                     ToSched::RunNow { qrun, job_id } => qruns.push_back((qrun, job_id)),
                     ToSched::DecisionsApplied { cycle, errors } => {
@@ -523,6 +531,23 @@ impl Daemon {
         let frame = self.send(conn, mirror, decisions, None);
         info!(object_type = "Req", object_name = "", event = "0080", "Leaving Scheduling Cycle");
         frame
+    }
+}
+
+/// Adds a snapshot part to those received so far; the whole snapshot once `more` is off.
+fn join_part(parts: &mut Option<Snapshot>, part: Snapshot, more: bool) -> Option<Snapshot> {
+    let whole = match parts.take() {
+        Some(mut so_far) => {
+            so_far.absorb(part);
+            so_far
+        }
+        None => part,
+    };
+    if more {
+        *parts = Some(whole);
+        None
+    } else {
+        Some(whole)
     }
 }
 

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use futures::{SinkExt, StreamExt};
 use pbs_core::{JobState, Pbse};
-use pbs_proto::sched::{FromSched, ToSched};
+use pbs_proto::sched::{FromSched, PART_BUDGET, ToSched};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::codec::{Framed, LengthDelimitedCodec};
@@ -29,7 +29,7 @@ where
         let snapshot = exec::snapshot(&state);
         // What was pending is already in the snapshot.
         state.changes = Default::default();
-        let _ = tx.send(ToSched::Snapshot { snapshot: Box::new(snapshot) });
+        let _ = tx.send(ToSched::Snapshot { snapshot: Box::new(snapshot), more: false });
         let _ = tx.send(ToSched::Changes { changes: Vec::new(), cycle: true });
         if state.links.sched.replace(tx.clone()).is_some() {
             tracing::warn!(object_type = "Server", "a new scheduler connection replaces the old one");
@@ -41,7 +41,13 @@ where
             out = rx.recv() => {
                 let Some(out) = out else { break };
                 let Ok(bytes) = serde_json::to_vec(&out) else { break };
-                if conn.send(bytes::Bytes::from(bytes)).await.is_err() {
+                // A snapshot of a big cluster, or a burst of changes, goes in parts: one
+                // frame could exceed what the link carries.
+                if bytes.len() <= PART_BUDGET {
+                    if conn.send(bytes::Bytes::from(bytes)).await.is_err() {
+                        break;
+                    }
+                } else if !send_parts(&mut conn, out).await {
                     break;
                 }
             }
@@ -68,6 +74,20 @@ where
         }
     }
     tracing::info!(object_type = "Server", "Scheduler disconnected");
+}
+
+/// Sends `out` as frames of at most about [`PART_BUDGET`] bytes.
+async fn send_parts<S>(conn: &mut Framed<S, LengthDelimitedCodec>, out: ToSched) -> bool
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    for part in out.into_parts(PART_BUDGET) {
+        let Ok(bytes) = serde_json::to_vec(&part) else { return false };
+        if conn.send(bytes::Bytes::from(bytes)).await.is_err() {
+            return false;
+        }
+    }
+    true
 }
 
 fn apply(
