@@ -137,11 +137,12 @@ async fn serve(mom: Arc<Mom>, stream: TcpStream, peer: SocketAddr) {
     if !handshake(&mom, &mut conn, peer).await {
         return;
     }
-    let (tx, mut rx) = mpsc::unbounded_channel();
+    // Bounded: see `LINK_QUEUE` for what happens when the server does not keep up.
+    let (tx, mut rx) = mpsc::channel(crate::mom::LINK_QUEUE);
     let (close_tx, mut close_rx) = oneshot::channel::<()>();
     // Installed before the Welcome goes out: the link a server was welcomed on last is
     // always the current one, however the handshakes of two connections interleave.
-    let id = mom.install_link(tx, close_tx);
+    let (id, overflow) = mom.install_link(tx, close_tx);
     let welcome = HelloReply::Welcome { version: PROTOCOL_VERSION, server_name: mom.config().node_name.clone() };
     if !send(&mut conn, &welcome).await {
         mom.drop_link(id);
@@ -151,6 +152,7 @@ async fn serve(mom: Arc<Mom>, stream: TcpStream, peer: SocketAddr) {
     let why = loop {
         tokio::select! {
             _ = &mut close_rx => break "replaced by a newer link".to_string(),
+            () = overflow.notified() => break "the server did not read its reports".to_string(),
             out = rx.recv() => {
                 let Some(first) = out else { break "link dropped".to_string() };
                 // Write everything queued, then flush once.

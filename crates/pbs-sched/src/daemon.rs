@@ -235,6 +235,10 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 impl Daemon {
     /// A daemon for `config`; nothing happens until [`Daemon::run`].
     pub fn new(config: DaemonConfig) -> Daemon {
+        // Unbounded on purpose, for now: the reader thread must keep reading while the
+        // loop writes a Decisions frame, since the server stops reading decisions while
+        // its own write to us is blocked; a bounded inbox could stall both sides at once.
+        // What arrives here is what the server sent since the loop last looked.
         let (events, inbox) = mpsc::channel();
         Daemon { config, events, inbox, next_conn: 1, next_frame: 1 }
     }

@@ -26,6 +26,7 @@ pub mod momlink;
 pub mod net;
 pub mod nodes;
 pub mod schedlink;
+pub mod schedqueue;
 pub mod state;
 pub mod store;
 

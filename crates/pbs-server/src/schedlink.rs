@@ -6,6 +6,7 @@
 //! scheduler sees them in the order the state changed.
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use futures::{SinkExt, StreamExt};
 use pbs_core::{JobState, Pbse};
@@ -17,21 +18,24 @@ use tokio_util::codec::{Framed, LengthDelimitedCodec};
 use crate::Server;
 use crate::error::ReqError;
 use crate::exec::{self, Launch};
+use crate::schedqueue::SchedSender;
 
 /// Serves a scheduler until it disconnects.
 pub async fn serve<S>(server: Arc<Server>, mut conn: Framed<S, LengthDelimitedCodec>)
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
-    let (tx, mut rx) = mpsc::unbounded_channel();
+    // Bounded: see `schedqueue` for what happens when the scheduler falls behind.
+    let (mut link, mut rx, backlog) = SchedSender::new();
+    let tx = link.sender();
     {
         let Ok(mut state) = server.state.lock() else { return };
         let snapshot = exec::snapshot(&state);
         // What was pending is already in the snapshot.
         state.changes = Default::default();
-        let _ = tx.send(ToSched::Snapshot { snapshot: Box::new(snapshot), more: false });
-        let _ = tx.send(ToSched::Changes { changes: Vec::new(), cycle: true });
-        if state.links.sched.replace(tx.clone()).is_some() {
+        let _ = link.send(ToSched::Snapshot { snapshot: Box::new(snapshot), more: false });
+        let _ = link.send(ToSched::Changes { changes: Vec::new(), cycle: true });
+        if state.links.sched.replace(link).is_some() {
             tracing::warn!(object_type = "Server", "a new scheduler connection replaces the old one");
         }
     }
@@ -50,6 +54,10 @@ where
                 } else if !send_parts(&mut conn, out).await {
                     break;
                 }
+                if backlog.load(Ordering::Acquire) {
+                    let Ok(mut state) = server.state.lock() else { break };
+                    crate::schedqueue::drain(&mut state, &tx);
+                }
             }
             frame = conn.next() => {
                 let Some(Ok(bytes)) = frame else { break };
@@ -66,7 +74,7 @@ where
         }
     }
     if let Ok(mut state) = server.state.lock() {
-        if state.links.sched.as_ref().is_some_and(|current| current.same_channel(&tx)) {
+        if state.links.sched.as_ref().is_some_and(|current| current.is(&tx)) {
             state.links.sched = None;
             for (_, waiter) in state.links.qruns.drain() {
                 let _ = waiter.send(Err(ReqError::new(Pbse::NOSCHEDULER)));
@@ -92,7 +100,7 @@ where
 
 fn apply(
     server: &Arc<Server>,
-    tx: &mpsc::UnboundedSender<ToSched>,
+    tx: &mpsc::Sender<ToSched>,
     cycle: u64,
     qrun: Option<u64>,
     run: &[pbs_proto::sched::RunDecision],
@@ -120,7 +128,11 @@ fn apply(
         }
     }
     exec::flush(&mut state);
-    let _ = tx.send(ToSched::DecisionsApplied { cycle, errors });
+    // Through the link's queue, behind the changes just flushed (or held); a link that has
+    // been replaced meanwhile gets nothing.
+    if let Some(link) = state.links.sched.as_mut().filter(|link| link.is(tx)) {
+        let _ = link.send(ToSched::DecisionsApplied { cycle, errors });
+    }
     let ack = server.store.commit(ops);
     drop(state);
     launch_after_commit(server.clone(), Some(ack), launches, answer);
