@@ -21,8 +21,8 @@ use crate::{Server, net};
 
 /// Local connections served at once.
 pub const MAX_LOCAL: usize = 4096;
-/// Local connections one uid other than root may hold: a quarter of nothing in particular,
-/// but far above what a user's commands need at once and far below [`MAX_LOCAL`].
+/// Local connections one uid other than root may hold: far above what one user's
+/// commands need at once, far below [`MAX_LOCAL`].
 pub const MAX_PER_UID: usize = 256;
 /// Extra local connections only root may use once the local pool is full, so an
 /// administrator can always look and act.
