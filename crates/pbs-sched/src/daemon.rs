@@ -14,7 +14,7 @@ use std::io::{self, BufReader, BufWriter, Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
 use std::time::{Duration, Instant};
 
 use pbs_proto::sched::{FromSched, Snapshot, ToSched};
@@ -127,7 +127,7 @@ enum Event {
 /// Asks a running [`Daemon`] to stop.
 #[derive(Clone)]
 pub struct Stopper {
-    events: Sender<Event>,
+    events: SyncSender<Event>,
 }
 
 impl Stopper {
@@ -140,7 +140,7 @@ impl Stopper {
 /// Hands a running [`Daemon`] new settings (what SIGHUP re-read).
 #[derive(Clone)]
 pub struct Reloader {
-    events: Sender<Event>,
+    events: SyncSender<Event>,
 }
 
 impl Reloader {
@@ -153,7 +153,7 @@ impl Reloader {
 /// The daemon.
 pub struct Daemon {
     config: DaemonConfig,
-    events: Sender<Event>,
+    events: SyncSender<Event>,
     inbox: Receiver<Event>,
     next_conn: u64,
     next_frame: u64,
@@ -229,17 +229,18 @@ enum End {
 
 /// Longest wait on the inbox: the loop re-checks its timers at least this often.
 const MAX_WAIT: Duration = Duration::from_secs(3600);
+/// Events waiting for the loop at most. Bounded so that frames do not pile up here during a
+/// long cycle: the reader thread waits, the socket fills, and the server keeps its changes
+/// back, coalesced, until the scheduler reads again. The server reads decisions while its
+/// writes to us wait, so the loop's own write of decisions never waits on this reader.
+const INBOX: usize = 1024;
 /// A server that does not finish the handshake in this time is given up on.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 impl Daemon {
     /// A daemon for `config`; nothing happens until [`Daemon::run`].
     pub fn new(config: DaemonConfig) -> Daemon {
-        // Unbounded on purpose, for now: the reader thread must keep reading while the
-        // loop writes a Decisions frame, since the server stops reading decisions while
-        // its own write to us is blocked; a bounded inbox could stall both sides at once.
-        // What arrives here is what the server sent since the loop last looked.
-        let (events, inbox) = mpsc::channel();
+        let (events, inbox) = mpsc::sync_channel(INBOX);
         Daemon { config, events, inbox, next_conn: 1, next_frame: 1 }
     }
 

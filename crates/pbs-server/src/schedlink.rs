@@ -21,7 +21,7 @@ use crate::exec::{self, Launch};
 use crate::schedqueue::SchedSender;
 
 /// Serves a scheduler until it disconnects.
-pub async fn serve<S>(server: Arc<Server>, mut conn: Framed<S, LengthDelimitedCodec>)
+pub async fn serve<S>(server: Arc<Server>, conn: Framed<S, LengthDelimitedCodec>)
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
@@ -40,38 +40,44 @@ where
         }
     }
     tracing::info!(object_type = "Server", "Scheduler connected");
-    loop {
-        tokio::select! {
-            out = rx.recv() => {
-                let Some(out) = out else { break };
-                let Ok(bytes) = serde_json::to_vec(&out) else { break };
-                // A snapshot of a big cluster, or a burst of changes, goes in parts: one
-                // frame could exceed what the link carries.
-                if bytes.len() <= PART_BUDGET {
-                    if conn.send(bytes::Bytes::from(bytes)).await.is_err() {
-                        break;
-                    }
-                } else if !send_parts(&mut conn, out).await {
-                    break;
+    // Reading and writing go on side by side: decisions are read while a write to the
+    // scheduler waits, so a scheduler that waits for its own write of decisions before it
+    // reads again (its inbox is bounded) cannot stall the link.
+    let (mut sink, mut stream) = conn.split::<bytes::Bytes>();
+    let writer = async {
+        while let Some(out) = rx.recv().await {
+            let Ok(bytes) = serde_json::to_vec(&out) else { return };
+            // A snapshot of a big cluster, or a burst of changes, goes in parts: one frame
+            // could exceed what the link carries.
+            if bytes.len() <= PART_BUDGET {
+                if sink.send(bytes::Bytes::from(bytes)).await.is_err() {
+                    return;
                 }
-                if backlog.load(Ordering::Acquire) {
-                    let Ok(mut state) = server.state.lock() else { break };
-                    crate::schedqueue::drain(&mut state, &tx);
-                }
+            } else if !send_parts(&mut sink, out).await {
+                return;
             }
-            frame = conn.next() => {
-                let Some(Ok(bytes)) = frame else { break };
-                match serde_json::from_slice::<FromSched>(&bytes) {
-                    Ok(FromSched::Decisions { cycle, qrun, run, updates }) => {
-                        apply(&server, &tx, cycle, qrun, &run, &updates);
-                    }
-                    Err(e) => {
-                        tracing::warn!(object_type = "Server", "bad frame from the scheduler: {e}");
-                        break;
-                    }
+            if backlog.load(Ordering::Acquire) {
+                let Ok(mut state) = server.state.lock() else { return };
+                crate::schedqueue::drain(&mut state, &tx);
+            }
+        }
+    };
+    let reader = async {
+        while let Some(Ok(bytes)) = stream.next().await {
+            match serde_json::from_slice::<FromSched>(&bytes) {
+                Ok(FromSched::Decisions { cycle, qrun, run, updates }) => {
+                    apply(&server, &tx, cycle, qrun, &run, &updates);
+                }
+                Err(e) => {
+                    tracing::warn!(object_type = "Server", "bad frame from the scheduler: {e}");
+                    return;
                 }
             }
         }
+    };
+    tokio::select! {
+        () = writer => {}
+        () = reader => {}
     }
     if let Ok(mut state) = server.state.lock() {
         if state.links.sched.as_ref().is_some_and(|current| current.is(&tx)) {
@@ -85,13 +91,13 @@ where
 }
 
 /// Sends `out` as frames of at most about [`PART_BUDGET`] bytes.
-async fn send_parts<S>(conn: &mut Framed<S, LengthDelimitedCodec>, out: ToSched) -> bool
+async fn send_parts<Si>(sink: &mut Si, out: ToSched) -> bool
 where
-    S: AsyncRead + AsyncWrite + Unpin,
+    Si: futures::Sink<bytes::Bytes> + Unpin,
 {
     for part in out.into_parts(PART_BUDGET) {
         let Ok(bytes) = serde_json::to_vec(&part) else { return false };
-        if conn.send(bytes::Bytes::from(bytes)).await.is_err() {
+        if sink.send(bytes::Bytes::from(bytes)).await.is_err() {
             return false;
         }
     }
