@@ -226,3 +226,45 @@ fn jobs_with_a_mebibyte_attribute_value_still_reach_the_scheduler_and_run() {
     }
     assert!(!cluster.sched_stderr().contains("Lost the server connection"), "{}", cluster.sched_stderr());
 }
+
+#[test]
+fn a_scheduler_that_stops_reading_gets_coalesced_changes_not_a_backlog() {
+    let cluster = Cluster::start();
+    cluster.allow_root_jobs();
+    // A scheduler (root on the local socket) that takes its Welcome, then reads nothing.
+    let mut sched = UnixStream::connect(cluster.home().join("server_sock")).expect("connect");
+    sched.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    write_frame(&mut sched, &Hello { version: PROTOCOL_VERSION, role: Role::Scheduler }).unwrap();
+    let welcome: HelloReply = read_frame(&mut sched, MAX_REPLY_FRAME_LEN).unwrap().unwrap();
+    assert!(matches!(welcome, HelloReply::Welcome { .. }), "{welcome:?}");
+    // Each submission is a change for the scheduler: far more of them than the link's
+    // queue and the socket's buffer hold.
+    const JOBS: usize = 4000;
+    let mut client = cluster.client();
+    let mut ids = std::collections::BTreeSet::new();
+    for _ in 0..JOBS {
+        ids.insert(client.submit(vec![], "#!/bin/sh\ntrue\n".into(), None).expect("submit"));
+    }
+    // Now it reads: every job arrives, in fewer frames than there were changes.
+    let mut frames = 0;
+    let mut seen = std::collections::BTreeSet::new();
+    while seen.len() < JOBS {
+        let frame: pbs_proto::sched::ToSched = read_frame(&mut sched, MAX_REPLY_FRAME_LEN).unwrap().unwrap();
+        frames += 1;
+        match frame {
+            pbs_proto::sched::ToSched::Snapshot { snapshot, .. } => {
+                seen.extend(snapshot.jobs.into_iter().map(|j| j.id));
+            }
+            pbs_proto::sched::ToSched::Changes { changes, .. } => {
+                for change in changes {
+                    if let pbs_proto::sched::SchedChange::Job { job } = change {
+                        seen.insert(job.id);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(seen, ids);
+    assert!(frames < JOBS * 3 / 4, "{frames} frames for {JOBS} submissions: the changes were not coalesced");
+}
