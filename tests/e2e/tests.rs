@@ -6,6 +6,7 @@ mod arrays;
 mod authz;
 mod bounds;
 mod commands;
+mod conns;
 mod durability;
 mod exec;
 mod faults;

@@ -144,6 +144,11 @@ impl Cluster {
         self.dir.path()
     }
 
+    /// The server's TCP port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
     /// The job id suffix.
     pub fn server_name(&self) -> &str {
         &self.host

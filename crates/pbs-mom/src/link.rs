@@ -26,6 +26,12 @@ use crate::Mom;
 
 /// Limit on each step of the handshake.
 const HANDSHAKE_TIMEOUT: Duration = pbs_proto::link::HANDSHAKE_TIMEOUT;
+/// Connections served at once. Only the server stays past the handshake, and only one
+/// link at a time, so this is about peers that connect and say nothing: they cannot
+/// take the mom's descriptors, and one address cannot take every slot.
+const MAX_CONNECTIONS: usize = 64;
+/// Connections one address may hold.
+const MAX_PER_ADDR: usize = 16;
 
 type Conn = LinkConn<TcpStream>;
 
@@ -40,14 +46,22 @@ pub async fn run(
     let notes_task = tokio::spawn(mom.clone().serve_notes(notes));
     let sampler = tokio::spawn(mom.clone().sample_loop());
     tokio::pin!(shutdown);
+    let limiter = pbs_proto::admission::Limiter::new(MAX_CONNECTIONS, MAX_PER_ADDR);
     loop {
         tokio::select! {
             () = &mut shutdown => break,
             accepted = listener.accept() => match accepted {
-                Ok((stream, peer)) => {
-                    let _ = stream.set_nodelay(true);
-                    tokio::spawn(serve(mom.clone(), stream, peer));
-                }
+                Ok((stream, peer)) => match limiter.admit(Some(&peer.ip())) {
+                    Ok(slot) => {
+                        let _ = stream.set_nodelay(true);
+                        let mom = mom.clone();
+                        tokio::spawn(async move {
+                            serve(mom, stream, peer).await;
+                            drop(slot);
+                        });
+                    }
+                    Err(why) => tracing::debug!("refused a connection from {peer}: {why}"),
+                },
                 Err(e) => {
                     // Out of descriptors, usually: let some close before trying again.
                     tracing::warn!("accept failed: {e}");
@@ -127,11 +141,12 @@ async fn serve(mom: Arc<Mom>, stream: TcpStream, peer: SocketAddr) {
     if !handshake(&mom, &mut conn, peer).await {
         return;
     }
-    let (tx, mut rx) = mpsc::unbounded_channel();
+    // Bounded: see `LINK_QUEUE` for what happens when the server does not keep up.
+    let (tx, mut rx) = mpsc::channel(crate::mom::LINK_QUEUE);
     let (close_tx, mut close_rx) = oneshot::channel::<()>();
     // Installed before the Welcome goes out: the link a server was welcomed on last is
     // always the current one, however the handshakes of two connections interleave.
-    let id = mom.install_link(tx, close_tx);
+    let (id, overflow) = mom.install_link(tx, close_tx);
     let welcome = HelloReply::Welcome { version: PROTOCOL_VERSION, server_name: mom.config().node_name.clone() };
     if !send(&mut conn, &welcome).await {
         mom.drop_link(id);
@@ -141,6 +156,7 @@ async fn serve(mom: Arc<Mom>, stream: TcpStream, peer: SocketAddr) {
     let why = loop {
         tokio::select! {
             _ = &mut close_rx => break "replaced by a newer link".to_string(),
+            () = overflow.notified() => break "the server did not read its reports".to_string(),
             out = rx.recv() => {
                 let Some(first) = out else { break "link dropped".to_string() };
                 // Write everything queued, then flush once.

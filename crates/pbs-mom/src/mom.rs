@@ -133,9 +133,17 @@ impl Job {
 /// replaces it (dropping `_close` wakes the old link's task).
 struct Link {
     id: u64,
-    tx: mpsc::UnboundedSender<FromMom>,
+    tx: mpsc::Sender<FromMom>,
+    /// Woken when `tx` is full: the link is then dropped (see [`LINK_QUEUE`]).
+    overflow: Arc<tokio::sync::Notify>,
     _close: oneshot::Sender<()>,
 }
+
+/// Frames queued for the server at most. Frames are queued under the state lock, where
+/// nothing may wait, so a server that stops reading (a stalled link) cannot make the
+/// mom wait either: when the queue is full the link is dropped instead, and the server's
+/// next link starts with a `NodeStatus` that carries every fact the lost frames did.
+pub const LINK_QUEUE: usize = 16384;
 
 #[derive(Default)]
 struct State {
@@ -160,8 +168,10 @@ impl State {
 
     fn emit(&self, frame: FromMom) {
         // Without a link the frame is dropped: NodeStatus carries the same facts later.
-        if let Some(link) = &self.link {
-            let _ = link.tx.send(frame);
+        if let Some(link) = &self.link
+            && let Err(mpsc::error::TrySendError::Full(_)) = link.tx.try_send(frame)
+        {
+            link.overflow.notify_one();
         }
     }
 }
@@ -359,14 +369,20 @@ impl Mom {
     }
 
     /// Makes `tx` the server link (closing any older one) and queues its first frame,
-    /// the node status. Returns the link's id for [`Mom::drop_link`].
-    pub fn install_link(&self, tx: mpsc::UnboundedSender<FromMom>, close: oneshot::Sender<()>) -> u64 {
+    /// the node status. Returns the link's id for [`Mom::drop_link`], and what wakes when
+    /// the link's queue overflowed (the link must then end).
+    pub fn install_link(
+        &self,
+        tx: mpsc::Sender<FromMom>,
+        close: oneshot::Sender<()>,
+    ) -> (u64, Arc<tokio::sync::Notify>) {
         let mut state = self.lock();
         state.next_link += 1;
         let id = state.next_link;
-        let _ = tx.send(self.node_status(&state));
-        state.link = Some(Link { id, tx, _close: close });
-        id
+        let _ = tx.try_send(self.node_status(&state));
+        let overflow = Arc::new(tokio::sync::Notify::new());
+        state.link = Some(Link { id, tx, overflow: overflow.clone(), _close: close });
+        (id, overflow)
     }
 
     /// Forgets link `id` if it is still the current one.

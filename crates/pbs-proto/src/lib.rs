@@ -4,6 +4,7 @@
 //! starts with a handshake ([`Hello`] / [`HelloReply::Welcome`], on TCP an authenticated link: [`link`]), then
 //! carries [`RequestFrame`]s answered by [`Reply`] frames. See `docs/protocol.md`.
 
+pub mod admission;
 pub mod auth;
 pub mod codec;
 pub mod link;

@@ -169,10 +169,15 @@ pub enum SchedChange {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", deny_unknown_fields)]
 pub enum ToSched {
-    /// The whole mirror; first frame after the Welcome.
+    /// The whole mirror, first after the Welcome, in parts of at most about
+    /// [`PART_BUDGET`] bytes: every part but the last has `more`; the scheduler joins them
+    /// ([`Snapshot::absorb`]) and uses the mirror only once the last has come.
     Snapshot {
-        /// The state.
+        /// One part of the state.
         snapshot: Box<Snapshot>,
+        /// Parts follow.
+        #[serde(default)]
+        more: bool,
     },
     /// Changes, in order; `cycle` asks for a scheduling cycle.
     Changes {
@@ -238,6 +243,131 @@ pub enum FromSched {
     },
 }
 
+/// Size a part of a snapshot or of a `Changes` list is kept within, in serialized bytes:
+/// far below the 16 MiB a frame may have, so a huge state or a burst of changes goes as
+/// many frames instead of one that the link cannot carry. An object larger than this goes
+/// alone in its part.
+pub const PART_BUDGET: usize = 1024 * 1024;
+
+/// Serialized size of `value`, without keeping the bytes.
+fn json_len<T: Serialize>(value: &T) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Writing to a counter cannot fail, and these types always serialize.
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
+}
+
+/// Splits `items` into runs whose serialized sizes (plus a comma each) add up to at most
+/// `budget`; an item over the budget makes a run of its own.
+fn split_by_size<T: Serialize>(items: Vec<T>, budget: usize) -> Vec<Vec<T>> {
+    let mut runs = Vec::new();
+    let mut current = Vec::new();
+    let mut size = 0;
+    for item in items {
+        let len = json_len(&item) + 1;
+        if !current.is_empty() && size + len > budget {
+            runs.push(std::mem::take(&mut current));
+            size = 0;
+        }
+        size += len;
+        current.push(item);
+    }
+    if !current.is_empty() || runs.is_empty() {
+        runs.push(current);
+    }
+    runs
+}
+
+impl Snapshot {
+    /// Splits the snapshot into parts of about `budget` bytes each: the first carries the
+    /// server name and the server and scheduler attributes, then come queues, nodes and
+    /// jobs, each part holding whole objects. Joining them in order with
+    /// [`Snapshot::absorb`] gives back the snapshot.
+    pub fn into_parts(self, budget: usize) -> Vec<Snapshot> {
+        let Snapshot { server_name, server, sched, queues, nodes, jobs } = self;
+        let mut parts = vec![Snapshot { server_name, server, sched, ..Snapshot::default() }];
+        let mut room = budget.saturating_sub(json_len(&parts[0]));
+        // Each object goes into the last part while it fits, else starts a new one.
+        fn place<T: Serialize>(
+            parts: &mut Vec<Snapshot>,
+            room: &mut usize,
+            budget: usize,
+            items: Vec<T>,
+            field: fn(&mut Snapshot) -> &mut Vec<T>,
+        ) {
+            for item in items {
+                let len = json_len(&item) + 1;
+                let last = parts.len() - 1;
+                if len > *room && holds_objects(&parts[last]) {
+                    parts.push(Snapshot::default());
+                    *room = budget;
+                }
+                *room = room.saturating_sub(len);
+                let last = parts.len() - 1;
+                field(&mut parts[last]).push(item);
+            }
+        }
+        fn holds_objects(part: &Snapshot) -> bool {
+            !part.queues.is_empty() || !part.nodes.is_empty() || !part.jobs.is_empty()
+        }
+        place(&mut parts, &mut room, budget, queues, |p| &mut p.queues);
+        place(&mut parts, &mut room, budget, nodes, |p| &mut p.nodes);
+        place(&mut parts, &mut room, budget, jobs, |p| &mut p.jobs);
+        parts
+    }
+
+    /// Adds a later part (see [`Snapshot::into_parts`]).
+    pub fn absorb(&mut self, part: Snapshot) {
+        let Snapshot { server_name, server, sched, queues, nodes, jobs } = part;
+        if self.server_name.is_empty() {
+            self.server_name = server_name;
+        }
+        self.server.extend(server);
+        self.sched.extend(sched);
+        self.queues.extend(queues);
+        self.nodes.extend(nodes);
+        self.jobs.extend(jobs);
+    }
+}
+
+impl ToSched {
+    /// This frame as frames of about `budget` bytes: a snapshot in parts, a long change
+    /// list in several `Changes` (only the last asks for a cycle, so no cycle runs on half
+    /// of them); anything else as it is.
+    pub fn into_parts(self, budget: usize) -> Vec<ToSched> {
+        match self {
+            ToSched::Snapshot { snapshot, more: _ } => {
+                let parts = snapshot.into_parts(budget);
+                let n = parts.len();
+                parts
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, part)| ToSched::Snapshot { snapshot: Box::new(part), more: i + 1 < n })
+                    .collect()
+            }
+            ToSched::Changes { changes, cycle } => {
+                let runs = split_by_size(changes, budget);
+                let n = runs.len();
+                runs.into_iter()
+                    .enumerate()
+                    .map(|(i, changes)| ToSched::Changes { changes, cycle: cycle && i + 1 == n })
+                    .collect()
+            }
+            other => vec![other],
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -256,5 +386,74 @@ mod tests {
         let text = serde_json::to_string(&frame).unwrap();
         assert_eq!(serde_json::from_str::<FromSched>(&text).unwrap(), frame);
         assert!(serde_json::from_str::<ToSched>(r#"{"kind":"Bogus"}"#).is_err());
+    }
+
+    fn job(i: u64, comment_len: usize) -> SchedJob {
+        SchedJob {
+            id: format!("{i}.s"),
+            seq: i,
+            queue: "workq".into(),
+            state: 'Q',
+            comment: Some("c".repeat(comment_len)),
+            ..SchedJob::default()
+        }
+    }
+
+    #[test]
+    fn a_big_snapshot_goes_in_parts_within_the_budget_and_joins_back() {
+        let budget = 4096;
+        let snapshot = Snapshot {
+            server_name: "s".into(),
+            server: vec![Attr::new("scheduling", "True")],
+            sched: vec![Attr::new("scheduler_iteration", "600")],
+            queues: vec![SchedQueue { name: "workq".into(), attrs: vec![Attr::new("enabled", "True")] }],
+            nodes: (0..50).map(|i| SchedNode { name: format!("n{i}"), ..SchedNode::default() }).collect(),
+            // Many small jobs, and one far larger than a part.
+            jobs: (0..2000).map(|i| job(i, if i == 777 { 3 * budget } else { 10 })).collect(),
+        };
+        let frames = ToSched::Snapshot { snapshot: Box::new(snapshot.clone()), more: false }.into_parts(budget);
+        assert!(frames.len() > 10, "{} parts", frames.len());
+        let mut joined: Option<Snapshot> = None;
+        for (i, frame) in frames.iter().enumerate() {
+            let ToSched::Snapshot { snapshot: part, more } = frame else { panic!("{frame:?}") };
+            assert_eq!(*more, i + 1 < frames.len());
+            let len = serde_json::to_vec(frame).unwrap().len();
+            let alone = part.jobs.len() == 1 && part.jobs[0].seq == 777;
+            assert!(len <= budget + 256 || alone, "part {i} is {len} bytes");
+            match joined.as_mut() {
+                None => joined = Some((**part).clone()),
+                Some(all) => all.absorb((**part).clone()),
+            }
+        }
+        assert_eq!(joined, Some(snapshot));
+    }
+
+    #[test]
+    fn a_long_change_list_goes_in_parts_and_only_the_last_asks_for_a_cycle() {
+        let budget = 4096;
+        let changes: Vec<SchedChange> = (0..1000)
+            .map(|i| {
+                if i % 2 == 0 {
+                    SchedChange::Job { job: Box::new(job(i, 20)) }
+                } else {
+                    SchedChange::JobGone { id: format!("{i}.s") }
+                }
+            })
+            .collect();
+        let frames = ToSched::Changes { changes: changes.clone(), cycle: true }.into_parts(budget);
+        assert!(frames.len() > 10, "{} parts", frames.len());
+        let mut joined = Vec::new();
+        for (i, frame) in frames.into_iter().enumerate() {
+            assert!(serde_json::to_vec(&frame).unwrap().len() <= budget + 256);
+            let ToSched::Changes { changes, cycle } = frame else { panic!() };
+            assert_eq!(cycle, joined.len() + changes.len() == 1000, "part {i}");
+            joined.extend(changes);
+        }
+        assert_eq!(joined, changes);
+        // Small frames and other kinds pass as they are.
+        let small = ToSched::Changes { changes: Vec::new(), cycle: true };
+        assert_eq!(small.clone().into_parts(budget), vec![small]);
+        let run_now = ToSched::RunNow { qrun: 1, job_id: "1.s".into() };
+        assert_eq!(run_now.clone().into_parts(budget), vec![run_now]);
     }
 }

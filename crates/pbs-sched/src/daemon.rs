@@ -14,11 +14,11 @@ use std::io::{self, BufReader, BufWriter, Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
 use std::time::{Duration, Instant};
 
 use pbs_proto::link::{LinkError, Sealer};
-use pbs_proto::sched::{FromSched, ToSched};
+use pbs_proto::sched::{FromSched, Snapshot, ToSched};
 use pbs_proto::{FrameError, Hello, HelloReply, MAX_REPLY_FRAME_LEN, Role, read_frame, write_frame};
 use tracing::{debug, info, warn};
 
@@ -126,7 +126,7 @@ enum Event {
 /// Asks a running [`Daemon`] to stop.
 #[derive(Clone)]
 pub struct Stopper {
-    events: Sender<Event>,
+    events: SyncSender<Event>,
 }
 
 impl Stopper {
@@ -139,7 +139,7 @@ impl Stopper {
 /// Hands a running [`Daemon`] new settings (what SIGHUP re-read).
 #[derive(Clone)]
 pub struct Reloader {
-    events: Sender<Event>,
+    events: SyncSender<Event>,
 }
 
 impl Reloader {
@@ -152,7 +152,7 @@ impl Reloader {
 /// The daemon.
 pub struct Daemon {
     config: DaemonConfig,
-    events: Sender<Event>,
+    events: SyncSender<Event>,
     inbox: Receiver<Event>,
     next_conn: u64,
     next_frame: u64,
@@ -239,13 +239,18 @@ enum End {
 
 /// Longest wait on the inbox: the loop re-checks its timers at least this often.
 const MAX_WAIT: Duration = Duration::from_secs(3600);
+/// Events waiting for the loop at most. Bounded so that frames do not pile up here during a
+/// long cycle: the reader thread waits, the socket fills, and the server keeps its changes
+/// back, coalesced, until the scheduler reads again. The server reads decisions while its
+/// writes to us wait, so the loop's own write of decisions never waits on this reader.
+const INBOX: usize = 1024;
 /// A server that does not finish the handshake in this time is given up on.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 impl Daemon {
     /// A daemon for `config`; nothing happens until [`Daemon::run`].
     pub fn new(config: DaemonConfig) -> Daemon {
-        let (events, inbox) = mpsc::channel();
+        let (events, inbox) = mpsc::sync_channel(INBOX);
         Daemon { config, events, inbox, next_conn: 1, next_frame: 1 }
     }
 
@@ -436,10 +441,16 @@ impl Daemon {
     /// One connection's life: snapshot, then changes, cycles and qruns. Returns how it
     /// ended and whether a snapshot arrived.
     fn session(&mut self, mut conn: Conn) -> (End, bool) {
+        // The snapshot comes in parts; the mirror is built once the last has come.
+        let mut parts: Option<Snapshot> = None;
         let mut mirror = loop {
             match self.next_event(&conn, MAX_WAIT) {
                 Ok(Event::Frame(_, frame)) => match *frame {
-                    ToSched::Snapshot { snapshot } => break Mirror::new(*snapshot, self.config.sched_config.clone()),
+                    ToSched::Snapshot { snapshot, more } => {
+                        if let Some(whole) = join_part(&mut parts, *snapshot, more) {
+                            break Mirror::new(whole, self.config.sched_config.clone());
+                        }
+                    }
                     other => debug!("Ignoring a frame before the snapshot: {other:?}"),
                 },
                 Ok(Event::Closed(_, why)) => return (End::Lost(why), false),
@@ -496,10 +507,12 @@ impl Daemon {
                         }
                         want_cycle |= cycle;
                     }
-                    ToSched::Snapshot { snapshot } => {
-                        mirror = Mirror::new(*snapshot, self.config.sched_config.clone());
-                        in_flight = None;
-                        want_cycle = true;
+                    ToSched::Snapshot { snapshot, more } => {
+                        if let Some(whole) = join_part(&mut parts, *snapshot, more) {
+                            mirror = Mirror::new(whole, self.config.sched_config.clone());
+                            in_flight = None;
+                            want_cycle = true;
+                        }
                     }
                     ToSched::RunNow { qrun, job_id } => qruns.push_back((qrun, job_id)),
                     ToSched::DecisionsApplied { cycle, errors } => {
@@ -551,6 +564,23 @@ impl Daemon {
         let frame = self.send(conn, mirror, decisions, None);
         info!(object_type = "Req", object_name = "", event = "0080", "Leaving Scheduling Cycle");
         frame
+    }
+}
+
+/// Adds a snapshot part to those received so far; the whole snapshot once `more` is off.
+fn join_part(parts: &mut Option<Snapshot>, part: Snapshot, more: bool) -> Option<Snapshot> {
+    let whole = match parts.take() {
+        Some(mut so_far) => {
+            so_far.absorb(part);
+            so_far
+        }
+        None => part,
+    };
+    if more {
+        *parts = Some(whole);
+        None
+    } else {
+        Some(whole)
     }
 }
 

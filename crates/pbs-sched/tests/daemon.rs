@@ -138,7 +138,7 @@ fn daemon_cycles_answers_qrun_and_reconnects() {
     let hello: Hello = peer.recv();
     assert_eq!(hello, Hello::local(Role::Scheduler));
     peer.send(&HelloReply::Welcome { version: PROTOCOL_VERSION, server_name: "svr".into() });
-    peer.send(&ToSched::Snapshot { snapshot: Box::new(snapshot()) });
+    peer.send(&ToSched::Snapshot { snapshot: Box::new(snapshot()), more: false });
 
     // The first cycle comes right after the snapshot.
     let Seen { cycle: first, qrun, run, updates } = peer.decisions();
@@ -183,7 +183,7 @@ fn daemon_cycles_answers_qrun_and_reconnects() {
     let mut peer = Peer::accept(&listener);
     let _hello: Hello = peer.recv();
     peer.send(&HelloReply::Welcome { version: PROTOCOL_VERSION, server_name: "svr".into() });
-    peer.send(&ToSched::Snapshot { snapshot: Box::new(snapshot()) });
+    peer.send(&ToSched::Snapshot { snapshot: Box::new(snapshot()), more: false });
     let Seen { run, .. } = peer.decisions();
     assert_eq!(run.len(), 1);
 
@@ -212,9 +212,37 @@ fn over_tcp_the_daemon_proves_the_key_for_its_role_and_seals_every_frame() {
     // The daemon retries; with the right key, everything after the handshake is sealed.
     let mut peer = Peer::accept_tcp(&listener, b"secret").unwrap();
     peer.send(&HelloReply::Welcome { version: PROTOCOL_VERSION, server_name: "svr".into() });
-    peer.send(&ToSched::Snapshot { snapshot: Box::new(snapshot()) });
+    peer.send(&ToSched::Snapshot { snapshot: Box::new(snapshot()), more: false });
     let Seen { run, .. } = peer.decisions();
     assert_eq!(run, vec![("1.svr".to_string(), "(n1:ncpus=1)".to_string())]);
+
+    stopper.stop();
+    running.join().unwrap().unwrap();
+}
+
+#[test]
+fn a_snapshot_in_parts_is_used_only_once_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("server_sock");
+    let listener = UnixListener::bind(&socket).unwrap();
+    let daemon = Daemon::new(DaemonConfig::new(Target::Unix(socket.clone()), None, SchedConfig::default()));
+    let stopper = daemon.stopper();
+    let running = std::thread::spawn(move || daemon.run());
+
+    let mut peer = Peer::accept(&listener);
+    let _hello: Hello = peer.recv();
+    peer.send(&HelloReply::Welcome { version: PROTOCOL_VERSION, server_name: "svr".into() });
+    // A budget so small that every object travels alone.
+    let frames = ToSched::Snapshot { snapshot: Box::new(snapshot()), more: false }.into_parts(64);
+    assert!(frames.len() >= 4, "{frames:?}");
+    for frame in &frames {
+        peer.send(frame);
+    }
+    // The first cycle sees every part: the node from one, the jobs from the last two.
+    let Seen { run, updates, .. } = peer.decisions();
+    assert_eq!(run, vec![("1.svr".to_string(), "(n1:ncpus=1)".to_string())]);
+    assert_eq!(updates.len(), 1, "{updates:?}");
+    assert_eq!(updates[0].0, "2.svr");
 
     stopper.stop();
     running.join().unwrap().unwrap();
@@ -312,7 +340,7 @@ fn daemon_holds_arrays_at_max_run_subjobs_and_logs_it() {
     big.resources_available = vec![("ncpus".into(), "8".into()), ("mem".into(), "16gb".into())];
     snap.nodes = vec![big];
     snap.jobs = vec![array_parent("1-6", 2, 'Q')];
-    peer.send(&ToSched::Snapshot { snapshot: Box::new(snap) });
+    peer.send(&ToSched::Snapshot { snapshot: Box::new(snap), more: false });
 
     // Two subjobs start; the array is held at its limit, logged, and not commented.
     let Seen { cycle: first, run, updates, .. } = peer.decisions();
@@ -382,7 +410,7 @@ fn daemon_takes_new_settings_and_cycles() {
     let mut snap = snapshot();
     snap.jobs = vec![job(2, 1, 'Q')];
     snap.nodes = vec![node(2)];
-    peer.send(&ToSched::Snapshot { snapshot: Box::new(snap) });
+    peer.send(&ToSched::Snapshot { snapshot: Box::new(snap), more: false });
     let Seen { cycle: first, run, .. } = peer.decisions();
     assert!(run.is_empty());
     peer.send(&ToSched::DecisionsApplied { cycle: first, errors: vec![] });

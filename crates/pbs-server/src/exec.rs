@@ -28,14 +28,21 @@ pub const SUBSTATE_PRERUN: Substate = Substate(41);
 #[derive(Debug, Default)]
 pub struct Links {
     /// The scheduler's change stream, when one is connected.
-    pub sched: Option<mpsc::UnboundedSender<ToSched>>,
-    /// Frames to each node's mom (queued while its link is down).
-    pub moms: HashMap<String, mpsc::UnboundedSender<ToMom>>,
+    pub sched: Option<crate::schedqueue::SchedSender>,
+    /// Frames to each node's mom (queued while its link is down, up to [`MOM_QUEUE`]).
+    pub moms: HashMap<String, mpsc::Sender<ToMom>>,
     /// `qrun` requests waiting for the scheduler's placement.
     pub qruns: HashMap<u64, oneshot::Sender<Result<(), ReqError>>>,
     /// The next `qrun` correlation number.
     pub next_qrun: u64,
 }
+
+/// Frames that may wait for one node's mom. They are queued under the state lock, where
+/// nothing may wait, so past this a frame is dropped with an error in the log rather than
+/// the server's memory growing for as long as a mom is away while users signal or delete
+/// its jobs. Only a mom unreachable through tens of thousands of requests fills it; its
+/// `NodeStatus` at reconnection then settles the jobs that ended meanwhile.
+pub const MOM_QUEUE: usize = 65536;
 
 /// Why a running job is being ended by the server.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -65,7 +72,21 @@ pub fn send_frames(state: &mut State, frames: MomFrames) {
     for (node, frame) in frames {
         match state.links.moms.get(&node) {
             Some(tx) => {
-                let _ = tx.send(frame);
+                if let Err(mpsc::error::TrySendError::Full(frame)) = tx.try_send(frame) {
+                    tracing::error!(
+                        object_type = "Node",
+                        object_name = node.as_str(),
+                        "{MOM_QUEUE} frames already wait for this node's mom: dropped {}",
+                        match frame {
+                            ToMom::RunJob { launch } => format!("the start of {}", launch.job_id),
+                            ToMom::SignalJob { job_id, .. } => format!("a signal to {job_id}"),
+                            ToMom::KillJob { job_id, .. } => format!("the kill of {job_id}"),
+                            ToMom::ForgetJob { job_id } => format!("the forget of {job_id}"),
+                            ToMom::ModifyJob { job_id, .. } => format!("the new limits of {job_id}"),
+                            ToMom::Ping => "a ping".to_string(),
+                        }
+                    );
+                }
             }
             None => tracing::warn!(object_type = "Node", object_name = node.as_str(), "no link to this node's mom"),
         }
@@ -881,9 +902,23 @@ pub fn snapshot(state: &State) -> Snapshot {
 /// Called under the state lock after every change, so the scheduler sees changes in the
 /// order they were made.
 pub fn flush(state: &mut State) {
+    // Entity limits recount the jobs in the record before it is sent or dropped.
     crate::entity_limits::note_changes(state);
+    match state.links.sched.as_ref() {
+        None => state.changes = Default::default(),
+        // The queue is full: the changes wait here, coalescing, until the link's writer
+        // has room (see `schedqueue`).
+        Some(link) if !link.has_room() => link.note_backlog(),
+        Some(_) => flush_changes(state),
+    }
+}
+
+/// Queues the pending changes for the scheduler now (the caller saw room for them).
+pub fn flush_changes(state: &mut State) {
     let pending = std::mem::take(&mut state.changes);
-    let Some(tx) = state.links.sched.as_ref() else { return };
+    if state.links.sched.is_none() {
+        return;
+    }
     let mut changes = Vec::new();
     if pending.objects {
         changes.push(SchedChange::Server { attrs: state.server.to_wire(ObjectKind::Server) });
@@ -913,7 +948,9 @@ pub fn flush(state: &mut State) {
     if changes.is_empty() && !pending.cycle {
         return;
     }
-    if tx.send(ToSched::Changes { changes, cycle: pending.cycle }).is_err() {
+    if let Some(link) = state.links.sched.as_mut()
+        && link.send_changes(ToSched::Changes { changes, cycle: pending.cycle }).is_err()
+    {
         state.links.sched = None;
     }
 }

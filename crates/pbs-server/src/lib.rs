@@ -13,6 +13,7 @@ macro_rules! job_idx {
 }
 
 pub mod acl;
+pub mod admission;
 pub mod altrun;
 pub mod arrays;
 pub mod assigned;
@@ -32,6 +33,7 @@ pub mod net;
 pub mod nodes;
 pub mod privilege;
 pub mod schedlink;
+pub mod schedqueue;
 pub mod size_limits;
 pub mod state;
 pub mod store;
@@ -48,7 +50,7 @@ use pbs_core::Pbse;
 use pbs_core::attr::ObjectKind;
 use pbs_proto::{Reply, ReplyBody, Request};
 use tokio::net::{TcpListener, UnixListener};
-use tokio::sync::{Semaphore, oneshot};
+use tokio::sync::oneshot;
 
 use crate::error::ReqError;
 use crate::identity::Identity;
@@ -327,9 +329,6 @@ pub async fn bind(config: &ServerConfig, tcp_addr: Option<SocketAddr>) -> Result
     Ok(Listeners { unix, tcp })
 }
 
-/// Most connections served at once; more wait in the listen backlog.
-const MAX_CONNECTIONS: usize = 4096;
-
 /// A panicked accept loop takes the server down as a panic, as it did when the loops ran
 /// on the thread that called [`run`], so a supervisor sees a failure, not a clean stop.
 fn resume_if_panicked(ended: Result<(), tokio::task::JoinError>) {
@@ -343,31 +342,23 @@ fn resume_if_panicked(ended: Result<(), tokio::task::JoinError>) {
 /// Serves until `shutdown` completes, then stops accepting and gives open connections a
 /// moment to finish their current request.
 pub async fn run(server: Arc<Server>, listeners: Listeners, shutdown: impl Future<Output = ()>) {
-    let limit = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    admission::raise_fd_limit();
+    let admission = Arc::new(admission::Admission::new());
     let housekeeping = tokio::spawn(housekeeping(server.clone()));
     let node_watch = tokio::spawn(node_watch(server.clone()));
     momlink::sync(&server);
     // The accept loops run as tasks on the worker threads, not on the thread that called
     // `run` (`block_on`): a connection's task then starts on the worker that accepted it,
-    // instead of each connection waking that thread and then a worker.
+    // instead of each connection waking that thread and then a worker. They accept
+    // whatever comes and let `admission` serve or refuse it, so a full pool never leaves
+    // root waiting in the backlog behind another user's connections.
     let unix_loop = {
         let server = server.clone();
-        let limit = limit.clone();
+        let admission = admission.clone();
         tokio::spawn(async move {
             loop {
-                let Ok(permit) = limit.clone().acquire_owned().await else { return };
                 match listeners.unix.accept().await {
-                    Ok((stream, _)) => {
-                        let cred = stream.peer_cred();
-                        let server = server.clone();
-                        tokio::spawn(async move {
-                            if let Ok(cred) = cred {
-                                let peer = net::Peer::Unix { uid: cred.uid(), gid: cred.gid() };
-                                net::serve(server, stream, peer).await;
-                            }
-                            drop(permit);
-                        });
-                    }
+                    Ok((stream, _)) => admission.accept_unix(&server, stream),
                     Err(e) => {
                         tracing::warn!(error = %e, "Accept failed on the local socket");
                         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -378,7 +369,7 @@ pub async fn run(server: Arc<Server>, listeners: Listeners, shutdown: impl Futur
     };
     let tcp_loop = {
         let server = server.clone();
-        let limit = limit.clone();
+        let admission = admission.clone();
         let tcp = listeners.tcp;
         tokio::spawn(async move {
             let Some(tcp) = tcp else {
@@ -386,16 +377,8 @@ pub async fn run(server: Arc<Server>, listeners: Listeners, shutdown: impl Futur
                 return;
             };
             loop {
-                let Ok(permit) = limit.clone().acquire_owned().await else { return };
                 match tcp.accept().await {
-                    Ok((stream, addr)) => {
-                        let _ = stream.set_nodelay(true);
-                        let server = server.clone();
-                        tokio::spawn(async move {
-                            net::serve(server, stream, net::Peer::Tcp(addr.to_string())).await;
-                            drop(permit);
-                        });
-                    }
+                    Ok((stream, addr)) => admission.accept_tcp(&server, stream, addr),
                     Err(e) => {
                         tracing::warn!(error = %e, "Accept failed on the TCP port");
                         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -410,8 +393,7 @@ pub async fn run(server: Arc<Server>, listeners: Listeners, shutdown: impl Futur
         ended = &mut tcp_loop => resume_if_panicked(ended),
         _ = shutdown => {}
     }
-    // Stop accepting: once a loop's task is gone its listener is closed and the permit it
-    // held for the next connection is back.
+    // Stop accepting: once a loop's task is gone its listener is closed.
     unix_loop.abort();
     tcp_loop.abort();
     let _ = unix_loop.await;
@@ -420,7 +402,7 @@ pub async fn run(server: Arc<Server>, listeners: Listeners, shutdown: impl Futur
     node_watch.abort();
     momlink::stop_all(&server);
     // Let connections that are mid-request get their reply out.
-    let _ = tokio::time::timeout(Duration::from_secs(2), limit.acquire_many(MAX_CONNECTIONS as u32)).await;
+    admission.drain(Duration::from_secs(2)).await;
     let exact = server.state.lock().map(|mut state| state.exact_seq_op());
     if let Ok(op) = exact {
         let _ = server.store.commit(vec![op]).await;

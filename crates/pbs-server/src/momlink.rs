@@ -88,7 +88,7 @@ pub fn sync(server: &Arc<Server>) {
         if tasks.contains_key(&name) {
             continue;
         }
-        let (tx, rx) = mpsc::unbounded_channel();
+        let (tx, rx) = mpsc::channel(exec::MOM_QUEUE);
         if let Ok(mut state) = server.state.lock() {
             state.links.moms.insert(name.clone(), tx);
             state.node_rt.entry(name.clone()).or_default();
@@ -118,7 +118,7 @@ fn mark_down(state: &mut crate::state::State, node: &str) {
     state.changes.nodes.insert(node.to_string());
 }
 
-async fn link_loop(server: Arc<Server>, node: String, host: String, port: u16, mut rx: mpsc::UnboundedReceiver<ToMom>) {
+async fn link_loop(server: Arc<Server>, node: String, host: String, port: u16, mut rx: mpsc::Receiver<ToMom>) {
     let mut backoff = Duration::from_millis(50);
     // A refused handshake is worth a warning, once per distinct reason: the link retries
     // every few seconds.
@@ -185,7 +185,7 @@ async fn send<T: serde::Serialize>(conn: &mut Conn, message: &T) -> Result<(), S
     conn.send(bytes::Bytes::from(bytes)).await.map_err(|e| e.to_string())
 }
 
-async fn serve(server: &Arc<Server>, node: &str, mut conn: Conn, rx: &mut mpsc::UnboundedReceiver<ToMom>) {
+async fn serve(server: &Arc<Server>, node: &str, mut conn: Conn, rx: &mut mpsc::Receiver<ToMom>) {
     let mut ping = tokio::time::interval(PING_INTERVAL);
     let mut last_heard = Instant::now();
     // Queued frames wait until the mom's first status has been reconciled.

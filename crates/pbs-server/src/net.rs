@@ -305,12 +305,16 @@ async fn run_job(
                 Next::Committing(server.store.commit(ops), launches)
             }
             None => {
-                let Some(sched) = state.links.sched.clone() else { return Err(ReqError::new(Pbse::NOSCHEDULER)) };
+                if state.links.sched.is_none() {
+                    return Err(ReqError::new(Pbse::NOSCHEDULER));
+                }
                 state.links.next_qrun += 1;
                 let number = state.links.next_qrun;
                 let (tx, rx) = tokio::sync::oneshot::channel();
                 state.links.qruns.insert(number, tx);
-                let _ = sched.send(pbs_proto::sched::ToSched::RunNow { qrun: number, job_id: full_id });
+                if let Some(sched) = state.links.sched.as_mut() {
+                    let _ = sched.send(pbs_proto::sched::ToSched::RunNow { qrun: number, job_id: full_id });
+                }
                 Next::Waiting(rx)
             }
         }

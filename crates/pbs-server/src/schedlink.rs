@@ -6,68 +6,89 @@
 //! scheduler sees them in the order the state changed.
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use futures::{SinkExt, StreamExt};
 use pbs_core::{JobState, Pbse};
 use pbs_proto::link::LinkConn;
-use pbs_proto::sched::{FromSched, ToSched};
+use pbs_proto::sched::{FromSched, PART_BUDGET, ToSched};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::Server;
 use crate::error::ReqError;
 use crate::exec::{self, Launch};
+use crate::schedqueue::SchedSender;
 
 /// Serves a scheduler until it disconnects.
-pub async fn serve<S>(server: Arc<Server>, mut conn: LinkConn<S>, peer: &str)
+pub async fn serve<S>(server: Arc<Server>, conn: LinkConn<S>, peer: &str)
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
-    let (tx, mut rx) = mpsc::unbounded_channel();
+    // Bounded: see `schedqueue` for what happens when the scheduler falls behind.
+    let (mut link, mut rx, backlog) = SchedSender::new();
+    let tx = link.sender();
     {
         let Ok(mut state) = server.state.lock() else { return };
         let snapshot = exec::snapshot(&state);
         // What was pending is already in the snapshot.
         state.changes = Default::default();
-        let _ = tx.send(ToSched::Snapshot { snapshot: Box::new(snapshot) });
-        let _ = tx.send(ToSched::Changes { changes: Vec::new(), cycle: true });
-        if state.links.sched.replace(tx.clone()).is_some() {
+        let _ = link.send(ToSched::Snapshot { snapshot: Box::new(snapshot), more: false });
+        let _ = link.send(ToSched::Changes { changes: Vec::new(), cycle: true });
+        if state.links.sched.replace(link).is_some() {
             tracing::warn!(object_type = "Server", "a new scheduler connection replaces the old one");
         }
     }
     tracing::info!(object_type = "Server", "Scheduler connected");
-    loop {
-        tokio::select! {
-            out = rx.recv() => {
-                let Some(out) = out else { break };
-                let Ok(bytes) = serde_json::to_vec(&out) else { break };
-                if conn.send(bytes::Bytes::from(bytes)).await.is_err() {
-                    break;
+    // Reading and writing go on side by side: decisions are read while a write to the
+    // scheduler waits, so a scheduler that waits for its own write of decisions before it
+    // reads again (its inbox is bounded) cannot stall the link.
+    let (mut sink, mut stream) = conn.split::<bytes::Bytes>();
+    let writer = async {
+        while let Some(out) = rx.recv().await {
+            let Ok(bytes) = serde_json::to_vec(&out) else { return };
+            // A snapshot of a big cluster, or a burst of changes, goes in parts: one frame
+            // could exceed what the link carries.
+            if bytes.len() <= PART_BUDGET {
+                if sink.send(bytes::Bytes::from(bytes)).await.is_err() {
+                    return;
                 }
+            } else if !send_parts(&mut sink, out).await {
+                return;
             }
-            frame = conn.next() => {
-                let bytes = match frame {
-                    Some(Ok(bytes)) => bytes,
-                    Some(Err(e)) => {
-                        tracing::warn!(object_type = "Server", "Closed the scheduler's link from {peer}: {e}");
-                        break;
-                    }
-                    None => break,
-                };
-                match serde_json::from_slice::<FromSched>(&bytes) {
-                    Ok(FromSched::Decisions { cycle, qrun, run, updates }) => {
-                        apply(&server, &tx, cycle, qrun, &run, &updates);
-                    }
-                    Err(e) => {
-                        tracing::warn!(object_type = "Server", "bad frame from the scheduler: {e}");
-                        break;
-                    }
+            if backlog.load(Ordering::Acquire) {
+                let Ok(mut state) = server.state.lock() else { return };
+                crate::schedqueue::drain(&mut state, &tx);
+            }
+        }
+    };
+    let reader = async {
+        loop {
+            let bytes = match stream.next().await {
+                Some(Ok(bytes)) => bytes,
+                Some(Err(e)) => {
+                    tracing::warn!(object_type = "Server", "Closed the scheduler's link from {peer}: {e}");
+                    return;
+                }
+                None => return,
+            };
+            match serde_json::from_slice::<FromSched>(&bytes) {
+                Ok(FromSched::Decisions { cycle, qrun, run, updates }) => {
+                    apply(&server, &tx, cycle, qrun, &run, &updates);
+                }
+                Err(e) => {
+                    tracing::warn!(object_type = "Server", "bad frame from the scheduler: {e}");
+                    return;
                 }
             }
         }
+    };
+    tokio::select! {
+        () = writer => {}
+        () = reader => {}
     }
     if let Ok(mut state) = server.state.lock() {
-        if state.links.sched.as_ref().is_some_and(|current| current.same_channel(&tx)) {
+        if state.links.sched.as_ref().is_some_and(|current| current.is(&tx)) {
             state.links.sched = None;
             for (_, waiter) in state.links.qruns.drain() {
                 let _ = waiter.send(Err(ReqError::new(Pbse::NOSCHEDULER)));
@@ -77,9 +98,23 @@ where
     tracing::info!(object_type = "Server", "Scheduler disconnected");
 }
 
+/// Sends `out` as frames of at most about [`PART_BUDGET`] bytes.
+async fn send_parts<Si>(sink: &mut Si, out: ToSched) -> bool
+where
+    Si: futures::Sink<bytes::Bytes> + Unpin,
+{
+    for part in out.into_parts(PART_BUDGET) {
+        let Ok(bytes) = serde_json::to_vec(&part) else { return false };
+        if sink.send(bytes::Bytes::from(bytes)).await.is_err() {
+            return false;
+        }
+    }
+    true
+}
+
 fn apply(
     server: &Arc<Server>,
-    tx: &mpsc::UnboundedSender<ToSched>,
+    tx: &mpsc::Sender<ToSched>,
     cycle: u64,
     qrun: Option<u64>,
     run: &[pbs_proto::sched::RunDecision],
@@ -107,7 +142,11 @@ fn apply(
         }
     }
     exec::flush(&mut state);
-    let _ = tx.send(ToSched::DecisionsApplied { cycle, errors });
+    // Through the link's queue, behind the changes just flushed (or held); a link that has
+    // been replaced meanwhile gets nothing.
+    if let Some(link) = state.links.sched.as_mut().filter(|link| link.is(tx)) {
+        let _ = link.send(ToSched::DecisionsApplied { cycle, errors });
+    }
     let ack = server.store.commit(ops);
     drop(state);
     launch_after_commit(server.clone(), Some(ack), launches, answer);

@@ -1,0 +1,268 @@
+//! Connection admission shared by the daemons' listeners: how many connections are served
+//! at once, how many one holder (a local uid, a remote address) may have among them, and
+//! the deadline a frame has once its first byte arrived ([`FrameDeadline`]).
+//!
+//! A connection over a limit is refused at once rather than left in the listen backlog: a
+//! backlog is first come, first served, so one user who fills it would lock everyone out.
+
+use std::collections::HashMap;
+use std::hash::Hash;
+use std::io;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::time::{Instant, Sleep};
+
+/// Why a connection was not admitted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Refusal {
+    /// Every slot of this kind of connection is taken.
+    #[error("all {0} connections are in use")]
+    Full(usize),
+    /// This holder already has its share.
+    #[error("the peer already holds {0} connections, its limit")]
+    HolderCap(usize),
+}
+
+/// A pool of connection slots with a cap per holder.
+pub struct Limiter<K> {
+    slots: Arc<Semaphore>,
+    size: usize,
+    per_holder: usize,
+    held: Mutex<HashMap<K, usize>>,
+}
+
+/// One admitted connection: its slot and its holder's count come back when dropped.
+pub struct Permit<K: Eq + Hash> {
+    _slot: OwnedSemaphorePermit,
+    holder: Option<K>,
+    limiter: Arc<Limiter<K>>,
+}
+
+impl<K: Eq + Hash> Drop for Permit<K> {
+    fn drop(&mut self) {
+        let Some(holder) = self.holder.take() else { return };
+        let mut held = self.limiter.held.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(count) = held.get_mut(&holder) {
+            *count -= 1;
+            if *count == 0 {
+                held.remove(&holder);
+            }
+        }
+    }
+}
+
+impl<K: Eq + Hash + Clone> Limiter<K> {
+    /// `size` connections at once, at most `per_holder` of them for one holder.
+    pub fn new(size: usize, per_holder: usize) -> Arc<Limiter<K>> {
+        Arc::new(Limiter { slots: Arc::new(Semaphore::new(size)), size, per_holder, held: Mutex::default() })
+    }
+
+    /// A slot for `holder`, counted against its cap unless `holder` is `None` (a trusted
+    /// peer, still bound by the pool's size).
+    pub fn admit(self: &Arc<Self>, holder: Option<&K>) -> Result<Permit<K>, Refusal> {
+        let mut held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(holder) = holder
+            && held.get(holder).is_some_and(|&n| n >= self.per_holder)
+        {
+            return Err(Refusal::HolderCap(self.per_holder));
+        }
+        let slot = self.slots.clone().try_acquire_owned().map_err(|_| Refusal::Full(self.size))?;
+        if let Some(holder) = holder {
+            *held.entry(holder.clone()).or_insert(0) += 1;
+        }
+        drop(held);
+        Ok(Permit { _slot: slot, holder: holder.cloned(), limiter: self.clone() })
+    }
+
+    /// Connections served now.
+    pub fn in_use(&self) -> usize {
+        self.size - self.slots.available_permits()
+    }
+
+    /// Waits until every connection has ended, or `timeout` passed.
+    pub async fn drain(&self, timeout: Duration) {
+        let all = u32::try_from(self.size).unwrap_or(u32::MAX);
+        let _ = tokio::time::timeout(timeout, self.slots.acquire_many(all)).await;
+    }
+}
+
+/// A stream whose reads fail with `TimedOut` when a frame (4-byte big-endian length, then
+/// the body) has begun but is not complete `deadline` after its first byte arrived, and
+/// the peer has nothing more to give: a peer that sends half a frame and stalls is dropped,
+/// while an idle peer between frames waits as long as it likes.
+///
+/// The deadline is checked only when the peer has nothing to read: bytes that waited in
+/// the socket while the server was busy with the previous request are not the peer's delay.
+pub struct FrameDeadline<S> {
+    inner: S,
+    deadline: Duration,
+    /// Bytes of the current frame's length prefix seen (0 between frames).
+    header_seen: usize,
+    header: [u8; 4],
+    /// Bytes of the current frame's body still to come.
+    body_left: u64,
+    /// When the frame in progress must be complete; `None` between frames.
+    timer: Option<Pin<Box<Sleep>>>,
+    armed: bool,
+}
+
+impl<S> FrameDeadline<S> {
+    /// Wraps `inner`.
+    pub fn new(inner: S, deadline: Duration) -> FrameDeadline<S> {
+        FrameDeadline { inner, deadline, header_seen: 0, header: [0; 4], body_left: 0, timer: None, armed: false }
+    }
+
+    /// The wrapped stream.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+
+    /// Follows frame boundaries through `bytes`, just read from the peer.
+    fn track(&mut self, mut bytes: &[u8]) {
+        while !bytes.is_empty() {
+            if self.body_left > 0 {
+                let take = usize::try_from(self.body_left).unwrap_or(usize::MAX).min(bytes.len());
+                self.body_left -= take as u64;
+                bytes = &bytes[take..];
+                continue;
+            }
+            let take = (4 - self.header_seen).min(bytes.len());
+            self.header[self.header_seen..self.header_seen + take].copy_from_slice(&bytes[..take]);
+            self.header_seen += take;
+            bytes = &bytes[take..];
+            if self.header_seen == 4 {
+                self.header_seen = 0;
+                self.body_left = u64::from(u32::from_be_bytes(self.header));
+            }
+        }
+    }
+
+    fn in_frame(&self) -> bool {
+        self.header_seen > 0 || self.body_left > 0
+    }
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for FrameDeadline<S> {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let before = buf.filled().len();
+        match Pin::new(&mut this.inner).poll_read(cx, buf) {
+            Poll::Ready(Ok(())) => {
+                let filled = buf.filled().len();
+                if filled > before {
+                    this.track(&buf.filled()[before..]);
+                    if !this.in_frame() {
+                        this.armed = false;
+                    } else if !this.armed {
+                        this.armed = true;
+                        let at = Instant::now() + this.deadline;
+                        match this.timer.as_mut() {
+                            Some(timer) => timer.as_mut().reset(at),
+                            None => this.timer = Some(Box::pin(tokio::time::sleep_until(at))),
+                        }
+                    }
+                }
+                Poll::Ready(Ok(()))
+            }
+            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+            Poll::Pending => {
+                if this.armed
+                    && let Some(timer) = this.timer.as_mut()
+                    && timer.as_mut().poll(cx).is_ready()
+                {
+                    return Poll::Ready(Err(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        format!("frame not complete {} s after its first byte", this.deadline.as_secs()),
+                    )));
+                }
+                Poll::Pending
+            }
+        }
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for FrameDeadline<S> {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().inner).poll_write(cx, buf)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().inner).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    use super::*;
+
+    #[test]
+    fn holders_are_capped_and_slots_come_back() {
+        let limiter = Limiter::<u32>::new(3, 2);
+        let a1 = limiter.admit(Some(&1)).unwrap();
+        let _a2 = limiter.admit(Some(&1)).unwrap();
+        assert_eq!(limiter.admit(Some(&1)).err(), Some(Refusal::HolderCap(2)));
+        let _b = limiter.admit(Some(&2)).unwrap();
+        assert_eq!(limiter.admit(None).err(), Some(Refusal::Full(3)));
+        drop(a1);
+        assert_eq!(limiter.in_use(), 2);
+        let _a3 = limiter.admit(Some(&1)).unwrap();
+        assert_eq!(limiter.admit(Some(&3)).err(), Some(Refusal::Full(3)));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_stalled_half_frame_times_out_and_an_idle_peer_does_not() {
+        let (mut peer, ours) = tokio::io::duplex(1024);
+        let mut ours = FrameDeadline::new(ours, Duration::from_secs(10));
+        let mut buf = [0u8; 64];
+        // Idle between frames: no deadline.
+        let idle = tokio::time::timeout(Duration::from_secs(60), ours.read(&mut buf)).await;
+        assert!(idle.is_err(), "an idle peer must not time out");
+        // A whole frame, then half of the next.
+        peer.write_all(b"\0\0\0\x02{}\0\0").await.unwrap();
+        assert_eq!(ours.read(&mut buf).await.unwrap(), 8);
+        let started = Instant::now();
+        let err = ours.read(&mut buf).await.unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::TimedOut);
+        assert!(started.elapsed() >= Duration::from_secs(9) && started.elapsed() <= Duration::from_secs(11));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn bytes_that_waited_in_the_socket_are_not_late() {
+        let (mut peer, ours) = tokio::io::duplex(1024);
+        let mut ours = FrameDeadline::new(ours, Duration::from_secs(10));
+        let mut byte = [0u8; 1];
+        peer.write_all(b"\0\0\0\x03ab").await.unwrap();
+        // The server reads one byte, then is busy for longer than the deadline.
+        ours.read_exact(&mut byte).await.unwrap();
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        peer.write_all(b"c").await.unwrap();
+        let mut rest = [0u8; 6];
+        ours.read_exact(&mut rest).await.unwrap();
+        assert_eq!(&rest, b"\0\0\x03abc");
+        // Between frames again: waiting is fine.
+        assert!(tokio::time::timeout(Duration::from_secs(60), ours.read(&mut byte)).await.is_err());
+    }
+}
