@@ -6,6 +6,7 @@ mod arrays;
 mod commands;
 mod durability;
 mod exec;
+mod fuzz;
 mod nodes_cli;
 mod protocol;
 mod soft_walltime;

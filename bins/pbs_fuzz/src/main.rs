@@ -1,0 +1,423 @@
+//! pbs_fuzz: a wire fuzzer for a live pbs_server. It sends random and mutated frames, and
+//! valid frames with hostile values, as a local user (root, and `nobody` after a setuid)
+//! and as an unauthenticated TCP peer, for a given time, and checks after every burst that
+//! the server is alive and answers a status request on a fresh connection within a
+//! deadline. Before fuzzing it submits a few jobs as root and afterwards checks that
+//! neither `nobody` nor the TCP peer changed them; at the end the server's RSS must be at
+//! most `--max-rss-growth` times what it was after a warm-up. Prints what it did; exits 1
+//! on a failure, 2 when it cannot run.
+
+mod hostile;
+mod wire;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use clap::Parser;
+use pbs_proto::{Attr, MgrAttr, MgrCommand, MgrObject, MgrOp, Request};
+
+use crate::hostile::{Gen, Rng};
+use crate::wire::{Peer, Stats, Target, Undo};
+
+/// The uid and gid of `nobody`.
+const NOBODY: u32 = 65534;
+
+/// Attributes of a protected job that may change without anyone touching it.
+const MAY_CHANGE: &[&str] = &["eligible_time", "accrue_type"];
+
+#[derive(Parser, Debug)]
+#[command(name = "pbs_fuzz", version, about = "Fuzz a live pbs_server over its Unix socket and batch port")]
+struct Args {
+    /// pbs.conf of the server (PBS_HOME, PBS_BATCH_SERVICE_PORT).
+    #[arg(long, env = "PBS_CONF_FILE", default_value = pbs_core::conf::DEFAULT_CONF_FILE)]
+    conf: PathBuf,
+    /// The server's Unix socket (default PBS_HOME/server_sock).
+    #[arg(long)]
+    socket: Option<PathBuf>,
+    /// The batch port, host:port (default 127.0.0.1:PBS_BATCH_SERVICE_PORT).
+    #[arg(long)]
+    tcp: Option<String>,
+    /// The server's pid (default: PBS_HOME/pbs_server.pid).
+    #[arg(long)]
+    server_pid: Option<u32>,
+    /// How long to fuzz, warm-up included.
+    #[arg(long, default_value_t = 30)]
+    seconds: u64,
+    /// Seed of the generator (default: from the clock); printed, so a run can be replayed.
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Which peers to fuzz as: `root` (the Unix socket as the invoking user), `nobody`
+    /// (the Unix socket after setuid to nobody; needs root), `tcp` (the batch port without
+    /// the cluster key).
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = [Peer::Root, Peer::Nobody, Peer::Tcp])]
+    peers: Vec<Peer>,
+    /// Jobs to submit as root before fuzzing, that nobody and the TCP peer must not change.
+    #[arg(long, default_value_t = 3)]
+    jobs: usize,
+    /// How long the status check after each burst may take, in milliseconds.
+    #[arg(long, default_value_t = 5000)]
+    deadline_ms: u64,
+    /// Largest allowed ratio of the server's RSS at the end to its RSS after the warm-up.
+    #[arg(long, default_value_t = 1.2)]
+    max_rss_growth: f64,
+    /// Internal: run one peer's phase in this process (the setuid child) and exit.
+    #[arg(long, hide = true)]
+    worker: Option<Peer>,
+    /// Internal: the protected jobs, for the worker.
+    #[arg(long, hide = true)]
+    protected: Vec<String>,
+    /// Internal: which stream of bursts the worker draws from.
+    #[arg(long, hide = true, default_value_t = 0)]
+    stream: u64,
+}
+
+/// Everything a phase needs.
+struct Ctx {
+    socket: PathBuf,
+    tcp: Option<String>,
+    pid: u32,
+    seed: u64,
+    deadline: Duration,
+    protected: Vec<String>,
+    server_name: String,
+    args: Args,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    match run(args) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(1),
+        Err(e) => {
+            eprintln!("pbs_fuzz: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run(args: Args) -> Result<bool> {
+    let (socket, tcp, pid) = locate(&args)?;
+    let seed = args.seed.unwrap_or_else(|| {
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(1)
+    });
+    let deadline = Duration::from_millis(args.deadline_ms);
+    let (_, server_name) = wire::status_check(&socket, deadline, None)
+        .map_err(|e| anyhow::anyhow!("the server does not answer before fuzzing: {e}"))?;
+    let mut ctx = Ctx { socket, tcp, pid, seed, deadline, protected: args.protected.clone(), server_name, args };
+    if let Some(peer) = ctx.args.worker {
+        let seconds = ctx.args.seconds;
+        let stream = ctx.args.stream;
+        return Ok(match phase_here(&ctx, peer, Duration::from_secs(seconds), stream) {
+            Ok(stats) => {
+                println!("pbs_fuzz: {peer:?} worker: {}", stats.summary());
+                true
+            }
+            Err(failure) => {
+                println!("pbs_fuzz: FAIL ({peer:?}, seed {seed}): {failure}");
+                false
+            }
+        });
+    }
+    match supervise(&mut ctx) {
+        Ok(()) => {
+            println!("pbs_fuzz: OK");
+            Ok(true)
+        }
+        Err(failure) => {
+            println!("pbs_fuzz: FAIL (seed {seed}): {failure}");
+            Ok(false)
+        }
+    }
+}
+
+/// The socket, the batch port and the server's pid, from the flags or pbs.conf.
+fn locate(args: &Args) -> Result<(PathBuf, Option<String>, u32)> {
+    let conf = match std::fs::read_to_string(&args.conf) {
+        Ok(text) => Some(pbs_core::conf::PbsConf::parse(&text, &[]).context("pbs.conf")?),
+        Err(_) if args.socket.is_some() && args.server_pid.is_some() => None,
+        Err(e) => bail!("cannot read {}: {e}", args.conf.display()),
+    };
+    let socket = match (&args.socket, &conf) {
+        (Some(s), _) => s.clone(),
+        (None, Some(conf)) => conf.server_socket(),
+        (None, None) => bail!("no --socket and no pbs.conf"),
+    };
+    let tcp = args.tcp.clone().or_else(|| conf.as_ref().map(|c| format!("127.0.0.1:{}", c.batch_port)));
+    let pid = match (args.server_pid, &conf) {
+        (Some(pid), _) => pid,
+        (None, Some(conf)) => {
+            let path = conf.home.join("pbs_server.pid");
+            std::fs::read_to_string(&path)
+                .ok()
+                .and_then(|t| t.trim().parse().ok())
+                .with_context(|| format!("no --server-pid and no pid in {}", path.display()))?
+        }
+        (None, None) => bail!("no --server-pid"),
+    };
+    Ok((socket, tcp, pid))
+}
+
+/// The server's resident set in kB, or `None` when the process is gone (or a zombie).
+fn rss_kb(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let state = status.lines().find_map(|l| l.strip_prefix("State:"))?.trim().chars().next()?;
+    if matches!(state, 'Z' | 'X') {
+        return None;
+    }
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
+/// After a burst: the server is alive and answers a status request in time.
+fn check(ctx: &Ctx, stats: &mut Stats) -> Result<(), String> {
+    if rss_kb(ctx.pid).is_none() {
+        return Err(format!("pbs_server (pid {}) is gone", ctx.pid));
+    }
+    let (took, _) = wire::status_check(&ctx.socket, ctx.deadline, ctx.protected.first().map(String::as_str))
+        .map_err(|e| format!("pbs_server (pid {}) hangs: {e}", ctx.pid))?;
+    stats.slowest_check = stats.slowest_check.max(took);
+    Ok(())
+}
+
+/// Runs one peer's bursts in this process until `length` has passed.
+fn phase_here(ctx: &Ctx, peer: Peer, length: Duration, stream: u64) -> Result<Stats, String> {
+    let until = Instant::now() + length;
+    let target = Target { socket: &ctx.socket, tcp: ctx.tcp.as_deref() };
+    let mut g = Gen {
+        rng: Rng::new(ctx.seed),
+        protected: ctx.protected.clone(),
+        own: Vec::new(),
+        server_name: ctx.server_name.clone(),
+        manager: peer == Peer::Root,
+    };
+    let before = if peer == Peer::Root {
+        Some((wire::object_attrs(&ctx.socket, MgrObject::Server), wire::object_attrs(&ctx.socket, MgrObject::Sched)))
+    } else {
+        None
+    };
+    let mut stats = Stats::default();
+    let mut undo = Undo::default();
+    let mut idle = Vec::new();
+    let mut index = 0u64;
+    let result = loop {
+        if Instant::now() >= until {
+            break Ok(());
+        }
+        g.rng = Rng::derive(ctx.seed, stream, index);
+        let sent = match wire::burst(&target, peer, &mut g, &mut stats, &mut undo, &mut idle) {
+            Ok(sent) => sent,
+            Err(violation) => break Err(format!("burst {index} of stream {stream}: {}", violation.0)),
+        };
+        if let Err(e) = check(ctx, &mut stats) {
+            break Err(format!(
+                "after burst {index} of stream {stream} ({peer:?}), which sent: {}: {e}",
+                sent.join("; ")
+            ));
+        }
+        if g.own.len() > 20 {
+            clean_up(ctx, &mut g.own);
+        }
+        index += 1;
+    };
+    drop(idle);
+    clean_up(ctx, &mut g.own);
+    if let Some((server, sched)) = before {
+        restore(ctx, &undo, &server, &sched);
+    }
+    result.map(|()| stats)
+}
+
+/// Deletes the jobs a peer created, so the memory check measures leaks, not jobs.
+fn clean_up(ctx: &Ctx, own: &mut Vec<String>) {
+    if own.is_empty() {
+        return;
+    }
+    let ids = std::mem::take(own);
+    let _ = wire::request(&ctx.socket, Request::DeleteJob { ids, force: true, purge_history: true });
+}
+
+/// Undoes a manager's changes: deletes what it created, puts back the server and scheduler
+/// attributes it set or unset.
+fn restore(ctx: &Ctx, undo: &Undo, server: &BTreeMap<String, String>, sched: &BTreeMap<String, String>) {
+    for (object, name) in &undo.created {
+        let request =
+            Request::Manager { command: MgrCommand::Delete, object: *object, names: vec![name.clone()], attrs: vec![] };
+        let _ = wire::request(&ctx.socket, request);
+    }
+    for (object, name) in &undo.touched {
+        let before = if *object == MgrObject::Sched { sched } else { server };
+        let (command, value) = match before.get(name) {
+            Some(value) => (MgrCommand::Set, value.clone()),
+            None => (MgrCommand::Unset, String::new()),
+        };
+        let attrs = vec![MgrAttr { name: name.clone(), op: MgrOp::Set, value }];
+        let _ = wire::request(&ctx.socket, Request::Manager { command, object: *object, names: vec![], attrs });
+    }
+}
+
+/// Runs a phase as `peer`: `nobody` in a child process that drops to that user.
+fn phase(ctx: &Ctx, peer: Peer, length: Duration, stream: u64) -> Result<Stats, String> {
+    if peer != Peer::Nobody {
+        return phase_here(ctx, peer, length, stream);
+    }
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find myself: {e}"))?;
+    let mut command = std::process::Command::new(exe);
+    command
+        .arg("--worker=nobody")
+        .arg(format!("--seconds={}", length.as_secs().max(1)))
+        .arg(format!("--seed={}", ctx.seed))
+        .arg(format!("--stream={stream}"))
+        .arg("--socket")
+        .arg(&ctx.socket)
+        .arg(format!("--server-pid={}", ctx.pid))
+        .arg(format!("--deadline-ms={}", ctx.args.deadline_ms));
+    for id in &ctx.protected {
+        command.arg(format!("--protected={id}"));
+    }
+    // std drops the supplementary groups before the setuid.
+    std::os::unix::process::CommandExt::uid(&mut command, NOBODY);
+    std::os::unix::process::CommandExt::gid(&mut command, NOBODY);
+    let status = command.status().map_err(|e| format!("cannot start the nobody worker: {e}"))?;
+    if !status.success() {
+        return Err(format!("the nobody worker failed ({status})"));
+    }
+    Ok(Stats::default())
+}
+
+/// Submits the jobs nobody and the TCP peer must not be able to change.
+fn submit_protected(ctx: &Ctx) -> Result<Vec<String>, String> {
+    let mut ids = Vec::new();
+    for i in 0..ctx.args.jobs {
+        let attrs = vec![
+            Attr::new("Job_Name", format!("fz_protected{i}")),
+            Attr::new("Hold_Types", "u"),
+            Attr::new("Resource_List.walltime", "00:10:00"),
+            Attr::new("Variable_List", "PBS_O_HOME=/root,PBS_O_WORKDIR=/"),
+        ];
+        let request = Request::QueueJob { attrs, script: "#!/bin/sh\nsleep 1\n".into(), destination: None };
+        match wire::request(&ctx.socket, request) {
+            Ok((0, body)) => ids.push(body["data"].as_str().unwrap_or_default().to_string()),
+            Ok((code, _)) => {
+                return Err(format!(
+                    "the server refused root's job ({code}); allow it with `qmgr -c \"set server acl_roots = root\"`"
+                ));
+            }
+            Err(e) => return Err(format!("submitting a protected job: {e}")),
+        }
+    }
+    Ok(ids)
+}
+
+type Snapshot = BTreeMap<String, BTreeMap<String, String>>;
+
+fn snapshot(ctx: &Ctx) -> Result<Snapshot, String> {
+    let mut jobs = wire::job_attrs(&ctx.socket, &ctx.protected)?;
+    for attrs in jobs.values_mut() {
+        attrs.retain(|name, _| !MAY_CHANGE.contains(&name.as_str()) && !name.starts_with("estimated."));
+    }
+    Ok(jobs)
+}
+
+fn compare(before: &Snapshot, after: &Snapshot) -> Result<(), String> {
+    let mut differences = Vec::new();
+    for (id, old) in before {
+        let Some(new) = after.get(id) else {
+            differences.push(format!("{id} is gone"));
+            continue;
+        };
+        for (name, value) in old {
+            match new.get(name) {
+                Some(v) if v == value => {}
+                other => differences.push(format!("{id} {name}: {value:?} -> {other:?}")),
+            }
+        }
+        for (name, value) in new {
+            if !old.contains_key(name) {
+                differences.push(format!("{id} {name}: unset -> {value:?}"));
+            }
+        }
+    }
+    if differences.is_empty() { Ok(()) } else { Err(format!("protected jobs changed: {}", differences.join("; "))) }
+}
+
+fn supervise(ctx: &mut Ctx) -> Result<(), String> {
+    let peers: Vec<Peer> = {
+        let mut p = ctx.args.peers.clone();
+        p.sort();
+        p.dedup();
+        p
+    };
+    let is_root =
+        std::fs::metadata("/proc/self").map(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0).unwrap_or(false);
+    if peers.contains(&Peer::Nobody) && !is_root {
+        return Err("--peers nobody needs root (the fuzzer drops to nobody itself)".into());
+    }
+    println!(
+        "pbs_fuzz: seed {}, {} s, peers {:?}, server {} pid {}, socket {}, batch port {}",
+        ctx.seed,
+        ctx.args.seconds,
+        peers,
+        ctx.server_name,
+        ctx.pid,
+        ctx.socket.display(),
+        ctx.tcp.as_deref().unwrap_or("-")
+    );
+    let guarded: Vec<Peer> = peers.iter().copied().filter(|p| *p != Peer::Root).collect();
+    if !guarded.is_empty() && ctx.args.jobs > 0 {
+        ctx.protected = submit_protected(ctx)?;
+        println!("pbs_fuzz: protected jobs (root's, held): {}", ctx.protected.join(" "));
+    }
+    let before = snapshot(ctx)?;
+    let total = Duration::from_secs(ctx.args.seconds.max(1));
+    let warm_up = total / 6;
+    // The warm-up runs the peers that must not change the protected jobs (root may).
+    let warm_peers = if guarded.is_empty() { peers.clone() } else { guarded.clone() };
+    let mut all = Stats::default();
+    for (i, peer) in warm_peers.iter().enumerate() {
+        let share = (warm_up / warm_peers.len() as u32).max(Duration::from_secs(1));
+        let stats = phase(ctx, *peer, share, 100 + i as u64)?;
+        all.add(&stats);
+    }
+    let baseline = rss_kb(ctx.pid).ok_or_else(|| format!("pbs_server (pid {}) is gone after the warm-up", ctx.pid))?;
+    println!("pbs_fuzz: RSS after the warm-up: {baseline} kB");
+    let share = (total.saturating_sub(warm_up) / peers.len() as u32).max(Duration::from_secs(1));
+    let mut checked = false;
+    for (i, peer) in guarded.iter().chain(peers.iter().filter(|p| **p == Peer::Root)).enumerate() {
+        if *peer == Peer::Root && !checked {
+            compare(&before, &snapshot(ctx)?)?;
+            println!("pbs_fuzz: protected jobs unchanged after {guarded:?}");
+            checked = true;
+        }
+        let start = Instant::now();
+        let stats = phase(ctx, *peer, share, i as u64)?;
+        if *peer != Peer::Nobody {
+            println!("pbs_fuzz: {peer:?} for {:.1} s: {}", start.elapsed().as_secs_f64(), stats.summary());
+        }
+        all.add(&stats);
+    }
+    if !checked {
+        compare(&before, &snapshot(ctx)?)?;
+        println!("pbs_fuzz: protected jobs unchanged after {guarded:?}");
+    }
+    // Let the server finish what the last burst started (replies to closed connections,
+    // commits), then measure.
+    check(ctx, &mut all)?;
+    let end = rss_kb(ctx.pid).ok_or_else(|| format!("pbs_server (pid {}) is gone at the end", ctx.pid))?;
+    let ratio = end as f64 / baseline.max(1) as f64;
+    println!(
+        "pbs_fuzz: RSS {baseline} kB after the warm-up, {end} kB at the end ({ratio:.2}x, limit {:.2}x)",
+        ctx.args.max_rss_growth
+    );
+    if ratio > ctx.args.max_rss_growth {
+        return Err(format!("pbs_server's memory grew {ratio:.2}x ({baseline} kB -> {end} kB)"));
+    }
+    if !ctx.protected.is_empty() {
+        clean_up(ctx, &mut ctx.protected.clone());
+    }
+    Ok(())
+}

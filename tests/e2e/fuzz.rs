@@ -1,0 +1,40 @@
+//! The wire fuzzer (`bins/pbs_fuzz`) against a live server: root and `nobody` on the Unix
+//! socket and an unauthenticated TCP peer send random, mutated and hostile frames for
+//! `PBS_FUZZ_SECONDS` (default 30; `PBS_FUZZ_SEED` replays a run). The server must stay up,
+//! answer a status request within 5 s after every burst, keep its RSS within 1.2x of the
+//! RSS after the warm-up, and let neither nobody nor the TCP peer change root's jobs.
+//! Ignored in the normal run for its length; CI runs it with `--ignored`.
+
+use std::process::Command;
+
+use pbs_e2e::{Cluster, bin_dir};
+
+#[test]
+#[ignore = "runs for PBS_FUZZ_SECONDS (30 s by default): `cargo test -p pbs-e2e --test e2e fuzz -- --ignored`"]
+fn the_server_survives_the_wire_fuzzer() {
+    let cluster = Cluster::start();
+    cluster.allow_root_jobs();
+    let seconds = std::env::var("PBS_FUZZ_SECONDS").unwrap_or_else(|_| "30".into());
+    let pid = cluster.server_pid().expect("server pid");
+    let mut fuzz = Command::new(bin_dir().join("pbs_fuzz"));
+    fuzz.arg("--conf")
+        .arg(cluster.conf_path())
+        .arg(format!("--server-pid={pid}"))
+        .arg(format!("--seconds={seconds}"))
+        .env_remove("PBS_CONF_FILE");
+    if let Ok(seed) = std::env::var("PBS_FUZZ_SEED") {
+        fuzz.arg(format!("--seed={seed}"));
+    }
+    let out = fuzz.output().expect("run pbs_fuzz");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    println!("{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    let stderr = cluster.server_stderr();
+    let tail: Vec<&str> = stderr.lines().rev().take(40).collect::<Vec<_>>().into_iter().rev().collect();
+    assert!(
+        out.status.success(),
+        "pbs_fuzz failed ({}); the server's last log lines:\n{}",
+        out.status,
+        tail.join("\n")
+    );
+    assert!(stdout.contains("pbs_fuzz: OK"), "{stdout}");
+}
