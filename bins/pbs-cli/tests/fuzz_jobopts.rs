@@ -21,8 +21,8 @@ fn depend_item() -> impl Strategy<Value = String> {
     let kind = proptest::sample::select(
         &["after", "afterok", "afternotok", "afterany", "before", "beforeok", "beforenotok", "beforeany", "runone"][..],
     );
-    let id = ("[0-9]{1,6}", proptest::option::of("[a-z][a-z0-9.-]{0,10}"), proptest::option::of("[a-z]{1,6}")).prop_map(
-        |(seq, server, at)| {
+    let id = ("[0-9]{1,6}", proptest::option::of("[a-z][a-z0-9.-]{0,10}"), proptest::option::of("[a-z]{1,6}"))
+        .prop_map(|(seq, server, at)| {
             let mut id = seq;
             if let Some(s) = server {
                 id.push('.');
@@ -33,8 +33,7 @@ fn depend_item() -> impl Strategy<Value = String> {
                 id.push_str(&a);
             }
             id
-        },
-    );
+        });
     prop_oneof![
         (kind, vec(id, 1..4)).prop_map(|(k, ids)| format!("{k}:{}", ids.join(":"))),
         (proptest::sample::select(&["on", "synccount"][..]), "[0-9]{1,4}").prop_map(|(k, n)| format!("{k}:{n}")),

@@ -67,8 +67,11 @@ fn mgr_object() -> impl Strategy<Value = MgrObject> {
 /// Every request kind with arbitrary fields.
 fn request() -> impl Strategy<Value = Request> {
     prop_oneof![
-        (attrs(), text(), option::of(text()))
-            .prop_map(|(attrs, script, destination)| Request::QueueJob { attrs, script, destination }),
+        (attrs(), text(), option::of(text())).prop_map(|(attrs, script, destination)| Request::QueueJob {
+            attrs,
+            script,
+            destination
+        }),
         (texts(), texts(), texts(), any::<bool>(), any::<bool>()).prop_map(|(ids, queues, attrs, history, subjobs)| {
             Request::StatusJob { ids, queues, attrs, history, subjobs }
         }),
@@ -85,8 +88,11 @@ fn request() -> impl Strategy<Value = Request> {
                 arrays_only
             }),
         (texts(), attrs()).prop_map(|(ids, attrs)| Request::ModifyJob { ids, attrs }),
-        (texts(), any::<bool>(), any::<bool>())
-            .prop_map(|(ids, force, purge_history)| Request::DeleteJob { ids, force, purge_history }),
+        (texts(), any::<bool>(), any::<bool>()).prop_map(|(ids, force, purge_history)| Request::DeleteJob {
+            ids,
+            force,
+            purge_history
+        }),
         (texts(), text()).prop_map(|(ids, hold_types)| Request::HoldJob { ids, hold_types }),
         (texts(), text()).prop_map(|(ids, hold_types)| Request::ReleaseJob { ids, hold_types }),
         texts().prop_map(|attrs| Request::StatusServer { attrs }),
@@ -104,12 +110,24 @@ fn request() -> impl Strategy<Value = Request> {
 }
 
 fn role() -> impl Strategy<Value = Role> {
-    prop_oneof![Just(Role::Client), Just(Role::Scheduler), Just(Role::Server), text().prop_map(|node| Role::Mom { node })]
+    prop_oneof![
+        Just(Role::Client),
+        Just(Role::Scheduler),
+        Just(Role::Server),
+        text().prop_map(|node| Role::Mom { node })
+    ]
 }
 
 fn usage() -> impl Strategy<Value = Usage> {
     (any::<u64>(), any::<u64>(), any::<u64>(), any::<u64>(), any::<u32>(), any::<u32>()).prop_map(
-        |(cput, walltime, mem_kb, vmem_kb, ncpus, cpupercent)| Usage { cput, walltime, mem_kb, vmem_kb, ncpus, cpupercent },
+        |(cput, walltime, mem_kb, vmem_kb, ncpus, cpupercent)| Usage {
+            cput,
+            walltime,
+            mem_kb,
+            vmem_kb,
+            ncpus,
+            cpupercent,
+        },
     )
 }
 
@@ -119,13 +137,27 @@ fn from_mom() -> impl Strategy<Value = FromMom> {
     );
     prop_oneof![
         (any::<u32>(), any::<u64>(), text(), text(), text(), vec(job, 0..3)).prop_map(
-            |(ncpus, mem_kb, arch, host, version, jobs)| FromMom::NodeStatus { ncpus, mem_kb, arch, host, version, jobs }
+            |(ncpus, mem_kb, arch, host, version, jobs)| FromMom::NodeStatus {
+                ncpus,
+                mem_kb,
+                arch,
+                host,
+                version,
+                jobs
+            }
         ),
         (text(), any::<i64>()).prop_map(|(job_id, session_id)| FromMom::JobStarted { job_id, session_id }),
         (text(), usage()).prop_map(|(job_id, usage)| FromMom::JobUsage { job_id, usage }),
-        (text(), any::<i32>(), usage())
-            .prop_map(|(job_id, exit_status, usage)| FromMom::JobEnded { job_id, exit_status, usage }),
-        (text(), text(), any::<u32>()).prop_map(|(job_id, signal, code)| FromMom::SignalResult { job_id, signal, code }),
+        (text(), any::<i32>(), usage()).prop_map(|(job_id, exit_status, usage)| FromMom::JobEnded {
+            job_id,
+            exit_status,
+            usage
+        }),
+        (text(), text(), any::<u32>()).prop_map(|(job_id, signal, code)| FromMom::SignalResult {
+            job_id,
+            signal,
+            code
+        }),
         Just(FromMom::Pong),
     ]
 }
@@ -134,7 +166,15 @@ fn to_mom() -> impl Strategy<Value = ToMom> {
     prop_oneof![
         (text(), text(), text(), texts(), option::of(any::<u64>()), any::<u32>()).prop_map(
             |(job_id, user, script, arguments, walltime, ncpus)| ToMom::RunJob {
-                launch: Box::new(JobLaunch { job_id, user, script, arguments, walltime, ncpus, ..JobLaunch::default() })
+                launch: Box::new(JobLaunch {
+                    job_id,
+                    user,
+                    script,
+                    arguments,
+                    walltime,
+                    ncpus,
+                    ..JobLaunch::default()
+                })
             }
         ),
         (text(), text()).prop_map(|(job_id, signal)| ToMom::SignalJob { job_id, signal }),

@@ -599,7 +599,12 @@ mod props {
     }
 
     fn command() -> impl Strategy<Value = Command> {
-        (verb(), object(), vec("[a-z][a-z0-9_]{0,8}", 0..3), vec((any::<prop::sample::Index>(), 0usize..3, value()), 0..4))
+        (
+            verb(),
+            object(),
+            vec("[a-z][a-z0-9_]{0,8}", 0..3),
+            vec((any::<prop::sample::Index>(), 0usize..3, value()), 0..4),
+        )
             .prop_map(|(verb, object, names, attrs)| {
                 let table = object.kind().attributes();
                 let attrs = attrs
