@@ -205,7 +205,7 @@ impl Gen {
 
     /// A string of 64 KiB to 4 MiB: the request limit is 16 MiB, so these all arrive.
     fn huge(&mut self) -> String {
-        let len = 64 * 1024 << self.rng.below(7);
+        let len = (64 * 1024) << self.rng.below(7);
         let unit = self.rng.pick(&["A", "1[", "(", ",", "é", "\\\""]).to_string();
         unit.repeat(len / unit.len())
     }

@@ -25,6 +25,9 @@ use crate::wire::{Peer, Stats, Target, Undo};
 /// The uid and gid of `nobody`.
 const NOBODY: u32 = 65534;
 
+/// Streams of bursts from this number on are warm-ups.
+const WARM_UP_STREAMS: u64 = 100;
+
 /// Attributes of a protected job that may change without anyone touching it.
 const MAY_CHANGE: &[&str] = &["eligible_time", "accrue_type"];
 
@@ -63,6 +66,9 @@ struct Args {
     /// Largest allowed ratio of the server's RSS at the end to its RSS after the warm-up.
     #[arg(long, default_value_t = 1.2)]
     max_rss_growth: f64,
+    /// Print the server's RSS every this many seconds while fuzzing (0: never).
+    #[arg(long, default_value_t = 0)]
+    trace_rss: u64,
     /// Internal: run one peer's phase in this process (the setuid child) and exit.
     #[arg(long, hide = true)]
     worker: Option<Peer>,
@@ -173,6 +179,18 @@ fn rss_kb(pid: u32) -> Option<u64> {
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
 }
 
+/// The server's RSS once what the last requests allocated has been given back: the least
+/// of samples over two seconds (the allocator returns freed pages with a delay, and a reply
+/// may still be on its way out).
+fn settled_rss_kb(pid: u32) -> Option<u64> {
+    let mut least = rss_kb(pid)?;
+    for _ in 0..20 {
+        std::thread::sleep(Duration::from_millis(100));
+        least = least.min(rss_kb(pid)?);
+    }
+    Some(least)
+}
+
 /// After a burst: the server is alive and answers a status request in time.
 fn check(ctx: &Ctx, stats: &mut Stats) -> Result<(), String> {
     if rss_kb(ctx.pid).is_none() {
@@ -203,8 +221,16 @@ fn phase_here(ctx: &Ctx, peer: Peer, length: Duration, stream: u64) -> Result<St
     let mut stats = Stats::default();
     let mut undo = Undo::default();
     let mut idle = Vec::new();
+    if stream >= WARM_UP_STREAMS {
+        wire::largest(&target, peer, &mut g, &mut stats);
+    }
     let mut index = 0u64;
+    let mut next_trace = Instant::now();
     let result = loop {
+        if ctx.args.trace_rss > 0 && Instant::now() >= next_trace {
+            println!("pbs_fuzz: {peer:?} burst {index}: RSS {} kB", rss_kb(ctx.pid).unwrap_or(0));
+            next_trace += Duration::from_secs(ctx.args.trace_rss);
+        }
         if Instant::now() >= until {
             break Ok(());
         }
@@ -275,7 +301,8 @@ fn phase(ctx: &Ctx, peer: Peer, length: Duration, stream: u64) -> Result<Stats, 
         .arg("--socket")
         .arg(&ctx.socket)
         .arg(format!("--server-pid={}", ctx.pid))
-        .arg(format!("--deadline-ms={}", ctx.args.deadline_ms));
+        .arg(format!("--deadline-ms={}", ctx.args.deadline_ms))
+        .arg(format!("--trace-rss={}", ctx.args.trace_rss));
     for id in &ctx.protected {
         command.arg(format!("--protected={id}"));
     }
@@ -367,31 +394,28 @@ fn supervise(ctx: &mut Ctx) -> Result<(), String> {
         ctx.socket.display(),
         ctx.tcp.as_deref().unwrap_or("-")
     );
-    let guarded: Vec<Peer> = peers.iter().copied().filter(|p| *p != Peer::Root).collect();
-    if !guarded.is_empty() && ctx.args.jobs > 0 {
-        ctx.protected = submit_protected(ctx)?;
-        println!("pbs_fuzz: protected jobs (root's, held): {}", ctx.protected.join(" "));
-    }
-    let before = snapshot(ctx)?;
     let total = Duration::from_secs(ctx.args.seconds.max(1));
     let warm_up = total / 6;
-    // The warm-up runs the peers that must not change the protected jobs (root may).
-    let warm_peers = if guarded.is_empty() { peers.clone() } else { guarded.clone() };
     let mut all = Stats::default();
-    for (i, peer) in warm_peers.iter().enumerate() {
-        let share = (warm_up / warm_peers.len() as u32).max(Duration::from_secs(1));
-        let stats = phase(ctx, *peer, share, 100 + i as u64)?;
-        all.add(&stats);
+    for (i, peer) in peers.iter().enumerate() {
+        let share = (warm_up / peers.len() as u32).max(Duration::from_secs(1));
+        all.add(&phase(ctx, *peer, share, WARM_UP_STREAMS + i as u64)?);
     }
-    let baseline = rss_kb(ctx.pid).ok_or_else(|| format!("pbs_server (pid {}) is gone after the warm-up", ctx.pid))?;
+    let baseline =
+        settled_rss_kb(ctx.pid).ok_or_else(|| format!("pbs_server (pid {}) is gone after the warm-up", ctx.pid))?;
     println!("pbs_fuzz: RSS after the warm-up: {baseline} kB");
     let share = (total.saturating_sub(warm_up) / peers.len() as u32).max(Duration::from_secs(1));
-    let mut checked = false;
-    for (i, peer) in guarded.iter().chain(peers.iter().filter(|p| **p == Peer::Root)).enumerate() {
-        if *peer == Peer::Root && !checked {
-            compare(&before, &snapshot(ctx)?)?;
-            println!("pbs_fuzz: protected jobs unchanged after {guarded:?}");
-            checked = true;
+    // Root (a manager) may change any job, so it goes first, before the protected jobs
+    // exist; nobody and the TCP peer then fuzz with root's jobs as targets.
+    let order = peers.iter().filter(|p| **p == Peer::Root).chain(peers.iter().filter(|p| **p != Peer::Root));
+    let mut before = None;
+    for (i, peer) in order.enumerate() {
+        if *peer != Peer::Root && before.is_none() {
+            if ctx.args.jobs > 0 {
+                ctx.protected = submit_protected(ctx)?;
+                println!("pbs_fuzz: protected jobs (root's, held): {}", ctx.protected.join(" "));
+            }
+            before = Some(snapshot(ctx)?);
         }
         let start = Instant::now();
         let stats = phase(ctx, *peer, share, i as u64)?;
@@ -400,14 +424,12 @@ fn supervise(ctx: &mut Ctx) -> Result<(), String> {
         }
         all.add(&stats);
     }
-    if !checked {
+    if let Some(before) = before {
         compare(&before, &snapshot(ctx)?)?;
-        println!("pbs_fuzz: protected jobs unchanged after {guarded:?}");
+        println!("pbs_fuzz: protected jobs unchanged");
     }
-    // Let the server finish what the last burst started (replies to closed connections,
-    // commits), then measure.
     check(ctx, &mut all)?;
-    let end = rss_kb(ctx.pid).ok_or_else(|| format!("pbs_server (pid {}) is gone at the end", ctx.pid))?;
+    let end = settled_rss_kb(ctx.pid).ok_or_else(|| format!("pbs_server (pid {}) is gone at the end", ctx.pid))?;
     let ratio = end as f64 / baseline.max(1) as f64;
     println!(
         "pbs_fuzz: RSS {baseline} kB after the warm-up, {end} kB at the end ({ratio:.2}x, limit {:.2}x)",

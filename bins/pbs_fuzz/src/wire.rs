@@ -571,3 +571,48 @@ pub(crate) fn object_attrs(socket: &Path, object: MgrObject) -> BTreeMap<String,
         .filter_map(|pair| Some((pair[0].as_str()?.to_string(), pair[1].as_str()?.to_string())))
         .collect()
 }
+
+/// The largest frames a peer may send, each once: the warm-up starts with them so that the
+/// memory the server keeps for its biggest buffers counts in the baseline, not as growth.
+pub(crate) fn largest(target: &Target<'_>, peer: Peer, g: &mut Gen, stats: &mut Stats) {
+    // A little under the 16 MiB request limit, leaving room for the rest of the frame.
+    let big = "x".repeat((16 << 20) - 4096);
+    let mut requests = vec![
+        Request::QueueJob { attrs: vec![], script: big.clone(), destination: None },
+        Request::QueueJob {
+            attrs: vec![Attr::new("Variable_List", format!("A={big}"))],
+            script: String::new(),
+            destination: None,
+        },
+        Request::StatusJob { ids: vec![big.clone()], queues: vec![], attrs: vec![], history: false, subjobs: false },
+    ];
+    match peer {
+        Peer::Tcp => {
+            let Some(addr) = target.tcp else { return };
+            if let Ok((mut conn, _)) = connect_tcp(addr, REPLY_WAIT) {
+                stats.connections += 1;
+                conn.send(&Hello { version: pbs_proto::PROTOCOL_VERSION, role: Role::Mom { node: big } });
+                let _ = conn.recv();
+            }
+        }
+        Peer::Root | Peer::Nobody => {
+            // An alteration of its own job (one of the two just submitted, if accepted).
+            requests.push(Request::ModifyJob { ids: vec![], attrs: vec![Attr::new("Job_Name", big.clone())] });
+            for mut request in requests {
+                if let Request::ModifyJob { ids, .. } = &mut request {
+                    ids.extend(g.own.first().cloned());
+                }
+                let Ok(mut conn) = connect_unix(target.socket, REPLY_WAIT) else { continue };
+                stats.connections += 1;
+                let hello = Hello { version: pbs_proto::PROTOCOL_VERSION, role: Role::Client };
+                if conn.send(&hello) && conn.send(&RequestFrame { id: 1, request }) {
+                    if let Some((0, body)) = conn.reply(1) {
+                        if let Some(id) = body["data"].as_str() {
+                            g.own.push(id.to_string());
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

@@ -414,7 +414,8 @@ mod props {
     fn print(config: &SchedConfig) -> String {
         let truth = |v: bool| if v { "True" } else { "False" };
         let mut out = String::from("# written by the property test\n\nround_robin: False all\n");
-        let switches: [(&str, fn(&PeriodPolicy) -> bool); 4] = [
+        type Switch = (&'static str, fn(&PeriodPolicy) -> bool);
+        let switches: [Switch; 4] = [
             ("strict_ordering", |p| p.strict_ordering),
             ("backfill", |p| p.backfill),
             ("help_starving_jobs", |p| p.help_starving_jobs),
