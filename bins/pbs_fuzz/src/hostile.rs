@@ -221,10 +221,12 @@ impl Gen {
         };
         let seq = base.split(['.', '[']).next().unwrap_or("0").to_string();
         let server = base.split_once('.').map(|(_, s)| s.to_string()).unwrap_or_default();
-        let array = match self.rng.below(12) {
+        let array = match self.rng.below(14) {
             0 => "[]".to_string(),
             1 => format!("[{}]", self.rng.below(100)),
             2 => "[0-99999999999]".to_string(),
+            12 => "[0-9999999999]".to_string(),
+            13 => format!("[{}-4294967295:{}]", self.rng.below(10), 1 + self.rng.below(3)),
             3 => format!("[1-{}:{}]", self.rng.next() >> self.rng.below(64), 1 + self.rng.below(5)),
             4 => "[99999999999999999999]".to_string(),
             5 => format!("[{}-{}]", self.rng.below(10), self.rng.below(10)),
@@ -334,7 +336,15 @@ impl Gen {
         let b = |rng: &mut Rng| rng.chance(50);
         match self.rng.below(17) {
             0 => Request::QueueJob {
-                attrs: self.attrs(ObjectKind::Job),
+                attrs: {
+                    let mut attrs = self.attrs(ObjectKind::Job);
+                    // Arrays, so that subjob ranges have something to range over.
+                    if self.rng.chance(30) {
+                        let range = self.rng.pick(&["0-9999", "1-10000:1", "0-99", "1-5:2", "0-4999:7"]).to_string();
+                        attrs.push(Attr("array_indices_submitted".into(), range));
+                    }
+                    attrs
+                },
                 script: if self.rng.chance(80) { "#!/bin/sh\ntrue\n".into() } else { self.string() },
                 destination: if self.rng.chance(70) { None } else { Some(self.string()) },
             },

@@ -186,6 +186,12 @@ fn note(stats: &mut Stats, log: &mut Vec<String>, what: &str, bytes: usize) {
     }
 }
 
+/// The start of a frame's body, for the report of a failure.
+fn excerpt(body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(&body[..body.len().min(160)]).into_owned();
+    if body.len() > 160 { format!("{text}...") } else { text }
+}
+
 fn kind_of(request: &Request) -> String {
     let text = serde_json::to_value(request).ok();
     text.and_then(|v| v["kind"].as_str().map(str::to_string)).unwrap_or_default()
@@ -298,7 +304,7 @@ fn requests(
         let kind = request.as_ref().map(kind_of).unwrap_or_else(|| "malformed".into());
         let kind = if mutated { format!("mutated {kind}") } else { kind };
         *stats.requests.entry(kind.clone()).or_default() += 1;
-        note(stats, log, &kind, body.len());
+        note(stats, log, &format!("{kind} {}", excerpt(&body)), body.len());
         if !conn.send_raw(&frame(&body)) {
             return Ok(());
         }
@@ -449,7 +455,7 @@ fn tcp_burst(
                 let (value, request) = g.request_json(id);
                 let kind = request.as_ref().map(kind_of).unwrap_or_else(|| "malformed".into());
                 *stats.requests.entry(format!("TCP {kind}")).or_default() += 1;
-                note(stats, log, &format!("TCP {kind}"), 0);
+                note(stats, log, &format!("TCP {kind} {}", excerpt(value.to_string().as_bytes())), 0);
                 if !conn.send(&value) {
                     break;
                 }
