@@ -5,7 +5,8 @@
 //! RSS after the warm-up, and let neither nobody nor the TCP peer change root's jobs.
 //! Ignored in the normal run for its length; CI runs it with `--ignored`.
 
-use std::process::Command;
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
 
 use pbs_e2e::{Cluster, bin_dir};
 
@@ -37,4 +38,38 @@ fn the_server_survives_the_wire_fuzzer() {
         tail.join("\n")
     );
     assert!(stdout.contains("pbs_fuzz: OK"), "{stdout}");
+}
+
+/// The fuzzer's own check: a server that dies while it runs is reported as a failure
+/// (exit 1, `FAIL`), not taken for a server that merely refused a frame.
+#[test]
+fn the_fuzzer_reports_a_server_that_dies() {
+    let mut cluster = Cluster::start();
+    let pid = cluster.server_pid().expect("server pid");
+    let mut fuzz = Command::new(bin_dir().join("pbs_fuzz"))
+        .arg("--conf")
+        .arg(cluster.conf_path())
+        .arg(format!("--server-pid={pid}"))
+        .args(["--seconds=12", "--peers=tcp", "--jobs=0", "--seed=1"])
+        .env_remove("PBS_CONF_FILE")
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("run pbs_fuzz");
+    let mut lines = BufReader::new(fuzz.stdout.take().expect("stdout")).lines();
+    // Once the warm-up is over the fuzzer is in its main loop: the server dies there.
+    let mut seen = Vec::new();
+    for line in lines.by_ref() {
+        let line = line.expect("read pbs_fuzz output");
+        let warm = line.contains("RSS after the warm-up");
+        seen.push(line);
+        if warm {
+            break;
+        }
+    }
+    cluster.kill9();
+    seen.extend(lines.map_while(Result::ok));
+    let status = fuzz.wait().expect("wait for pbs_fuzz");
+    let output = seen.join("\n");
+    assert_eq!(status.code(), Some(1), "{output}");
+    assert!(output.contains("pbs_fuzz: FAIL") && output.contains(&format!("pid {pid}")), "{output}");
 }
