@@ -443,3 +443,46 @@ fn supervise(ctx: &mut Ctx) -> Result<(), String> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn jobs(pairs: &[(&str, &str, &str)]) -> Snapshot {
+        let mut out = Snapshot::new();
+        for (id, name, value) in pairs {
+            out.entry(id.to_string()).or_default().insert(name.to_string(), value.to_string());
+        }
+        out
+    }
+
+    #[test]
+    fn any_change_to_a_protected_job_is_reported() {
+        let before = jobs(&[("1.s", "Job_Name", "a"), ("1.s", "Hold_Types", "u"), ("2.s", "Job_Name", "b")]);
+        assert!(compare(&before, &before.clone()).is_ok());
+        let altered = jobs(&[("1.s", "Job_Name", "x"), ("1.s", "Hold_Types", "u"), ("2.s", "Job_Name", "b")]);
+        assert!(compare(&before, &altered).unwrap_err().contains("1.s Job_Name"));
+        let released = jobs(&[("1.s", "Job_Name", "a"), ("2.s", "Job_Name", "b")]);
+        assert!(compare(&before, &released).unwrap_err().contains("Hold_Types"));
+        let added = jobs(&[
+            ("1.s", "Job_Name", "a"),
+            ("1.s", "Hold_Types", "u"),
+            ("1.s", "Priority", "9"),
+            ("2.s", "Job_Name", "b"),
+        ]);
+        assert!(compare(&before, &added).unwrap_err().contains("Priority"));
+        let deleted = jobs(&[("1.s", "Job_Name", "a"), ("1.s", "Hold_Types", "u")]);
+        assert!(compare(&before, &deleted).unwrap_err().contains("2.s is gone"));
+    }
+
+    #[test]
+    fn a_burst_draws_the_same_values_from_the_same_seed() {
+        let draw = |seed, index| {
+            let mut rng = Rng::derive(seed, 3, index);
+            (0..8).map(|_| rng.next()).collect::<Vec<_>>()
+        };
+        assert_eq!(draw(7, 5), draw(7, 5));
+        assert_ne!(draw(7, 5), draw(7, 6));
+        assert_ne!(draw(7, 5), draw(8, 5));
+    }
+}
