@@ -13,6 +13,7 @@ mod wire;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
@@ -69,6 +70,9 @@ struct Args {
     /// Print the server's RSS every this many seconds while fuzzing (0: never).
     #[arg(long, default_value_t = 0)]
     trace_rss: u64,
+    /// Connections each peer keeps busy at once.
+    #[arg(long, default_value_t = 2)]
+    parallel: u64,
     /// Internal: run one peer's phase in this process (the setuid child) and exit.
     #[arg(long, hide = true)]
     worker: Option<Peer>,
@@ -202,9 +206,58 @@ fn check(ctx: &Ctx, stats: &mut Stats) -> Result<(), String> {
     Ok(())
 }
 
-/// Runs one peer's bursts in this process until `length` has passed.
+/// Runs one peer's bursts in this process until `length` has passed, on `--parallel`
+/// connections at once.
 fn phase_here(ctx: &Ctx, peer: Peer, length: Duration, stream: u64) -> Result<Stats, String> {
     let until = Instant::now() + length;
+    let before = if peer == Peer::Root {
+        Some((wire::object_attrs(&ctx.socket, MgrObject::Server), wire::object_attrs(&ctx.socket, MgrObject::Sched)))
+    } else {
+        None
+    };
+    let stop = AtomicBool::new(false);
+    let lanes: Vec<(Result<(), String>, Stats, Undo)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..ctx.args.parallel.max(1))
+            .map(|lane| {
+                let stop = &stop;
+                scope.spawn(move || run_lane(ctx, peer, until, stream, lane, stop))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| (Err("a fuzzing thread panicked".into()), Stats::default(), Undo::default()))
+            })
+            .collect()
+    });
+    let mut stats = Stats::default();
+    let mut undo = Undo::default();
+    let mut result = Ok(());
+    for (lane_result, lane_stats, lane_undo) in lanes {
+        stats.add(&lane_stats);
+        undo.created.extend(lane_undo.created);
+        undo.touched.extend(lane_undo.touched);
+        if result.is_ok() {
+            result = lane_result;
+        }
+    }
+    if let Some((server, sched)) = before {
+        restore(ctx, &undo, &server, &sched);
+    }
+    result.map(|()| stats)
+}
+
+/// One connection's worth of bursts (a lane), each followed by the checks; stops at the
+/// first failure of any lane.
+fn run_lane(
+    ctx: &Ctx,
+    peer: Peer,
+    until: Instant,
+    stream: u64,
+    lane: u64,
+    stop: &AtomicBool,
+) -> (Result<(), String>, Stats, Undo) {
     let target = Target { socket: &ctx.socket, tcp: ctx.tcp.as_deref() };
     let mut g = Gen {
         rng: Rng::new(ctx.seed),
@@ -213,35 +266,31 @@ fn phase_here(ctx: &Ctx, peer: Peer, length: Duration, stream: u64) -> Result<St
         server_name: ctx.server_name.clone(),
         manager: peer == Peer::Root,
     };
-    let before = if peer == Peer::Root {
-        Some((wire::object_attrs(&ctx.socket, MgrObject::Server), wire::object_attrs(&ctx.socket, MgrObject::Sched)))
-    } else {
-        None
-    };
     let mut stats = Stats::default();
     let mut undo = Undo::default();
     let mut idle = Vec::new();
-    if stream >= WARM_UP_STREAMS {
+    if stream >= WARM_UP_STREAMS && lane == 0 {
         wire::largest(&target, peer, &mut g, &mut stats);
     }
+    let lane_stream = stream * 64 + lane;
     let mut index = 0u64;
     let mut next_trace = Instant::now();
     let result = loop {
-        if ctx.args.trace_rss > 0 && Instant::now() >= next_trace {
+        if lane == 0 && ctx.args.trace_rss > 0 && Instant::now() >= next_trace {
             println!("pbs_fuzz: {peer:?} burst {index}: RSS {} kB", rss_kb(ctx.pid).unwrap_or(0));
             next_trace += Duration::from_secs(ctx.args.trace_rss);
         }
-        if Instant::now() >= until {
+        if Instant::now() >= until || stop.load(Ordering::Relaxed) {
             break Ok(());
         }
-        g.rng = Rng::derive(ctx.seed, stream, index);
+        g.rng = Rng::derive(ctx.seed, lane_stream, index);
         let sent = match wire::burst(&target, peer, &mut g, &mut stats, &mut undo, &mut idle) {
             Ok(sent) => sent,
-            Err(violation) => break Err(format!("burst {index} of stream {stream}: {}", violation.0)),
+            Err(violation) => break Err(format!("burst {index} of stream {lane_stream}: {}", violation.0)),
         };
         if let Err(e) = check(ctx, &mut stats) {
             break Err(format!(
-                "after burst {index} of stream {stream} ({peer:?}), which sent: {}: {e}",
+                "after burst {index} of stream {lane_stream} ({peer:?}), which sent: {}: {e}",
                 sent.join("; ")
             ));
         }
@@ -250,12 +299,12 @@ fn phase_here(ctx: &Ctx, peer: Peer, length: Duration, stream: u64) -> Result<St
         }
         index += 1;
     };
+    if result.is_err() {
+        stop.store(true, Ordering::Relaxed);
+    }
     drop(idle);
     clean_up(ctx, &mut g.own);
-    if let Some((server, sched)) = before {
-        restore(ctx, &undo, &server, &sched);
-    }
-    result.map(|()| stats)
+    (result, stats, undo)
 }
 
 /// Deletes the jobs a peer created, so the memory check measures leaks, not jobs.
@@ -302,7 +351,8 @@ fn phase(ctx: &Ctx, peer: Peer, length: Duration, stream: u64) -> Result<Stats, 
         .arg(&ctx.socket)
         .arg(format!("--server-pid={}", ctx.pid))
         .arg(format!("--deadline-ms={}", ctx.args.deadline_ms))
-        .arg(format!("--trace-rss={}", ctx.args.trace_rss));
+        .arg(format!("--trace-rss={}", ctx.args.trace_rss))
+        .arg(format!("--parallel={}", ctx.args.parallel));
     for id in &ctx.protected {
         command.arg(format!("--protected={id}"));
     }
