@@ -176,6 +176,8 @@ pub(crate) struct Gen {
     /// The peer is a manager (root): object names are kept to its own `fz` objects so that
     /// what it changes can be undone.
     pub(crate) manager: bool,
+    /// Huge strings the current request may still hold.
+    pub(crate) huge_left: u32,
 }
 
 impl Gen {
@@ -203,8 +205,13 @@ impl Gen {
         }
     }
 
-    /// A string of 64 KiB to 4 MiB: the request limit is 16 MiB, so these all arrive.
+    /// A string of 64 KiB to 4 MiB: the request limit is 16 MiB, so these arrive (one per
+    /// request: more would mostly make frames the server refuses unread).
     fn huge(&mut self) -> String {
+        if self.huge_left == 0 {
+            return self.rng.pick(NASTY).to_string();
+        }
+        self.huge_left -= 1;
         let len = (64 * 1024) << self.rng.below(7);
         let unit = self.rng.pick(&["A", "1[", "(", ",", "é", "\\\""]).to_string();
         unit.repeat(len / unit.len())
@@ -406,6 +413,7 @@ impl Gen {
     /// A request frame as JSON, sometimes bent out of shape: an unknown kind, an extra
     /// field, a field of the wrong type, a missing field, a huge or negative id.
     pub(crate) fn request_json(&mut self, id: u64) -> (Value, Option<Request>) {
+        self.huge_left = 1;
         let request = self.request();
         let mut value = json!(RequestFrame { id, request: request.clone() });
         match self.rng.below(20) {

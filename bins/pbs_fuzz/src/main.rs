@@ -13,6 +13,7 @@ mod wire;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -216,11 +217,13 @@ fn phase_here(ctx: &Ctx, peer: Peer, length: Duration, stream: u64) -> Result<St
         None
     };
     let stop = AtomicBool::new(false);
+    let lanes_count = ctx.args.parallel.max(1);
+    let inflight: Vec<Mutex<String>> = (0..lanes_count).map(|_| Mutex::new(String::new())).collect();
     let lanes: Vec<(Result<(), String>, Stats, Undo)> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..ctx.args.parallel.max(1))
+        let handles: Vec<_> = (0..lanes_count)
             .map(|lane| {
-                let stop = &stop;
-                scope.spawn(move || run_lane(ctx, peer, until, stream, lane, stop))
+                let (stop, inflight) = (&stop, &inflight);
+                scope.spawn(move || run_lane(ctx, peer, until, (stream, lane), stop, inflight))
             })
             .collect();
         handles
@@ -254,10 +257,11 @@ fn run_lane(
     ctx: &Ctx,
     peer: Peer,
     until: Instant,
-    stream: u64,
-    lane: u64,
+    (stream, lane): (u64, u64),
     stop: &AtomicBool,
+    inflight: &[Mutex<String>],
 ) -> (Result<(), String>, Stats, Undo) {
+    let current = &inflight[usize::try_from(lane).unwrap_or(0)];
     let target = Target { socket: &ctx.socket, tcp: ctx.tcp.as_deref() };
     let mut g = Gen {
         rng: Rng::new(ctx.seed),
@@ -265,6 +269,7 @@ fn run_lane(
         own: Vec::new(),
         server_name: ctx.server_name.clone(),
         manager: peer == Peer::Root,
+        huge_left: 0,
     };
     let mut stats = Stats::default();
     let mut undo = Undo::default();
@@ -284,14 +289,21 @@ fn run_lane(
             break Ok(());
         }
         g.rng = Rng::derive(ctx.seed, lane_stream, index);
-        let sent = match wire::burst(&target, peer, &mut g, &mut stats, &mut undo, &mut idle) {
+        let sent = match wire::burst(&target, peer, &mut g, &mut stats, &mut undo, &mut idle, current) {
             Ok(sent) => sent,
             Err(violation) => break Err(format!("burst {index} of stream {lane_stream}: {}", violation.0)),
         };
         if let Err(e) = check(ctx, &mut stats) {
+            let others: Vec<String> = inflight
+                .iter()
+                .enumerate()
+                .filter(|(other, _)| *other as u64 != lane)
+                .filter_map(|(other, m)| m.lock().ok().map(|c| format!("lane {other}: {c}")))
+                .collect();
             break Err(format!(
-                "after burst {index} of stream {lane_stream} ({peer:?}), which sent: {}: {e}",
-                sent.join("; ")
+                "after burst {index} of stream {lane_stream} ({peer:?}), which sent: {}; the other lanes last sent: {}: {e}",
+                sent.join("; "),
+                others.join("; ")
             ));
         }
         if g.own.len() > 20 {

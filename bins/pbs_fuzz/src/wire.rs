@@ -5,6 +5,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use pbs_proto::sched::{FromSched, JobUpdate, RunDecision};
@@ -168,22 +169,40 @@ pub(crate) fn burst(
     stats: &mut Stats,
     undo: &mut Undo,
     idle: &mut Vec<TcpStream>,
+    current: &Mutex<String>,
 ) -> Result<Vec<String>, Violation> {
-    let mut log = Vec::new();
+    let mut log = Log { lines: Vec::new(), current };
+    g.huge_left = 1;
     stats.bursts += 1;
     match peer {
         Peer::Tcp => tcp_burst(target, g, stats, &mut log, idle)?,
         Peer::Root | Peer::Nobody => local_burst(target, peer, g, stats, undo, &mut log)?,
     }
-    Ok(log)
+    Ok(log.lines)
 }
 
-fn note(stats: &mut Stats, log: &mut Vec<String>, what: &str, bytes: usize) {
+/// What a burst sent, and the frame it is sending now, which the other lanes' checks
+/// report if the server stops answering meanwhile.
+pub(crate) struct Log<'a> {
+    lines: Vec<String>,
+    current: &'a Mutex<String>,
+}
+
+impl Log<'_> {
+    fn push(&mut self, line: String) {
+        if let Ok(mut current) = self.current.lock() {
+            current.clone_from(&line);
+        }
+        if self.lines.len() < 40 {
+            self.lines.push(line);
+        }
+    }
+}
+
+fn note(stats: &mut Stats, log: &mut Log<'_>, what: &str, bytes: usize) {
     stats.frames += 1;
     stats.bytes += bytes as u64;
-    if log.len() < 40 {
-        log.push(format!("{what} ({bytes} bytes)"));
-    }
+    log.push(format!("{what} ({bytes} bytes)"));
 }
 
 /// The start of a frame's body, for the report of a failure.
@@ -203,7 +222,7 @@ fn local_burst(
     g: &mut Gen,
     stats: &mut Stats,
     undo: &mut Undo,
-    log: &mut Vec<String>,
+    log: &mut Log<'_>,
 ) -> Result<(), Violation> {
     let Ok(mut conn) = connect_unix(target.socket, REPLY_WAIT) else {
         log.push("connect failed".into());
@@ -292,7 +311,7 @@ fn requests(
     g: &mut Gen,
     stats: &mut Stats,
     undo: &mut Undo,
-    log: &mut Vec<String>,
+    log: &mut Log<'_>,
 ) -> Result<(), Violation> {
     for id in 1..=1 + g.rng.below(20) {
         let (value, request) = g.request_json(id);
@@ -340,7 +359,7 @@ fn requests(
 }
 
 /// Root may connect as the scheduler: random decisions on the scheduler's link.
-fn sched_burst(conn: &mut Conn, g: &mut Gen, stats: &mut Stats, log: &mut Vec<String>) {
+fn sched_burst(conn: &mut Conn, g: &mut Gen, stats: &mut Stats, log: &mut Log<'_>) {
     // The snapshot comes first; it may be large, and is not needed.
     let _ = conn.recv();
     for cycle in 0..1 + g.rng.below(5) {
@@ -392,7 +411,7 @@ fn tcp_burst(
     target: &Target<'_>,
     g: &mut Gen,
     stats: &mut Stats,
-    log: &mut Vec<String>,
+    log: &mut Log<'_>,
     idle: &mut Vec<TcpStream>,
 ) -> Result<(), Violation> {
     let Some(addr) = target.tcp else { return Ok(()) };
