@@ -73,3 +73,27 @@ fn the_fuzzer_reports_a_server_that_dies() {
     assert_eq!(status.code(), Some(1), "{output}");
     assert!(output.contains("pbs_fuzz: FAIL") && output.contains(&format!("pid {pid}")), "{output}");
 }
+
+/// Found by the fuzzer: a qselect criterion is read once per request, not once per job, so
+/// a huge value costs the server no more than its size once, and nobody cannot stall it
+/// (a 2 MB `Hold_Types` value over 35 jobs held the state lock 10 s).
+#[test]
+fn a_huge_qselect_value_is_read_once() {
+    use pbs_proto::{CompareOp, Criterion};
+    let cluster = Cluster::start();
+    for _ in 0..40 {
+        cluster.run_as_nobody("qsub", &["--", "/bin/true"]).ok();
+    }
+    let huge = "u".repeat(8 << 20);
+    for attr in ["Hold_Types", "Job_Name", "Job_Owner", "job_state", "queue"] {
+        let start = std::time::Instant::now();
+        let criteria = vec![Criterion { attr: attr.into(), op: CompareOp::Ge, value: huge.clone() }];
+        let ids = cluster.client().select(criteria, false, false, false).expect("select");
+        let took = start.elapsed();
+        assert!(took < std::time::Duration::from_secs(5), "{attr}: {took:?}");
+        // Against a string of u's: every Hold_Types (n) and job name (true) is less, no
+        // owner or state is named, and the queue (workq) is greater.
+        let expected = if attr == "queue" { 40 } else { 0 };
+        assert_eq!(ids.len(), expected, "{attr}");
+    }
+}

@@ -15,6 +15,7 @@ macro_rules! job_idx {
 pub mod arrays;
 pub mod assigned;
 pub mod attrlist;
+pub mod criteria;
 pub mod error;
 pub mod exec;
 pub mod identity;
