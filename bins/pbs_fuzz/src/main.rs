@@ -6,6 +6,10 @@
 //! neither `nobody` nor the TCP peer changed them; at the end the server's RSS must be at
 //! most `--max-rss-growth` times what it was after a warm-up. Prints what it did; exits 1
 //! on a failure, 2 when it cannot run.
+//!
+//! Point it at a test server only, one without moms (or whose moms may run anything): root's
+//! fuzzed jobs carry hostile output paths and scripts, and root's qmgr requests change the
+//! server (its own `fz*` objects, and server attributes it puts back afterwards).
 
 mod hostile;
 mod wire;
@@ -34,7 +38,11 @@ const WARM_UP_STREAMS: u64 = 100;
 const MAY_CHANGE: &[&str] = &["eligible_time", "accrue_type"];
 
 #[derive(Parser, Debug)]
-#[command(name = "pbs_fuzz", version, about = "Fuzz a live pbs_server over its Unix socket and batch port")]
+#[command(
+    name = "pbs_fuzz",
+    version,
+    about = "Fuzz a live pbs_server over its Unix socket and batch port (a test server without moms only)"
+)]
 struct Args {
     /// pbs.conf of the server (PBS_HOME, PBS_BATCH_SERVICE_PORT).
     #[arg(long, env = "PBS_CONF_FILE", default_value = pbs_core::conf::DEFAULT_CONF_FILE)]
