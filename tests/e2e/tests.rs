@@ -10,6 +10,7 @@ mod conns;
 mod durability;
 mod exec;
 mod faults;
+mod fuzz;
 mod limits;
 mod links;
 mod mom_privilege;

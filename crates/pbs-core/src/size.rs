@@ -92,7 +92,8 @@ impl FromStr for Size {
         let text = text.trim();
         let end = text.bytes().position(|b| !b.is_ascii_digit()).unwrap_or(text.len());
         let (number, unit) = text.split_at(end);
-        if number.is_empty() || number.len() > 19 {
+        // u64::MAX has 20 digits, and a saturated sum prints it: it must read back.
+        if number.is_empty() || number.len() > 20 {
             return Err(BadSize);
         }
         let value: u64 = number.parse().map_err(|_| BadSize)?;
@@ -155,6 +156,13 @@ mod tests {
         for bad in ["", "gb", "1xb", "-1gb", "1.5gb", "1gbb", "99999999999999999999999"] {
             check(bad, None);
         }
+    }
+
+    #[test]
+    fn the_largest_size_reads_back() {
+        let max = Size::from_bytes(u64::MAX);
+        assert_eq!(max.to_string().parse::<Size>().map(Size::to_bytes), Ok(u64::MAX));
+        check("18446744073709551616", None);
     }
 
     #[test]

@@ -608,6 +608,21 @@ mod tests {
         assert!(receiver.decode(&mut copy).is_err());
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(200))]
+
+        /// Whatever a peer on the path sends in place of a sealed frame, or of a handshake
+        /// message, is refused without a panic.
+        #[test]
+        fn made_up_frames_and_handshakes_never_open(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..70_000)) {
+            let (_, (_, mut opener)) = link(KEY, KEY, &Role::Scheduler, &Role::Server).unwrap();
+            proptest::prop_assert!(opener.open(&bytes).is_err());
+            proptest::prop_assert!(respond(KEY, &Role::Scheduler, &Role::Server, &bytes).is_err());
+            let (initiation, _) = Initiation::start(KEY, &Role::Server, &mom("n1")).unwrap();
+            proptest::prop_assert!(initiation.finish(&bytes).is_err());
+        }
+    }
+
     #[test]
     fn an_unauthenticated_peer_cannot_send_a_large_frame() {
         let mut codec = LinkCodec::unauthenticated();

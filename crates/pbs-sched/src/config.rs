@@ -357,3 +357,119 @@ mod tests {
         assert!(errors[0].contains("line 5"));
     }
 }
+
+/// Property tests: no text makes the sched_config, dedicated_time or holidays readers
+/// panic, and every setting they know, written as OpenPBS writes it, reads back.
+#[cfg(test)]
+mod props {
+    use super::*;
+    use proptest::collection::vec;
+    use proptest::option;
+    use proptest::prelude::*;
+
+    fn utc(t: chrono::NaiveDateTime) -> Option<i64> {
+        Some(t.and_utc().timestamp())
+    }
+
+    fn policy() -> impl Strategy<Value = PeriodPolicy> {
+        (any::<bool>(), any::<bool>(), any::<bool>(), any::<bool>()).prop_map(
+            |(strict_ordering, backfill, help_starving_jobs, backfill_prime)| PeriodPolicy {
+                strict_ordering,
+                backfill,
+                help_starving_jobs,
+                backfill_prime,
+            },
+        )
+    }
+
+    fn config() -> impl Strategy<Value = SchedConfig> {
+        let secs = 0i64..=i64::from(i32::MAX);
+        (
+            policy(),
+            option::of(policy()),
+            (secs.clone(), secs, any::<bool>()),
+            ("[a-z_]{1,8}", "[a-z_]{1,8}", "[a-z_]{1,8}"),
+            option::of(vec("[a-z][a-z0-9_.]{0,10}", 0..5)),
+        )
+            .prop_map(|(prime, non_prime_policy, (max_starve, prime_spill, exempt), prefixes, resources)| {
+                SchedConfig {
+                    strict_ordering: prime.strict_ordering,
+                    backfill: prime.backfill,
+                    help_starving_jobs: prime.help_starving_jobs,
+                    backfill_prime: prime.backfill_prime,
+                    non_prime_policy,
+                    max_starve,
+                    prime_spill,
+                    prime_exempt_anytime_queues: exempt,
+                    dedicated_prefix: prefixes.0,
+                    primetime_prefix: prefixes.1,
+                    nonprimetime_prefix: prefixes.2,
+                    resources,
+                    ..SchedConfig::default()
+                }
+            })
+    }
+
+    /// The sched_config text that sets `config`, in OpenPBS's spelling.
+    fn print(config: &SchedConfig) -> String {
+        let truth = |v: bool| if v { "True" } else { "False" };
+        let mut out = String::from("# written by the property test\n\nround_robin: False all\n");
+        type Switch = (&'static str, fn(&PeriodPolicy) -> bool);
+        let switches: [Switch; 4] = [
+            ("strict_ordering", |p| p.strict_ordering),
+            ("backfill", |p| p.backfill),
+            ("help_starving_jobs", |p| p.help_starving_jobs),
+            ("backfill_prime", |p| p.backfill_prime),
+        ];
+        for (key, get) in switches {
+            match &config.non_prime_policy {
+                None => out.push_str(&format!("{key}: {} ALL\n", truth(get(&config.prime_policy())))),
+                Some(non_prime) => {
+                    out.push_str(&format!("{key}: {} prime\n", truth(get(&config.prime_policy()))));
+                    out.push_str(&format!("{key}:\t{}   non_prime\n", truth(get(non_prime))));
+                }
+            }
+        }
+        let duration = |secs: i64| pbs_core::Duration::from_secs(secs.unsigned_abs()).to_string();
+        out.push_str(&format!("max_starve: {}\n", duration(config.max_starve)));
+        out.push_str(&format!("prime_spill: {}\n", duration(config.prime_spill)));
+        out.push_str(&format!("prime_exempt_anytime_queues: {}\n", truth(config.prime_exempt_anytime_queues)));
+        out.push_str(&format!("dedicated_prefix: {}\n", config.dedicated_prefix));
+        out.push_str(&format!("primetime_prefix: {}\n", config.primetime_prefix));
+        out.push_str(&format!("nonprimetime_prefix: {}\n", config.nonprimetime_prefix));
+        if let Some(resources) = &config.resources {
+            out.push_str(&format!("resources: \"{}\"\n", resources.join(", ")));
+        }
+        out
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn no_text_panics(text in prop_oneof!["\\PC{0,200}", "([a-z_]{1,20}:[ \\t]*[A-Za-z0-9:\" ,._-]{0,20}\\n){0,8}"]) {
+            let (_, problems) = SchedConfig::parse_checked(&text);
+            prop_assert!(problems.len() <= text.lines().count());
+            let _ = parse_dedicated_time(&text, utc);
+            let _ = crate::prime::parse_holidays(&text, utc);
+        }
+
+        #[test]
+        fn dates_with_hostile_fields_never_panic(
+            fields in vec(prop_oneof!["[0-9]{1,3}/[0-9]{1,3}/[0-9]{1,6}", "[0-9]{1,3}:[0-9]{1,3}", "[0-9]{1,5}", "[a-z]{1,6}"], 0..6),
+        ) {
+            let line = fields.join(" ");
+            let _ = parse_dedicated_time(&line, utc);
+            let _ = crate::prime::parse_holidays(&format!("YEAR 2026\n{line}\n"), utc);
+            let _ = crate::prime::parse_holidays(&format!("YEAR {line}\n"), utc);
+        }
+
+        #[test]
+        fn every_setting_reads_back(config in config()) {
+            let text = print(&config);
+            let (parsed, problems) = SchedConfig::parse_checked(&text);
+            prop_assert!(problems.is_empty(), "{:?}", problems);
+            prop_assert_eq!(parsed, config);
+        }
+    }
+}

@@ -9,9 +9,10 @@ use std::sync::Arc;
 use pbs_core::attr::{AttrType, ObjectKind, Privilege, bool_text, parse_bool, split_name};
 use pbs_core::jobid::ArrayPart;
 use pbs_core::{ArrayRange, Duration, JobId, JobState, Pbse, Place, Select, Size, Substate};
-use pbs_proto::{Attr, CompareOp, Criterion, IdError, StatusObject};
+use pbs_proto::{Attr, Criterion, IdError, StatusObject};
 
 use crate::attrlist::{AttrList, resolve};
+use crate::criteria::Prepared;
 use crate::error::ReqError;
 use crate::identity::Identity;
 use crate::state::{Job, JobKey, State};
@@ -784,6 +785,7 @@ pub fn select_jobs(
     arrays_only: bool,
 ) -> Vec<String> {
     let mut ids = Vec::new();
+    let criteria: Vec<Prepared> = criteria.iter().map(Prepared::new).collect();
     let visible = state
         .jobs
         .values()
@@ -794,57 +796,18 @@ pub fn select_jobs(
         if subjobs && job.array && !arrays_only {
             // qselect -T: the subjobs stand for their array.
             let holds = |subjob: &Job, letter: JobState| {
-                (history || !letter.is_history()) && criteria.iter().all(|c| criterion_holds(subjob, letter, c))
+                (history || !letter.is_history()) && criteria.iter().all(|c| c.holds(subjob, letter))
             };
             for index in crate::arrays::selected_subjobs(state, job, holds) {
                 ids.push(format!("{}[{index}].{}", job.seq, state.server_name));
             }
             continue;
         }
-        if criteria.iter().all(|c| criterion_holds(job, job.state, c)) {
+        if criteria.iter().all(|c| c.holds(job, job.state)) {
             ids.push(job.id(&state.server_name));
         }
     }
     ids
-}
-
-fn criterion_holds(job: &Job, job_state: JobState, criterion: &Criterion) -> bool {
-    let (base, resource) = split_name(&criterion.attr);
-    let holds = |ord: Option<Ordering>| match (criterion.op, ord) {
-        (_, None) => false,
-        (CompareOp::Eq, Some(o)) => o == Ordering::Equal,
-        (CompareOp::Ne, Some(o)) => o != Ordering::Equal,
-        (CompareOp::Gt, Some(o)) => o == Ordering::Greater,
-        (CompareOp::Ge, Some(o)) => o != Ordering::Less,
-        (CompareOp::Lt, Some(o)) => o == Ordering::Less,
-        (CompareOp::Le, Some(o)) => o != Ordering::Greater,
-    };
-    match base {
-        "job_state" => {
-            let inside = criterion.value.chars().any(|c| JobState::from_letter(c) == Some(job_state));
-            if criterion.op == CompareOp::Ne { !inside } else { inside }
-        }
-        "queue" => holds(Some(job.queue.as_ref().cmp(criterion.value.split('@').next().unwrap_or("")))),
-        "Job_Owner" | "euser" => {
-            let wanted = criterion.value.split(',').any(|entry| {
-                let (user, _host) = entry.split_once('@').unwrap_or((entry, ""));
-                user == job.owner()
-            });
-            if criterion.op == CompareOp::Ne { !wanted } else { wanted }
-        }
-        "Hold_Types" => {
-            let current = job.get("Hold_Types", None).unwrap_or("n");
-            let mut a: Vec<char> = current.chars().collect();
-            let mut b: Vec<char> = criterion.value.chars().collect();
-            a.sort_unstable();
-            b.sort_unstable();
-            holds(Some(a.cmp(&b)))
-        }
-        _ => match job.get(base, resource) {
-            Some(value) => holds(compare_values(value, &criterion.value)),
-            None => criterion.op == CompareOp::Ne,
-        },
-    }
 }
 
 /// What a StatusJob covers, in reply order: jobs, and subjobs kept as index runs until

@@ -18,6 +18,7 @@ pub mod altrun;
 pub mod arrays;
 pub mod assigned;
 pub mod attrlist;
+pub mod criteria;
 pub mod entity_limits;
 pub mod error;
 pub mod exec;

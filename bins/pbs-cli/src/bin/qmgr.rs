@@ -116,8 +116,10 @@ fn parse(line: &str) -> Result<Option<Command>, SyntaxError> {
         let after = line[ne..].trim_start();
         let is_attribute =
             word.contains('=') || after.starts_with('=') || after.starts_with("+=") || after.starts_with("-=");
-        // The server is usually not named, so a known attribute name there is an attribute.
-        let is_attr_name_alone = object == MgrObject::Server && object.kind().find(split_name(word).0).is_some();
+        // The server is usually not named, so a known attribute name there is an attribute,
+        // also when a comma and more attributes follow (`unset server comment,managers`).
+        let first = word.split(',').next().unwrap_or_default();
+        let is_attr_name_alone = object == MgrObject::Server && object.kind().find(split_name(first).0).is_some();
         if !is_attribute && !is_attr_name_alone {
             names = word
                 .split(',')
@@ -505,6 +507,9 @@ mod tests {
         assert_eq!((c.object, c.names.clone()), (MgrObject::Resource, vec!["foo".to_string()]));
         let c = parse("unset server query_other_jobs").unwrap().unwrap();
         assert_eq!(c.attrs, vec![attr("query_other_jobs", MgrOp::Set, "")]);
+        let c = parse("unset server comment, managers").unwrap().unwrap();
+        assert_eq!(c.names, Vec::<String>::new());
+        assert_eq!(c.attrs, vec![attr("comment", MgrOp::Set, ""), attr("managers", MgrOp::Set, "")]);
         let c = parse("l q workq@vm").unwrap().unwrap();
         assert_eq!((c.verb, c.names.clone()), (Verb::List, vec!["workq".to_string()]));
         assert_eq!(parse("  # comment").unwrap(), None);
@@ -559,5 +564,130 @@ mod tests {
             "#\n# Create and define scheduler default\n#\ncreate sched default\n\
              set sched preempt_prio = \"express_queue, normal_jobs\"\n"
         );
+    }
+}
+
+/// Property tests of the command-line parser: no line makes it panic, and every command,
+/// written as qmgr's `print` writes it (values quoted when they hold blanks or commas),
+/// parses back to itself.
+#[cfg(test)]
+mod props {
+    use super::*;
+    use proptest::collection::vec;
+    use proptest::prelude::*;
+    use proptest::sample::select;
+
+    fn object() -> impl Strategy<Value = MgrObject> {
+        select(&[MgrObject::Server, MgrObject::Queue, MgrObject::Node, MgrObject::Sched, MgrObject::Resource][..])
+    }
+
+    fn verb() -> impl Strategy<Value = Verb> {
+        select(
+            &[
+                Verb::Manage(MgrCommand::Create),
+                Verb::Manage(MgrCommand::Delete),
+                Verb::Manage(MgrCommand::Set),
+                Verb::Manage(MgrCommand::Unset),
+                Verb::List,
+            ][..],
+        )
+    }
+
+    /// A value as `print` writes it: plain, or with blanks and commas inside quotes.
+    fn value() -> impl Strategy<Value = String> {
+        prop_oneof!["[A-Za-z0-9_.@:/][A-Za-z0-9_.@:/=+-]{0,12}", "[A-Za-z0-9_]{1,4}[ ,][A-Za-z0-9 ,_.@:+-]{0,12}"]
+    }
+
+    fn command() -> impl Strategy<Value = Command> {
+        (
+            verb(),
+            object(),
+            vec("[a-z][a-z0-9_]{0,8}", 0..3),
+            vec((any::<prop::sample::Index>(), 0usize..3, value()), 0..4),
+        )
+            .prop_map(|(verb, object, names, attrs)| {
+                let table = object.kind().attributes();
+                let attrs = attrs
+                    .into_iter()
+                    .map(|(index, op, value)| {
+                        let name = table[index.index(table.len())].name.to_string();
+                        match verb {
+                            Verb::Manage(MgrCommand::Unset) | Verb::List => {
+                                MgrAttr { name, op: MgrOp::Set, value: String::new() }
+                            }
+                            _ => MgrAttr { name, op: [MgrOp::Set, MgrOp::Incr, MgrOp::Decr][op], value },
+                        }
+                    })
+                    .collect();
+                // The server is named only rarely, never with the name of one of its attributes.
+                let names = if object == MgrObject::Server {
+                    names.into_iter().map(|n| format!("srv{n}")).collect()
+                } else {
+                    names
+                };
+                Command { verb, object, names, attrs }
+            })
+            .prop_filter("a command qmgr accepts", |c| {
+                let needs_attrs = matches!(c.verb, Verb::Manage(MgrCommand::Set | MgrCommand::Unset));
+                let needs_names = matches!(c.verb, Verb::Manage(MgrCommand::Create | MgrCommand::Delete))
+                    && c.object != MgrObject::Sched;
+                // A bare word after any object but the server is its name.
+                let bare_attrs = matches!(c.verb, Verb::Manage(MgrCommand::Unset) | Verb::List) && !c.attrs.is_empty();
+                let ambiguous = bare_attrs && c.names.is_empty() && c.object != MgrObject::Server;
+                (!needs_attrs || !c.attrs.is_empty()) && (!needs_names || !c.names.is_empty()) && !ambiguous
+            })
+    }
+
+    /// The line qmgr would read for `command`.
+    fn line(command: &Command) -> String {
+        let verb = match command.verb {
+            Verb::Manage(MgrCommand::Create) => "create",
+            Verb::Manage(MgrCommand::Delete) => "delete",
+            Verb::Manage(MgrCommand::Set) => "set",
+            Verb::Manage(MgrCommand::Unset) => "unset",
+            _ => "list",
+        };
+        let mut out = format!("{verb} {}", command.object.kind().qmgr_name());
+        if !command.names.is_empty() {
+            out.push(' ');
+            out.push_str(&command.names.join(","));
+        }
+        let attrs: Vec<String> = command
+            .attrs
+            .iter()
+            .map(|a| match (command.verb, a.op) {
+                (Verb::Manage(MgrCommand::Unset) | Verb::List, _) => a.name.clone(),
+                (_, MgrOp::Set) => format!("{} = {}", a.name, print_value(&a.value)),
+                (_, MgrOp::Incr) => format!("{} += {}", a.name, print_value(&a.value)),
+                (_, MgrOp::Decr) => format!("{} -= {}", a.name, print_value(&a.value)),
+            })
+            .collect();
+        if !attrs.is_empty() {
+            out.push(' ');
+            out.push_str(&attrs.join(", "));
+        }
+        out
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn no_line_panics(text in prop_oneof![
+            "\\PC{0,80}",
+            "(c|s|u|d|l|p|set|list) (s|q|n|sched|r|h|server|queue) [a-z ,=+\"'#@.\\-]{0,40}",
+            vec(any::<char>(), 0..40).prop_map(|c| c.into_iter().collect::<String>()),
+        ]) {
+            if let Ok(Some(command)) = parse(&text) {
+                prop_assert!(command.attrs.iter().all(|a| !a.name.is_empty()));
+            }
+        }
+
+        #[test]
+        fn printed_commands_parse_back(command in command()) {
+            let text = line(&command);
+            let parsed = parse(&text).map_err(|e| TestCaseError::fail(format!("{text}: {e:?}")))?;
+            prop_assert_eq!(parsed, Some(command), "{}", text);
+        }
     }
 }

@@ -1,0 +1,74 @@
+//! Property tests of the parsers the commands run on what users type: dependency lists,
+//! `-l` resource lists, `-W` pairs, dates, array ranges, destinations, qselect operators and
+//! every job attribute check. None panics; a dependency list, once expanded, is canonical.
+
+use pbs_cli::jobopts::{
+    VerifyEnv, chk_jrange, cvtdate_at, expand_depend, getopt, parse_destination, parse_equal_pairs,
+    parse_resource_list, split_select_op, verify_attr,
+};
+use proptest::collection::vec;
+use proptest::prelude::*;
+
+fn hostile() -> impl Strategy<Value = String> {
+    prop_oneof![
+        "\\PC{0,60}",
+        "[a-z0-9:,.@=\\[\\]\\\\\"' +-]{0,60}",
+        vec(any::<char>(), 0..40).prop_map(|c| c.into_iter().collect::<String>()),
+    ]
+}
+
+fn depend_item() -> impl Strategy<Value = String> {
+    let kind = proptest::sample::select(
+        &["after", "afterok", "afternotok", "afterany", "before", "beforeok", "beforenotok", "beforeany", "runone"][..],
+    );
+    let id = ("[0-9]{1,6}", proptest::option::of("[a-z][a-z0-9.-]{0,10}"), proptest::option::of("[a-z]{1,6}"))
+        .prop_map(|(seq, server, at)| {
+            let mut id = seq;
+            if let Some(s) = server {
+                id.push('.');
+                id.push_str(&s);
+            }
+            if let Some(a) = at {
+                id.push('@');
+                id.push_str(&a);
+            }
+            id
+        });
+    prop_oneof![
+        (kind, vec(id, 1..4)).prop_map(|(k, ids)| format!("{k}:{}", ids.join(":"))),
+        (proptest::sample::select(&["on", "synccount"][..]), "[0-9]{1,4}").prop_map(|(k, n)| format!("{k}:{n}")),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn no_user_text_panics(text in hostile()) {
+        let _ = expand_depend(&text, "srv");
+        let _ = parse_resource_list(&text);
+        let _ = parse_equal_pairs(&text);
+        let _ = chk_jrange(&text);
+        let _ = parse_destination(&text);
+        let _ = split_select_op(&text);
+        let now = chrono::NaiveDate::from_ymd_opt(2026, 4, 15).and_then(|d| d.and_hms_opt(12, 0, 0)).unwrap_or_default();
+        let _ = cvtdate_at(&text, now);
+        let env = VerifyEnv { host: "h", cwd: "/tmp", server: "srv", is_dir: &|_| false };
+        for name in ["Job_Name", "Checkpoint", "depend", "Output_Path", "Execution_Time", "group_list", "Mail_Users",
+                     "Hold_Types", "Keep_Files", "Mail_Points", "Priority", "Rerunable", "stagein",
+                     "array_indices_submitted", "Shell_Path_List", "Resource_List.ncpus", &text] {
+            let _ = verify_attr(name, &text, &env);
+        }
+        let args: Vec<String> = text.split(' ').map(str::to_string).collect();
+        let _ = getopt("qsub", &args, "a:A:c:C:e:fhIj:J:k:l:m:M:N:o:p:q:r:S:u:v:VW:zX", true);
+    }
+
+    #[test]
+    fn dependency_lists_expand_once(items in vec(depend_item(), 1..4)) {
+        let list = items.join(",");
+        let expanded = expand_depend(&list, "srv").map_err(|e| TestCaseError::fail(format!("{list}: {e:?}")))?;
+        let again = expand_depend(&expanded, "srv").map_err(|e| TestCaseError::fail(format!("{expanded}: {e:?}")))?;
+        prop_assert_eq!(&again, &expanded);
+        prop_assert_eq!(expanded.split(',').count(), items.len());
+    }
+}
