@@ -159,6 +159,8 @@ impl Cluster {
         let log = std::fs::File::create(self.dir.path().join("server.stderr")).expect("server log");
         let child = Command::new(self.bins.join("pbs_server"))
             .env("PBS_CONF_FILE", self.conf_path())
+            // Arms the debug build's test-only panic (see `faults::test_panic`).
+            .env("PBS_TEST_PANIC_TRIGGER", "1")
             .arg("--listen")
             .arg(format!("127.0.0.1:{}", self.port))
             .stdin(Stdio::null())

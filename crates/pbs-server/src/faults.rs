@@ -33,12 +33,17 @@ pub fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
 #[cfg(debug_assertions)]
 const TEST_PANIC_JOB_NAME: &str = "PBS_TEST_PANIC_UNDER_STATE_LOCK";
 
-/// Debug builds only (the end-to-end tests run them; release builds have no such request):
-/// a submission named [`TEST_PANIC_JOB_NAME`] panics while the caller holds the state
-/// lock, as a bug in a request handler would. No honest request can do that, and the
-/// test must see what a panic there does to the server.
+/// Debug builds started with `PBS_TEST_PANIC_TRIGGER` in their environment only (the
+/// end-to-end harness sets it; release builds have no such request): a submission named
+/// [`TEST_PANIC_JOB_NAME`] panics while the caller holds the state lock, as a bug in a
+/// request handler would. No honest request can do that, and the test must see what a
+/// panic there does to the server.
 #[cfg(debug_assertions)]
 pub(crate) fn test_panic(request: &Request) {
+    static ARMED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    if !*ARMED.get_or_init(|| std::env::var_os("PBS_TEST_PANIC_TRIGGER").is_some()) {
+        return;
+    }
     if let Request::QueueJob { attrs, .. } = request {
         if attrs.iter().any(|a| a.0 == "Job_Name" && a.1 == TEST_PANIC_JOB_NAME) {
             panic!("{TEST_PANIC_JOB_NAME}: a panic under the state lock, on request");
