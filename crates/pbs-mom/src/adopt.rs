@@ -21,11 +21,7 @@ pub const SECRET_ENV: &str = "PBS_SHEPHERD_SECRET";
 const ENVIRON_MAX: u64 = 16 * 1024;
 
 /// A new secret: 32 random bytes, hex. No weaker fallback: without it no job starts.
-pub fn new_secret() -> Result<String, getrandom::Error> {
-    let mut bytes = [0u8; 32];
-    getrandom::fill(&mut bytes)?;
-    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
-}
+pub use pbs_proto::auth::new_secret;
 
 /// Whether process `pid` is alive and holds `secret` in its environment. An empty secret
 /// (a records file written before secrets existed) proves nothing.

@@ -26,6 +26,7 @@ use snow::StatelessTransportState;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::codec::{Decoder, Encoder, Framed, LengthDelimitedCodec};
 
+use crate::auth::{hex, unhex};
 use crate::codec::{FrameError, length_codec};
 use crate::{Hello, HelloReply, PROTOCOL_VERSION, Role};
 
@@ -338,17 +339,6 @@ where
         Ok(Some(Err(e))) => Err(e.into()),
         Ok(Some(Ok(bytes))) => Ok(serde_json::from_slice(&bytes).map_err(FrameError::from)?),
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn unhex(text: &str) -> Option<Vec<u8>> {
-    if text.len() % 2 != 0 {
-        return None;
-    }
-    (0..text.len()).step_by(2).map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok()).collect()
 }
 
 /// The Hello that opens a link as `me` towards `peer`, carrying the handshake's first

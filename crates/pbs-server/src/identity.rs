@@ -35,14 +35,7 @@ impl Identity {
     /// Entries live [`NAME_TTL`], so a renamed or deleted account is seen within seconds,
     /// as with nscd. The uid and gid still come from the kernel for every connection.
     pub fn from_uid_cached(uid: u32, gid: u32, host: &str) -> Identity {
-        let now = Instant::now();
-        // A poisoned lock only means another connection panicked mid-insert: the map
-        // holds complete entries or none, so it is still usable.
-        let cached = {
-            let names = NAMES.lock().unwrap_or_else(|e| e.into_inner());
-            names.as_ref().and_then(|m| m.get(&(uid, gid))).filter(|e| now < e.expires).map(|e| e.names.clone())
-        };
-        let (user, group) = match cached {
+        let (user, group) = match NAMES.get(&(uid, gid)) {
             Some(names) => names,
             None => {
                 // Looked up without the lock held: a slow directory service delays only
@@ -57,15 +50,7 @@ impl Identity {
                         return Identity { user, group, uid, host: host.to_string(), daemon: false };
                     }
                 };
-                let mut map = NAMES.lock().unwrap_or_else(|e| e.into_inner());
-                let map = map.get_or_insert_with(HashMap::new);
-                if map.len() >= NAME_CACHE_MAX {
-                    map.retain(|_, e| now < e.expires);
-                    if map.len() >= NAME_CACHE_MAX {
-                        map.clear();
-                    }
-                }
-                map.insert((uid, gid), CachedNames { names: names.clone(), expires: now + NAME_TTL });
+                NAMES.insert((uid, gid), names.clone());
                 names
             }
         };
@@ -101,16 +86,53 @@ impl Identity {
 /// How long a uid's user and group names are reused before the databases are read again.
 pub const NAME_TTL: Duration = Duration::from_secs(5);
 
-/// Most (uid, gid) pairs remembered; past this, expired entries (or all) are dropped.
-const NAME_CACHE_MAX: usize = 4096;
+/// Most entries a [`TtlCache`] keeps; past this, expired entries (or all) are dropped.
+const CACHE_MAX: usize = 4096;
 
-struct CachedNames {
-    /// (user, group).
-    names: (String, String),
-    expires: Instant,
+/// (user, group) names by (uid, gid).
+static NAMES: TtlCache<(u32, u32), (String, String)> = TtlCache::new(NAME_TTL);
+
+/// Recent answers of the system databases, each reused for `ttl`, at most [`CACHE_MAX`]
+/// of them. Callers look up without holding the cache's lock, so a slow directory service
+/// delays only the caller, and keep only what was found.
+pub(crate) struct TtlCache<K, V> {
+    map: Mutex<Option<HashMap<K, (V, Instant)>>>,
+    ttl: Duration,
 }
 
-static NAMES: Mutex<Option<HashMap<(u32, u32), CachedNames>>> = Mutex::new(None);
+impl<K: std::hash::Hash + Eq, V: Clone> TtlCache<K, V> {
+    /// An empty cache whose entries live `ttl`.
+    pub(crate) const fn new(ttl: Duration) -> Self {
+        TtlCache { map: Mutex::new(None), ttl }
+    }
+
+    /// The value kept for `key`, unless it has expired.
+    pub(crate) fn get<Q>(&self, key: &Q) -> Option<V>
+    where
+        K: std::borrow::Borrow<Q>,
+        Q: std::hash::Hash + Eq + ?Sized,
+    {
+        // A poisoned lock only means another thread panicked mid-insert: the map holds
+        // complete entries or none, so it is still usable.
+        let map = self.map.lock().unwrap_or_else(|e| e.into_inner());
+        let (value, expires) = map.as_ref()?.get(key)?;
+        (Instant::now() < *expires).then(|| value.clone())
+    }
+
+    /// Keeps `value` for `key` for the cache's `ttl`.
+    pub(crate) fn insert(&self, key: K, value: V) {
+        let now = Instant::now();
+        let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
+        let map = map.get_or_insert_with(HashMap::new);
+        if map.len() >= CACHE_MAX {
+            map.retain(|_, (_, expires)| now < *expires);
+            if map.len() >= CACHE_MAX {
+                map.clear();
+            }
+        }
+        map.insert(key, (value, now + self.ttl));
+    }
+}
 
 /// The user name of `uid` and group name of `gid` from the system databases, the numbers
 /// themselves where there is no entry.

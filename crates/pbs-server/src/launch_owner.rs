@@ -3,20 +3,11 @@
 //! whose owner has another uid on its host, and runs nothing as uid 0 without the
 //! permission (see `pbs_mom`'s `owner` module).
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
-
+use crate::identity::{NAME_TTL, TtlCache};
 use crate::state::{Job, State};
 
-/// How long a name's uid is reused before the password database is read again (as for the
-/// names of connecting peers, [`crate::identity::NAME_TTL`]).
-const UID_TTL: Duration = Duration::from_secs(5);
-
-/// Most names remembered; past this, expired entries (or all) are dropped.
-const UID_CACHE_MAX: usize = 4096;
-
-static UIDS: Mutex<Option<HashMap<String, (u32, Instant)>>> = Mutex::new(None);
+/// Uids by user name, reused as long as the names of connecting peers ([`NAME_TTL`]).
+static UIDS: TtlCache<String, u32> = TtlCache::new(NAME_TTL);
 
 /// The owner fields of a job's launch: (uid, root_allowed).
 pub fn owner(state: &State, job: &Job) -> (Option<u32>, bool) {
@@ -39,27 +30,13 @@ fn uid_of(name: &str) -> Option<u32> {
     if name.is_empty() {
         return None;
     }
-    let now = Instant::now();
-    {
-        let cache = UIDS.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((uid, expires)) = cache.as_ref().and_then(|m| m.get(name))
-            && now < *expires
-        {
-            return Some(*uid);
-        }
+    if let Some(uid) = UIDS.get(name) {
+        return Some(uid);
     }
     // A name without an entry is not cached: a directory-service hiccup must not refuse
     // the user's jobs for the next seconds, and the mom refuses a launch without a uid.
     let uid = nix::unistd::User::from_name(name).ok().flatten()?.uid.as_raw();
-    let mut cache = UIDS.lock().unwrap_or_else(|e| e.into_inner());
-    let map = cache.get_or_insert_with(HashMap::new);
-    if map.len() >= UID_CACHE_MAX {
-        map.retain(|_, (_, expires)| now < *expires);
-        if map.len() >= UID_CACHE_MAX {
-            map.clear();
-        }
-    }
-    map.insert(name.to_string(), (uid, now + UID_TTL));
+    UIDS.insert(name.to_string(), uid);
     Some(uid)
 }
 

@@ -478,7 +478,7 @@ pub fn load_or_create_cluster_key(path: &std::path::Path) -> Result<Vec<u8>, Ser
         // Never replace a key that exists but cannot be read: the nodes hold it.
         Err(e) => return Err(ServerError::Io { context: format!("reading {}", path.display()), source: e }),
     }
-    let key = pbs_proto::auth::new_nonce()
+    let key = pbs_proto::auth::new_secret()
         .map_err(|e| ServerError::Io {
             context: "generating the cluster key".into(),
             source: io::Error::other(e.to_string()),
