@@ -17,7 +17,8 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpStream, UnixStream};
 use tokio::sync::Semaphore;
 
-use crate::{Server, net};
+use crate::net;
+use crate::server::Server;
 
 /// Local connections served at once.
 pub const MAX_LOCAL: usize = 4096;

@@ -8,8 +8,8 @@ use pbs_core::attr::Privilege;
 use pbs_proto::mom::ToMom;
 
 use crate::attrlist::AttrList;
+use crate::effects::MomFrames;
 use crate::error::ReqError;
-use crate::exec::MomFrames;
 use crate::jobs::compare_values;
 use crate::state::{Job, State};
 

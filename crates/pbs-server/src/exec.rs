@@ -16,6 +16,7 @@ use pbs_proto::{Attr, IdError};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::attrlist::resolve;
+use crate::effects::{Delivery, Effects, Launch, MomFrames};
 use crate::error::ReqError;
 use crate::nodes;
 use crate::state::{Job, JobKey, State, idx};
@@ -53,20 +54,6 @@ pub enum EndReason {
     Rerun,
 }
 
-/// A job start to send once its run is committed: the script is read from the store then.
-#[derive(Clone, Debug)]
-pub struct Launch {
-    /// The job (its array's script for a subjob).
-    pub key: JobKey,
-    /// The node whose mom gets it.
-    pub node: String,
-    /// What to send (script filled in later for the mother superior).
-    pub launch: JobLaunch,
-}
-
-/// Frames for moms, by node name.
-pub type MomFrames = Vec<(String, ToMom)>;
-
 /// Hands frames to the moms' link tasks (queued while a link is down).
 pub fn send_frames(state: &mut State, frames: MomFrames) {
     for (node, frame) in frames {
@@ -91,28 +78,6 @@ pub fn send_frames(state: &mut State, frames: MomFrames) {
             None => tracing::warn!(object_type = "Node", object_name = node.as_str(), "no link to this node's mom"),
         }
     }
-}
-
-/// Holds the ForgetJob frames among `frames` until their job's end is committed (see
-/// [`release_forgets`]); a new start of the same job on that node sends one ahead.
-pub fn hold_forgets(state: &mut State, frames: &MomFrames) {
-    for (node, frame) in frames {
-        if let ToMom::ForgetJob { job_id } = frame {
-            state.forgets_held.insert((node.clone(), job_id.clone()));
-        }
-    }
-}
-
-/// Once the end is committed: the frames still owed. A forget already sent ahead of a
-/// new start is dropped, since sent now it would end that new run.
-pub fn release_forgets(state: &mut State, frames: MomFrames) -> MomFrames {
-    frames
-        .into_iter()
-        .filter(|(node, frame)| match frame {
-            ToMom::ForgetJob { job_id } => state.forgets_held.remove(&(node.clone(), job_id.clone())),
-            _ => true,
-        })
-        .collect()
 }
 
 /// The key of a job id: a plain job or array parent (`12.server`, `12`, `12[]`), or one
@@ -252,6 +217,66 @@ fn job_exclusive(state: &State, job: &Job, exec: &ExecVnode) -> bool {
     })
 }
 
+/// What a qrun does once its rules pass.
+pub enum Qrun {
+    /// `-H`: the job runs where asked, with these effects.
+    Run(Effects),
+    /// No `-H`: the scheduler places the job (its full id).
+    AskScheduler(String),
+}
+
+/// RunJob (qrun): operators and managers only; the job (or a subjob, `12[3]`, from its
+/// array's remaining indices) must be queued. With `-H` the job starts here and now.
+pub fn qrun(
+    state: &mut State,
+    ctx: &crate::jobs::Ctx<'_>,
+    job_id: &str,
+    exec_vnode: Option<String>,
+) -> Result<Qrun, ReqError> {
+    if ctx.privilege < pbs_core::Privilege::Operator {
+        return Err(ReqError::new(Pbse::PERM));
+    }
+    let key = crate::arrays::run_key(state, job_id)?;
+    let queued = match (key.index, state.job(key)) {
+        (_, Some(job)) => job.state == JobState::Queued && !job.array,
+        (Some(index), None) => state.jobs.get(&key.seq).is_some_and(|parent| {
+            matches!(parent.state, JobState::Queued | JobState::Begun)
+                && crate::arrays::indices(parent, "array_indices_remaining").contains(index)
+        }),
+        (None, None) => false,
+    };
+    if !queued {
+        return Err(ReqError::new(Pbse::BADSTATE));
+    }
+    match exec_vnode {
+        Some(exec_vnode) => {
+            let mut effects = run_job(state, key, &exec_vnode, ctx.now)?;
+            effects.ops.extend(crate::arrays::settle(state, ctx.now));
+            Ok(Qrun::Run(effects))
+        }
+        None => Ok(Qrun::AskScheduler(match key.index {
+            Some(index) => format!("{}[{index}].{}", key.seq, state.server_name),
+            None => state.job(key).map(|j| j.id(&state.server_name)).unwrap_or_default(),
+        })),
+    }
+}
+
+/// Asks the connected scheduler to place `full_id` now; the receiver gets the outcome once
+/// the run is committed (or why it could not be placed).
+pub fn ask_scheduler(state: &mut State, full_id: String) -> Result<oneshot::Receiver<Result<(), ReqError>>, ReqError> {
+    if state.links.sched.is_none() {
+        return Err(ReqError::new(Pbse::NOSCHEDULER));
+    }
+    state.links.next_qrun += 1;
+    let number = state.links.next_qrun;
+    let (tx, rx) = oneshot::channel();
+    state.links.qruns.insert(number, tx);
+    if let Some(sched) = state.links.sched.as_mut() {
+        let _ = sched.send(ToSched::RunNow { qrun: number, job_id: full_id });
+    }
+    Ok(rx)
+}
+
 /// Every vnode must exist, be up and not offline.
 fn check_nodes(state: &State, exec: &ExecVnode) -> Result<(), ReqError> {
     for name in exec.vnodes() {
@@ -267,12 +292,7 @@ fn check_nodes(state: &State, exec: &ExecVnode) -> Result<(), ReqError> {
 /// Starts a queued job on `exec_vnode`: checks, marks it running, holds its resources.
 /// Returns the store operations and the launches to send once they are committed; for a
 /// subjob, the caller adds [`crate::arrays::settle`]'s operations.
-pub fn run_job(
-    state: &mut State,
-    key: JobKey,
-    exec_vnode: &str,
-    now: i64,
-) -> Result<(Vec<StoreOp>, Vec<Launch>), ReqError> {
+pub fn run_job(state: &mut State, key: JobKey, exec_vnode: &str, now: i64) -> Result<Effects, ReqError> {
     let parsed: ExecVnode = exec_vnode.parse().map_err(|_| ReqError::new(Pbse::BADNODESPEC))?;
     if let Some(index) = key.index {
         // A queued subjob has no record until it starts.
@@ -310,7 +330,7 @@ pub fn run_job(
     state.changes.jobs.insert(key, job_id.clone());
     let launches = launches(state, key, &exec, run_count);
     tracing::info!(object_type = "Job", object_name = job_id.as_str(), "Job run on {exec_text}");
-    Ok((ops, launches))
+    Ok(Effects { ops, to_moms: Vec::new(), launches })
 }
 
 fn launches(state: &State, key: JobKey, exec: &ExecVnode, run_count: u32) -> Vec<Launch> {
@@ -405,6 +425,40 @@ fn shell_for(list: &str, host: &str) -> Option<String> {
     let entries: Vec<&str> = list.split(',').map(str::trim).filter(|e| !e.is_empty()).collect();
     let own = entries.iter().find_map(|e| e.split_once('@').filter(|(_, h)| *h == host).map(|(p, _)| p));
     own.or_else(|| entries.iter().copied().find(|e| !e.contains('@'))).map(str::to_string)
+}
+
+/// What goes to the moms of a delivery whose commit is done: its frames, then each start
+/// whose job is still running that start. A job deleted or requeued before its start went
+/// out ends here, since no mom knows it; a start whose script could not be read is
+/// requeued. Returns the frames to send now and the effects of those ends.
+pub fn committed_delivery(state: &mut State, delivery: Delivery, now: i64) -> (MomFrames, Effects) {
+    let Delivery { mut frames, launches, unreadable } = delivery;
+    let mut follow = Effects::default();
+    let mut settled = Vec::new();
+    for launch in launches {
+        match state.ending.get(&launch.key).copied() {
+            None if state.job(launch.key).is_some_and(|j| j.state == JobState::Running) => {
+                // Never a start without its script: the job goes back to the queue.
+                if unreadable.contains(&launch.key) {
+                    if !settled.contains(&launch.key) {
+                        settled.push(launch.key);
+                        follow.merge(crate::faults::requeue_unreadable(state, launch.key, now));
+                    }
+                    continue;
+                }
+                frames.push((launch.node, ToMom::RunJob { launch: Box::new(launch.launch) }));
+            }
+            Some(reason) if !settled.contains(&launch.key) => {
+                settled.push(launch.key);
+                follow.merge(match reason {
+                    EndReason::Rerun => lost(state, launch.key, now),
+                    EndReason::Delete => force_delete(state, launch.key, now),
+                });
+            }
+            _ => {}
+        }
+    }
+    (frames, follow)
 }
 
 /// The job `job_id` whose mother superior is `node`, if it is running there.
@@ -564,17 +618,11 @@ fn finish(
 }
 
 /// The mom says the job ended (or could not start).
-pub fn job_ended(
-    state: &mut State,
-    node: &str,
-    job_id: &str,
-    exit_status: i32,
-    usage: &Usage,
-    now: i64,
-) -> (Vec<StoreOp>, MomFrames) {
+pub fn job_ended(state: &mut State, node: &str, job_id: &str, exit_status: i32, usage: &Usage, now: i64) -> Effects {
     let Some(key) = running_on(state, node, job_id) else {
         // Not ours (any more): let the mom drop it.
-        return (Vec::new(), vec![(node.to_string(), ToMom::ForgetJob { job_id: job_id.to_string() })]);
+        let forget = (node.to_string(), ToMom::ForgetJob { job_id: job_id.to_string() });
+        return Effects { to_moms: vec![forget], ..Effects::default() };
     };
     let reason = state.ending.remove(&key);
     let frames = release(state, key, now);
@@ -586,7 +634,7 @@ pub fn job_ended(
     } else {
         finish(state, key, Some(exit_status), Some(usage), reason == Some(EndReason::Delete), now)
     };
-    (ops, frames)
+    Effects { ops, to_moms: frames, launches: Vec::new() }
 }
 
 /// `kill_delay` of the job's queue, else the server's, else 10 s as OpenPBS.
@@ -598,15 +646,15 @@ fn kill_delay(state: &State, job: &Job) -> u32 {
 }
 
 /// Starts ending a running job (qdel, qrerun): the mom kills it and reports the end.
-pub fn begin_end(state: &mut State, key: JobKey, reason: EndReason) -> (Vec<StoreOp>, MomFrames) {
-    let Some(job) = state.job(key) else { return (Vec::new(), Vec::new()) };
+pub fn begin_end(state: &mut State, key: JobKey, reason: EndReason) -> Effects {
+    let Some(job) = state.job(key) else { return Effects::default() };
     let delay = kill_delay(state, job);
     let job_id = job.id(&state.server_name);
     let suspended = job.state == JobState::Suspended;
     let Some(exec) = job.get("exec_vnode", None).and_then(|e| e.parse::<ExecVnode>().ok()) else {
-        return (Vec::new(), Vec::new());
+        return Effects::default();
     };
-    let Some(ms) = exec.vnodes().first().map(|v| v.to_string()) else { return (Vec::new(), Vec::new()) };
+    let Some(ms) = exec.vnodes().first().map(|v| v.to_string()) else { return Effects::default() };
     let exclusive = job_exclusive(state, job, &exec);
     let mut frames = Vec::new();
     if suspended {
@@ -617,7 +665,7 @@ pub fn begin_end(state: &mut State, key: JobKey, reason: EndReason) -> (Vec<Stor
     }
     frames.push((ms, ToMom::KillJob { job_id: job_id.clone(), kill_delay: delay }));
     state.ending.insert(key, reason);
-    let Some(job) = state.job_mut(key) else { return (Vec::new(), frames) };
+    let Some(job) = state.job_mut(key) else { return Effects { to_moms: frames, ..Effects::default() } };
     if reason == EndReason::Delete {
         job.state = JobState::Exiting;
         job.substate = Substate::EXITING;
@@ -627,27 +675,53 @@ pub fn begin_end(state: &mut State, key: JobKey, reason: EndReason) -> (Vec<Stor
     }
     let ops = vec![job.put_op(None)];
     state.changes.jobs.insert(key, job_id);
-    (ops, frames)
+    Effects { ops, to_moms: frames, launches: Vec::new() }
 }
 
 /// Ends a running job without waiting for its mom (`qdel -W force`): resources are freed
 /// and the moms told to forget it.
-pub fn force_delete(state: &mut State, key: JobKey, now: i64) -> (Vec<StoreOp>, MomFrames) {
+pub fn force_delete(state: &mut State, key: JobKey, now: i64) -> Effects {
     state.ending.remove(&key);
     let frames = release(state, key, now);
-    (finish(state, key, None, None, true, now), frames)
+    Effects { ops: finish(state, key, None, None, true, now), to_moms: frames, launches: Vec::new() }
 }
 
 /// A job whose mother superior was lost: requeued if rerunnable, else finished. A job
 /// whose start its mom never confirmed has not run, and is requeued either way.
-pub fn lost(state: &mut State, key: JobKey, now: i64) -> (Vec<StoreOp>, MomFrames) {
+pub fn lost(state: &mut State, key: JobKey, now: i64) -> Effects {
     state.ending.remove(&key);
     let rerunnable = state.job(key).is_some_and(|j| {
         j.substate == SUBSTATE_PRERUN || j.get("Rerunable", None).and_then(pbs_core::attr::parse_bool).unwrap_or(true)
     });
     let frames = release(state, key, now);
     let ops = if rerunnable { requeue(state, key, now) } else { finish(state, key, Some(-20), None, false, now) };
-    (ops, frames)
+    Effects { ops, to_moms: frames, launches: Vec::new() }
+}
+
+/// Jobs on nodes down longer than `node_fail_requeue` seconds (default 310; 0 disables it)
+/// are requeued, or finished if not rerunnable, as OpenPBS does.
+pub fn requeue_from_failed_nodes(state: &mut State, now: i64) -> Effects {
+    let limit = state.server_attr("node_fail_requeue", None).and_then(|v| v.parse::<i64>().ok()).unwrap_or(310);
+    if limit <= 0 {
+        return Effects::default();
+    }
+    let failed: Vec<String> = state
+        .node_rt
+        .iter()
+        .filter(|(_, rt)| !rt.up && rt.down_since.is_some_and(|t| now - t >= limit))
+        .map(|(name, _)| name.clone())
+        // Suspended jobs hold nothing on the node, but are lost with it too.
+        .filter(|name| !jobs_on(state, name).is_empty())
+        .collect();
+    let mut effects = Effects::default();
+    for node in failed {
+        for key in jobs_on(state, &node) {
+            let id = state.job(key).map(|j| j.id(&state.server_name)).unwrap_or_default();
+            tracing::info!(object_type = "Job", object_name = id.as_str(), "requeued: node {node} failed");
+            effects.merge(crate::faults::requeue_lost(state, key, now));
+        }
+    }
+    effects
 }
 
 /// The ids of jobs whose mother superior is `node`, suspended ones included (they hold no
@@ -762,7 +836,7 @@ pub fn signal_jobs(
     ctx: &crate::jobs::Ctx<'_>,
     ids: &[String],
     signal: &str,
-) -> (Vec<IdError>, Vec<StoreOp>) {
+) -> (Vec<IdError>, Effects) {
     let signal = signal.trim().to_string();
     crate::jobs::per_key(state, ctx, ids, crate::arrays::RangeRule::Running, |state, ctx, key| {
         let job = state.job(key).ok_or_else(|| ReqError::new(Pbse::UNKJOBID))?;
@@ -784,8 +858,7 @@ pub fn signal_jobs(
         let job_id = job.id(&state.server_name);
         let ops = if admin { suspend_resume(state, key, lower == "suspend", ctx.now)? } else { Vec::new() };
         let sent = if admin { lower } else { signal.clone() };
-        send_frames(state, vec![(ms, ToMom::SignalJob { job_id, signal: sent })]);
-        Ok(ops)
+        Ok(Effects { ops, to_moms: vec![(ms, ToMom::SignalJob { job_id, signal: sent })], launches: Vec::new() })
     })
 }
 
@@ -797,7 +870,7 @@ pub fn rerun_jobs(
     ctx: &crate::jobs::Ctx<'_>,
     ids: &[String],
     force: bool,
-) -> (Vec<IdError>, Vec<StoreOp>) {
+) -> (Vec<IdError>, Effects) {
     crate::jobs::per_key(state, ctx, ids, crate::arrays::RangeRule::Running, |state, ctx, key| {
         if ctx.privilege < pbs_core::Privilege::Operator {
             return Err(ReqError::new(Pbse::PERM));
@@ -814,10 +887,7 @@ pub fn rerun_jobs(
             return Err(ReqError::new(Pbse::NORERUN));
         }
         let ms_up = mother_superior(job).and_then(|ms| state.node_rt.get(&ms)).is_some_and(|rt| rt.up);
-        let (ops, frames) =
-            if force && !ms_up { lost(state, key, ctx.now) } else { begin_end(state, key, EndReason::Rerun) };
-        send_frames(state, frames);
-        Ok(ops)
+        Ok(if force && !ms_up { lost(state, key, ctx.now) } else { begin_end(state, key, EndReason::Rerun) })
     })
 }
 
@@ -961,13 +1031,12 @@ pub fn apply_decisions(
     run: &[RunDecision],
     updates: &[JobUpdate],
     now: i64,
-) -> (Vec<IdError>, Vec<StoreOp>, Vec<Launch>) {
+) -> (Vec<IdError>, Effects) {
     let mut errors = Vec::new();
-    let mut ops = Vec::new();
-    let mut all_launches = Vec::new();
+    let mut effects = Effects::default();
     for update in updates {
         match apply_update(state, update) {
-            Ok(more) => ops.extend(more),
+            Ok(more) => effects.ops.extend(more),
             Err(e) => errors.push(IdError { id: update.job_id.clone(), code: e.code.0, message: e.message }),
         }
     }
@@ -976,15 +1045,12 @@ pub fn apply_decisions(
             .ok_or_else(|| ReqError::new(Pbse::UNKJOBID))
             .and_then(|key| run_job(state, key, &decision.exec_vnode, now));
         match result {
-            Ok((more, launches)) => {
-                ops.extend(more);
-                all_launches.extend(launches);
-            }
+            Ok(more) => effects.merge(more),
             Err(e) => errors.push(IdError { id: decision.job_id.clone(), code: e.code.0, message: e.message }),
         }
     }
-    ops.extend(crate::arrays::settle(state, now));
-    (errors, ops, all_launches)
+    effects.ops.extend(crate::arrays::settle(state, now));
+    (errors, effects)
 }
 
 fn apply_update(state: &mut State, update: &JobUpdate) -> Result<Vec<StoreOp>, ReqError> {

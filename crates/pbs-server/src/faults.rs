@@ -10,8 +10,9 @@ use pbs_core::{ExecVnode, JobState};
 use pbs_proto::Request;
 use pbs_proto::mom::ToMom;
 
-use crate::Server;
-use crate::exec::{self, Launch, MomFrames};
+use crate::effects::{Effects, Launch};
+use crate::exec;
+use crate::server::Server;
 use crate::state::{Job, JobKey, State};
 use crate::store::StoreOp;
 
@@ -135,7 +136,7 @@ pub fn lost_by_mom(state: &State, key: JobKey) -> bool {
 /// Ends a job's run that its mom does not have. A job whose start was never confirmed
 /// goes back to the queue, rerunnable or not (see [`exec::lost`]), with a comment in
 /// OpenPBS's form (`Not Running: PBS Error: <PBSE_NORELYMOM's text>`).
-pub fn requeue_lost(state: &mut State, key: JobKey, now: i64) -> (Vec<StoreOp>, MomFrames) {
+pub fn requeue_lost(state: &mut State, key: JobKey, now: i64) -> Effects {
     let failed_start = state.job(key).is_some_and(|j| j.substate == exec::SUBSTATE_PRERUN);
     if failed_start {
         set_comment(state, key, LAUNCH_LOST_COMMENT);
@@ -145,11 +146,11 @@ pub fn requeue_lost(state: &mut State, key: JobKey, now: i64) -> (Vec<StoreOp>, 
         }
     }
     state.faults.launched.remove(&key);
-    let (mut ops, frames) = exec::lost(state, key, now);
+    let mut effects = exec::lost(state, key, now);
     if failed_start {
-        hold_if_failing(state, key, now, &mut ops);
+        hold_if_failing(state, key, now, &mut effects.ops);
     }
-    (ops, frames)
+    effects
 }
 
 /// Runs after which a job whose start failed again is held, as OpenPBS does: a start that
@@ -211,15 +212,15 @@ pub fn fill_scripts(launches: &mut [Launch], scripts: Result<HashMap<u64, String
 
 /// A job whose script could not be read for its launch: nothing was sent, and it goes
 /// back to the queue with a comment saying why.
-pub fn requeue_unreadable(state: &mut State, key: JobKey, now: i64) -> (Vec<StoreOp>, MomFrames) {
+pub fn requeue_unreadable(state: &mut State, key: JobKey, now: i64) -> Effects {
     if let Some(job) = state.job(key) {
         let id = job.id(&state.server_name);
         tracing::error!(object_type = "Job", object_name = id.as_str(), "cannot read the job script, job requeued");
     }
     set_comment(state, key, SCRIPT_UNREADABLE_COMMENT);
-    let (mut ops, frames) = exec::lost(state, key, now);
-    hold_if_failing(state, key, now, &mut ops);
-    (ops, frames)
+    let mut effects = exec::lost(state, key, now);
+    hold_if_failing(state, key, now, &mut effects.ops);
+    effects
 }
 
 fn vnodes(job: &Job) -> Vec<String> {
@@ -343,8 +344,8 @@ mod tests {
         }
         state.starting.insert(key);
         state.faults.launched.insert(key, 2);
-        let (ops, _) = requeue_lost(&mut state, key, 100);
-        assert!(!ops.is_empty());
+        let effects = requeue_lost(&mut state, key, 100);
+        assert!(!effects.ops.is_empty());
         let job = state.job(key).unwrap();
         assert_eq!(job.state, JobState::Queued);
         assert_eq!(job.get("comment", None), Some(LAUNCH_LOST_COMMENT));
@@ -362,7 +363,7 @@ mod tests {
             job.attrs.set(job_idx!("run_count"), None, "21");
             job.attrs.set(job_idx!("Hold_Types"), None, "u");
         }
-        let (ops, _) = requeue_unreadable(&mut state, key, 100);
+        let ops = requeue_unreadable(&mut state, key, 100).ops;
         let job = state.job(key).unwrap();
         assert_eq!(job.state, JobState::Held);
         assert_eq!(job.get("Hold_Types", None), Some("us"));

@@ -13,6 +13,7 @@ use pbs_proto::{Attr, Criterion, IdError, StatusObject};
 
 use crate::attrlist::{AttrList, resolve};
 use crate::criteria::Prepared;
+use crate::effects::Effects;
 use crate::error::ReqError;
 use crate::identity::Identity;
 use crate::state::{Job, JobKey, State};
@@ -466,12 +467,13 @@ pub fn may_see(state: &State, ctx: &Ctx<'_>, job: &Job) -> bool {
     may_act_on(ctx, job) || state.server_flag("query_other_jobs", true)
 }
 
-pub(crate) fn per_id<F>(state: &mut State, ctx: &Ctx<'_>, ids: &[String], mut action: F) -> (Vec<IdError>, Vec<StoreOp>)
+pub(crate) fn per_id<F, E>(state: &mut State, ctx: &Ctx<'_>, ids: &[String], mut action: F) -> (Vec<IdError>, Effects)
 where
-    F: FnMut(&mut State, &Ctx<'_>, u64) -> Result<Vec<StoreOp>, ReqError>,
+    F: FnMut(&mut State, &Ctx<'_>, u64) -> Result<E, ReqError>,
+    E: Into<Effects>,
 {
     let mut errors = Vec::new();
-    let mut ops = Vec::new();
+    let mut effects = Effects::default();
     for id in ids {
         let result = find_job(state, id).and_then(|job| {
             if !may_act_on(ctx, job) {
@@ -480,28 +482,29 @@ where
             Ok(job.seq)
         });
         match result.and_then(|seq| action(state, ctx, seq)) {
-            Ok(more) => ops.extend(more),
+            Ok(more) => effects.merge(more.into()),
             Err(e) => errors.push(IdError { id: id.clone(), code: e.code.0, message: e.message }),
         }
     }
-    (errors, ops)
+    (errors, effects)
 }
 
 /// Like [`per_id`], for requests that also take subjobs (`12[3]`) and ranges
 /// (`12[1-5]`, read by `rule`): the action runs once per job or subjob; permissions are
 /// the array's.
-pub(crate) fn per_key<F>(
+pub(crate) fn per_key<F, E>(
     state: &mut State,
     ctx: &Ctx<'_>,
     ids: &[String],
     rule: crate::arrays::RangeRule,
     mut action: F,
-) -> (Vec<IdError>, Vec<StoreOp>)
+) -> (Vec<IdError>, Effects)
 where
-    F: FnMut(&mut State, &Ctx<'_>, JobKey) -> Result<Vec<StoreOp>, ReqError>,
+    F: FnMut(&mut State, &Ctx<'_>, JobKey) -> Result<E, ReqError>,
+    E: Into<Effects>,
 {
     let mut errors = Vec::new();
-    let mut ops = Vec::new();
+    let mut effects = Effects::default();
     for id in ids {
         let keys = crate::arrays::keys_by(state, id, rule).and_then(|keys| {
             // A range may name no subjob left to act on: the array still decides.
@@ -514,7 +517,7 @@ where
             // What earlier keys of a range changed stays changed, so its writes are kept.
             Ok(keys) => keys.into_iter().find_map(|key| match action(state, ctx, key) {
                 Ok(more) => {
-                    ops.extend(more);
+                    effects.merge(more.into());
                     None
                 }
                 Err(e) => Some(e),
@@ -524,11 +527,11 @@ where
             errors.push(IdError { id: id.clone(), code: e.code.0, message: e.message });
         }
     }
-    (errors, ops)
+    (errors, effects)
 }
 
 /// Handles ModifyJob (qalter) over several ids.
-pub fn modify_jobs(state: &mut State, ctx: &Ctx<'_>, ids: &[String], attrs: &[Attr]) -> (Vec<IdError>, Vec<StoreOp>) {
+pub fn modify_jobs(state: &mut State, ctx: &Ctx<'_>, ids: &[String], attrs: &[Attr]) -> (Vec<IdError>, Effects) {
     per_id(state, ctx, ids, |state, ctx, seq| {
         let mut checked = Vec::new();
         for Attr(name, value) in attrs {
@@ -584,8 +587,7 @@ pub fn modify_jobs(state: &mut State, ctx: &Ctx<'_>, ids: &[String], attrs: &[At
         }
         let ops = vec![job.put_op(None)];
         crate::entity_limits::job_changed(state, seq);
-        crate::exec::send_frames(state, to_mom);
-        Ok(ops)
+        Ok(Effects { ops, to_moms: to_mom, launches: Vec::new() })
     })
 }
 
@@ -616,28 +618,28 @@ pub fn delete_jobs(
     ids: &[String],
     force: bool,
     purge_history: bool,
-) -> (Vec<IdError>, Vec<StoreOp>) {
+) -> (Vec<IdError>, Effects) {
     let history = state.server_flag("job_history_enable", false);
     let mut queued = crate::arrays::QueuedDeletes::default();
-    let mut ops = Vec::new();
+    let mut effects = Effects::default();
     let (errors, _) = per_key(state, ctx, ids, crate::arrays::RangeRule::StartInside, |state, ctx, key| {
         // A queued subjob is only an index of its array: consecutive ones are batched.
         if let Some(index) = key.index {
             if state.job(key).is_none_or(|j| j.state == JobState::Queued) {
                 if !queued.holds(key.seq) {
-                    ops.extend(queued.flush(state, ctx.now));
+                    effects.ops.extend(queued.flush(state, ctx.now));
                 }
-                return queued.delete(state, key.seq, index).map(|()| Vec::new());
+                return queued.delete(state, key.seq, index).map(|()| Effects::default());
             }
         }
         // Anything else sees the batched deletions written first, and its writes follow
         // them in order: the action's own result carries none.
-        ops.extend(queued.flush(state, ctx.now));
-        ops.extend(delete_one(state, ctx, key, force, purge_history, history)?);
-        Ok(Vec::new())
+        effects.ops.extend(queued.flush(state, ctx.now));
+        effects.merge(delete_one(state, ctx, key, force, purge_history, history)?);
+        Ok(Effects::default())
     });
-    ops.extend(queued.flush(state, ctx.now));
-    (errors, ops)
+    effects.ops.extend(queued.flush(state, ctx.now));
+    (errors, effects)
 }
 
 /// qdel of one job, array or subjob that is not a queued subjob.
@@ -648,22 +650,20 @@ fn delete_one(
     force: bool,
     purge_history: bool,
     history: bool,
-) -> Result<Vec<StoreOp>, ReqError> {
+) -> Result<Effects, ReqError> {
     let Some(job) = state.job_mut(key) else {
         return Err(ReqError::new(Pbse::UNKJOBID));
     };
     if matches!(job.state, JobState::Running | JobState::Suspended | JobState::Exiting) {
         // A running job ends through its mom: SIGTERM, SIGKILL after kill_delay, and
         // the end is recorded when the mom reports it; `-W force` does not wait.
-        let (ops, frames) = if force {
+        return Ok(if force {
             crate::exec::force_delete(state, key, ctx.now)
         } else if state.ending.get(&key) == Some(&crate::exec::EndReason::Delete) {
-            (Vec::new(), Vec::new())
+            Effects::default()
         } else {
             crate::exec::begin_end(state, key, crate::exec::EndReason::Delete)
-        };
-        crate::exec::send_frames(state, frames);
-        return Ok(ops);
+        });
     }
     if job.state.is_history() {
         if !purge_history || key.index.is_some() {
@@ -671,7 +671,7 @@ fn delete_one(
         }
         state.jobs.remove(&key.seq);
         state.remove_subjobs_of(key.seq);
-        return Ok(vec![StoreOp::DeleteJob { seq: key.seq }]);
+        return Ok(Effects::ops(vec![StoreOp::DeleteJob { seq: key.seq }]));
     }
     if job.array {
         return Ok(delete_array(state, key.seq, force, ctx.now));
@@ -683,16 +683,16 @@ fn delete_one(
         job.attrs.set(job_idx!("mtime"), None, now.as_str());
         job.attrs.set(job_idx!("obittime"), None, now.as_str());
         job.attrs.set(job_idx!("history_timestamp"), None, now.as_str());
-        return Ok(vec![job.put_op(None)]);
+        return Ok(Effects::ops(vec![job.put_op(None)]));
     }
     state.jobs.remove(&key.seq);
-    Ok(vec![StoreOp::DeleteJob { seq: key.seq }])
+    Ok(Effects::ops(vec![StoreOp::DeleteJob { seq: key.seq }]))
 }
 
 /// qdel of a whole array: its queued subjobs go at once, its running ones end through
 /// their moms; the array finishes when the last one has.
-fn delete_array(state: &mut State, seq: u64, force: bool, now: i64) -> Vec<StoreOp> {
-    let mut ops = Vec::new();
+fn delete_array(state: &mut State, seq: u64, force: bool, now: i64) -> Effects {
+    let mut effects = Effects::default();
     if let Some(parent) = state.jobs.get_mut(&seq) {
         parent.attrs.set(job_idx!("array_indices_remaining"), None, "-");
         if matches!(parent.state, JobState::Held | JobState::Waiting) {
@@ -705,18 +705,14 @@ fn delete_array(state: &mut State, seq: u64, force: bool, now: i64) -> Vec<Store
         .map(Job::key)
         .collect();
     for key in running {
-        let (more, frames) = if force {
-            crate::exec::force_delete(state, key, now)
-        } else if state.ending.get(&key) == Some(&crate::exec::EndReason::Delete) {
-            (Vec::new(), Vec::new())
-        } else {
-            crate::exec::begin_end(state, key, crate::exec::EndReason::Delete)
-        };
-        ops.extend(more);
-        crate::exec::send_frames(state, frames);
+        if force {
+            effects.merge(crate::exec::force_delete(state, key, now));
+        } else if state.ending.get(&key) != Some(&crate::exec::EndReason::Delete) {
+            effects.merge(crate::exec::begin_end(state, key, crate::exec::EndReason::Delete));
+        }
     }
-    ops.extend(crate::arrays::refresh(state, seq, now));
-    ops
+    effects.ops.extend(crate::arrays::refresh(state, seq, now));
+    effects
 }
 
 /// Handles HoldJob (`hold = true`) and ReleaseJob (`hold = false`).
@@ -726,7 +722,7 @@ pub fn hold_jobs(
     ids: &[String],
     hold_types: &str,
     hold: bool,
-) -> (Vec<IdError>, Vec<StoreOp>) {
+) -> (Vec<IdError>, Effects) {
     let letters: Vec<char> = if hold_types.is_empty() { vec!['u'] } else { hold_types.chars().collect() };
     per_id(state, ctx, ids, |state, ctx, seq| {
         if letters.iter().any(|c| !"uosnp".contains(*c)) {

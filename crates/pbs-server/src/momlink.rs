@@ -20,9 +20,10 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::codec::Framed;
 
-use crate::Server;
-use crate::exec::{self, MomFrames};
+use crate::effects::Effects;
+use crate::exec;
 use crate::nodes::Reported;
+use crate::server::Server;
 
 /// How often an idle link is probed.
 const PING_INTERVAL: Duration = Duration::from_secs(5);
@@ -81,7 +82,7 @@ pub fn sync(server: &Arc<Server>) {
                 mark_down(&mut state, &name);
             }
             state.changes.nodes.insert(name.clone());
-            exec::flush(&mut state);
+            let _ = server.apply_effects(&mut state, Effects::default());
         }
     }
     for (name, host, port) in wanted {
@@ -129,10 +130,9 @@ async fn link_loop(server: Arc<Server>, node: String, host: String, port: u16, m
                 last_refusal.clear();
                 backoff = Duration::from_millis(50);
                 serve(&server, &node, conn, &mut rx).await;
-                if let Ok(mut state) = server.state.lock() {
-                    mark_down(&mut state, &node);
-                    exec::flush(&mut state);
-                }
+                let mut state = crate::faults::lock(&server.state);
+                mark_down(&mut state, &node);
+                let _ = server.apply_effects(&mut state, Effects::default());
             }
             Err(ConnectError::Unreachable(why)) => {
                 tracing::debug!(object_type = "Node", object_name = node.as_str(), "cannot reach mom: {why}")
@@ -233,9 +233,10 @@ async fn serve(server: &Arc<Server>, node: &str, mut conn: Conn, rx: &mut mpsc::
 
 /// Applies one report from a node's mom.
 fn handle(server: &Arc<Server>, node: &str, report: FromMom) {
-    let Ok(mut state) = server.state.lock() else { return };
+    let mut guard = crate::faults::lock(&server.state);
+    let state = &mut *guard;
     let now = now();
-    let (ops, frames, wait_for_commit): (Vec<_>, MomFrames, bool) = match report {
+    let effects = match report {
         FromMom::NodeStatus { ncpus, mem_kb, arch, host, version, jobs } => {
             let rt = state.node_rt.entry(node.to_string()).or_default();
             let was_up = rt.up;
@@ -249,19 +250,15 @@ fn handle(server: &Arc<Server>, node: &str, report: FromMom) {
             }
             state.changes.nodes.insert(node.to_string());
             state.changes.cycle = true;
-            let (ops, frames) = reconcile(&mut state, node, &jobs, now);
-            (ops, frames, true)
+            reconcile(state, node, &jobs, now)
         }
-        FromMom::JobStarted { job_id, session_id } => {
-            (exec::job_started(&mut state, node, &job_id, session_id), Vec::new(), false)
-        }
+        FromMom::JobStarted { job_id, session_id } => Effects::ops(exec::job_started(state, node, &job_id, session_id)),
         FromMom::JobUsage { job_id, usage } => {
-            exec::job_usage(&mut state, node, &job_id, &usage);
-            (Vec::new(), Vec::new(), false)
+            exec::job_usage(state, node, &job_id, &usage);
+            Effects::default()
         }
         FromMom::JobEnded { job_id, exit_status, usage } => {
-            let (ops, frames) = exec::job_ended(&mut state, node, &job_id, exit_status, &usage, now);
-            (ops, frames, true)
+            exec::job_ended(state, node, &job_id, exit_status, &usage, now)
         }
         FromMom::SignalResult { job_id, signal, code } => {
             if code != 0 {
@@ -271,56 +268,29 @@ fn handle(server: &Arc<Server>, node: &str, report: FromMom) {
                     "signal {signal} failed on {node} ({code})"
                 );
             }
-            (Vec::new(), Vec::new(), false)
+            Effects::default()
         }
-        FromMom::Pong => (Vec::new(), Vec::new(), false),
+        FromMom::Pong => Effects::default(),
     };
-    exec::flush(&mut state);
-    if !wait_for_commit {
-        exec::send_frames(&mut state, frames);
-        server.store.commit_detached(ops);
-        return;
-    }
-    // A mom forgets an ended job only once its end is on disk.
-    exec::hold_forgets(&mut state, &frames);
-    let ack = server.store.commit(ops);
-    drop(state);
-    let server = server.clone();
-    tokio::spawn(async move {
-        if matches!(ack.await, Ok(Ok(()))) {
-            if let Ok(mut state) = server.state.lock() {
-                let owed = exec::release_forgets(&mut state, frames);
-                exec::send_frames(&mut state, owed);
-            }
-        }
-    });
+    // Nobody waits: a mom forgets an ended job once its end is on disk.
+    let _ = server.apply_effects(state, effects);
 }
 
 /// Matches what a reconnecting mom holds with what the server believes runs there.
-fn reconcile(
-    state: &mut crate::state::State,
-    node: &str,
-    held: &[MomJob],
-    now: i64,
-) -> (Vec<crate::store::StoreOp>, MomFrames) {
-    let mut ops = Vec::new();
-    let mut frames = Vec::new();
+fn reconcile(state: &mut crate::state::State, node: &str, held: &[MomJob], now: i64) -> Effects {
+    let mut effects = Effects::default();
     for job in held.iter().filter(|j| !j.sister) {
         match job.exit_status {
-            Some(status) => {
-                let (more, f) = exec::job_ended(state, node, &job.job_id, status, &job.usage, now);
-                ops.extend(more);
-                frames.extend(f);
-            }
+            Some(status) => effects.merge(exec::job_ended(state, node, &job.job_id, status, &job.usage, now)),
             None => {
                 let known = exec::jobs_on(state, node).into_iter().any(|key| Some(key) == exec::key_of(&job.job_id));
                 if known {
                     if job.session_id > 0 {
-                        ops.extend(exec::job_started(state, node, &job.job_id, job.session_id));
+                        effects.ops.extend(exec::job_started(state, node, &job.job_id, job.session_id));
                     }
                     exec::job_usage(state, node, &job.job_id, &job.usage);
                 } else {
-                    frames.push((node.to_string(), ToMom::ForgetJob { job_id: job.job_id.clone() }));
+                    effects.to_moms.push((node.to_string(), ToMom::ForgetJob { job_id: job.job_id.clone() }));
                 }
             }
         }
@@ -328,10 +298,8 @@ fn reconcile(
     for key in exec::jobs_on(state, node) {
         let listed = held.iter().any(|j| !j.sister && exec::key_of(&j.job_id) == Some(key));
         if !listed && crate::faults::lost_by_mom(state, key) {
-            let (more, f) = crate::faults::requeue_lost(state, key, now);
-            ops.extend(more);
-            frames.extend(f);
+            effects.merge(crate::faults::requeue_lost(state, key, now));
         }
     }
-    (ops, frames)
+    effects
 }

@@ -1,6 +1,6 @@
 //! Connections: the Unix socket for local commands (identity from SO_PEERCRED) and TCP for
-//! the scheduler (an authenticated link, `pbs_proto::link`), the handshake, framing, and
-//! request dispatch.
+//! the scheduler (an authenticated link, `pbs_proto::link`), the handshake and framing;
+//! requests go to `dispatch`.
 //!
 //! A malformed frame gets an error reply and the connection goes on; an oversized or torn
 //! frame closes the connection. Nothing a peer sends can panic the server.
@@ -11,15 +11,14 @@ use std::time::Duration;
 use futures::{SinkExt, StreamExt};
 use pbs_core::Pbse;
 use pbs_proto::link::{LinkCodec, LinkConn};
-use pbs_proto::{
-    Hello, HelloReply, MAX_REQUEST_FRAME_LEN, PROTOCOL_VERSION, Reply, ReplyBody, Request, RequestFrame, Role,
-};
+use pbs_proto::{Hello, HelloReply, MAX_REQUEST_FRAME_LEN, PROTOCOL_VERSION, Reply, Request, RequestFrame, Role};
 use serde::Serialize;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::codec::Framed;
 
-use crate::Server;
+use crate::dispatch::Response;
 use crate::identity::Identity;
+use crate::server::Server;
 
 const HANDSHAKE_TIMEOUT: Duration = pbs_proto::link::HANDSHAKE_TIMEOUT;
 
@@ -221,174 +220,21 @@ const KNOWN_KINDS: &[&str] = &[
     "RerunJob",
 ];
 
-/// Jobs per status reply frame: keeps the state lock short and frames small.
-const STATUS_CHUNK: usize = 2000;
-
 async fn dispatch<S>(server: &Arc<Server>, who: &Identity, frame: RequestFrame, conn: &mut Conn<S>) -> bool
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
-    let id = frame.id;
-    if let Err(e) = crate::size_limits::check_request(&frame.request) {
-        return send(conn, &Reply::error(id, e.code.0, e.message)).await;
-    }
-    if let Request::StatusJob { ids, queues, attrs, history, subjobs } = &frame.request {
-        return stream_job_status(server, who, id, ids, queues, attrs, (*history, *subjobs), conn).await;
-    }
-    if let Request::RunJob { id: job_id, exec_vnode } = frame.request {
-        let reply = match run_job(server, who, &job_id, exec_vnode).await {
-            Ok(()) => Reply::ok(id, ReplyBody::None),
-            Err(e) => Reply::error(id, e.code.0, e.message),
-        };
-        return send(conn, &reply).await;
-    }
-    let nodes_changed = matches!(frame.request, Request::Manager { object: pbs_proto::MgrObject::Node, .. });
-    let (reply, ack) = server.handle(who, id, frame.request);
-    if nodes_changed {
-        crate::momlink::sync(server);
-    }
-    let reply = match ack {
-        None => reply,
-        Some(ack) => match ack.await {
-            Ok(Ok(())) => reply,
-            Ok(Err(e)) => Reply::error(id, Pbse::SYSTEM.0, format!("{}{e}", Pbse::SYSTEM)),
-            Err(_) => Reply::error(id, Pbse::SYSTEM.0, format!("{}store unavailable", Pbse::SYSTEM)),
-        },
-    };
-    send(conn, &reply).await
-}
-
-/// How long `qrun` waits for the scheduler to place a job.
-const QRUN_TIMEOUT: Duration = Duration::from_secs(60);
-
-/// RunJob (qrun): operators and managers only. With `-H` the server runs the job there;
-/// without, the scheduler places it. Answered once the run is committed.
-async fn run_job(
-    server: &Arc<Server>,
-    who: &Identity,
-    job_id: &str,
-    exec_vnode: Option<String>,
-) -> Result<(), crate::error::ReqError> {
-    use crate::error::ReqError;
-    enum Next {
-        Committing(tokio::sync::oneshot::Receiver<Result<(), String>>, Vec<crate::exec::Launch>),
-        Waiting(tokio::sync::oneshot::Receiver<Result<(), ReqError>>),
-    }
-    let next = {
-        let mut state = crate::faults::lock(&server.state);
-        let ctx = server.ctx(&state, who);
-        if ctx.privilege < pbs_core::Privilege::Operator {
-            return Err(ReqError::new(Pbse::PERM));
-        }
-        // A subjob (`12[3]`) runs from its array's queue; anything else must be queued.
-        let key = crate::arrays::run_key(&state, job_id)?;
-        let queued = match (key.index, state.job(key)) {
-            (_, Some(job)) => job.state == pbs_core::JobState::Queued && !job.array,
-            (Some(index), None) => state.jobs.get(&key.seq).is_some_and(|parent| {
-                matches!(parent.state, pbs_core::JobState::Queued | pbs_core::JobState::Begun)
-                    && crate::arrays::indices(parent, "array_indices_remaining").contains(index)
-            }),
-            (None, None) => false,
-        };
-        if !queued {
-            return Err(ReqError::new(Pbse::BADSTATE));
-        }
-        let full_id = match key.index {
-            Some(index) => format!("{}[{index}].{}", key.seq, state.server_name),
-            None => state.job(key).map(|j| j.id(&state.server_name)).unwrap_or_default(),
-        };
-        match exec_vnode {
-            Some(exec_vnode) => {
-                let (mut ops, launches) = crate::exec::run_job(&mut state, key, &exec_vnode, ctx.now)?;
-                ops.extend(crate::arrays::settle(&mut state, ctx.now));
-                crate::exec::flush(&mut state);
-                Next::Committing(server.store.commit(ops), launches)
+    match crate::dispatch::dispatch(server, who, frame.id, frame.request).await {
+        Response::Reply(reply) => send(conn, &reply).await,
+        Response::JobStatus(mut parts) => {
+            while let Some(reply) = parts.next_part(server) {
+                if !send(conn, &reply).await {
+                    return false;
+                }
             }
-            None => {
-                if state.links.sched.is_none() {
-                    return Err(ReqError::new(Pbse::NOSCHEDULER));
-                }
-                state.links.next_qrun += 1;
-                let number = state.links.next_qrun;
-                let (tx, rx) = tokio::sync::oneshot::channel();
-                state.links.qruns.insert(number, tx);
-                if let Some(sched) = state.links.sched.as_mut() {
-                    let _ = sched.send(pbs_proto::sched::ToSched::RunNow { qrun: number, job_id: full_id });
-                }
-                Next::Waiting(rx)
-            }
-        }
-    };
-    let waiter = match next {
-        Next::Committing(ack, launches) => {
-            return match ack.await {
-                Ok(Ok(())) => {
-                    crate::schedlink::launch_after_commit(server.clone(), None, launches, None);
-                    Ok(())
-                }
-                _ => Err(ReqError::new(Pbse::SYSTEM)),
-            };
-        }
-        Next::Waiting(rx) => rx,
-    };
-    match tokio::time::timeout(QRUN_TIMEOUT, waiter).await {
-        Ok(Ok(result)) => result,
-        _ => Err(ReqError::new(Pbse::NOSCHEDULER)),
-    }
-}
-
-#[allow(clippy::too_many_arguments)] // the fields of one request, passed through
-async fn stream_job_status<S>(
-    server: &Arc<Server>,
-    who: &Identity,
-    id: u64,
-    ids: &[String],
-    queues: &[String],
-    attrs: &[String],
-    (history, subjobs): (bool, bool),
-    conn: &mut Conn<S>,
-) -> bool
-where
-    S: AsyncRead + AsyncWrite + Unpin,
-{
-    let planned = {
-        let Ok(state) = server.state.lock() else { return false };
-        let ctx = server.ctx(&state, who);
-        crate::acl::check_request(&state, who, ctx.privilege).map(|()| {
-            let (plan, errors) = crate::jobs::status_plan(&state, &ctx, ids, queues, history, subjobs);
-            (plan, errors, ctx.privilege)
-        })
-    };
-    let (plan, errors, privilege) = match planned {
-        Ok(planned) => planned,
-        Err(e) => return send(conn, &Reply::error(id, e.code.0, e.message)).await,
-    };
-    let code = errors.last().map(|e| e.code).unwrap_or(0);
-    let message = errors.last().map(|e| e.message.clone()).unwrap_or_default();
-    let filter = crate::jobs::StatusFilter::new(attrs, privilege);
-    let mut arrays = None;
-    let mut errors = Some(errors);
-    if plan.is_empty() {
-        let body = ReplyBody::Status { objects: Vec::new(), errors: errors.take().unwrap_or_default() };
-        return send(conn, &Reply { id, code, message, body, more: false }).await;
-    }
-    // Subjobs are made from the plan's index runs as each part is taken.
-    let mut keys = plan.into_keys().peekable();
-    while keys.peek().is_some() {
-        let chunk: Vec<crate::state::JobKey> = keys.by_ref().take(STATUS_CHUNK).collect();
-        let objects = {
-            let Ok(state) = server.state.lock() else { return false };
-            chunk.iter().filter_map(|key| crate::jobs::key_status(&state, *key, &filter, &mut arrays)).collect()
-        };
-        let last = keys.peek().is_none();
-        let body =
-            ReplyBody::Status { objects, errors: if last { errors.take().unwrap_or_default() } else { Vec::new() } };
-        let reply = Reply { id, code, message: message.clone(), body, more: !last };
-        if !send(conn, &reply).await {
-            return false;
+            true
         }
     }
-    true
 }
 
 #[cfg(test)]

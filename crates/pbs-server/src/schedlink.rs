@@ -13,12 +13,12 @@ use pbs_core::{JobState, Pbse};
 use pbs_proto::link::LinkConn;
 use pbs_proto::sched::{FromSched, PART_BUDGET, ToSched};
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 
-use crate::Server;
 use crate::error::ReqError;
-use crate::exec::{self, Launch};
+use crate::exec;
 use crate::schedqueue::SchedSender;
+use crate::server::Server;
 
 /// Serves a scheduler until it disconnects.
 pub async fn serve<S>(server: Arc<Server>, conn: LinkConn<S>, peer: &str)
@@ -120,9 +120,10 @@ fn apply(
     run: &[pbs_proto::sched::RunDecision],
     updates: &[pbs_proto::sched::JobUpdate],
 ) {
-    let Ok(mut state) = server.state.lock() else { return };
+    let mut guard = crate::faults::lock(&server.state);
+    let state = &mut *guard;
     let now = chrono::Utc::now().timestamp();
-    let (errors, ops, launches) = exec::apply_decisions(&mut state, run, updates, now);
+    let (errors, effects) = exec::apply_decisions(state, run, updates, now);
     let mut answer = None;
     if let Some(number) = qrun {
         if let Some(waiter) = state.links.qruns.remove(&number) {
@@ -141,97 +142,18 @@ fn apply(
             answer = Some((waiter, result));
         }
     }
-    exec::flush(&mut state);
+    let applied = server.apply_effects(state, effects);
     // Through the link's queue, behind the changes just flushed (or held); a link that has
     // been replaced meanwhile gets nothing.
     if let Some(link) = state.links.sched.as_mut().filter(|link| link.is(tx)) {
         let _ = link.send(ToSched::DecisionsApplied { cycle, errors });
     }
-    let ack = server.store.commit(ops);
-    drop(state);
-    launch_after_commit(server.clone(), Some(ack), launches, answer);
-}
-
-/// A `qrun` waiting for its job's run to be committed, and what to tell it.
-pub type QrunAnswer = (oneshot::Sender<Result<(), ReqError>>, Result<(), ReqError>);
-
-/// Sends job starts to their moms once the runs are on disk, with each script read from
-/// the store (outside the state lock).
-pub fn launch_after_commit(
-    server: Arc<Server>,
-    ack: Option<oneshot::Receiver<Result<(), String>>>,
-    mut launches: Vec<Launch>,
-    answer: Option<QrunAnswer>,
-) {
-    tokio::spawn(async move {
-        // No receiver: the caller already saw the commit.
-        let committed = match ack {
-            Some(ack) => matches!(ack.await, Ok(Ok(()))),
-            None => true,
-        };
-        if let Some((waiter, result)) = answer {
-            let _ = waiter.send(if committed { result } else { Err(ReqError::new(Pbse::SYSTEM)) });
-        }
-        if !committed || launches.is_empty() {
-            return;
-        }
-        let wanted: Vec<u64> =
-            launches.iter().filter(|l| !l.launch.sister && l.launch.executable.is_none()).map(|l| l.key.seq).collect();
-        let mut unreadable = std::collections::HashSet::new();
-        if !wanted.is_empty() {
-            let path = server.db_path();
-            let scripts = tokio::task::spawn_blocking(move || crate::store::Store::read_scripts(&path, &wanted)).await;
-            let scripts = match scripts {
-                Ok(Ok(scripts)) => Ok(scripts),
-                Ok(Err(e)) => Err(e.to_string()),
-                Err(e) => Err(e.to_string()),
-            };
-            unreadable = crate::faults::fill_scripts(&mut launches, scripts);
-        }
-        let Ok(mut state) = server.state.lock() else { return };
-        let now = chrono::Utc::now().timestamp();
-        let mut frames = Vec::new();
-        let mut ops = Vec::new();
-        let mut settled = Vec::new();
-        for launch in launches {
-            let ending = state.ending.get(&launch.key).copied();
-            match ending {
-                None if state.job(launch.key).is_some_and(|j| j.state == JobState::Running) => {
-                    // Never a start without its script: the job goes back to the queue.
-                    if unreadable.contains(&launch.key) {
-                        if !settled.contains(&launch.key) {
-                            settled.push(launch.key);
-                            let (more, f) = crate::faults::requeue_unreadable(&mut state, launch.key, now);
-                            ops.extend(more);
-                            frames.extend(f);
-                        }
-                        continue;
-                    }
-                    // A rerun on a mom that still holds the previous run's end: that end is
-                    // committed (before this run was), so the forget goes out first, or the
-                    // mom would answer the new start with the old end.
-                    if state.forgets_held.remove(&(launch.node.clone(), launch.launch.job_id.clone())) {
-                        let job_id = launch.launch.job_id.clone();
-                        frames.push((launch.node.clone(), pbs_proto::mom::ToMom::ForgetJob { job_id }));
-                    }
-                    frames.push((launch.node, pbs_proto::mom::ToMom::RunJob { launch: Box::new(launch.launch) }));
-                }
-                // Deleted or requeued before its start went out: no mom knows it, so it
-                // ends here and now (its KillJob found nothing to kill).
-                Some(reason) if !settled.contains(&launch.key) => {
-                    settled.push(launch.key);
-                    let (more, f) = match reason {
-                        exec::EndReason::Rerun => exec::lost(&mut state, launch.key, now),
-                        exec::EndReason::Delete => exec::force_delete(&mut state, launch.key, now),
-                    };
-                    ops.extend(more);
-                    frames.extend(f);
-                }
-                _ => {}
-            }
-        }
-        exec::send_frames(&mut state, frames);
-        exec::flush(&mut state);
-        server.store.commit_detached(ops);
-    });
+    drop(guard);
+    // A qrun hears once its job's run is committed and its start handed to the mom.
+    if let Some((waiter, result)) = answer {
+        tokio::spawn(async move {
+            let committed = applied.done().await;
+            let _ = waiter.send(committed.map_err(|_| ReqError::new(Pbse::SYSTEM)).and(result));
+        });
+    }
 }

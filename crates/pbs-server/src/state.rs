@@ -131,8 +131,8 @@ pub struct State {
     pub starting: HashSet<JobKey>,
     /// Arrays whose subjobs started in the batch being applied (see `arrays::settle`).
     pub arrays_to_refresh: BTreeSet<u64>,
-    /// ForgetJob frames waiting for their job's end to be committed, by (node, job id).
-    pub forgets_held: HashSet<(String, String)>,
+    /// Frames for moms waiting for their commits, to go out in commit order.
+    pub outbox: crate::effects::Outbox,
     /// Queued-job entity limits and the usage they are checked against.
     pub entity_limits: crate::entity_limits::Tracker,
     /// Launches handed to a mom link and suspended jobs by node (see `faults`).
@@ -256,7 +256,7 @@ impl State {
             ending: HashMap::new(),
             starting: HashSet::new(),
             arrays_to_refresh: BTreeSet::new(),
-            forgets_held: HashSet::new(),
+            outbox: Default::default(),
             entity_limits: Default::default(),
             faults: Default::default(),
         };

@@ -96,7 +96,22 @@ pub struct Loaded {
     pub meta: Vec<(String, String)>,
 }
 
-type Ack = oneshot::Sender<Result<(), String>>;
+/// Why a commit did not happen. Any failed commit stops the server (see the writer), so
+/// callers only ever pass this on as PBSE_SYSTEM.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CommitError {
+    /// SQLite refused the transaction.
+    #[error("database error: {0}")]
+    Database(String),
+    /// The writer thread is gone (the server is stopping).
+    #[error("store writer stopped")]
+    WriterGone,
+}
+
+/// The answer to a [`Store::commit`].
+pub type CommitAck = oneshot::Receiver<Result<(), CommitError>>;
+
+type Ack = oneshot::Sender<Result<(), CommitError>>;
 
 /// Handle to the writer thread.
 #[derive(Clone)]
@@ -183,12 +198,12 @@ impl Store {
 
     /// Queues changes; the receiver fires once they are committed. Call it while holding
     /// the state lock so changes reach the disk in the order they were made in memory.
-    pub fn commit(&self, ops: Vec<StoreOp>) -> oneshot::Receiver<Result<(), String>> {
+    pub fn commit(&self, ops: Vec<StoreOp>) -> CommitAck {
         let (ack_tx, ack_rx) = oneshot::channel();
         if ops.is_empty() {
             let _ = ack_tx.send(Ok(()));
         } else if let Err(mpsc::SendError((_, Some(ack)))) = self.tx.send((ops, Some(ack_tx))) {
-            let _ = ack.send(Err("store writer stopped".into()));
+            let _ = ack.send(Err(CommitError::WriterGone));
         }
         ack_rx
     }
@@ -298,7 +313,7 @@ fn writer_loop(
                 break;
             }
         }
-        let result = apply(&mut conn, &batch).map_err(|e| e.to_string());
+        let result = apply(&mut conn, &batch).map_err(|e| CommitError::Database(e.to_string()));
         for (_, ack) in batch {
             if let Some(ack) = ack {
                 let _ = ack.send(result.clone());

@@ -1,0 +1,284 @@
+//! The one dispatch of client requests: every request, status and qrun included, is
+//! checked, handled under the state lock by its domain module, and its effects applied
+//! through [`Server::apply_effects`] before the reply goes out.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use pbs_core::Pbse;
+use pbs_core::attr::ObjectKind;
+use pbs_proto::{MgrObject, Reply, ReplyBody, Request, StatusObject};
+use tokio::sync::oneshot;
+
+use crate::effects::Effects;
+use crate::error::ReqError;
+use crate::identity::Identity;
+use crate::jobs::{Ctx, StatusFilter, StatusPlan};
+use crate::server::{Applied, Server};
+use crate::state::{JobKey, State};
+
+/// How long `qrun` waits for the scheduler to place a job.
+const QRUN_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Jobs per status reply frame: keeps the state lock short and frames small.
+const STATUS_CHUNK: usize = 2000;
+
+/// What a request is answered with.
+pub enum Response {
+    /// One reply.
+    Reply(Reply),
+    /// A job status in parts, each built under a short lock as it is taken.
+    JobStatus(JobStatusParts),
+}
+
+/// What the handler under the lock leaves to the dispatch.
+pub(crate) enum Handled {
+    /// A reply, sent once the effects are carried out.
+    Apply(Reply, Effects),
+    /// A job status to list part by part.
+    JobStatus(JobStatusParts),
+    /// A qrun waiting for the scheduler's placement.
+    AskedScheduler(oneshot::Receiver<Result<(), ReqError>>),
+}
+
+/// Handles one request from `who` and gives its response.
+pub async fn dispatch(server: &Arc<Server>, who: &Identity, id: u64, request: Request) -> Response {
+    if let Err(e) = crate::size_limits::check_request(&request) {
+        return Response::Reply(Reply::error(id, e.code.0, e.message));
+    }
+    // The one point where a request may wait before the state is locked: queuejob and
+    // modifyjob hooks run here, on the request as it came, before anything is decided.
+    let nodes_changed = matches!(request, Request::Manager { object: MgrObject::Node, .. });
+    let (reply, applied) = match handle_locked(server, who, id, request) {
+        Locked::Applied(reply, applied) => (reply, applied),
+        Locked::Respond(response) => return response,
+        Locked::Wait(waiter) => {
+            let result = match tokio::time::timeout(QRUN_TIMEOUT, waiter).await {
+                Ok(Ok(result)) => result,
+                _ => Err(ReqError::new(Pbse::NOSCHEDULER)),
+            };
+            return Response::Reply(match result {
+                Ok(()) => Reply::ok(id, ReplyBody::None),
+                Err(e) => Reply::error(id, e.code.0, e.message),
+            });
+        }
+    };
+    let committed = applied.done().await;
+    if nodes_changed {
+        crate::momlink::sync(server);
+    }
+    Response::Reply(match committed {
+        Ok(()) => reply,
+        Err(e) => Reply::error(id, Pbse::SYSTEM.0, format!("{}{e}", Pbse::SYSTEM)),
+    })
+}
+
+/// Where a request stands when the state lock is released.
+enum Locked {
+    /// Its reply, once its effects are carried out.
+    Applied(Reply, Applied),
+    /// Answered already.
+    Respond(Response),
+    /// A qrun waiting for the scheduler.
+    Wait(oneshot::Receiver<Result<(), ReqError>>),
+}
+
+/// The part of a request under the state lock: checks, the handler, and the start of its
+/// effects.
+fn handle_locked(server: &Arc<Server>, who: &Identity, id: u64, request: Request) -> Locked {
+    let mut guard = crate::faults::lock(&server.state);
+    #[cfg(debug_assertions)]
+    crate::faults::test_panic(&request);
+    let state = &mut *guard;
+    let ctx = server.ctx(state, who);
+    if let Err(e) = crate::acl::check_request(state, who, ctx.privilege) {
+        return Locked::Respond(Response::Reply(crate::acl::refusal(id, &request, e)));
+    }
+    match handle(state, &ctx, id, request) {
+        Handled::Apply(reply, effects) => Locked::Applied(reply, server.apply_effects(state, effects)),
+        Handled::JobStatus(parts) => Locked::Respond(Response::JobStatus(parts)),
+        Handled::AskedScheduler(waiter) => Locked::Wait(waiter),
+    }
+}
+
+/// Handles a request under the state lock: the domain module's answer and its effects.
+pub(crate) fn handle(state: &mut State, ctx: &Ctx<'_>, id: u64, request: Request) -> Handled {
+    let fail = |e: ReqError| Handled::Apply(Reply::error(id, e.code.0, e.message), Effects::default());
+    let per_id = |(errors, effects): (Vec<pbs_proto::IdError>, Effects)| {
+        let code = errors.last().map(|e| e.code).unwrap_or(0);
+        let message = errors.last().map(|e| e.message.clone()).unwrap_or_default();
+        Handled::Apply(Reply { id, code, message, body: ReplyBody::PerId(errors), more: false }, effects)
+    };
+    let touched = touched_jobs(state, &request);
+    let handled = match request {
+        Request::QueueJob { attrs, script, destination } => {
+            match crate::jobs::queue_job(state, ctx, &attrs, script, destination.as_deref()) {
+                Ok((job_id, ops)) => {
+                    log_queued(state, ctx.who, &job_id);
+                    if let Some(key) = crate::exec::key_of(&job_id) {
+                        state.changes.jobs.insert(key, job_id.clone());
+                        state.changes.cycle = true;
+                    }
+                    Handled::Apply(Reply::ok(id, ReplyBody::JobId(job_id)), Effects::ops(ops))
+                }
+                Err(e) => fail(e),
+            }
+        }
+        Request::ModifyJob { ids, attrs } => per_id(crate::jobs::modify_jobs(state, ctx, &ids, &attrs)),
+        Request::DeleteJob { ids, force, purge_history } => {
+            per_id(crate::jobs::delete_jobs(state, ctx, &ids, force, purge_history))
+        }
+        Request::SignalJob { ids, signal } => per_id(crate::exec::signal_jobs(state, ctx, &ids, &signal)),
+        Request::RerunJob { ids, force } => per_id(crate::exec::rerun_jobs(state, ctx, &ids, force)),
+        Request::HoldJob { ids, hold_types } => per_id(crate::jobs::hold_jobs(state, ctx, &ids, &hold_types, true)),
+        Request::ReleaseJob { ids, hold_types } => per_id(crate::jobs::hold_jobs(state, ctx, &ids, &hold_types, false)),
+        Request::RunJob { id: job_id, exec_vnode } => match crate::exec::qrun(state, ctx, &job_id, exec_vnode) {
+            Ok(crate::exec::Qrun::Run(effects)) => Handled::Apply(Reply::ok(id, ReplyBody::None), effects),
+            Ok(crate::exec::Qrun::AskScheduler(full_id)) => match crate::exec::ask_scheduler(state, full_id) {
+                Ok(waiter) => Handled::AskedScheduler(waiter),
+                Err(e) => fail(e),
+            },
+            Err(e) => fail(e),
+        },
+        Request::SelectJobs { criteria, history, subjobs, arrays_only } => {
+            if let Err(e) = crate::privilege::check_criteria(state, ctx.privilege, &criteria) {
+                return fail(e);
+            }
+            let ids = crate::jobs::select_jobs(state, ctx, &criteria, history, subjobs, arrays_only);
+            Handled::Apply(Reply::ok(id, ReplyBody::Ids(ids)), Effects::default())
+        }
+        Request::StatusJob { ids, queues, attrs, history, subjobs } => {
+            let (plan, errors) = crate::jobs::status_plan(state, ctx, &ids, &queues, history, subjobs);
+            Handled::JobStatus(JobStatusParts::new(id, plan, errors, StatusFilter::new(&attrs, ctx.privilege)))
+        }
+        Request::StatusServer { attrs } => {
+            let object = crate::manager::server_status(state, ctx.privilege, &attrs);
+            status(id, Ok(vec![object]))
+        }
+        Request::StatusQueue { names, attrs } => {
+            status(id, crate::manager::named_status(state, ObjectKind::Queue, &names, ctx.privilege, &attrs))
+        }
+        Request::StatusNode { names } => status(id, crate::nodes::node_status(state, &names, ctx.privilege)),
+        Request::StatusSched { names } => {
+            status(id, crate::manager::named_status(state, ObjectKind::Sched, &names, ctx.privilege, &[]))
+        }
+        Request::StatusHook { names } => {
+            if ctx.privilege < pbs_core::Privilege::Manager {
+                return fail(ReqError::new(Pbse::PERM));
+            }
+            status(id, crate::manager::named_status(state, ObjectKind::Hook, &names, ctx.privilege, &[]))
+        }
+        Request::StatusResource { names } => status(id, crate::manager::resource_status(state, &names)),
+        Request::Manager { command, object, names, attrs } => {
+            match crate::manager::manager(state, ctx, command, object, &names, &attrs) {
+                Ok(ops) => {
+                    tracing::info!(
+                        object_type = "Server",
+                        "{:?} {:?} {} by {}",
+                        command,
+                        object,
+                        names.join(","),
+                        ctx.who.user_at_host()
+                    );
+                    Handled::Apply(Reply::ok(id, ReplyBody::None), Effects::ops(ops))
+                }
+                Err(e) => fail(e),
+            }
+        }
+    };
+    for (key, job_id) in touched {
+        state.changes.jobs.insert(key, job_id);
+        state.changes.cycle = true;
+    }
+    handled
+}
+
+fn log_queued(state: &State, who: &Identity, job_id: &str) {
+    let job = job_id.parse::<pbs_core::JobId>().ok().and_then(|parsed| state.jobs.get(&parsed.seq()));
+    tracing::info!(
+        object_type = "Job",
+        object_name = job_id,
+        "Job Queued at request of {}, owner = {}, job name = {}, queue = {}",
+        who.user_at_host(),
+        who.user_at_host(),
+        job.and_then(|j| j.get("Job_Name", None)).unwrap_or(""),
+        job.map(|j| j.queue.to_string()).unwrap_or_default()
+    );
+}
+
+/// The jobs a request names, with their full ids, so the scheduler hears of their changes.
+fn touched_jobs(state: &State, request: &Request) -> Vec<(JobKey, String)> {
+    let Some(ids) = request.per_job_ids() else { return Vec::new() };
+    ids.iter()
+        .flat_map(|id| crate::arrays::touched_by(state, id))
+        .filter_map(|key| {
+            let job = state.job(key).or_else(|| state.jobs.get(&key.seq))?;
+            let id = match key.index {
+                Some(index) => format!("{}[{index}].{}", key.seq, state.server_name),
+                None => job.id(&state.server_name),
+            };
+            Some((key, id))
+        })
+        .collect()
+}
+
+fn status(id: u64, result: Result<Vec<StatusObject>, ReqError>) -> Handled {
+    let reply = match result {
+        Ok(objects) => Reply::ok(id, ReplyBody::Status { objects, errors: Vec::new() }),
+        Err(e) => Reply::error(id, e.code.0, e.message),
+    };
+    Handled::Apply(reply, Effects::default())
+}
+
+/// A job status being listed: the plan made under the request's lock, turned into reply
+/// parts of [`STATUS_CHUNK`] jobs, each built under a lock of its own, so a big listing
+/// never holds the state for long.
+pub struct JobStatusParts {
+    id: u64,
+    keys: std::iter::Peekable<Box<dyn Iterator<Item = JobKey> + Send>>,
+    errors: Option<Vec<pbs_proto::IdError>>,
+    code: u32,
+    message: String,
+    filter: StatusFilter,
+    arrays: Option<crate::arrays::SubjobTemplate>,
+    first: bool,
+}
+
+impl JobStatusParts {
+    fn new(id: u64, plan: StatusPlan, errors: Vec<pbs_proto::IdError>, filter: StatusFilter) -> JobStatusParts {
+        let code = errors.last().map(|e| e.code).unwrap_or(0);
+        let message = errors.last().map(|e| e.message.clone()).unwrap_or_default();
+        let keys: Box<dyn Iterator<Item = JobKey> + Send> =
+            if plan.is_empty() { Box::new(std::iter::empty()) } else { Box::new(plan.into_keys()) };
+        JobStatusParts {
+            id,
+            keys: keys.peekable(),
+            errors: Some(errors),
+            code,
+            message,
+            filter,
+            arrays: None,
+            first: true,
+        }
+    }
+
+    /// The next part, `None` once the last has been given.
+    pub fn next_part(&mut self, server: &Server) -> Option<Reply> {
+        if !self.first && self.keys.peek().is_none() {
+            return None;
+        }
+        self.first = false;
+        let chunk: Vec<JobKey> = self.keys.by_ref().take(STATUS_CHUNK).collect();
+        let objects = {
+            let state = crate::faults::lock(&server.state);
+            chunk
+                .iter()
+                .filter_map(|key| crate::jobs::key_status(&state, *key, &self.filter, &mut self.arrays))
+                .collect()
+        };
+        let last = self.keys.peek().is_none();
+        let errors = if last { self.errors.take().unwrap_or_default() } else { Vec::new() };
+        let body = ReplyBody::Status { objects, errors };
+        Some(Reply { id: self.id, code: self.code, message: self.message.clone(), body, more: !last })
+    }
+}

@@ -1,0 +1,170 @@
+//! What a handled request or event leaves to do once the state has changed: store writes,
+//! frames for moms and job starts, as one [`Effects`] value; and the [`Outbox`] that hands
+//! frames to the moms' links in commit order.
+//!
+//! Handlers change the state under its lock and return effects; they never write to the
+//! store or a link themselves. `server::Server::apply_effects` is the one place effects are
+//! carried out, always in the same order: commit, notify the scheduler, send to moms, reply.
+
+use std::collections::BTreeMap;
+
+use pbs_proto::mom::{JobLaunch, ToMom};
+
+use crate::state::JobKey;
+use crate::store::StoreOp;
+
+/// Frames for moms, by node name.
+pub type MomFrames = Vec<(String, ToMom)>;
+
+/// A job start to send once its run is committed: the script is read from the store then.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Launch {
+    /// The job (its array's script for a subjob).
+    pub key: JobKey,
+    /// The node whose mom gets it.
+    pub node: String,
+    /// What to send (script filled in later for the mother superior).
+    pub launch: JobLaunch,
+}
+
+/// The effects of one request or event on the world outside the state.
+#[derive(Debug, Default, PartialEq)]
+pub struct Effects {
+    /// Store writes, committed as one unit, in this order.
+    pub ops: Vec<StoreOp>,
+    /// Frames for moms, handed to their links once `ops` are committed, in this order.
+    pub to_moms: MomFrames,
+    /// Job starts, sent after `to_moms` once `ops` are committed and the scripts read.
+    pub launches: Vec<Launch>,
+}
+
+impl Effects {
+    /// Effects that are only store writes.
+    pub fn ops(ops: Vec<StoreOp>) -> Effects {
+        Effects { ops, ..Effects::default() }
+    }
+
+    /// Appends `other`'s effects after these.
+    pub fn merge(&mut self, other: Effects) {
+        self.ops.extend(other.ops);
+        self.to_moms.extend(other.to_moms);
+        self.launches.extend(other.launches);
+    }
+
+    /// Appends frames for moms.
+    pub fn send(&mut self, frames: MomFrames) {
+        self.to_moms.extend(frames);
+    }
+
+    /// Whether there is nothing to do.
+    pub fn is_empty(&self) -> bool {
+        self.ops.is_empty() && !self.has_mom_work()
+    }
+
+    /// Whether anything goes to a mom.
+    pub fn has_mom_work(&self) -> bool {
+        !self.to_moms.is_empty() || !self.launches.is_empty()
+    }
+}
+
+impl From<Vec<StoreOp>> for Effects {
+    fn from(ops: Vec<StoreOp>) -> Effects {
+        Effects::ops(ops)
+    }
+}
+
+/// What goes to the moms once a commit is done: frames, then starts with their scripts.
+#[derive(Debug, Default)]
+pub struct Delivery {
+    /// Frames to send first.
+    pub frames: MomFrames,
+    /// Starts with their scripts filled in.
+    pub launches: Vec<Launch>,
+    /// Jobs among `launches` whose script could not be read: they must not start.
+    pub unreadable: std::collections::HashSet<JobKey>,
+}
+
+/// Puts the mom work of effects in commit order: each effects value with mom work takes a
+/// ticket when its writes are queued (under the state lock, so tickets follow commits), and
+/// its delivery goes out only after every earlier ticket's. A job's end and its `ForgetJob`
+/// therefore always reach a mom before a later start of the same job, however the tasks
+/// waiting for the commits are scheduled.
+#[derive(Debug, Default)]
+pub struct Outbox {
+    next_ticket: u64,
+    next_out: u64,
+    ready: BTreeMap<u64, Delivery>,
+}
+
+impl Outbox {
+    /// A ticket for effects whose writes were just queued.
+    pub fn ticket(&mut self) -> u64 {
+        let ticket = self.next_ticket;
+        self.next_ticket += 1;
+        ticket
+    }
+
+    /// Whether `ticket` is the next to go out (nothing before it is waiting).
+    pub fn is_next(&self, ticket: u64) -> bool {
+        ticket == self.next_out
+    }
+
+    /// Records that `ticket`'s commit is done; returns the deliveries now due, in order.
+    pub fn complete(&mut self, ticket: u64, delivery: Delivery) -> Vec<Delivery> {
+        self.ready.insert(ticket, delivery);
+        let mut due = Vec::new();
+        while let Some(delivery) = self.ready.remove(&self.next_out) {
+            due.push(delivery);
+            self.next_out += 1;
+        }
+        due
+    }
+
+    /// Tickets taken and not yet out (for tests and logs).
+    pub fn waiting(&self) -> u64 {
+        self.next_ticket - self.next_out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn forget(id: &str) -> Delivery {
+        Delivery { frames: vec![("n1".into(), ToMom::ForgetJob { job_id: id.into() })], ..Delivery::default() }
+    }
+
+    #[test]
+    fn deliveries_go_out_in_ticket_order_whatever_order_commits_are_seen() {
+        let mut outbox = Outbox::default();
+        let (a, b, c) = (outbox.ticket(), outbox.ticket(), outbox.ticket());
+        assert!(outbox.is_next(a) && !outbox.is_next(b));
+        // The tasks of b and c see their commits first: nothing may go out yet.
+        assert!(outbox.complete(c, forget("c")).is_empty());
+        assert!(outbox.complete(b, forget("b")).is_empty());
+        assert_eq!(outbox.waiting(), 3);
+        let due = outbox.complete(a, forget("a"));
+        let ids: Vec<_> = due
+            .iter()
+            .flat_map(|d| &d.frames)
+            .map(|(_, f)| match f {
+                ToMom::ForgetJob { job_id } => job_id.as_str(),
+                _ => "",
+            })
+            .collect();
+        assert_eq!(ids, ["a", "b", "c"]);
+        assert_eq!(outbox.waiting(), 0);
+    }
+
+    #[test]
+    fn effects_merge_in_order() {
+        let mut first = Effects::ops(vec![StoreOp::DeleteJob { seq: 1 }]);
+        first.send(vec![("n1".into(), ToMom::Ping)]);
+        let mut second = Effects::ops(vec![StoreOp::DeleteJob { seq: 2 }]);
+        second.send(vec![("n2".into(), ToMom::Ping)]);
+        first.merge(second);
+        assert_eq!(first.ops, vec![StoreOp::DeleteJob { seq: 1 }, StoreOp::DeleteJob { seq: 2 }]);
+        assert_eq!(first.to_moms.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(), ["n1", "n2"]);
+        assert!(first.has_mom_work() && !Effects::default().has_mom_work());
+    }
+}

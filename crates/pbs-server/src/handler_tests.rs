@@ -1,0 +1,335 @@
+//! Handler tests without sockets or SQLite: a state in memory whose mom link is a bare
+//! channel, requests through the one dispatch, and the effects they return.
+//!
+//! Each test checks what a request writes, what it sends to which mom and in which order,
+//! and that nothing reached a mom's link while the request was handled: frames go out only
+//! through `Server::apply_effects`, after the commit.
+
+use pbs_core::{JobState, Privilege};
+use pbs_proto::mom::{ToMom, Usage};
+use pbs_proto::{Attr, Reply, ReplyBody, Request};
+use tokio::sync::mpsc;
+
+use crate::dispatch::{Handled, handle};
+use crate::effects::{Delivery, Effects};
+use crate::identity::Identity;
+use crate::jobs::Ctx;
+use crate::state::{JobKey, Named, State};
+use crate::store::StoreOp;
+
+struct Fixture {
+    state: State,
+    mom: mpsc::Receiver<ToMom>,
+    now: i64,
+}
+
+fn root() -> Identity {
+    Identity::daemon("host")
+}
+
+fn alice() -> Identity {
+    Identity { user: "alice".into(), group: "users".into(), uid: 1000, host: "host".into(), daemon: false }
+}
+
+fn fixture() -> Fixture {
+    let (mut state, _) = State::from_loaded(Default::default(), "svr", "host", "/nonexistent");
+    let mut node = Named { name: "n1".into(), attrs: Default::default() };
+    crate::state::set_named(
+        &mut node.attrs,
+        pbs_core::ObjectKind::Node,
+        "resources_available.ncpus",
+        "4",
+        &mut state.interner,
+    );
+    state.nodes.push(node);
+    state.node_rt.entry("n1".into()).or_default().up = true;
+    let (tx, mom) = mpsc::channel(64);
+    state.links.moms.insert("n1".into(), tx);
+    Fixture { state, mom, now: 1000 }
+}
+
+/// The kind of each frame, with its node: enough to check what went where, in order.
+fn frames(effects: &Effects) -> Vec<(String, &'static str)> {
+    effects
+        .to_moms
+        .iter()
+        .map(|(node, frame)| {
+            let kind = match frame {
+                ToMom::RunJob { .. } => "RunJob",
+                ToMom::SignalJob { .. } => "SignalJob",
+                ToMom::KillJob { .. } => "KillJob",
+                ToMom::ForgetJob { .. } => "ForgetJob",
+                ToMom::ModifyJob { .. } => "ModifyJob",
+                ToMom::Ping => "Ping",
+            };
+            (node.clone(), kind)
+        })
+        .collect()
+}
+
+fn n1(kinds: &[&'static str]) -> Vec<(String, &'static str)> {
+    kinds.iter().map(|k| ("n1".to_string(), *k)).collect()
+}
+
+/// The kind of each store write, in order.
+fn writes(effects: &Effects) -> Vec<&'static str> {
+    effects
+        .ops
+        .iter()
+        .map(|op| match op {
+            StoreOp::PutJob { .. } => "PutJob",
+            StoreOp::PutSubjob { .. } => "PutSubjob",
+            StoreOp::DeleteSubjob { .. } => "DeleteSubjob",
+            StoreOp::DeleteJob { .. } => "DeleteJob",
+            StoreOp::PutObject { .. } => "PutObject",
+            StoreOp::DeleteObject { .. } => "DeleteObject",
+            StoreOp::SetMeta { .. } => "SetMeta",
+        })
+        .collect()
+}
+
+impl Fixture {
+    /// One request through the dispatch's handler, as `who`.
+    fn request(&mut self, who: &Identity, request: Request) -> (Reply, Effects) {
+        let privilege =
+            who.privilege(self.state.server_attr("managers", None), self.state.server_attr("operators", None));
+        let ctx = Ctx { who, privilege, now: self.now };
+        let handled = handle(&mut self.state, &ctx, 1, request);
+        assert!(self.mom.try_recv().is_err(), "a frame reached a mom's link while the request was handled");
+        match handled {
+            Handled::Apply(reply, effects) => (reply, effects),
+            _ => panic!("expected a reply with effects"),
+        }
+    }
+
+    fn submit(&mut self, who: &Identity, attrs: &[(&str, &str)]) -> String {
+        let attrs = attrs.iter().map(|(n, v)| Attr::new(*n, *v)).collect();
+        let (reply, _) = self.request(who, Request::QueueJob { attrs, script: "true\n".into(), destination: None });
+        match reply.body {
+            ReplyBody::JobId(id) => id,
+            other => panic!("no job id: code {} {other:?}", reply.code),
+        }
+    }
+
+    /// A job submitted by alice, run on n1 with `qrun -H`, and confirmed started.
+    fn running_job(&mut self) -> (JobKey, String) {
+        let id = self.submit(&alice(), &[]);
+        let (reply, effects) = self.request(&root(), Request::RunJob { id: id.clone(), exec_vnode: Some("n1".into()) });
+        assert_eq!(reply.code, 0, "{reply:?}");
+        assert_eq!(effects.launches.len(), 1);
+        let ops = crate::exec::job_started(&mut self.state, "n1", &id, 42);
+        assert_eq!(writes(&Effects::ops(ops)), ["PutJob"]);
+        (crate::exec::key_of(&id).unwrap_or(JobKey::job(u64::MAX)), id)
+    }
+
+    fn job_state(&self, key: JobKey) -> Option<JobState> {
+        self.state.job(key).map(|j| j.state)
+    }
+
+    fn nothing_sent(&mut self) {
+        assert!(self.mom.try_recv().is_err(), "a frame reached a mom's link before its commit");
+    }
+}
+
+fn ids(ids: &[&str]) -> Vec<String> {
+    ids.iter().map(|s| s.to_string()).collect()
+}
+
+#[test]
+fn a_submission_writes_the_job_and_tells_the_scheduler() {
+    let mut f = fixture();
+    let (reply, effects) = f.request(
+        &alice(),
+        Request::QueueJob {
+            attrs: vec![Attr::new("Job_Name", "first")],
+            script: "echo hi\n".into(),
+            destination: None,
+        },
+    );
+    assert_eq!(reply.body, ReplyBody::JobId("0.svr".into()));
+    // The job with its script, then the id reservation.
+    assert_eq!(writes(&effects), ["PutJob", "SetMeta"]);
+    assert!(matches!(&effects.ops[0], StoreOp::PutJob { seq: 0, script: Some(s), .. } if s == "echo hi\n"));
+    assert!(!effects.has_mom_work());
+    assert!(f.state.changes.jobs.contains_key(&JobKey::job(0)) && f.state.changes.cycle);
+}
+
+#[test]
+fn an_alter_writes_the_job_and_a_running_job_hears_its_new_limits_after() {
+    let mut f = fixture();
+    let id = f.submit(&alice(), &[("Resource_List.walltime", "01:00:00")]);
+    let (reply, effects) =
+        f.request(&alice(), Request::ModifyJob { ids: ids(&[&id]), attrs: vec![Attr::new("Job_Name", "renamed")] });
+    assert_eq!(reply.code, 0);
+    assert_eq!(writes(&effects), ["PutJob"]);
+    assert!(!effects.has_mom_work());
+
+    let (_, running) = f.running_job();
+    let (reply, effects) = f.request(
+        &alice(),
+        Request::ModifyJob { ids: ids(&[&running]), attrs: vec![Attr::new("Resource_List.walltime", "00:30:00")] },
+    );
+    assert_eq!(reply.code, 0, "{reply:?}");
+    assert_eq!(writes(&effects), ["PutJob"]);
+    assert_eq!(frames(&effects), n1(&["ModifyJob"]));
+    f.nothing_sent();
+}
+
+#[test]
+fn hold_and_release_write_the_job_and_send_nothing() {
+    let mut f = fixture();
+    let id = f.submit(&alice(), &[]);
+    let key = crate::exec::key_of(&id).unwrap_or(JobKey::job(u64::MAX));
+    let (reply, effects) = f.request(&alice(), Request::HoldJob { ids: ids(&[&id]), hold_types: "u".into() });
+    assert_eq!(reply.code, 0);
+    assert_eq!((writes(&effects), f.job_state(key)), (vec!["PutJob"], Some(JobState::Held)));
+    let (_, effects) = f.request(&alice(), Request::ReleaseJob { ids: ids(&[&id]), hold_types: "u".into() });
+    assert_eq!((writes(&effects), f.job_state(key)), (vec!["PutJob"], Some(JobState::Queued)));
+    assert!(!effects.has_mom_work());
+}
+
+#[test]
+fn a_run_writes_the_job_first_and_leaves_its_start_for_after_the_commit() {
+    let mut f = fixture();
+    let id = f.submit(&alice(), &[]);
+    let (reply, effects) = f.request(&root(), Request::RunJob { id: id.clone(), exec_vnode: Some("n1".into()) });
+    assert_eq!(reply.code, 0);
+    assert_eq!(writes(&effects), ["PutJob"]);
+    assert!(effects.to_moms.is_empty());
+    assert_eq!(effects.launches.iter().map(|l| l.node.as_str()).collect::<Vec<_>>(), ["n1"]);
+    assert_eq!(effects.launches[0].launch.job_id, id);
+    // Only operators and managers may run a job.
+    let other = f.submit(&alice(), &[]);
+    let (reply, effects) = f.request(&alice(), Request::RunJob { id: other, exec_vnode: None });
+    assert_eq!((reply.code, effects.is_empty()), (pbs_core::Pbse::PERM.0, true));
+}
+
+#[test]
+fn an_end_writes_the_job_then_tells_the_mom_to_forget_it() {
+    let mut f = fixture();
+    let (key, id) = f.running_job();
+    let effects = crate::exec::job_ended(&mut f.state, "n1", &id, 0, &Usage::default(), f.now);
+    assert_eq!(writes(&effects), ["DeleteJob"]);
+    assert_eq!(frames(&effects), n1(&["ForgetJob"]));
+    assert_eq!(f.job_state(key), None);
+    f.nothing_sent();
+}
+
+#[test]
+fn a_delete_of_a_running_job_asks_its_mom_to_kill_it() {
+    let mut f = fixture();
+    let (key, id) = f.running_job();
+    let (reply, effects) =
+        f.request(&alice(), Request::DeleteJob { ids: ids(&[&id]), force: false, purge_history: false });
+    assert_eq!(reply.code, 0);
+    assert_eq!(writes(&effects), ["PutJob"]);
+    assert_eq!(frames(&effects), n1(&["KillJob"]));
+    assert_eq!(f.job_state(key), Some(JobState::Exiting));
+    // Someone else's job: refused, with nothing to do.
+    let bob = Identity { user: "bob".into(), uid: 1001, ..alice() };
+    let (reply, effects) = f.request(&bob, Request::DeleteJob { ids: ids(&[&id]), force: false, purge_history: false });
+    assert_eq!((reply.code, effects.is_empty()), (pbs_core::Pbse::PERM.0, true));
+}
+
+/// `qdel -W force`: the mom hears to forget the job only with the effects, which go out
+/// after the commit. The handler used to hand the ForgetJob to the link itself.
+#[test]
+fn a_forced_delete_forgets_the_job_only_after_its_end_is_committed() {
+    let mut f = fixture();
+    let (key, id) = f.running_job();
+    let (reply, effects) =
+        f.request(&alice(), Request::DeleteJob { ids: ids(&[&id]), force: true, purge_history: false });
+    assert_eq!(reply.code, 0);
+    assert_eq!(writes(&effects), ["DeleteJob"]);
+    assert_eq!(frames(&effects), n1(&["ForgetJob"]));
+    assert_eq!(f.job_state(key), None);
+}
+
+/// A job deleted after its run was decided but before its start went out: when the run's
+/// commit is done, the start is not sent and the job ends; the mom hears to forget it
+/// only with the effects of that end.
+#[test]
+fn a_delete_before_the_launch_ends_the_job_and_forgets_it_after_the_commit() {
+    let mut f = fixture();
+    let id = f.submit(&alice(), &[]);
+    let key = crate::exec::key_of(&id).unwrap_or(JobKey::job(u64::MAX));
+    let (_, run) = f.request(&root(), Request::RunJob { id: id.clone(), exec_vnode: Some("n1".into()) });
+    let (_, delete) = f.request(&alice(), Request::DeleteJob { ids: ids(&[&id]), force: false, purge_history: false });
+    assert_eq!(frames(&delete), n1(&["KillJob"]));
+    // The run's commit is done: its delivery comes due.
+    let delivery = Delivery { launches: run.launches, ..Delivery::default() };
+    let (now, follow) = crate::exec::committed_delivery(&mut f.state, delivery, f.now);
+    assert!(now.is_empty(), "a start went out for a deleted job: {now:?}");
+    assert_eq!(writes(&follow), ["DeleteJob"]);
+    assert_eq!(frames(&follow), n1(&["ForgetJob"]));
+    assert_eq!(f.job_state(key), None);
+    f.nothing_sent();
+}
+
+#[test]
+fn a_rerun_kills_the_job_and_its_end_requeues_it_then_forgets_it() {
+    let mut f = fixture();
+    let (key, id) = f.running_job();
+    let (reply, effects) = f.request(&root(), Request::RerunJob { ids: ids(&[&id]), force: false });
+    assert_eq!(reply.code, 0);
+    assert_eq!(writes(&effects), ["PutJob"]);
+    assert_eq!(frames(&effects), n1(&["KillJob"]));
+    let effects = crate::exec::job_ended(&mut f.state, "n1", &id, 271, &Usage::default(), f.now);
+    assert_eq!(writes(&effects), ["PutJob"]);
+    assert_eq!(frames(&effects), n1(&["ForgetJob"]));
+    assert_eq!(f.job_state(key), Some(JobState::Queued));
+    f.nothing_sent();
+}
+
+#[test]
+fn suspend_and_resume_write_the_job_then_signal_its_mom() {
+    let mut f = fixture();
+    let (key, id) = f.running_job();
+    let (reply, effects) = f.request(&root(), Request::SignalJob { ids: ids(&[&id]), signal: "suspend".into() });
+    assert_eq!(reply.code, 0);
+    assert_eq!((writes(&effects), frames(&effects)), (vec!["PutJob"], n1(&["SignalJob"])));
+    assert_eq!(f.job_state(key), Some(JobState::Suspended));
+    let (_, effects) = f.request(&root(), Request::SignalJob { ids: ids(&[&id]), signal: "resume".into() });
+    assert_eq!((writes(&effects), frames(&effects)), (vec!["PutJob"], n1(&["SignalJob"])));
+    assert_eq!(f.job_state(key), Some(JobState::Running));
+    // Only operators and managers suspend.
+    let (reply, effects) = f.request(&alice(), Request::SignalJob { ids: ids(&[&id]), signal: "suspend".into() });
+    assert_eq!((reply.code, effects.is_empty()), (pbs_core::Pbse::PERM.0, true));
+}
+
+/// A node down past `node_fail_requeue`: its jobs are requeued, and its mom hears to
+/// forget them only with the effects. The node watch used to send the ForgetJob first.
+#[test]
+fn a_node_down_too_long_requeues_its_jobs_and_forgets_them_after_the_commit() {
+    let mut f = fixture();
+    let (key, _) = f.running_job();
+    let rt = f.state.node_rt.entry("n1".into()).or_default();
+    rt.up = false;
+    rt.down_since = Some(f.now);
+    assert!(crate::exec::requeue_from_failed_nodes(&mut f.state, f.now + 309).is_empty());
+    let effects = crate::exec::requeue_from_failed_nodes(&mut f.state, f.now + 310);
+    assert_eq!(writes(&effects), ["PutJob"]);
+    assert_eq!(frames(&effects), n1(&["ForgetJob"]));
+    assert_eq!(f.job_state(key), Some(JobState::Queued));
+    f.nothing_sent();
+}
+
+#[test]
+fn requests_that_change_nothing_have_no_effects() {
+    let mut f = fixture();
+    f.submit(&alice(), &[]);
+    for request in [
+        Request::StatusServer { attrs: Vec::new() },
+        Request::StatusNode { names: Vec::new() },
+        Request::SelectJobs { criteria: Vec::new(), history: false, subjobs: false, arrays_only: false },
+    ] {
+        let (reply, effects) = f.request(&alice(), request);
+        assert_eq!((reply.code, effects.is_empty()), (0, true), "{reply:?}");
+    }
+    // A status is listed part by part after the lock, through the same dispatch.
+    let who = alice();
+    let ctx = Ctx { who: &who, privilege: Privilege::User, now: f.now };
+    let status =
+        Request::StatusJob { ids: Vec::new(), queues: Vec::new(), attrs: Vec::new(), history: false, subjobs: false };
+    assert!(matches!(handle(&mut f.state, &ctx, 1, status), Handled::JobStatus(_)));
+}

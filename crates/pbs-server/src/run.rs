@@ -1,0 +1,147 @@
+//! Serving: binding the sockets, the accept loops, the periodic work (history purges and
+//! requeuing the jobs of failed nodes), and the orderly stop.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::os::unix::fs::PermissionsExt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::{TcpListener, UnixListener};
+
+use crate::effects::Effects;
+use crate::server::{Server, ServerConfig, ServerError, io_err};
+
+/// The server's listening sockets.
+pub struct Listeners {
+    /// Local commands.
+    pub unix: UnixListener,
+    /// Daemons (and nothing else without the cluster key).
+    pub tcp: Option<TcpListener>,
+}
+
+/// Binds the Unix socket (world-connectable: the kernel tells us who connects) and the TCP
+/// port. A stale socket file from a previous run is replaced.
+pub async fn bind(config: &ServerConfig, tcp_addr: Option<SocketAddr>) -> Result<Listeners, ServerError> {
+    let _ = std::fs::remove_file(&config.socket_path);
+    let unix =
+        UnixListener::bind(&config.socket_path).map_err(io_err(format!("binding {}", config.socket_path.display())))?;
+    std::fs::set_permissions(&config.socket_path, std::fs::Permissions::from_mode(0o666))
+        .map_err(io_err("setting socket permissions"))?;
+    let tcp = match tcp_addr {
+        Some(addr) => Some(TcpListener::bind(addr).await.map_err(io_err(format!("binding {addr}")))?),
+        None => None,
+    };
+    Ok(Listeners { unix, tcp })
+}
+
+/// A panicked accept loop takes the server down as a panic, as it did when the loops ran
+/// on the thread that called [`run`], so a supervisor sees a failure, not a clean stop.
+fn resume_if_panicked(ended: Result<(), tokio::task::JoinError>) {
+    if let Err(e) = ended
+        && e.is_panic()
+    {
+        std::panic::resume_unwind(e.into_panic());
+    }
+}
+
+/// Serves until `shutdown` completes, then stops accepting and gives open connections a
+/// moment to finish their current request.
+pub async fn run(server: Arc<Server>, listeners: Listeners, shutdown: impl Future<Output = ()>) {
+    crate::admission::raise_fd_limit();
+    let admission = Arc::new(crate::admission::Admission::new());
+    let housekeeping = tokio::spawn(housekeeping(server.clone()));
+    let node_watch = tokio::spawn(node_watch(server.clone()));
+    crate::momlink::sync(&server);
+    // The accept loops run as tasks on the worker threads, not on the thread that called
+    // `run` (`block_on`): a connection's task then starts on the worker that accepted it,
+    // instead of each connection waking that thread and then a worker. They accept
+    // whatever comes and let `admission` serve or refuse it, so a full pool never leaves
+    // root waiting in the backlog behind another user's connections.
+    let unix_loop = {
+        let server = server.clone();
+        let admission = admission.clone();
+        tokio::spawn(async move {
+            loop {
+                match listeners.unix.accept().await {
+                    Ok((stream, _)) => admission.accept_unix(&server, stream),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "Accept failed on the local socket");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                }
+            }
+        })
+    };
+    let tcp_loop = {
+        let server = server.clone();
+        let admission = admission.clone();
+        let tcp = listeners.tcp;
+        tokio::spawn(async move {
+            let Some(tcp) = tcp else {
+                std::future::pending::<()>().await;
+                return;
+            };
+            loop {
+                match tcp.accept().await {
+                    Ok((stream, addr)) => admission.accept_tcp(&server, stream, addr),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "Accept failed on the TCP port");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                }
+            }
+        })
+    };
+    let (mut unix_loop, mut tcp_loop) = (unix_loop, tcp_loop);
+    tokio::select! {
+        ended = &mut unix_loop => resume_if_panicked(ended),
+        ended = &mut tcp_loop => resume_if_panicked(ended),
+        _ = shutdown => {}
+    }
+    // Stop accepting: once a loop's task is gone its listener is closed.
+    unix_loop.abort();
+    tcp_loop.abort();
+    let _ = unix_loop.await;
+    let _ = tcp_loop.await;
+    housekeeping.abort();
+    node_watch.abort();
+    crate::momlink::stop_all(&server);
+    // Let connections that are mid-request get their reply out.
+    admission.drain(Duration::from_secs(2)).await;
+    let exact = server.state.lock().map(|mut state| state.exact_seq_op());
+    if let Ok(op) = exact {
+        let _ = server.store.commit(vec![op]).await;
+    }
+    tracing::info!("Server shut down");
+}
+
+/// Periodic work: purging job history past `job_history_duration`.
+async fn housekeeping(server: Arc<Server>) {
+    let mut tick = tokio::time::interval(Duration::from_secs(30));
+    loop {
+        tick.tick().await;
+        let mut state = crate::faults::lock(&server.state);
+        let ops = crate::jobs::purge_history(&mut state, chrono::Utc::now().timestamp());
+        if !ops.is_empty() {
+            tracing::info!(n_jobs = ops.len(), "Purged expired job history");
+            // Nobody waits for a purge.
+            let _ = server.apply_effects(&mut state, Effects::ops(ops));
+        }
+    }
+}
+
+/// Every second: jobs on nodes that have been down longer than `node_fail_requeue`
+/// seconds are requeued (or finished if not rerunnable), as OpenPBS does; 0 disables it.
+async fn node_watch(server: Arc<Server>) {
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        tick.tick().await;
+        let mut state = crate::faults::lock(&server.state);
+        let effects = crate::exec::requeue_from_failed_nodes(&mut state, chrono::Utc::now().timestamp());
+        if !effects.is_empty() {
+            // Nobody waits for these: the moms hear once the requeues are on disk.
+            let _ = server.apply_effects(&mut state, effects);
+        }
+    }
+}
