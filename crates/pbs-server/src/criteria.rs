@@ -31,7 +31,7 @@ impl Value {
         }
     }
 
-    /// [`crate::jobs::compare_values`] of a job's value against this one.
+    /// [`crate::request::attrs::compare_values`] of a job's value against this one.
     fn compare(&self, a: &str) -> Option<Ordering> {
         if let (Ok(x), Some(y)) = (a.parse::<i64>(), self.long) {
             return Some(x.cmp(&y));
@@ -149,7 +149,7 @@ mod tests {
         let samples = ["1", "-3", "2.5", "1e3", "00:10:00", "600", "1gb", "1024mb", "abc", "", "NaN", "10:00"];
         for a in samples {
             for b in samples {
-                assert_eq!(Value::new(b).compare(a), crate::jobs::compare_values(a, b), "{a} vs {b}");
+                assert_eq!(Value::new(b).compare(a), crate::request::attrs::compare_values(a, b), "{a} vs {b}");
             }
         }
     }

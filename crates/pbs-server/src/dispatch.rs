@@ -7,15 +7,18 @@ use std::time::Duration;
 
 use pbs_core::Pbse;
 use pbs_core::attr::ObjectKind;
-use pbs_proto::{MgrObject, Reply, ReplyBody, Request, StatusObject};
+use pbs_proto::{Reply, ReplyBody, Request, StatusObject};
 use tokio::sync::oneshot;
 
 use crate::effects::Effects;
 use crate::error::ReqError;
 use crate::identity::Identity;
-use crate::jobs::{Ctx, StatusFilter, StatusPlan};
+use crate::job::status::StatusPlan;
+use crate::jobkey::JobKey;
+use crate::request::Ctx;
+use crate::request::filter::StatusFilter;
 use crate::server::{Applied, Server};
-use crate::state::{JobKey, State};
+use crate::state::State;
 
 /// How long `qrun` waits for the scheduler to place a job.
 const QRUN_TIMEOUT: Duration = Duration::from_secs(60);
@@ -48,7 +51,6 @@ pub async fn dispatch(server: &Arc<Server>, who: &Identity, id: u64, request: Re
     }
     // The one point where a request may wait before the state is locked: queuejob and
     // modifyjob hooks run here, on the request as it came, before anything is decided.
-    let nodes_changed = matches!(request, Request::Manager { object: MgrObject::Node, .. });
     let (reply, applied) = match handle_locked(server, who, id, request) {
         Locked::Applied(reply, applied) => (reply, applied),
         Locked::Respond(response) => return response,
@@ -64,9 +66,6 @@ pub async fn dispatch(server: &Arc<Server>, who: &Identity, id: u64, request: Re
         }
     };
     let committed = applied.done().await;
-    if nodes_changed {
-        crate::momlink::sync(server);
-    }
     Response::Reply(match committed {
         Ok(()) => reply,
         Err(e) => Reply::error(id, Pbse::SYSTEM.0, format!("{}{e}", Pbse::SYSTEM)),
@@ -86,9 +85,9 @@ enum Locked {
 /// The part of a request under the state lock: checks, the handler, and the start of its
 /// effects.
 fn handle_locked(server: &Arc<Server>, who: &Identity, id: u64, request: Request) -> Locked {
-    let mut guard = crate::faults::lock(&server.state);
+    let mut guard = crate::server::lock(&server.state);
     #[cfg(debug_assertions)]
-    crate::faults::test_panic(&request);
+    crate::dispatch::test_panic(&request);
     let state = &mut *guard;
     let ctx = server.ctx(state, who);
     if let Err(e) = crate::acl::check_request(state, who, ctx.privilege) {
@@ -112,10 +111,10 @@ pub(crate) fn handle(state: &mut State, ctx: &Ctx<'_>, id: u64, request: Request
     let touched = touched_jobs(state, &request);
     let handled = match request {
         Request::QueueJob { attrs, script, destination } => {
-            match crate::jobs::queue_job(state, ctx, &attrs, script, destination.as_deref()) {
+            match crate::job::submit::queue_job(state, ctx, &attrs, script, destination.as_deref()) {
                 Ok((job_id, ops)) => {
                     log_queued(state, ctx.who, &job_id);
-                    if let Some(key) = crate::exec::key_of(&job_id) {
+                    if let Some(key) = crate::jobkey::key_of(&job_id) {
                         state.changes.jobs.insert(key, job_id.clone());
                         state.changes.cycle = true;
                     }
@@ -124,53 +123,59 @@ pub(crate) fn handle(state: &mut State, ctx: &Ctx<'_>, id: u64, request: Request
                 Err(e) => fail(e),
             }
         }
-        Request::ModifyJob { ids, attrs } => per_id(crate::jobs::modify_jobs(state, ctx, &ids, &attrs)),
+        Request::ModifyJob { ids, attrs } => per_id(crate::job::modify::modify_jobs(state, ctx, &ids, &attrs)),
         Request::DeleteJob { ids, force, purge_history } => {
-            per_id(crate::jobs::delete_jobs(state, ctx, &ids, force, purge_history))
+            per_id(crate::job::delete::delete_jobs(state, ctx, &ids, force, purge_history))
         }
-        Request::SignalJob { ids, signal } => per_id(crate::exec::signal_jobs(state, ctx, &ids, &signal)),
-        Request::RerunJob { ids, force } => per_id(crate::exec::rerun_jobs(state, ctx, &ids, force)),
-        Request::HoldJob { ids, hold_types } => per_id(crate::jobs::hold_jobs(state, ctx, &ids, &hold_types, true)),
-        Request::ReleaseJob { ids, hold_types } => per_id(crate::jobs::hold_jobs(state, ctx, &ids, &hold_types, false)),
-        Request::RunJob { id: job_id, exec_vnode } => match crate::exec::qrun(state, ctx, &job_id, exec_vnode) {
-            Ok(crate::exec::Qrun::Run(effects)) => Handled::Apply(Reply::ok(id, ReplyBody::None), effects),
-            Ok(crate::exec::Qrun::AskScheduler(full_id)) => match crate::exec::ask_scheduler(state, full_id) {
-                Ok(waiter) => Handled::AskedScheduler(waiter),
-                Err(e) => fail(e),
-            },
+        Request::SignalJob { ids, signal } => per_id(crate::job::run::signal_jobs(state, ctx, &ids, &signal)),
+        Request::RerunJob { ids, force } => per_id(crate::job::run::rerun_jobs(state, ctx, &ids, force)),
+        Request::HoldJob { ids, hold_types } => {
+            per_id(crate::job::modify::hold_jobs(state, ctx, &ids, &hold_types, true))
+        }
+        Request::ReleaseJob { ids, hold_types } => {
+            per_id(crate::job::modify::hold_jobs(state, ctx, &ids, &hold_types, false))
+        }
+        Request::RunJob { id: job_id, exec_vnode } => match crate::job::run::qrun(state, ctx, &job_id, exec_vnode) {
+            Ok(crate::job::run::Qrun::Run(effects)) => Handled::Apply(Reply::ok(id, ReplyBody::None), effects),
+            Ok(crate::job::run::Qrun::AskScheduler(full_id)) => {
+                match crate::sched_view::ask_scheduler(state, full_id) {
+                    Ok(waiter) => Handled::AskedScheduler(waiter),
+                    Err(e) => fail(e),
+                }
+            }
             Err(e) => fail(e),
         },
         Request::SelectJobs { criteria, history, subjobs, arrays_only } => {
             if let Err(e) = crate::privilege::check_criteria(state, ctx.privilege, &criteria) {
                 return fail(e);
             }
-            let ids = crate::jobs::select_jobs(state, ctx, &criteria, history, subjobs, arrays_only);
+            let ids = crate::job::status::select_jobs(state, ctx, &criteria, history, subjobs, arrays_only);
             Handled::Apply(Reply::ok(id, ReplyBody::Ids(ids)), Effects::default())
         }
         Request::StatusJob { ids, queues, attrs, history, subjobs } => {
-            let (plan, errors) = crate::jobs::status_plan(state, ctx, &ids, &queues, history, subjobs);
+            let (plan, errors) = crate::job::status::status_plan(state, ctx, &ids, &queues, history, subjobs);
             Handled::JobStatus(JobStatusParts::new(id, plan, errors, StatusFilter::new(&attrs, ctx.privilege)))
         }
         Request::StatusServer { attrs } => {
-            let object = crate::manager::server_status(state, ctx.privilege, &attrs);
+            let object = crate::objects::server_status(state, ctx.privilege, &attrs);
             status(id, Ok(vec![object]))
         }
         Request::StatusQueue { names, attrs } => {
-            status(id, crate::manager::named_status(state, ObjectKind::Queue, &names, ctx.privilege, &attrs))
+            status(id, crate::objects::named_status(state, ObjectKind::Queue, &names, ctx.privilege, &attrs))
         }
-        Request::StatusNode { names } => status(id, crate::nodes::node_status(state, &names, ctx.privilege)),
+        Request::StatusNode { names } => status(id, crate::node::node_status(state, &names, ctx.privilege)),
         Request::StatusSched { names } => {
-            status(id, crate::manager::named_status(state, ObjectKind::Sched, &names, ctx.privilege, &[]))
+            status(id, crate::objects::named_status(state, ObjectKind::Sched, &names, ctx.privilege, &[]))
         }
         Request::StatusHook { names } => {
             if ctx.privilege < pbs_core::Privilege::Manager {
                 return fail(ReqError::new(Pbse::PERM));
             }
-            status(id, crate::manager::named_status(state, ObjectKind::Hook, &names, ctx.privilege, &[]))
+            status(id, crate::objects::named_status(state, ObjectKind::Hook, &names, ctx.privilege, &[]))
         }
-        Request::StatusResource { names } => status(id, crate::manager::resource_status(state, &names)),
+        Request::StatusResource { names } => status(id, crate::objects::resource_status(state, &names)),
         Request::Manager { command, object, names, attrs } => {
-            match crate::manager::manager(state, ctx, command, object, &names, &attrs) {
+            match crate::objects::manager(state, ctx, command, object, &names, &attrs) {
                 Ok(ops) => {
                     tracing::info!(
                         object_type = "Server",
@@ -210,7 +215,7 @@ fn log_queued(state: &State, who: &Identity, job_id: &str) {
 fn touched_jobs(state: &State, request: &Request) -> Vec<(JobKey, String)> {
     let Some(ids) = request.per_job_ids() else { return Vec::new() };
     ids.iter()
-        .flat_map(|id| crate::arrays::touched_by(state, id))
+        .flat_map(|id| crate::request::ids::touched_by(state, id))
         .filter_map(|key| {
             let job = state.job(key).or_else(|| state.jobs.get(&key.seq))?;
             let id = match key.index {
@@ -240,7 +245,7 @@ pub struct JobStatusParts {
     code: u32,
     message: String,
     filter: StatusFilter,
-    arrays: Option<crate::arrays::SubjobTemplate>,
+    arrays: Option<crate::job::array::SubjobTemplate>,
     first: bool,
 }
 
@@ -270,15 +275,37 @@ impl JobStatusParts {
         self.first = false;
         let chunk: Vec<JobKey> = self.keys.by_ref().take(STATUS_CHUNK).collect();
         let objects = {
-            let state = crate::faults::lock(&server.state);
+            let state = crate::server::lock(&server.state);
             chunk
                 .iter()
-                .filter_map(|key| crate::jobs::key_status(&state, *key, &self.filter, &mut self.arrays))
+                .filter_map(|key| crate::job::status::key_status(&state, *key, &self.filter, &mut self.arrays))
                 .collect()
         };
         let last = self.keys.peek().is_none();
         let errors = if last { self.errors.take().unwrap_or_default() } else { Vec::new() };
         let body = ReplyBody::Status { objects, errors };
         Some(Reply { id: self.id, code: self.code, message: self.message.clone(), body, more: !last })
+    }
+}
+
+/// The job name that makes a debug build panic under the state lock (see [`test_panic`]).
+#[cfg(debug_assertions)]
+const TEST_PANIC_JOB_NAME: &str = "PBS_TEST_PANIC_UNDER_STATE_LOCK";
+
+/// Debug builds started with `PBS_TEST_PANIC_TRIGGER` in their environment only (the
+/// end-to-end harness sets it; release builds have no such request): a submission named
+/// [`TEST_PANIC_JOB_NAME`] panics while the caller holds the state lock, as a bug in a
+/// request handler would. No honest request can do that, and the test must see what a
+/// panic there does to the server.
+#[cfg(debug_assertions)]
+pub(crate) fn test_panic(request: &Request) {
+    static ARMED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    if !*ARMED.get_or_init(|| std::env::var_os("PBS_TEST_PANIC_TRIGGER").is_some()) {
+        return;
+    }
+    if let Request::QueueJob { attrs, .. } = request {
+        if attrs.iter().any(|a| a.0 == "Job_Name" && a.1 == TEST_PANIC_JOB_NAME) {
+            panic!("{TEST_PANIC_JOB_NAME}: a panic under the state lock, on request");
+        }
     }
 }

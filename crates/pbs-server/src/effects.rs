@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use pbs_proto::mom::{JobLaunch, ToMom};
 
-use crate::state::JobKey;
+use crate::jobkey::JobKey;
 use crate::store::StoreOp;
 
 /// Frames for moms, by node name.

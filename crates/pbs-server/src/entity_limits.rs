@@ -24,102 +24,18 @@ use pbs_proto::MgrOp;
 
 use crate::attrlist::AttrList;
 use crate::error::ReqError;
-use crate::jobs::Ctx;
+use crate::request::Ctx;
+use crate::state::entity_usage::{Config, Contribution, Family, Scope, ScopeLimits, Tracker, Usage};
 use crate::state::{Job, State};
 
 /// Count limits, by attribute name.
 const COUNT_ATTRS: [&str; 3] = ["max_queued", "queued_jobs_threshold", "max_run"];
+
 /// Resource limits, by attribute name (each per resource: `max_queued_res.ncpus`).
 const RESOURCE_ATTRS: [&str; 2] = ["max_queued_res", "queued_jobs_threshold_res"];
 
-/// Limits and usage; lives in `State`.
-#[derive(Default)]
-pub struct Tracker {
-    /// `config` and `usage` match the current limits and jobs.
-    built: bool,
-    /// `None` while no limit is set anywhere: nothing is counted then.
-    config: Option<Config>,
-    /// What each job (by sequence number) was last counted as.
-    contrib: HashMap<u64, Contribution>,
-    /// By scope and entity kind, then entity name (looked up without allocating).
-    usage: HashMap<Scope, HashMap<Box<str>, Usage>>,
-}
-
-/// The limits of the server and of each queue.
-struct Config {
-    /// Resources some limit names; amounts are kept in this order.
-    resources: Vec<String>,
-    server: ScopeLimits,
-    queues: HashMap<String, ScopeLimits>,
-}
-
-#[derive(Default)]
-struct ScopeLimits {
-    max: Option<Limits<u64>>,
-    queued: Option<Limits<u64>>,
-    /// (index in `Config::resources`, limits).
-    max_res: Vec<(usize, Limits<f64>)>,
-    queued_res: Vec<(usize, Limits<f64>)>,
-}
-
-impl ScopeLimits {
-    fn is_empty(&self) -> bool {
-        self.max.is_none() && self.queued.is_none() && self.max_res.is_empty() && self.queued_res.is_empty()
-    }
-}
-
-/// What one job (an array with all its subjobs) counts for.
-#[derive(Clone, Debug, PartialEq)]
-struct Contribution {
-    queue: Arc<str>,
-    user: Box<str>,
-    group: Box<str>,
-    project: Box<str>,
-    /// Jobs for `max_queued`.
-    max: u64,
-    /// Jobs for `queued_jobs_threshold`.
-    queued: u64,
-    /// Per job, the amount of each resource of `Config::resources`.
-    amounts: Vec<f64>,
-}
-
-impl Contribution {
-    fn names(&self) -> [(EntityKind, &str); 4] {
-        [
-            (EntityKind::Overall, entlim::ALL),
-            (EntityKind::User, &self.user),
-            (EntityKind::Group, &self.group),
-            (EntityKind::Project, &self.project),
-        ]
-    }
-
-    /// Whether this contribution is counted under `scope` for this entity.
-    fn counts_under(&self, scope: &Scope, name: &str) -> bool {
-        let queue_ok = scope.0.as_deref().is_none_or(|q| q == &*self.queue);
-        queue_ok && self.names().iter().any(|(kind, n)| *kind == scope.1 && *n == name)
-    }
-}
-
-/// (queue, or `None` for the server; entity kind).
-type Scope = (Option<Arc<str>>, EntityKind);
-
-#[derive(Clone, Debug, Default, PartialEq)]
-struct Usage {
-    max: u64,
-    queued: u64,
-    max_res: Vec<f64>,
-    queued_res: Vec<f64>,
-}
-
-/// Which of the two families a limit belongs to.
-#[derive(Clone, Copy, PartialEq)]
-enum Family {
-    Max,
-    Queued,
-}
-
 /// A resource amount as a number for sums and comparisons: bytes, seconds, or the value.
-fn amount(rtype: ResourceType, text: &str) -> Option<f64> {
+pub(crate) fn amount(rtype: ResourceType, text: &str) -> Option<f64> {
     match rtype {
         ResourceType::Size => text.parse::<Size>().ok().map(|s| s.to_bytes() as f64),
         ResourceType::Duration => text.parse::<Duration>().ok().map(|d| d.as_secs() as f64),
@@ -230,12 +146,12 @@ fn read_config(state: &State) -> Option<Config> {
 /// How many jobs an array counts for: its queued subjobs, and those started but not
 /// finished.
 fn array_counts(state: &State, job: &Job) -> (u64, u64) {
-    let queued = crate::arrays::indices(job, "array_indices_remaining").len() as u64;
+    let queued = crate::request::ids::indices(job, "array_indices_remaining").len() as u64;
     let active = state.subjobs_of(job.seq).filter(|j| !j.state.is_history()).count() as u64;
     (queued + active, queued)
 }
 
-fn amounts(config: &Config, state: &State, list: &AttrList) -> Vec<f64> {
+pub(crate) fn amounts(config: &Config, state: &State, list: &AttrList) -> Vec<f64> {
     config
         .resources
         .iter()
@@ -563,7 +479,7 @@ fn resource_message(
 mod tests {
     use super::*;
     use crate::identity::Identity;
-    use crate::state::JobKey;
+    use crate::jobkey::JobKey;
     use pbs_proto::Attr;
 
     fn set(state: &mut State, name: &str, resource: Option<&str>, value: &str) {
@@ -571,7 +487,7 @@ mod tests {
         let resource = resource.map(|r| state.interner.intern(r));
         state.server.set(def, resource, value);
         state.changes.objects = true;
-        crate::exec::flush(state);
+        crate::sched_view::flush(state);
     }
 
     /// What a request handler records, then the end-of-request flush.
@@ -580,7 +496,7 @@ mod tests {
             let seq: u64 = id.split(['.', '[']).next().unwrap().parse().unwrap();
             state.changes.jobs.insert(JobKey::job(seq), id.clone());
         }
-        crate::exec::flush(state);
+        crate::sched_view::flush(state);
     }
 
     type Key = (Option<Arc<str>>, EntityKind, Box<str>);
@@ -612,11 +528,11 @@ mod tests {
             vec![Attr::new("array_indices_submitted", "1-7"), Attr::new("Resource_List.ncpus", "1")],
             vec![Attr::new("Hold_Types", "u")],
         ] {
-            let (id, _) = crate::jobs::queue_job(&mut state, &ctx, &attrs, String::new(), None).unwrap();
+            let (id, _) = crate::job::submit::queue_job(&mut state, &ctx, &attrs, String::new(), None).unwrap();
             touched(&mut state, std::slice::from_ref(&id));
             ids.push(id);
         }
-        let (errors, _) = crate::jobs::modify_jobs(
+        let (errors, _) = crate::job::modify::modify_jobs(
             &mut state,
             &ctx,
             &ids[..2],
@@ -624,14 +540,15 @@ mod tests {
         );
         assert!(errors.is_empty(), "{errors:?}");
         touched(&mut state, &ids[..2]);
-        let (errors, _) = crate::jobs::hold_jobs(&mut state, &ctx, &ids[3..], "u", false);
+        let (errors, _) = crate::job::modify::hold_jobs(&mut state, &ctx, &ids[3..], "u", false);
         assert!(errors.is_empty(), "{errors:?}");
         touched(&mut state, &ids[3..]);
-        let (errors, _) = crate::jobs::delete_jobs(&mut state, &ctx, &ids[..1], false, false);
+        let (errors, _) = crate::job::delete::delete_jobs(&mut state, &ctx, &ids[..1], false, false);
         assert!(errors.is_empty(), "{errors:?}");
         touched(&mut state, &ids[..1]);
         let subjob = ids[2].replace("[]", "[3]");
-        let (errors, _) = crate::jobs::delete_jobs(&mut state, &ctx, std::slice::from_ref(&subjob), false, false);
+        let (errors, _) =
+            crate::job::delete::delete_jobs(&mut state, &ctx, std::slice::from_ref(&subjob), false, false);
         assert!(errors.is_empty(), "{errors:?}");
         touched(&mut state, &ids[2..3]);
 

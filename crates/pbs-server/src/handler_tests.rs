@@ -13,8 +13,9 @@ use tokio::sync::mpsc;
 use crate::dispatch::{Handled, handle};
 use crate::effects::{Delivery, Effects};
 use crate::identity::Identity;
-use crate::jobs::Ctx;
-use crate::state::{JobKey, Named, State};
+use crate::jobkey::JobKey;
+use crate::request::Ctx;
+use crate::state::{Named, State};
 use crate::store::StoreOp;
 
 struct Fixture {
@@ -117,9 +118,9 @@ impl Fixture {
         let (reply, effects) = self.request(&root(), Request::RunJob { id: id.clone(), exec_vnode: Some("n1".into()) });
         assert_eq!(reply.code, 0, "{reply:?}");
         assert_eq!(effects.launches.len(), 1);
-        let ops = crate::exec::job_started(&mut self.state, "n1", &id, 42);
+        let ops = crate::job::run::job_started(&mut self.state, "n1", &id, 42);
         assert_eq!(writes(&Effects::ops(ops)), ["PutJob"]);
-        (crate::exec::key_of(&id).unwrap_or(JobKey::job(u64::MAX)), id)
+        (crate::jobkey::key_of(&id).unwrap_or(JobKey::job(u64::MAX)), id)
     }
 
     fn job_state(&self, key: JobKey) -> Option<JobState> {
@@ -179,7 +180,7 @@ fn an_alter_writes_the_job_and_a_running_job_hears_its_new_limits_after() {
 fn hold_and_release_write_the_job_and_send_nothing() {
     let mut f = fixture();
     let id = f.submit(&alice(), &[]);
-    let key = crate::exec::key_of(&id).unwrap_or(JobKey::job(u64::MAX));
+    let key = crate::jobkey::key_of(&id).unwrap_or(JobKey::job(u64::MAX));
     let (reply, effects) = f.request(&alice(), Request::HoldJob { ids: ids(&[&id]), hold_types: "u".into() });
     assert_eq!(reply.code, 0);
     assert_eq!((writes(&effects), f.job_state(key)), (vec!["PutJob"], Some(JobState::Held)));
@@ -208,7 +209,7 @@ fn a_run_writes_the_job_first_and_leaves_its_start_for_after_the_commit() {
 fn an_end_writes_the_job_then_tells_the_mom_to_forget_it() {
     let mut f = fixture();
     let (key, id) = f.running_job();
-    let effects = crate::exec::job_ended(&mut f.state, "n1", &id, 0, &Usage::default(), f.now);
+    let effects = crate::job::run::job_ended(&mut f.state, "n1", &id, 0, &Usage::default(), f.now);
     assert_eq!(writes(&effects), ["DeleteJob"]);
     assert_eq!(frames(&effects), n1(&["ForgetJob"]));
     assert_eq!(f.job_state(key), None);
@@ -252,13 +253,13 @@ fn a_forced_delete_forgets_the_job_only_after_its_end_is_committed() {
 fn a_delete_before_the_launch_ends_the_job_and_forgets_it_after_the_commit() {
     let mut f = fixture();
     let id = f.submit(&alice(), &[]);
-    let key = crate::exec::key_of(&id).unwrap_or(JobKey::job(u64::MAX));
+    let key = crate::jobkey::key_of(&id).unwrap_or(JobKey::job(u64::MAX));
     let (_, run) = f.request(&root(), Request::RunJob { id: id.clone(), exec_vnode: Some("n1".into()) });
     let (_, delete) = f.request(&alice(), Request::DeleteJob { ids: ids(&[&id]), force: false, purge_history: false });
     assert_eq!(frames(&delete), n1(&["KillJob"]));
     // The run's commit is done: its delivery comes due.
     let delivery = Delivery { launches: run.launches, ..Delivery::default() };
-    let (now, follow) = crate::exec::committed_delivery(&mut f.state, delivery, f.now);
+    let (now, follow) = crate::job::run::committed_delivery(&mut f.state, delivery, f.now);
     assert!(now.is_empty(), "a start went out for a deleted job: {now:?}");
     assert_eq!(writes(&follow), ["DeleteJob"]);
     assert_eq!(frames(&follow), n1(&["ForgetJob"]));
@@ -274,7 +275,7 @@ fn a_rerun_kills_the_job_and_its_end_requeues_it_then_forgets_it() {
     assert_eq!(reply.code, 0);
     assert_eq!(writes(&effects), ["PutJob"]);
     assert_eq!(frames(&effects), n1(&["KillJob"]));
-    let effects = crate::exec::job_ended(&mut f.state, "n1", &id, 271, &Usage::default(), f.now);
+    let effects = crate::job::run::job_ended(&mut f.state, "n1", &id, 271, &Usage::default(), f.now);
     assert_eq!(writes(&effects), ["PutJob"]);
     assert_eq!(frames(&effects), n1(&["ForgetJob"]));
     assert_eq!(f.job_state(key), Some(JobState::Queued));
@@ -306,8 +307,8 @@ fn a_node_down_too_long_requeues_its_jobs_and_forgets_them_after_the_commit() {
     let rt = f.state.node_rt.entry("n1".into()).or_default();
     rt.up = false;
     rt.down_since = Some(f.now);
-    assert!(crate::exec::requeue_from_failed_nodes(&mut f.state, f.now + 309).is_empty());
-    let effects = crate::exec::requeue_from_failed_nodes(&mut f.state, f.now + 310);
+    assert!(crate::job::run::requeue_from_failed_nodes(&mut f.state, f.now + 309).is_empty());
+    let effects = crate::job::run::requeue_from_failed_nodes(&mut f.state, f.now + 310);
     assert_eq!(writes(&effects), ["PutJob"]);
     assert_eq!(frames(&effects), n1(&["ForgetJob"]));
     assert_eq!(f.job_state(key), Some(JobState::Queued));

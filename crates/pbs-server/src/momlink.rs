@@ -17,13 +17,11 @@ use pbs_proto::mom::{FromMom, MomJob, ToMom};
 use pbs_proto::{MAX_REPLY_FRAME_LEN, Role};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
-use tokio::task::JoinHandle;
 use tokio_util::codec::Framed;
 
 use crate::effects::Effects;
-use crate::exec;
-use crate::nodes::Reported;
-use crate::server::Server;
+use crate::server::{MomLinkTask, Server};
+use crate::state::node_rt::Reported;
 
 /// How often an idle link is probed.
 const PING_INTERVAL: Duration = Duration::from_secs(5);
@@ -35,13 +33,6 @@ const MAX_BACKOFF: Duration = Duration::from_secs(2);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 type Conn = LinkConn<TcpStream>;
-
-/// A running link task and the address it serves.
-pub struct LinkTask {
-    host: String,
-    port: u16,
-    task: JoinHandle<()>,
-}
 
 fn now() -> i64 {
     chrono::Utc::now().timestamp()
@@ -75,7 +66,7 @@ pub fn sync(server: &Arc<Server>) {
         }
         if let Ok(mut state) = server.state.lock() {
             state.links.moms.remove(&name);
-            crate::faults::link_replaced(&mut state, &name);
+            crate::job::faults::link_replaced(&mut state, &name);
             if !state.nodes.iter().any(|n| n.name == name) {
                 state.node_rt.remove(&name);
             } else {
@@ -89,13 +80,13 @@ pub fn sync(server: &Arc<Server>) {
         if tasks.contains_key(&name) {
             continue;
         }
-        let (tx, rx) = mpsc::channel(exec::MOM_QUEUE);
+        let (tx, rx) = mpsc::channel(crate::state::links::MOM_QUEUE);
         if let Ok(mut state) = server.state.lock() {
             state.links.moms.insert(name.clone(), tx);
             state.node_rt.entry(name.clone()).or_default();
         }
         let task = tokio::spawn(link_loop(server.clone(), name.clone(), host.clone(), port, rx));
-        tasks.insert(name, LinkTask { host, port, task });
+        tasks.insert(name, MomLinkTask { host, port, task });
     }
 }
 
@@ -130,7 +121,7 @@ async fn link_loop(server: Arc<Server>, node: String, host: String, port: u16, m
                 last_refusal.clear();
                 backoff = Duration::from_millis(50);
                 serve(&server, &node, conn, &mut rx).await;
-                let mut state = crate::faults::lock(&server.state);
+                let mut state = crate::server::lock(&server.state);
                 mark_down(&mut state, &node);
                 let _ = server.apply_effects(&mut state, Effects::default());
             }
@@ -211,7 +202,7 @@ async fn serve(server: &Arc<Server>, node: &str, mut conn: Conn, rx: &mut mpsc::
             }
             frame = rx.recv(), if reconciled => {
                 let Some(frame) = frame else { return };
-                if !crate::faults::leaving(server, node, &frame) {
+                if !crate::job::faults::leaving(&mut crate::server::lock(&server.state), node, &frame) {
                     continue;
                 }
                 if send(&mut conn, &frame).await.is_err() {
@@ -233,7 +224,7 @@ async fn serve(server: &Arc<Server>, node: &str, mut conn: Conn, rx: &mut mpsc::
 
 /// Applies one report from a node's mom.
 fn handle(server: &Arc<Server>, node: &str, report: FromMom) {
-    let mut guard = crate::faults::lock(&server.state);
+    let mut guard = crate::server::lock(&server.state);
     let state = &mut *guard;
     let now = now();
     let effects = match report {
@@ -252,13 +243,15 @@ fn handle(server: &Arc<Server>, node: &str, report: FromMom) {
             state.changes.cycle = true;
             reconcile(state, node, &jobs, now)
         }
-        FromMom::JobStarted { job_id, session_id } => Effects::ops(exec::job_started(state, node, &job_id, session_id)),
+        FromMom::JobStarted { job_id, session_id } => {
+            Effects::ops(crate::job::run::job_started(state, node, &job_id, session_id))
+        }
         FromMom::JobUsage { job_id, usage } => {
-            exec::job_usage(state, node, &job_id, &usage);
+            crate::job::run::job_usage(state, node, &job_id, &usage);
             Effects::default()
         }
         FromMom::JobEnded { job_id, exit_status, usage } => {
-            exec::job_ended(state, node, &job_id, exit_status, &usage, now)
+            crate::job::run::job_ended(state, node, &job_id, exit_status, &usage, now)
         }
         FromMom::SignalResult { job_id, signal, code } => {
             if code != 0 {
@@ -281,24 +274,28 @@ fn reconcile(state: &mut crate::state::State, node: &str, held: &[MomJob], now: 
     let mut effects = Effects::default();
     for job in held.iter().filter(|j| !j.sister) {
         match job.exit_status {
-            Some(status) => effects.merge(exec::job_ended(state, node, &job.job_id, status, &job.usage, now)),
+            Some(status) => {
+                effects.merge(crate::job::run::job_ended(state, node, &job.job_id, status, &job.usage, now))
+            }
             None => {
-                let known = exec::jobs_on(state, node).into_iter().any(|key| Some(key) == exec::key_of(&job.job_id));
+                let known = crate::job::run::jobs_on(state, node)
+                    .into_iter()
+                    .any(|key| Some(key) == crate::jobkey::key_of(&job.job_id));
                 if known {
                     if job.session_id > 0 {
-                        effects.ops.extend(exec::job_started(state, node, &job.job_id, job.session_id));
+                        effects.ops.extend(crate::job::run::job_started(state, node, &job.job_id, job.session_id));
                     }
-                    exec::job_usage(state, node, &job.job_id, &job.usage);
+                    crate::job::run::job_usage(state, node, &job.job_id, &job.usage);
                 } else {
                     effects.to_moms.push((node.to_string(), ToMom::ForgetJob { job_id: job.job_id.clone() }));
                 }
             }
         }
     }
-    for key in exec::jobs_on(state, node) {
-        let listed = held.iter().any(|j| !j.sister && exec::key_of(&j.job_id) == Some(key));
-        if !listed && crate::faults::lost_by_mom(state, key) {
-            effects.merge(crate::faults::requeue_lost(state, key, now));
+    for key in crate::job::run::jobs_on(state, node) {
+        let listed = held.iter().any(|j| !j.sister && crate::jobkey::key_of(&j.job_id) == Some(key));
+        if !listed && crate::job::faults::lost_by_mom(state, key) {
+            effects.merge(crate::job::faults::requeue_lost(state, key, now));
         }
     }
     effects

@@ -224,8 +224,16 @@ async fn dispatch<S>(server: &Arc<Server>, who: &Identity, frame: RequestFrame, 
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
+    // A node created, deleted or moved to another mom host or port: its link follows
+    // before the reply, so the next command sees the node's link state.
+    let nodes_changed = matches!(frame.request, Request::Manager { object: pbs_proto::MgrObject::Node, .. });
     match crate::dispatch::dispatch(server, who, frame.id, frame.request).await {
-        Response::Reply(reply) => send(conn, &reply).await,
+        Response::Reply(reply) => {
+            if nodes_changed {
+                crate::momlink::sync(server);
+            }
+            send(conn, &reply).await
+        }
         Response::JobStatus(mut parts) => {
             while let Some(reply) = parts.next_part(server) {
                 if !send(conn, &reply).await {

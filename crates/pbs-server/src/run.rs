@@ -121,8 +121,8 @@ async fn housekeeping(server: Arc<Server>) {
     let mut tick = tokio::time::interval(Duration::from_secs(30));
     loop {
         tick.tick().await;
-        let mut state = crate::faults::lock(&server.state);
-        let ops = crate::jobs::purge_history(&mut state, chrono::Utc::now().timestamp());
+        let mut state = crate::server::lock(&server.state);
+        let ops = crate::job::status::purge_history(&mut state, chrono::Utc::now().timestamp());
         if !ops.is_empty() {
             tracing::info!(n_jobs = ops.len(), "Purged expired job history");
             // Nobody waits for a purge.
@@ -137,8 +137,8 @@ async fn node_watch(server: Arc<Server>) {
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     loop {
         tick.tick().await;
-        let mut state = crate::faults::lock(&server.state);
-        let effects = crate::exec::requeue_from_failed_nodes(&mut state, chrono::Utc::now().timestamp());
+        let mut state = crate::server::lock(&server.state);
+        let effects = crate::job::run::requeue_from_failed_nodes(&mut state, chrono::Utc::now().timestamp());
         if !effects.is_empty() {
             // Nobody waits for these: the moms hear once the requeues are on disk.
             let _ = server.apply_effects(&mut state, effects);

@@ -16,9 +16,8 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
 
 use crate::error::ReqError;
-use crate::exec;
-use crate::schedqueue::SchedSender;
 use crate::server::Server;
+use crate::state::sched_queue::SchedSender;
 
 /// Serves a scheduler until it disconnects.
 pub async fn serve<S>(server: Arc<Server>, conn: LinkConn<S>, peer: &str)
@@ -30,7 +29,7 @@ where
     let tx = link.sender();
     {
         let Ok(mut state) = server.state.lock() else { return };
-        let snapshot = exec::snapshot(&state);
+        let snapshot = crate::sched_view::snapshot(&state);
         // What was pending is already in the snapshot.
         state.changes = Default::default();
         let _ = link.send(ToSched::Snapshot { snapshot: Box::new(snapshot), more: false });
@@ -58,7 +57,7 @@ where
             }
             if backlog.load(Ordering::Acquire) {
                 let Ok(mut state) = server.state.lock() else { return };
-                crate::schedqueue::drain(&mut state, &tx);
+                crate::sched_view::drain(&mut state, &tx);
             }
         }
     };
@@ -120,15 +119,17 @@ fn apply(
     run: &[pbs_proto::sched::RunDecision],
     updates: &[pbs_proto::sched::JobUpdate],
 ) {
-    let mut guard = crate::faults::lock(&server.state);
+    let mut guard = crate::server::lock(&server.state);
     let state = &mut *guard;
     let now = chrono::Utc::now().timestamp();
-    let (errors, effects) = exec::apply_decisions(state, run, updates, now);
+    let (errors, effects) = crate::sched_view::apply_decisions(state, run, updates, now);
     let mut answer = None;
     if let Some(number) = qrun {
         if let Some(waiter) = state.links.qruns.remove(&number) {
             let started = run.iter().any(|r| {
-                exec::key_of(&r.job_id).and_then(|k| state.job(k)).is_some_and(|j| j.state == JobState::Running)
+                crate::jobkey::key_of(&r.job_id)
+                    .and_then(|k| state.job(k))
+                    .is_some_and(|j| j.state == JobState::Running)
             });
             let result = if started {
                 Ok(())

@@ -6,13 +6,13 @@ use std::collections::HashMap;
 use std::io;
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::oneshot;
 
 use crate::effects::{Delivery, Effects, Launch};
 use crate::identity::Identity;
-use crate::jobs::Ctx;
+use crate::request::Ctx;
 use crate::state::State;
 use crate::store::{CommitAck, CommitError, Store};
 
@@ -65,7 +65,17 @@ pub struct Server {
     /// The store writer.
     pub store: Store,
     /// One link task per node's mom.
-    pub mom_tasks: Mutex<HashMap<String, crate::momlink::LinkTask>>,
+    pub mom_tasks: Mutex<HashMap<String, MomLinkTask>>,
+}
+
+/// A node's mom link task (see `momlink`) and the address it serves.
+pub struct MomLinkTask {
+    /// The mom's host.
+    pub host: String,
+    /// The mom's port.
+    pub port: u16,
+    /// The task.
+    pub task: tokio::task::JoinHandle<()>,
 }
 
 /// Effects being carried out: resolves once their writes are committed and their frames
@@ -107,7 +117,7 @@ impl Server {
             State::from_loaded(loaded, &config.server_name, &config.host, &home.display().to_string());
         let created = !setup.is_empty();
         let mut ops = setup;
-        ops.extend(crate::exec::recover(&mut state, chrono::Utc::now().timestamp()));
+        ops.extend(crate::job::run::recover(&mut state, chrono::Utc::now().timestamp()));
         if !ops.is_empty() {
             store.commit(ops).await.unwrap_or(Err(CommitError::WriterGone))?;
         }
@@ -140,7 +150,7 @@ impl Server {
     pub fn apply_effects(self: &Arc<Self>, state: &mut State, effects: Effects) -> Applied {
         let Effects { ops, to_moms, launches } = effects;
         let ack = (!ops.is_empty()).then(|| self.store.commit(ops));
-        crate::exec::flush(state);
+        crate::sched_view::flush(state);
         if to_moms.is_empty() && launches.is_empty() {
             return ack.map_or(Applied::Done, Applied::Commit);
         }
@@ -163,7 +173,7 @@ impl Server {
                 Ok(()) => server.with_scripts(to_moms, launches).await,
                 Err(_) => Delivery::default(),
             };
-            let mut state = crate::faults::lock(&server.state);
+            let mut state = crate::server::lock(&server.state);
             let due = state.outbox.complete(ticket, delivery);
             server.deliver(&mut state, due);
             drop(state);
@@ -185,24 +195,38 @@ impl Server {
                 Ok(Err(e)) => Err(e.to_string()),
                 Err(e) => Err(e.to_string()),
             };
-            unreadable = crate::faults::fill_scripts(&mut launches, scripts);
+            unreadable = crate::job::faults::fill_scripts(&mut launches, scripts);
         }
         Delivery { frames, launches, unreadable }
     }
 
-    /// Hands committed deliveries to the moms' links (see [`crate::exec::committed_delivery`]);
+    /// Hands committed deliveries to the moms' links (see [`crate::job::run::committed_delivery`]);
     /// what they change in turn is applied as new effects.
     fn deliver(self: &Arc<Self>, state: &mut State, due: Vec<Delivery>) {
         let now = chrono::Utc::now().timestamp();
         let mut more = Effects::default();
         for delivery in due {
-            let (frames, follow) = crate::exec::committed_delivery(state, delivery, now);
-            crate::exec::send_frames(state, frames);
+            let (frames, follow) = crate::job::run::committed_delivery(state, delivery, now);
+            crate::state::links::send_frames(state, frames);
             more.merge(follow);
         }
         if !more.is_empty() {
             // Nobody waits for these: they follow from deliveries, not from a request.
             let _ = self.apply_effects(state, more);
+        }
+    }
+}
+
+/// Locks the state. A poisoned lock means a panic interrupted a change to it (which
+/// `pbs_log::daemon::exit_on_panic` normally turns into the end of the process first):
+/// the process ends too, rather than answering every request with an internal error.
+pub fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
+    match state.lock() {
+        Ok(guard) => guard,
+        Err(_) => {
+            tracing::error!("the state lock is poisoned by a panic; exiting so that a restart recovers from the store");
+            pbs_log::flush();
+            std::process::abort();
         }
     }
 }

@@ -1,7 +1,5 @@
-//! A running job's limits altered by qalter: an ordinary user may lower them but not raise
-//! them (OpenPBS refuses a raise with PBSE_PERM), and the new walltime, cput and mem go to
-//! the job's mother superior mom (OpenPBS relays the ModifyJob to the mom), so server and
-//! mom never hold different limits.
+//! qalter of a running job's limits (walltime, cput, mem): who may change them, and the
+//! new limits its mom must enforce.
 
 use pbs_core::Pbse;
 use pbs_core::attr::Privilege;
@@ -10,7 +8,7 @@ use pbs_proto::mom::ToMom;
 use crate::attrlist::AttrList;
 use crate::effects::MomFrames;
 use crate::error::ReqError;
-use crate::jobs::compare_values;
+use crate::request::attrs::compare_values;
 use crate::state::{Job, State};
 
 /// The limits a mom enforces, as `JobLaunch` carries them: walltime and cput in seconds,
@@ -18,7 +16,7 @@ use crate::state::{Job, State};
 pub fn limits(list: &AttrList) -> (Option<u64>, Option<u64>, Option<u64>) {
     let rl = job_idx!("Resource_List");
     let secs = |r: &str| list.get(rl, Some(r)).and_then(|v| v.parse::<pbs_core::Duration>().ok()).map(|d| d.as_secs());
-    (secs("walltime"), secs("cput"), list.get(rl, Some("mem")).and_then(crate::nodes::amount))
+    (secs("walltime"), secs("cput"), list.get(rl, Some("mem")).and_then(crate::node::amount))
 }
 
 /// Checks a qalter of running `job` to `new` and returns the frame that tells its mom the
@@ -39,7 +37,7 @@ pub fn check(state: &State, privilege: Privilege, job: &Job, new: &AttrList) -> 
     if (walltime, cput, mem) == limits(&job.attrs) {
         return Ok(Vec::new());
     }
-    let Some(ms) = crate::exec::mother_superior(job) else { return Ok(Vec::new()) };
+    let Some(ms) = crate::job::run::mother_superior(job) else { return Ok(Vec::new()) };
     let run_count = job.get("run_count", None).and_then(|v| v.parse().ok()).unwrap_or(0);
     Ok(vec![(ms, ToMom::ModifyJob { job_id: job.id(&state.server_name), walltime, cput, mem, run_count })])
 }

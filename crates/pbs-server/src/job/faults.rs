@@ -1,69 +1,16 @@
-//! What the server does when something under it fails: a job launch lost with its mom's
+//! What the server does when something under a job fails: a launch lost with its mom's
 //! link, a suspended job across reconnections and restarts, a job script the store cannot
-//! give back, and a panic, which ends the process so that a restart recovers from the
-//! store rather than serving from a state a half-done change left behind.
+//! give back.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
-use std::sync::{Mutex, MutexGuard};
+use std::collections::{HashMap, HashSet};
 
 use pbs_core::{ExecVnode, JobState};
-use pbs_proto::Request;
 use pbs_proto::mom::ToMom;
 
 use crate::effects::{Effects, Launch};
-use crate::exec;
-use crate::server::Server;
-use crate::state::{Job, JobKey, State};
+use crate::jobkey::JobKey;
+use crate::state::{Job, State};
 use crate::store::StoreOp;
-
-/// Locks the state. A poisoned lock means a panic interrupted a change to it (which
-/// `pbs_log::daemon::exit_on_panic` normally turns into the end of the process first):
-/// the process ends too, rather than answering every request with an internal error.
-pub fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
-    match state.lock() {
-        Ok(guard) => guard,
-        Err(_) => {
-            tracing::error!("the state lock is poisoned by a panic; exiting so that a restart recovers from the store");
-            pbs_log::flush();
-            std::process::abort();
-        }
-    }
-}
-
-/// The job name that makes a debug build panic under the state lock (see [`test_panic`]).
-#[cfg(debug_assertions)]
-const TEST_PANIC_JOB_NAME: &str = "PBS_TEST_PANIC_UNDER_STATE_LOCK";
-
-/// Debug builds started with `PBS_TEST_PANIC_TRIGGER` in their environment only (the
-/// end-to-end harness sets it; release builds have no such request): a submission named
-/// [`TEST_PANIC_JOB_NAME`] panics while the caller holds the state lock, as a bug in a
-/// request handler would. No honest request can do that, and the test must see what a
-/// panic there does to the server.
-#[cfg(debug_assertions)]
-pub(crate) fn test_panic(request: &Request) {
-    static ARMED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    if !*ARMED.get_or_init(|| std::env::var_os("PBS_TEST_PANIC_TRIGGER").is_some()) {
-        return;
-    }
-    if let Request::QueueJob { attrs, .. } = request {
-        if attrs.iter().any(|a| a.0 == "Job_Name" && a.1 == TEST_PANIC_JOB_NAME) {
-            panic!("{TEST_PANIC_JOB_NAME}: a panic under the state lock, on request");
-        }
-    }
-}
-
-/// What the server remembers, in memory only, about launches and suspended jobs.
-#[derive(Debug, Default)]
-pub struct Tracked {
-    /// Jobs whose `RunJob` went out on their mother superior's link, with the run
-    /// (`run_count`) it started: until the mom confirms the start, a mom that comes back
-    /// without the job has lost that launch.
-    launched: HashMap<JobKey, u32>,
-    /// Suspended jobs by node (each node of their `exec_vnode`). A suspended job holds no
-    /// resources, so it is on no node's list of running jobs (`NodeRt::jobs`), yet its
-    /// moms still have it.
-    suspended: HashMap<String, BTreeSet<JobKey>>,
-}
 
 /// The comment of a job sent back to the queue because its launch was lost with its mom.
 pub const LAUNCH_LOST_COMMENT: &str = "Not Running: PBS Error: Server could not connect to MOM";
@@ -76,7 +23,7 @@ fn mother_superior(job: &Job) -> Option<String> {
     exec.vnodes().first().map(|v| v.to_string())
 }
 
-fn run_count(job: &Job) -> Option<u32> {
+pub(crate) fn run_count(job: &Job) -> Option<u32> {
     job.get("run_count", None).and_then(|v| v.parse().ok())
 }
 
@@ -84,14 +31,12 @@ fn run_count(job: &Job) -> Option<u32> {
 /// `RunJob` that no longer matches a starting run of its job on this node (the job was
 /// requeued or ended meanwhile, e.g. because the launch was given up for lost), which
 /// must not go out. A `RunJob` that goes out is recorded as launched.
-pub fn leaving(server: &Server, node: &str, frame: &ToMom) -> bool {
+pub fn leaving(state: &mut State, node: &str, frame: &ToMom) -> bool {
     let ToMom::RunJob { launch } = frame else { return true };
     if launch.sister {
         return true;
     }
-    let Some(key) = exec::key_of(&launch.job_id) else { return true };
-    let mut guard = lock(&server.state);
-    let state = &mut *guard;
+    let Some(key) = crate::jobkey::key_of(&launch.job_id) else { return true };
     let current = state.starting.contains(&key)
         && state.job(key).is_some_and(|job| {
             job.state == JobState::Running
@@ -134,10 +79,10 @@ pub fn lost_by_mom(state: &State, key: JobKey) -> bool {
 }
 
 /// Ends a job's run that its mom does not have. A job whose start was never confirmed
-/// goes back to the queue, rerunnable or not (see [`exec::lost`]), with a comment in
+/// goes back to the queue, rerunnable or not (see [`crate::job::run::lost`]), with a comment in
 /// OpenPBS's form (`Not Running: PBS Error: <PBSE_NORELYMOM's text>`).
 pub fn requeue_lost(state: &mut State, key: JobKey, now: i64) -> Effects {
-    let failed_start = state.job(key).is_some_and(|j| j.substate == exec::SUBSTATE_PRERUN);
+    let failed_start = state.job(key).is_some_and(|j| j.substate == crate::job::run::SUBSTATE_PRERUN);
     if failed_start {
         set_comment(state, key, LAUNCH_LOST_COMMENT);
         if let Some(job) = state.job(key) {
@@ -146,7 +91,7 @@ pub fn requeue_lost(state: &mut State, key: JobKey, now: i64) -> Effects {
         }
     }
     state.faults.launched.remove(&key);
-    let mut effects = exec::lost(state, key, now);
+    let mut effects = crate::job::run::lost(state, key, now);
     if failed_start {
         hold_if_failing(state, key, now, &mut effects.ops);
     }
@@ -218,7 +163,7 @@ pub fn requeue_unreadable(state: &mut State, key: JobKey, now: i64) -> Effects {
         tracing::error!(object_type = "Job", object_name = id.as_str(), "cannot read the job script, job requeued");
     }
     set_comment(state, key, SCRIPT_UNREADABLE_COMMENT);
-    let mut effects = exec::lost(state, key, now);
+    let mut effects = crate::job::run::lost(state, key, now);
     hold_if_failing(state, key, now, &mut effects.ops);
     effects
 }
@@ -311,7 +256,7 @@ mod tests {
 
     #[test]
     fn a_launch_still_queued_on_its_link_is_not_lost_one_sent_is() {
-        let (mut state, key) = state_with_job(JobState::Running, exec::SUBSTATE_PRERUN);
+        let (mut state, key) = state_with_job(JobState::Running, crate::job::run::SUBSTATE_PRERUN);
         state.starting.insert(key);
         // Its RunJob still waits in the link's queue: it goes out after the reconciliation.
         assert!(!lost_by_mom(&state, key));
@@ -328,7 +273,7 @@ mod tests {
 
     #[test]
     fn launches_queued_on_a_replaced_link_are_lost_with_it() {
-        let (mut state, key) = state_with_job(JobState::Running, exec::SUBSTATE_PRERUN);
+        let (mut state, key) = state_with_job(JobState::Running, crate::job::run::SUBSTATE_PRERUN);
         state.starting.insert(key);
         link_replaced(&mut state, "n2");
         assert!(!lost_by_mom(&state, key));
@@ -338,7 +283,7 @@ mod tests {
 
     #[test]
     fn a_lost_launch_is_requeued_with_a_comment_even_if_not_rerunnable() {
-        let (mut state, key) = state_with_job(JobState::Running, exec::SUBSTATE_PRERUN);
+        let (mut state, key) = state_with_job(JobState::Running, crate::job::run::SUBSTATE_PRERUN);
         if let Some(job) = state.job_mut(key) {
             job.attrs.set(job_idx!("Rerunable"), None, "False");
         }
@@ -354,12 +299,12 @@ mod tests {
 
     #[test]
     fn a_job_whose_starts_keep_failing_is_held_after_twenty_runs() {
-        let (mut state, key) = state_with_job(JobState::Running, exec::SUBSTATE_PRERUN);
+        let (mut state, key) = state_with_job(JobState::Running, crate::job::run::SUBSTATE_PRERUN);
         requeue_unreadable(&mut state, key, 100);
         assert_eq!(state.job(key).map(|j| j.state), Some(JobState::Queued));
         if let Some(job) = state.job_mut(key) {
             job.state = JobState::Running;
-            job.substate = exec::SUBSTATE_PRERUN;
+            job.substate = crate::job::run::SUBSTATE_PRERUN;
             job.attrs.set(job_idx!("run_count"), None, "21");
             job.attrs.set(job_idx!("Hold_Types"), None, "u");
         }
@@ -393,13 +338,13 @@ mod tests {
     fn a_suspended_job_is_on_its_node_until_it_no_longer_is_suspended() {
         let (mut state, key) = state_with_job(JobState::Suspended, Substate::SUSPEND);
         note_suspended(&mut state, key, true);
-        assert_eq!(exec::jobs_on(&state, "n1"), vec![key]);
-        assert!(exec::jobs_on(&state, "n2").is_empty());
+        assert_eq!(crate::job::run::jobs_on(&state, "n1"), vec![key]);
+        assert!(crate::job::run::jobs_on(&state, "n2").is_empty());
         assert!(holds_suspended(&state, "n1") && !holds_suspended(&state, "n2"));
         if let Some(job) = state.job_mut(key) {
             job.state = JobState::Running;
         }
-        assert!(exec::jobs_on(&state, "n1").is_empty());
+        assert!(crate::job::run::jobs_on(&state, "n1").is_empty());
         note_suspended(&mut state, key, false);
         assert!(state.faults.suspended.is_empty());
     }

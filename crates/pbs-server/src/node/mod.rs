@@ -1,9 +1,7 @@
-//! Nodes at run time: what each mom reported, what running jobs hold on it, its state as
-//! pbsnodes shows it, and its view for the scheduler.
-//!
-//! Only what a manager set is stored (the node's attribute list, plus the `offline` flag in
-//! `state`). What a mom reports and what jobs hold is rebuilt at start: resources held from
-//! the running jobs' `exec_vnode`, the rest when each mom's link comes up.
+//! Nodes: their status as pbsnodes shows it, the scheduler's view of them, and the
+//! resources running jobs hold on them.
+
+pub mod assigned;
 
 use std::collections::BTreeMap;
 
@@ -14,46 +12,10 @@ use pbs_proto::sched::SchedNode;
 
 use crate::attrlist::AttrList;
 use crate::error::ReqError;
-use crate::manager::filtered;
-use crate::state::{JobKey, Named, State, set_named};
-
-/// What a node's mom said about its host on the current (or last) link.
-#[derive(Clone, Debug, Default)]
-pub struct Reported {
-    /// CPUs.
-    pub ncpus: u32,
-    /// Memory, kilobytes.
-    pub mem_kb: u64,
-    /// Architecture.
-    pub arch: String,
-    /// Host name.
-    pub host: String,
-    /// Mom version.
-    pub version: String,
-}
-
-/// A node's run-time state.
-#[derive(Clone, Debug, Default)]
-pub struct NodeRt {
-    /// The mom's link is up.
-    pub up: bool,
-    /// The link was up at least once since the server started.
-    pub ever_up: bool,
-    /// When the link went down (for `node_fail_requeue`).
-    pub down_since: Option<i64>,
-    /// The mom's last report.
-    pub reported: Option<Reported>,
-    /// Consumable resources held by running jobs, as integers (sizes in bytes).
-    pub assigned: BTreeMap<String, u64>,
-    /// Running jobs here, in start order, with the ncpus each holds here.
-    pub jobs: Vec<(JobKey, String, u64)>,
-    /// A job holds the node exclusively.
-    pub exclusive: bool,
-    /// `last_state_change_time`.
-    pub last_state_change: i64,
-    /// `last_used_time`.
-    pub last_used: i64,
-}
+use crate::jobkey::JobKey;
+use crate::request::filter::filtered;
+use crate::state::node_rt::NodeRt;
+use crate::state::{Named, State, set_named};
 
 /// Consumable resource value as an integer: sizes in bytes, numbers as they are.
 pub fn amount(value: &str) -> Option<u64> {
@@ -74,29 +36,6 @@ pub(crate) fn is_size(state: &State, resource: &str) -> bool {
 /// Whether a resource is consumable on nodes.
 pub fn consumable(state: &State, resource: &str) -> bool {
     state.resources.get(resource).is_some_and(|d| d.flags.consumable)
-}
-
-impl NodeRt {
-    /// The state text pbsnodes shows, `offline` first when set.
-    pub fn state_text(&self, offline: bool, available_ncpus: u64) -> String {
-        let base = if !self.up {
-            if self.ever_up { "down" } else { "state-unknown,down" }
-        } else if self.exclusive {
-            "job-exclusive"
-        } else if !self.jobs.is_empty()
-            && available_ncpus > 0
-            && self.assigned.get("ncpus").copied().unwrap_or(0) >= available_ncpus
-        {
-            "job-busy"
-        } else {
-            "free"
-        };
-        match (offline, base) {
-            (true, "free") => "offline".to_string(),
-            (true, other) => format!("offline,{other}"),
-            (false, other) => other.to_string(),
-        }
-    }
 }
 
 /// Whether the stored `state` of a node holds the offline flag.
@@ -122,7 +61,7 @@ pub fn available(state: &State, node: &Named) -> Vec<(String, String)> {
     out.into_iter().collect()
 }
 
-fn available_ncpus(available: &[(String, String)]) -> u64 {
+pub(crate) fn available_ncpus(available: &[(String, String)]) -> u64 {
     available.iter().find(|(r, _)| r == "ncpus").and_then(|(_, v)| amount(v)).unwrap_or(0)
 }
 
@@ -241,7 +180,7 @@ pub fn account(
     hold: bool,
     now: i64,
 ) {
-    crate::assigned::account(state, key, hold);
+    crate::node::assigned::account(state, key, hold);
     let mut per_node: BTreeMap<String, Vec<(String, u64)>> = BTreeMap::new();
     for part in exec_vnode.parts() {
         let entry = per_node.entry(part.vnode.clone()).or_default();

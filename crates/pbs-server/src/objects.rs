@@ -8,7 +8,9 @@ use pbs_proto::{Attr, MgrAttr, MgrCommand, MgrObject, MgrOp, StatusObject};
 
 use crate::attrlist::{AttrList, resolve};
 use crate::error::ReqError;
-use crate::jobs::{Ctx, normalize_value, wanted};
+use crate::request::Ctx;
+use crate::request::attrs::normalize_value;
+use crate::request::filter::{filtered, wanted};
 use crate::state::{Named, PBS_VERSION, State, set_named, store_kind};
 use crate::store::StoreOp;
 
@@ -105,7 +107,7 @@ pub fn manager(
                 }
                 if kind == ObjectKind::Node
                     && (state.node_rt.get(name.as_str()).is_some_and(|rt| !rt.jobs.is_empty())
-                        || crate::faults::holds_suspended(state, name))
+                        || crate::job::faults::holds_suspended(state, name))
                 {
                     return Err(ReqError::new(Pbse::OBJBUSY));
                 }
@@ -115,7 +117,7 @@ pub fn manager(
                 }
                 state.named_mut(kind).remove(index);
                 if kind == ObjectKind::Queue {
-                    crate::assigned::forget_queue(state, name);
+                    crate::node::assigned::forget_queue(state, name);
                 }
                 ops.push(StoreOp::DeleteObject { kind: store_kind(kind), name: name.clone() });
             }
@@ -429,39 +431,6 @@ fn manage_resource(
     Ok(ops)
 }
 
-pub(crate) fn filtered(
-    list: &AttrList,
-    kind: ObjectKind,
-    privilege: Privilege,
-    filter: &[String],
-    computed: Vec<(&str, String)>,
-    hidden: &[String],
-) -> Vec<Attr> {
-    let table = kind.attributes();
-    let mut entries: Vec<(u8, Option<String>, String)> =
-        list.iter().map(|a| (a.def, a.resource.as_deref().map(str::to_string), a.value.to_string())).collect();
-    for (name, value) in computed {
-        if let Some((def, resource)) = resolve(kind, name) {
-            entries.push((def, resource.map(str::to_string), value));
-        }
-    }
-    entries.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
-    entries
-        .into_iter()
-        .filter_map(|(def, resource, value)| {
-            let d = table.get(def as usize)?;
-            if !d.readable_by(privilege) || resource.as_ref().is_some_and(|r| hidden.contains(r)) {
-                return None;
-            }
-            let full = match resource {
-                Some(r) => format!("{}.{}", d.name, r),
-                None => d.name.to_string(),
-            };
-            wanted(filter, &full).then_some(Attr(full, value))
-        })
-        .collect()
-}
-
 /// Status of the server object.
 pub fn server_status(state: &State, privilege: Privilege, filter: &[String]) -> StatusObject {
     let mut computed = vec![("server_state", "Active".to_string()), ("server_host", state.host.clone())];
@@ -472,7 +441,7 @@ pub fn server_status(state: &State, privilege: Privilege, filter: &[String]) -> 
         computed.push(("total_jobs", counts.total.to_string()));
         computed.push(("state_count", counts.text()));
     }
-    let assigned = crate::assigned::status(state, None);
+    let assigned = crate::node::assigned::status(state, None);
     computed.extend(assigned.iter().map(|(name, value)| (name.as_str(), value.clone())));
     computed.extend([
         ("license_count", "Avail_Global:1000000 Avail_Local:1000000 Used:0 High_Use:0".to_string()),
@@ -514,8 +483,11 @@ pub fn named_status(
     Ok(selected
         .into_iter()
         .map(|object| {
-            let assigned =
-                if kind == ObjectKind::Queue { crate::assigned::status(state, Some(&object.name)) } else { Vec::new() };
+            let assigned = if kind == ObjectKind::Queue {
+                crate::node::assigned::status(state, Some(&object.name))
+            } else {
+                Vec::new()
+            };
             let mut computed: Vec<(&str, String)> =
                 assigned.iter().map(|(name, value)| (name.as_str(), value.clone())).collect();
             if kind == ObjectKind::Queue && (wanted(filter, "total_jobs") || wanted(filter, "state_count")) {

@@ -5,46 +5,19 @@
 //! `nodect`, `mpiprocs`, and custom resources with flag `q`. An entry stays once a job has
 //! used it, at zero when no running job holds it, as `qstat -Bf` shows it; sizes print in
 //! the finest unit a job asked in. Nothing is stored: a restart counts the running jobs
-//! again (`exec::recover`).
-
-use std::collections::{BTreeMap, HashMap};
+//! again (`job::run::recover`).
 
 use pbs_core::Size;
 
-use crate::nodes::{amount, is_size};
-use crate::state::{JobKey, State};
+use crate::jobkey::JobKey;
+use crate::node::{amount, is_size};
+use crate::state::State;
 
 /// The built-in resources counted at server and queue level.
 const COUNTED_BUILTINS: [&str; 5] = ["ncpus", "mem", "vmem", "nodect", "mpiprocs"];
 
-/// Amounts held by running jobs: sizes in bytes, the rest in units.
-#[derive(Debug, Default)]
-pub struct Assigned {
-    server: BTreeMap<String, u64>,
-    queues: HashMap<String, BTreeMap<String, u64>>,
-    /// What each job holding resources was charged, and in which queue: its end gives back
-    /// exactly that, even if its `Resource_List` was altered while it ran.
-    charged: HashMap<JobKey, (String, Vec<(String, u64)>)>,
-    /// For sizes, the smallest unit any job asked in: OpenPBS adds sizes in the finer unit
-    /// of the two and prints the total in it (`resources_assigned.mem = 0mb`).
-    units: HashMap<String, u32>,
-}
-
 fn counted(state: &State, resource: &str) -> bool {
     COUNTED_BUILTINS.contains(&resource) || state.resources.get(resource).is_some_and(|d| d.flags.queue_assigned)
-}
-
-impl Assigned {
-    /// Adds or subtracts `amounts` on the server and on `queue`.
-    fn change(&mut self, queue: &str, amounts: &[(String, u64)], add: bool) {
-        let queue_totals = self.queues.entry(queue.to_string()).or_default();
-        for totals in [&mut self.server, queue_totals] {
-            for (resource, n) in amounts {
-                let slot = totals.entry(resource.clone()).or_insert(0);
-                *slot = if add { slot.saturating_add(*n) } else { slot.saturating_sub(*n) };
-            }
-        }
-    }
 }
 
 /// Adds (`hold = true`) the job's `Resource_List` amounts on the server and on its queue,

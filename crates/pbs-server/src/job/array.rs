@@ -1,20 +1,19 @@
-//! Job arrays: an array is one record (`12[]`) whose queued subjobs are only the indices
-//! in its `array_indices_remaining`; a subjob gets a record of its own (`12[3]`) when it
-//! starts, so a 100,000-subjob array costs about as much as one job to submit and to list.
+//! Job arrays: an array is one record (`12[]`) whose queued subjobs are only the indices in
+//! its `array_indices_remaining`; a subjob gets a record of its own (`12[3]`) when it starts,
+//! so a 100,000-subjob array costs about as much as one job to submit and to list.
 //!
-//! Here: creating a subjob's record from its parent, putting it back, keeping the
-//! parent's `array_state_count`, `array_indices_remaining` and state (`Q`, `B` once a
-//! subjob has started, `F` or gone when every subjob is done) in step, and resolving
-//! subjob ids and ranges (`12[1-5]`) against the array's index runs, never index by index.
+//! Here: creating a subjob's record from its parent, putting it back, and keeping the
+//! parent's `array_state_count`, `array_indices_remaining` and state in step.
 
 use pbs_core::attr::ObjectKind;
-pub use pbs_core::range::IndexSet;
-use pbs_core::{ArrayRange, JobState, Pbse, Substate};
+use pbs_core::{JobState, Pbse, Substate};
 use pbs_proto::StatusObject;
 
 use crate::error::ReqError;
-use crate::jobs::StatusFilter;
-use crate::state::{Job, JobKey, State, idx};
+use crate::jobkey::JobKey;
+use crate::request::filter::StatusFilter;
+use crate::request::ids::{IndexSet, indices};
+use crate::state::{Job, State, idx};
 use crate::store::StoreOp;
 
 /// Attributes only the array itself has; a subjob's view leaves them out.
@@ -23,25 +22,6 @@ const ARRAY_ONLY: [&str; 5] =
 
 /// Where a subjob's output and error paths carry its index.
 pub const INDEX_MARK: &str = "^array_index^";
-
-/// An array attribute holding indices (`array_indices_submitted`/`_remaining`).
-pub fn indices(job: &Job, attr: &str) -> IndexSet {
-    match job.get(attr, None) {
-        Some("-") | None => IndexSet::default(),
-        Some(text) => parse_set(text),
-    }
-}
-
-/// Parses `1-3,5,7-9:2` (what `IndexSet` prints) into runs as they stand, never one
-/// index at a time: reading a record costs its length, whatever the indices it names.
-fn parse_set(text: &str) -> IndexSet {
-    IndexSet::parse_lenient(text)
-}
-
-/// Whether `index` is one of the array's subjobs.
-pub fn submitted(job: &Job, index: u64) -> bool {
-    job.array && indices(job, "array_indices_submitted").contains(index)
-}
 
 /// Creates the record of subjob `index` from its parent as it starts: the parent's
 /// attributes without the array's own, `array_id`, `array_index`, and paths with the
@@ -226,7 +206,7 @@ pub struct SubjobTemplate {
 impl SubjobTemplate {
     /// The template of `parent`'s subjobs for this filter.
     pub fn new(state: &State, parent: &Job, filter: &StatusFilter) -> SubjobTemplate {
-        let mut view = crate::jobs::job_status(state, parent, filter);
+        let mut view = crate::job::status::job_status(state, parent, filter);
         view.attrs.retain(|a| !ARRAY_ONLY.contains(&a.0.as_str()));
         SubjobTemplate { seq: parent.seq, remaining: indices(parent, "array_indices_remaining"), view }
     }
@@ -240,81 +220,6 @@ impl SubjobTemplate {
         }
         object
     }
-}
-
-/// How a request reads a subjob range (`12[1-5]`), as OpenPBS's request handlers do
-/// (qstat's rule, every index of the range the array's, is [`status_items`]; qrun's,
-/// exactly one, is [`run_key`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RangeRule {
-    /// qdel: the range must start between the array's first and last index; its queued
-    /// and running subjobs are deleted, finished ones left alone.
-    StartInside,
-    /// qsig, qrerun: the subjobs of the range that are running; none is a state error.
-    Running,
-}
-
-/// The one job or subjob qrun names: a range must meet the array in exactly one index.
-pub fn run_key(state: &State, id: &str) -> Result<JobKey, ReqError> {
-    let parsed: pbs_core::JobId = id.parse().map_err(|_| ReqError::new(Pbse::UNKJOBID))?;
-    let seq = parsed.seq();
-    let job = state.jobs.get(&seq).ok_or_else(|| ReqError::new(Pbse::UNKJOBID))?;
-    match parsed.array() {
-        pbs_core::ArrayPart::None | pbs_core::ArrayPart::Parent => Ok(JobKey::job(seq)),
-        pbs_core::ArrayPart::Index(i) if submitted(job, *i) => Ok(JobKey::subjob(seq, *i)),
-        pbs_core::ArrayPart::Range(range) if job.array => {
-            let set = indices(job, "array_indices_submitted").intersect(range);
-            match (set.first(), set.len()) {
-                (Some(index), 1) => Ok(JobKey::subjob(seq, index)),
-                (None, _) => Err(ReqError::new(Pbse::UNKJOBID)),
-                _ => Err(ReqError::new(Pbse::IVALREQ)),
-            }
-        }
-        _ => Err(ReqError::new(Pbse::UNKJOBID)),
-    }
-}
-
-/// The keys an id names, a range read by `rule`. A range is met with the array's index
-/// runs, never walked: `12[0-9999999999]` costs what the array holds, and the state lock is
-/// held for the length of the answer.
-pub fn keys_by(state: &State, id: &str, rule: RangeRule) -> Result<Vec<JobKey>, ReqError> {
-    let parsed: pbs_core::JobId = id.parse().map_err(|_| ReqError::new(Pbse::UNKJOBID))?;
-    let seq = parsed.seq();
-    let job = state.jobs.get(&seq).ok_or_else(|| ReqError::new(Pbse::UNKJOBID))?;
-    match parsed.array() {
-        pbs_core::ArrayPart::None | pbs_core::ArrayPart::Parent => Ok(vec![JobKey::job(seq)]),
-        pbs_core::ArrayPart::Index(i) if submitted(job, *i) => Ok(vec![JobKey::subjob(seq, *i)]),
-        pbs_core::ArrayPart::Range(range) if job.array => range_keys(state, job, range, rule),
-        _ => Err(ReqError::new(Pbse::UNKJOBID)),
-    }
-}
-
-/// The jobs a request naming `id` may change, for the scheduler's change stream: the job,
-/// a subjob and its array, or for a range the array and those of its subjobs that have
-/// records (running or ending). A queued subjob is only an index of its array, whose own
-/// change covers it: a range costs the subjobs that run in its span, never its indices.
-pub fn touched_by(state: &State, id: &str) -> Vec<JobKey> {
-    let Ok(parsed) = id.parse::<pbs_core::JobId>() else { return Vec::new() };
-    let seq = parsed.seq();
-    if !state.jobs.contains_key(&seq) {
-        return Vec::new();
-    }
-    let range = match parsed.array() {
-        pbs_core::ArrayPart::None | pbs_core::ArrayPart::Parent => return vec![JobKey::job(seq)],
-        pbs_core::ArrayPart::Index(index) => return vec![JobKey::subjob(seq, *index), JobKey::job(seq)],
-        pbs_core::ArrayPart::Range(range) => range,
-    };
-    let (start, end) = (range.start, range.end);
-    let wanted = |index: u64| range.contains(index);
-    let mut keys = vec![JobKey::job(seq)];
-    keys.extend(
-        state
-            .subjobs
-            .range((seq, start)..=(seq, end))
-            .filter(|((_, index), _)| wanted(*index))
-            .map(|((_, index), _)| JobKey::subjob(seq, *index)),
-    );
-    keys
 }
 
 /// The indices of `parent`'s subjobs that qselect -T lists, in order: `holds(job, state)`
@@ -347,65 +252,10 @@ pub fn selected_subjobs(state: &State, parent: &Job, mut holds: impl FnMut(&Job,
     out
 }
 
-/// What a status id names: a job or array, one subjob, or the subjobs of a range.
-pub enum StatusItems {
-    /// A job or an array (with its subjobs under qstat -t).
-    Job,
-    /// One subjob.
-    Subjob(u64),
-    /// The subjobs of a range, every one of them the array's.
-    Subjobs(IndexSet),
-}
-
-/// Resolves a status id to its job's sequence number and what it names, a range as an
-/// index set (met with the array's runs, never walked nor expanded).
-pub fn status_items(state: &State, id: &str) -> Result<(u64, StatusItems), ReqError> {
-    let parsed: pbs_core::JobId = id.parse().map_err(|_| ReqError::new(Pbse::UNKJOBID))?;
-    let seq = parsed.seq();
-    let job = state.jobs.get(&seq).ok_or_else(|| ReqError::new(Pbse::UNKJOBID))?;
-    match parsed.array() {
-        pbs_core::ArrayPart::None | pbs_core::ArrayPart::Parent => Ok((seq, StatusItems::Job)),
-        pbs_core::ArrayPart::Index(i) if submitted(job, *i) => Ok((seq, StatusItems::Subjob(*i))),
-        pbs_core::ArrayPart::Range(range) if job.array => {
-            let set = indices(job, "array_indices_submitted").intersect(range);
-            if set.len() as u64 == range.count() {
-                Ok((seq, StatusItems::Subjobs(set)))
-            } else {
-                Err(ReqError::new(Pbse::UNKJOBID))
-            }
-        }
-        _ => Err(ReqError::new(Pbse::UNKJOBID)),
-    }
-}
-
-fn range_keys(state: &State, job: &Job, range: &ArrayRange, rule: RangeRule) -> Result<Vec<JobKey>, ReqError> {
-    let seq = job.seq;
-    let in_span = state.subjobs.range((seq, range.start)..=(seq, range.end)).filter(|((_, i), _)| range.contains(*i));
-    if rule == RangeRule::Running {
-        // The array's running subjobs are few next to its indices: look at each of them.
-        let keys: Vec<JobKey> = in_span
-            .filter(|(_, sub)| matches!(sub.state, JobState::Running | JobState::Suspended))
-            .map(|((_, index), _)| JobKey::subjob(seq, *index))
-            .collect();
-        return if keys.is_empty() { Err(ReqError::new(Pbse::BADSTATE)) } else { Ok(keys) };
-    }
-    let all = indices(job, "array_indices_submitted");
-    let inside =
-        all.first().is_some_and(|first| range.start >= first) && all.last().is_some_and(|last| range.start <= last);
-    if !inside {
-        return Err(ReqError::new(Pbse::UNKJOBID));
-    }
-    let queued = indices(job, "array_indices_remaining").intersect(range);
-    let mut keys: Vec<JobKey> = queued.iter().map(|i| JobKey::subjob(seq, i)).collect();
-    // Subjobs with records have left the remaining indices.
-    keys.extend(in_span.map(|((_, index), _)| JobKey::subjob(seq, *index)));
-    keys.sort_unstable();
-    Ok(keys)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::request::ids::{RangeRule, StatusItems, keys_by, parse_set, run_key, status_items};
     use crate::store::Loaded;
 
     /// A record naming ten billion indices (a damaged store, or `max_array_size` raised
@@ -421,7 +271,7 @@ mod tests {
             ..Loaded::default()
         };
         let (mut state, _) = State::from_loaded(loaded, "srv", "host", "/nonexistent");
-        crate::exec::recover(&mut state, 0);
+        crate::job::run::recover(&mut state, 0);
         let count = state.jobs.get(&5).and_then(|j| j.get("array_state_count", None).map(str::to_string));
         assert_eq!(count.as_deref(), Some("Queued:10000000000 Running:0 Exiting:0 Expired:0"));
 

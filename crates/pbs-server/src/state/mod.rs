@@ -4,6 +4,13 @@
 //! **Invariant:** this is the only copy of the truth while the server runs; the store
 //! holds what every acknowledged request changed, so a restart rebuilds the same state.
 
+pub mod assigned;
+pub mod entity_usage;
+pub mod links;
+pub mod node_rt;
+pub mod sched_queue;
+pub mod tracked;
+
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
@@ -13,31 +20,20 @@ use pbs_core::{JobState, Substate};
 use serde::{Deserialize, Serialize};
 
 use crate::attrlist::{AttrList, Interner, resolve};
+use crate::jobkey::JobKey;
 use crate::store::{Loaded, StoreOp};
+
+/// Why a running job is being ended by the server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EndReason {
+    /// qdel: the job finishes (history or gone).
+    Delete,
+    /// qrerun or node failure: the job goes back to the queue.
+    Rerun,
+}
 
 /// The `pbs_version` this server reports.
 pub const PBS_VERSION: &str = env!("CARGO_PKG_VERSION");
-
-/// Which job: a plain job or array parent (`index: None`), or one subjob of an array.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct JobKey {
-    /// Sequence number.
-    pub seq: u64,
-    /// Subjob index.
-    pub index: Option<u64>,
-}
-
-impl JobKey {
-    /// A plain job or an array parent.
-    pub fn job(seq: u64) -> JobKey {
-        JobKey { seq, index: None }
-    }
-
-    /// One subjob.
-    pub fn subjob(seq: u64, index: u64) -> JobKey {
-        JobKey { seq, index: Some(index) }
-    }
-}
 
 /// A job, an array parent, or a subjob that has run (queued subjobs have no record: they
 /// are the indices in their parent's `array_indices_remaining`).
@@ -118,15 +114,15 @@ pub struct State {
     /// Shared resource-name strings.
     pub interner: Interner,
     /// Run-time node state (mom reports, resources held), by node name.
-    pub node_rt: HashMap<String, crate::nodes::NodeRt>,
+    pub node_rt: HashMap<String, crate::state::node_rt::NodeRt>,
     /// Server and queue `resources_assigned` (run time, like `node_rt`).
-    pub assigned: crate::assigned::Assigned,
+    pub assigned: crate::state::assigned::Assigned,
     /// What changed since the scheduler was last told.
     pub changes: PendingChanges,
     /// Live links to the scheduler and the moms.
-    pub links: crate::exec::Links,
+    pub links: crate::state::links::Links,
     /// Running jobs being ended on purpose, and what to do when their mom reports the end.
-    pub ending: HashMap<JobKey, crate::exec::EndReason>,
+    pub ending: HashMap<JobKey, crate::state::EndReason>,
     /// Jobs whose start the mom has not confirmed yet.
     pub starting: HashSet<JobKey>,
     /// Arrays whose subjobs started in the batch being applied (see `arrays::settle`).
@@ -134,9 +130,9 @@ pub struct State {
     /// Frames for moms waiting for their commits, to go out in commit order.
     pub outbox: crate::effects::Outbox,
     /// Queued-job entity limits and the usage they are checked against.
-    pub entity_limits: crate::entity_limits::Tracker,
+    pub entity_limits: crate::state::entity_usage::Tracker,
     /// Launches handed to a mom link and suspended jobs by node (see `faults`).
-    pub faults: crate::faults::Tracked,
+    pub faults: crate::state::tracked::Tracked,
 }
 
 /// Objects changed since the scheduler was last told, and whether a cycle is due.
@@ -252,7 +248,7 @@ impl State {
             node_rt: HashMap::new(),
             assigned: Default::default(),
             changes: PendingChanges::default(),
-            links: crate::exec::Links::default(),
+            links: crate::state::links::Links::default(),
             ending: HashMap::new(),
             starting: HashSet::new(),
             arrays_to_refresh: BTreeSet::new(),

@@ -1,95 +1,23 @@
-//! Running jobs: starting them on their moms, following what the moms report, ending,
-//! deleting, signalling and requeuing them, and telling the scheduler what changed.
+//! Running jobs: starting them on their moms (qrun and the scheduler's runs), following what
+//! the moms report, ending, signalling, suspending and requeuing them.
 //!
-//! Everything here is a change to [`State`] made under its lock, returning the store
-//! operations to commit and the frames to send to moms; the callers do the I/O after the
-//! lock is released.
-
-use std::collections::HashMap;
+//! Everything here is a change to [`State`] made under its lock, returning the [`Effects`]
+//! to carry out once it is committed.
 
 use pbs_core::attr::ObjectKind;
 use pbs_core::select::{Place, Select, Sharing};
 use pbs_core::{ExecVnode, JobState, Pbse, Substate};
+use pbs_proto::IdError;
 use pbs_proto::mom::{JobLaunch, ToMom, Usage};
-use pbs_proto::sched::{JobUpdate, RunDecision, SchedChange, SchedJob, SchedQueue, Snapshot, ToSched};
-use pbs_proto::{Attr, IdError};
-use tokio::sync::{mpsc, oneshot};
 
-use crate::attrlist::resolve;
 use crate::effects::{Delivery, Effects, Launch, MomFrames};
 use crate::error::ReqError;
-use crate::nodes;
-use crate::state::{Job, JobKey, State, idx};
+use crate::jobkey::{JobKey, key_of};
+use crate::state::{EndReason, Job, State};
 use crate::store::StoreOp;
 
 /// `substate` of a job sent to its mom but not yet confirmed running (PRERUN).
 pub const SUBSTATE_PRERUN: Substate = Substate(41);
-
-/// Live links to the scheduler and the moms.
-#[derive(Debug, Default)]
-pub struct Links {
-    /// The scheduler's change stream, when one is connected.
-    pub sched: Option<crate::schedqueue::SchedSender>,
-    /// Frames to each node's mom (queued while its link is down, up to [`MOM_QUEUE`]).
-    pub moms: HashMap<String, mpsc::Sender<ToMom>>,
-    /// `qrun` requests waiting for the scheduler's placement.
-    pub qruns: HashMap<u64, oneshot::Sender<Result<(), ReqError>>>,
-    /// The next `qrun` correlation number.
-    pub next_qrun: u64,
-}
-
-/// Frames that may wait for one node's mom. They are queued under the state lock, where
-/// nothing may wait, so past this a frame is dropped with an error in the log rather than
-/// the server's memory growing for as long as a mom is away while users signal or delete
-/// its jobs. Only a mom unreachable through tens of thousands of requests fills it; its
-/// `NodeStatus` at reconnection then settles the jobs that ended meanwhile.
-pub const MOM_QUEUE: usize = 65536;
-
-/// Why a running job is being ended by the server.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum EndReason {
-    /// qdel: the job finishes (history or gone).
-    Delete,
-    /// qrerun or node failure: the job goes back to the queue.
-    Rerun,
-}
-
-/// Hands frames to the moms' link tasks (queued while a link is down).
-pub fn send_frames(state: &mut State, frames: MomFrames) {
-    for (node, frame) in frames {
-        match state.links.moms.get(&node) {
-            Some(tx) => {
-                if let Err(mpsc::error::TrySendError::Full(frame)) = tx.try_send(frame) {
-                    tracing::error!(
-                        object_type = "Node",
-                        object_name = node.as_str(),
-                        "{MOM_QUEUE} frames already wait for this node's mom: dropped {}",
-                        match frame {
-                            ToMom::RunJob { launch } => format!("the start of {}", launch.job_id),
-                            ToMom::SignalJob { job_id, .. } => format!("a signal to {job_id}"),
-                            ToMom::KillJob { job_id, .. } => format!("the kill of {job_id}"),
-                            ToMom::ForgetJob { job_id } => format!("the forget of {job_id}"),
-                            ToMom::ModifyJob { job_id, .. } => format!("the new limits of {job_id}"),
-                            ToMom::Ping => "a ping".to_string(),
-                        }
-                    );
-                }
-            }
-            None => tracing::warn!(object_type = "Node", object_name = node.as_str(), "no link to this node's mom"),
-        }
-    }
-}
-
-/// The key of a job id: a plain job or array parent (`12.server`, `12`, `12[]`), or one
-/// subjob (`12[3]`). A range (`12[1-5]`) names no single job.
-pub fn key_of(job_id: &str) -> Option<JobKey> {
-    let parsed: pbs_core::JobId = job_id.parse().ok()?;
-    match parsed.array() {
-        pbs_core::ArrayPart::None | pbs_core::ArrayPart::Parent => Some(JobKey::job(parsed.seq())),
-        pbs_core::ArrayPart::Index(i) => Some(JobKey::subjob(parsed.seq(), *i)),
-        pbs_core::ArrayPart::Range(_) => None,
-    }
-}
 
 /// Text of a Usage as `resources_used` values.
 fn usage_attrs(usage: &Usage) -> [(&'static str, String); 6] {
@@ -186,8 +114,11 @@ fn complete_exec(state: &State, job: &Job, exec: ExecVnode) -> ExecVnode {
     let mut out = ExecVnode::default();
     for (i, chunk) in chunks.iter().enumerate() {
         let vnode = names[i % names.len().max(1)].clone();
-        let resources =
-            chunk.iter().filter(|(r, _)| nodes::consumable(state, r)).map(|(r, v)| (r.clone(), v.clone())).collect();
+        let resources = chunk
+            .iter()
+            .filter(|(r, _)| crate::node::consumable(state, r))
+            .map(|(r, v)| (r.clone(), v.clone()))
+            .collect();
         out.chunks.push(vec![pbs_core::execvnode::VnodePart { vnode, resources }]);
     }
     out
@@ -229,19 +160,19 @@ pub enum Qrun {
 /// array's remaining indices) must be queued. With `-H` the job starts here and now.
 pub fn qrun(
     state: &mut State,
-    ctx: &crate::jobs::Ctx<'_>,
+    ctx: &crate::request::Ctx<'_>,
     job_id: &str,
     exec_vnode: Option<String>,
 ) -> Result<Qrun, ReqError> {
     if ctx.privilege < pbs_core::Privilege::Operator {
         return Err(ReqError::new(Pbse::PERM));
     }
-    let key = crate::arrays::run_key(state, job_id)?;
+    let key = crate::request::ids::run_key(state, job_id)?;
     let queued = match (key.index, state.job(key)) {
         (_, Some(job)) => job.state == JobState::Queued && !job.array,
         (Some(index), None) => state.jobs.get(&key.seq).is_some_and(|parent| {
             matches!(parent.state, JobState::Queued | JobState::Begun)
-                && crate::arrays::indices(parent, "array_indices_remaining").contains(index)
+                && crate::request::ids::indices(parent, "array_indices_remaining").contains(index)
         }),
         (None, None) => false,
     };
@@ -251,7 +182,7 @@ pub fn qrun(
     match exec_vnode {
         Some(exec_vnode) => {
             let mut effects = run_job(state, key, &exec_vnode, ctx.now)?;
-            effects.ops.extend(crate::arrays::settle(state, ctx.now));
+            effects.ops.extend(crate::job::array::settle(state, ctx.now));
             Ok(Qrun::Run(effects))
         }
         None => Ok(Qrun::AskScheduler(match key.index {
@@ -261,28 +192,12 @@ pub fn qrun(
     }
 }
 
-/// Asks the connected scheduler to place `full_id` now; the receiver gets the outcome once
-/// the run is committed (or why it could not be placed).
-pub fn ask_scheduler(state: &mut State, full_id: String) -> Result<oneshot::Receiver<Result<(), ReqError>>, ReqError> {
-    if state.links.sched.is_none() {
-        return Err(ReqError::new(Pbse::NOSCHEDULER));
-    }
-    state.links.next_qrun += 1;
-    let number = state.links.next_qrun;
-    let (tx, rx) = oneshot::channel();
-    state.links.qruns.insert(number, tx);
-    if let Some(sched) = state.links.sched.as_mut() {
-        let _ = sched.send(ToSched::RunNow { qrun: number, job_id: full_id });
-    }
-    Ok(rx)
-}
-
 /// Every vnode must exist, be up and not offline.
 fn check_nodes(state: &State, exec: &ExecVnode) -> Result<(), ReqError> {
     for name in exec.vnodes() {
         let node = state.nodes.iter().find(|n| n.name == name).ok_or_else(|| ReqError::new(Pbse::UNKNODE))?;
         let up = state.node_rt.get(name).is_some_and(|rt| rt.up);
-        if !up || nodes::is_offline(node) {
+        if !up || crate::node::is_offline(node) {
             return Err(ReqError::new(Pbse::RESCUNAV));
         }
     }
@@ -291,14 +206,14 @@ fn check_nodes(state: &State, exec: &ExecVnode) -> Result<(), ReqError> {
 
 /// Starts a queued job on `exec_vnode`: checks, marks it running, holds its resources.
 /// Returns the store operations and the launches to send once they are committed; for a
-/// subjob, the caller adds [`crate::arrays::settle`]'s operations.
+/// subjob, the caller adds [`crate::job::array::settle`]'s operations.
 pub fn run_job(state: &mut State, key: JobKey, exec_vnode: &str, now: i64) -> Result<Effects, ReqError> {
     let parsed: ExecVnode = exec_vnode.parse().map_err(|_| ReqError::new(Pbse::BADNODESPEC))?;
     if let Some(index) = key.index {
         // A queued subjob has no record until it starts.
         if state.job(key).is_none() {
             check_nodes(state, &parsed)?;
-            crate::arrays::materialize(state, key.seq, index, now)?;
+            crate::job::array::materialize(state, key.seq, index, now)?;
         }
     }
     let job = state.job(key).ok_or_else(|| ReqError::new(Pbse::UNKJOBID))?;
@@ -311,7 +226,7 @@ pub fn run_job(state: &mut State, key: JobKey, exec_vnode: &str, now: i64) -> Re
     let exec_text = exec.to_string();
     let job_id = job.id(&state.server_name);
     let run_count: u32 = job.get("run_count", None).and_then(|v| v.parse().ok()).unwrap_or(0) + 1;
-    nodes::account(state, key, &job_id, &exec, exclusive, true, now);
+    crate::node::account(state, key, &job_id, &exec, exclusive, true, now);
     let Some(job) = state.job_mut(key) else { return Err(ReqError::new(Pbse::UNKJOBID)) };
     job.state = JobState::Running;
     job.substate = SUBSTATE_PRERUN;
@@ -396,7 +311,7 @@ fn launches(state: &State, key: JobKey, exec: &ExecVnode, run_count: u32) -> Vec
         ompthreads: chunk_value("ompthreads").unwrap_or(ms_ncpus),
         walltime: duration("walltime"),
         cput: duration("cput"),
-        mem: job.get("Resource_List", Some("mem")).and_then(nodes::amount),
+        mem: job.get("Resource_List", Some("mem")).and_then(crate::node::amount),
         array_index: job.get("array_index", None).map(str::to_string),
         array_id: job.get("array_id", None).map(str::to_string),
         account: job.get("Account_Name", None).map(str::to_string),
@@ -442,7 +357,7 @@ pub fn committed_delivery(state: &mut State, delivery: Delivery, now: i64) -> (M
                 if unreadable.contains(&launch.key) {
                     if !settled.contains(&launch.key) {
                         settled.push(launch.key);
-                        follow.merge(crate::faults::requeue_unreadable(state, launch.key, now));
+                        follow.merge(crate::job::faults::requeue_unreadable(state, launch.key, now));
                     }
                     continue;
                 }
@@ -518,7 +433,7 @@ fn release(state: &mut State, key: JobKey, now: i64) -> MomFrames {
     };
     if !suspended {
         let exclusive = job_exclusive(state, job, &exec);
-        nodes::account(state, key, &job_id, &exec, exclusive, false, now);
+        crate::node::account(state, key, &job_id, &exec, exclusive, false, now);
     }
     state.starting.remove(&key);
     exec.vnodes().into_iter().map(|v| (v.to_string(), ToMom::ForgetJob { job_id: job_id.clone() })).collect()
@@ -527,7 +442,7 @@ fn release(state: &mut State, key: JobKey, now: i64) -> MomFrames {
 /// Puts a job that was running back in the queue.
 fn requeue(state: &mut State, key: JobKey, now: i64) -> Vec<StoreOp> {
     if key.index.is_some() {
-        return crate::arrays::requeue_subjob(state, key, now);
+        return crate::job::array::requeue_subjob(state, key, now);
     }
     let server_name = state.server_name.clone();
     let Some(job) = state.job_mut(key) else { return Vec::new() };
@@ -591,7 +506,7 @@ fn finish(
             }
             _ => vec![StoreOp::DeleteSubjob { seq: key.seq, index }],
         };
-        ops.extend(crate::arrays::refresh_after_end(state, key.seq, now));
+        ops.extend(crate::job::array::refresh_after_end(state, key.seq, now));
         return ops;
     }
     if history {
@@ -661,7 +576,7 @@ pub fn begin_end(state: &mut State, key: JobKey, reason: EndReason) -> Effects {
         // A stopped session cannot act on SIGTERM: wake it first, and it holds its
         // resources again until it ends.
         frames.push((ms.clone(), ToMom::SignalJob { job_id: job_id.clone(), signal: "resume".into() }));
-        nodes::account(state, key, &job_id, &exec, exclusive, true, chrono::Utc::now().timestamp());
+        crate::node::account(state, key, &job_id, &exec, exclusive, true, chrono::Utc::now().timestamp());
     }
     frames.push((ms, ToMom::KillJob { job_id: job_id.clone(), kill_delay: delay }));
     state.ending.insert(key, reason);
@@ -718,7 +633,7 @@ pub fn requeue_from_failed_nodes(state: &mut State, now: i64) -> Effects {
         for key in jobs_on(state, &node) {
             let id = state.job(key).map(|j| j.id(&state.server_name)).unwrap_or_default();
             tracing::info!(object_type = "Job", object_name = id.as_str(), "requeued: node {node} failed");
-            effects.merge(crate::faults::requeue_lost(state, key, now));
+            effects.merge(crate::job::faults::requeue_lost(state, key, now));
         }
     }
     effects
@@ -741,7 +656,7 @@ pub fn jobs_on(state: &State, node: &str) -> Vec<JobKey> {
                 .is_some_and(|e| e.vnodes().first() == Some(&node))
         })
         .collect();
-    keys.extend(crate::faults::suspended_on(state, node));
+    keys.extend(crate::job::faults::suspended_on(state, node));
     keys
 }
 
@@ -757,7 +672,7 @@ pub fn suspend_resume(state: &mut State, key: JobKey, suspend: bool, now: i64) -
         job.get("exec_vnode", None).and_then(|e| e.parse().ok()).ok_or_else(|| ReqError::new(Pbse::BADSTATE))?;
     let job_id = job.id(&state.server_name);
     let exclusive = job_exclusive(state, job, &exec);
-    nodes::account(state, key, &job_id, &exec, exclusive, !suspend, now);
+    crate::node::account(state, key, &job_id, &exec, exclusive, !suspend, now);
     let Some(job) = state.job_mut(key) else { return Err(ReqError::new(Pbse::UNKJOBID)) };
     if suspend {
         job.state = JobState::Suspended;
@@ -770,7 +685,7 @@ pub fn suspend_resume(state: &mut State, key: JobKey, suspend: bool, now: i64) -
     let ops = vec![job.put_op(None)];
     state.changes.jobs.insert(key, job_id);
     state.changes.cycle = true;
-    crate::faults::note_suspended(state, key, suspend);
+    crate::job::faults::note_suspended(state, key, suspend);
     Ok(ops)
 }
 
@@ -789,7 +704,7 @@ pub fn recover(state: &mut State, now: i64) -> Vec<StoreOp> {
         .collect();
     for (key, id, exec) in running {
         let exclusive = state.job(key).is_some_and(|j| job_exclusive(state, j, &exec));
-        nodes::account(state, key, &id, &exec, exclusive, true, now);
+        crate::node::account(state, key, &id, &exec, exclusive, true, now);
     }
     let suspended: Vec<JobKey> = state
         .jobs
@@ -799,10 +714,10 @@ pub fn recover(state: &mut State, now: i64) -> Vec<StoreOp> {
         .map(Job::key)
         .collect();
     for key in suspended {
-        crate::faults::note_suspended(state, key, true);
+        crate::job::faults::note_suspended(state, key, true);
     }
     let arrays: Vec<u64> = state.jobs.values().filter(|j| j.array && !j.state.is_history()).map(|j| j.seq).collect();
-    let ops = arrays.into_iter().flat_map(|seq| crate::arrays::refresh_after_end(state, seq, now)).collect();
+    let ops = arrays.into_iter().flat_map(|seq| crate::job::array::refresh_after_end(state, seq, now)).collect();
     state.changes = Default::default();
     ops
 }
@@ -833,12 +748,12 @@ pub(crate) fn mother_superior(job: &Job) -> Option<String> {
 /// other signal goes to the job's session.
 pub fn signal_jobs(
     state: &mut State,
-    ctx: &crate::jobs::Ctx<'_>,
+    ctx: &crate::request::Ctx<'_>,
     ids: &[String],
     signal: &str,
 ) -> (Vec<IdError>, Effects) {
     let signal = signal.trim().to_string();
-    crate::jobs::per_key(state, ctx, ids, crate::arrays::RangeRule::Running, |state, ctx, key| {
+    crate::request::per_key(state, ctx, ids, crate::request::ids::RangeRule::Running, |state, ctx, key| {
         let job = state.job(key).ok_or_else(|| ReqError::new(Pbse::UNKJOBID))?;
         if job.state.is_history() {
             return Err(ReqError::new(Pbse::HISTJOBID));
@@ -867,11 +782,11 @@ pub fn signal_jobs(
 /// whose mom cannot be reached is requeued at once.
 pub fn rerun_jobs(
     state: &mut State,
-    ctx: &crate::jobs::Ctx<'_>,
+    ctx: &crate::request::Ctx<'_>,
     ids: &[String],
     force: bool,
 ) -> (Vec<IdError>, Effects) {
-    crate::jobs::per_key(state, ctx, ids, crate::arrays::RangeRule::Running, |state, ctx, key| {
+    crate::request::per_key(state, ctx, ids, crate::request::ids::RangeRule::Running, |state, ctx, key| {
         if ctx.privilege < pbs_core::Privilege::Operator {
             return Err(ReqError::new(Pbse::PERM));
         }
@@ -889,225 +804,6 @@ pub fn rerun_jobs(
         let ms_up = mother_superior(job).and_then(|ms| state.node_rt.get(&ms)).is_some_and(|rt| rt.up);
         Ok(if force && !ms_up { lost(state, key, ctx.now) } else { begin_end(state, key, EndReason::Rerun) })
     })
-}
-
-// ---- the scheduler's view ------------------------------------------------------------
-
-/// The scheduler's view of a job.
-pub fn sched_job(state: &State, job: &Job) -> SchedJob {
-    let time = |name: &str| job.get(name, None).and_then(|v| v.parse::<i64>().ok()).unwrap_or(0);
-    let resources: Vec<(String, String)> =
-        job.attrs.resources(job_idx!("Resource_List")).map(|(r, v)| (r.to_string(), v.to_string())).collect();
-    let mut attrs = Vec::new();
-    for name in ["max_run_subjobs", "array_indices_remaining", "array_indices_submitted", "Rerunable", "run_count"] {
-        if let Some(value) = job.get(name, None) {
-            attrs.push(Attr::new(name, value));
-        }
-    }
-    for (base, resource) in
-        [("estimated", None), ("resources_used", Some("walltime")), ("resources_used", Some("cput"))]
-    {
-        match resource {
-            Some(r) => {
-                if let Some(v) = job.get(base, Some(r)) {
-                    attrs.push(Attr::new(format!("{base}.{r}"), v));
-                }
-            }
-            None => {
-                for (r, v) in job.attrs.resources(idx(ObjectKind::Job, base)) {
-                    attrs.push(Attr::new(format!("{base}.{r}"), v));
-                }
-            }
-        }
-    }
-    SchedJob {
-        id: job.id(&state.server_name),
-        seq: job.seq,
-        queue: job.queue.to_string(),
-        state: job.state.letter(),
-        substate: job.substate.0,
-        priority: job.get("Priority", None).and_then(|p| p.parse().ok()).unwrap_or(0),
-        qtime: time("qtime"),
-        etime: time("etime"),
-        stime: time("stime"),
-        owner: job.owner().to_string(),
-        group: job.get("egroup", None).unwrap_or("").to_string(),
-        select: job.get("Resource_List", Some("select")).unwrap_or("1:ncpus=1").to_string(),
-        place: job.get("Resource_List", Some("place")).unwrap_or("pack").to_string(),
-        resources,
-        exec_vnode: job.get("exec_vnode", None).map(str::to_string),
-        comment: job.get("comment", None).map(str::to_string),
-        attrs,
-    }
-}
-
-fn sched_queue(state: &State, index: usize) -> SchedQueue {
-    let queue = &state.queues[index];
-    SchedQueue { name: queue.name.clone(), attrs: queue.attrs.to_wire(ObjectKind::Queue) }
-}
-
-fn sched_attrs(state: &State) -> Vec<Attr> {
-    state.scheds.iter().find(|s| s.name == "default").map(|s| s.attrs.to_wire(ObjectKind::Sched)).unwrap_or_default()
-}
-
-/// The whole mirror, sent when a scheduler connects.
-pub fn snapshot(state: &State) -> Snapshot {
-    Snapshot {
-        server_name: state.server_name.clone(),
-        server: state.server.to_wire(ObjectKind::Server),
-        sched: sched_attrs(state),
-        queues: (0..state.queues.len()).map(|i| sched_queue(state, i)).collect(),
-        nodes: state.nodes.iter().map(|n| nodes::sched_node(state, n)).collect(),
-        jobs: state
-            .jobs
-            .values()
-            .chain(state.subjobs.values())
-            .filter(|j| !j.state.is_history())
-            .map(|j| sched_job(state, j))
-            .collect(),
-    }
-}
-
-/// Sends what changed to the scheduler (if one is connected) and clears the record.
-/// Called under the state lock after every change, so the scheduler sees changes in the
-/// order they were made.
-pub fn flush(state: &mut State) {
-    // Entity limits recount the jobs in the record before it is sent or dropped.
-    crate::entity_limits::note_changes(state);
-    match state.links.sched.as_ref() {
-        None => state.changes = Default::default(),
-        // The queue is full: the changes wait here, coalescing, until the link's writer
-        // has room (see `schedqueue`).
-        Some(link) if !link.has_room() => link.note_backlog(),
-        Some(_) => flush_changes(state),
-    }
-}
-
-/// Queues the pending changes for the scheduler now (the caller saw room for them).
-pub fn flush_changes(state: &mut State) {
-    let pending = std::mem::take(&mut state.changes);
-    if state.links.sched.is_none() {
-        return;
-    }
-    let mut changes = Vec::new();
-    if pending.objects {
-        changes.push(SchedChange::Server { attrs: state.server.to_wire(ObjectKind::Server) });
-        changes.push(SchedChange::Sched { attrs: sched_attrs(state) });
-        for i in 0..state.queues.len() {
-            changes.push(SchedChange::Queue { queue: sched_queue(state, i) });
-        }
-        for node in &state.nodes {
-            changes.push(SchedChange::Node { node: Box::new(nodes::sched_node(state, node)) });
-        }
-    } else {
-        for name in &pending.nodes {
-            match state.nodes.iter().find(|n| n.name == *name) {
-                Some(node) => changes.push(SchedChange::Node { node: Box::new(nodes::sched_node(state, node)) }),
-                None => changes.push(SchedChange::NodeGone { name: name.clone() }),
-            }
-        }
-    }
-    for (key, id) in &pending.jobs {
-        match state.job(*key) {
-            Some(job) if !job.state.is_history() => {
-                changes.push(SchedChange::Job { job: Box::new(sched_job(state, job)) });
-            }
-            _ => changes.push(SchedChange::JobGone { id: id.clone() }),
-        }
-    }
-    if changes.is_empty() && !pending.cycle {
-        return;
-    }
-    if let Some(link) = state.links.sched.as_mut()
-        && link.send_changes(ToSched::Changes { changes, cycle: pending.cycle }).is_err()
-    {
-        state.links.sched = None;
-    }
-}
-
-/// Applies one cycle's decisions: runs (each checked again) and attribute updates.
-pub fn apply_decisions(
-    state: &mut State,
-    run: &[RunDecision],
-    updates: &[JobUpdate],
-    now: i64,
-) -> (Vec<IdError>, Effects) {
-    let mut errors = Vec::new();
-    let mut effects = Effects::default();
-    for update in updates {
-        match apply_update(state, update) {
-            Ok(more) => effects.ops.extend(more),
-            Err(e) => errors.push(IdError { id: update.job_id.clone(), code: e.code.0, message: e.message }),
-        }
-    }
-    for decision in run {
-        let result = key_of(&decision.job_id)
-            .ok_or_else(|| ReqError::new(Pbse::UNKJOBID))
-            .and_then(|key| run_job(state, key, &decision.exec_vnode, now));
-        match result {
-            Ok(more) => effects.merge(more),
-            Err(e) => errors.push(IdError { id: decision.job_id.clone(), code: e.code.0, message: e.message }),
-        }
-    }
-    effects.ops.extend(crate::arrays::settle(state, now));
-    (errors, effects)
-}
-
-fn apply_update(state: &mut State, update: &JobUpdate) -> Result<Vec<StoreOp>, ReqError> {
-    let key = key_of(&update.job_id).ok_or_else(|| ReqError::new(Pbse::UNKJOBID))?;
-    let mut resolved = Vec::new();
-    for Attr(name, value) in &update.attrs {
-        let (def, resource) = resolve(ObjectKind::Job, name).ok_or_else(|| ReqError::attr(Pbse::NOATTR, name))?;
-        resolved.push((def, resource.map(|r| state.interner.intern(r)), value.clone()));
-    }
-    let job = state.job_mut(key).ok_or_else(|| ReqError::new(Pbse::UNKJOBID))?;
-    if job.state.is_history() {
-        return Err(ReqError::new(Pbse::HISTJOBID));
-    }
-    // The scheduler holds the cluster key, not the users' trust: it may write only what
-    // a scheduler owns, and one attribute beyond that refuses its whole update.
-    for ((def, resource, value), Attr(name, _)) in resolved.iter().zip(&update.attrs) {
-        if !scheduler_may_set(job, *def, resource.as_deref(), value) {
-            tracing::warn!(
-                object_type = "Job",
-                object_name = update.job_id.as_str(),
-                "Scheduler update refused: a scheduler may not set {:?} to {:?}",
-                name,
-                value
-            );
-            return Err(ReqError::attr(Pbse::PERM, name));
-        }
-    }
-    for (def, resource, value) in resolved {
-        if value.is_empty() {
-            job.attrs.unset(def, resource.as_deref());
-        } else {
-            job.attrs.set(def, resource, value);
-        }
-    }
-    let ops = vec![job.put_op(None)];
-    state.changes.jobs.insert(key, update.job_id.clone());
-    Ok(ops)
-}
-
-/// What a scheduler owns on a job: `comment`, `estimated.*`, and the walltime it chooses
-/// for a queued shrink-to-fit job, within the job's `min_walltime`/`max_walltime`. The run
-/// itself (and what it implies) comes through `RunDecision`, not attribute updates.
-fn scheduler_may_set(job: &Job, def: u8, resource: Option<&str>, value: &str) -> bool {
-    if def == job_idx!("comment") && resource.is_none() {
-        return true;
-    }
-    if def == job_idx!("estimated") {
-        return true;
-    }
-    if def != job_idx!("Resource_List") || resource != Some("walltime") || job.state != JobState::Queued {
-        return false;
-    }
-    let secs = |text: &str| text.parse::<pbs_core::Duration>().ok().map(|d| d.as_secs());
-    let rl = job_idx!("Resource_List");
-    let Some(min) = job.attrs.get(rl, Some("min_walltime")).and_then(secs) else { return false };
-    let max = job.attrs.get(rl, Some("max_walltime")).and_then(secs);
-    secs(value).is_some_and(|chosen| chosen >= min && max.is_none_or(|max| chosen <= max))
 }
 
 #[cfg(test)]

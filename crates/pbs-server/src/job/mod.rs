@@ -1,0 +1,11 @@
+//! Jobs: each kind of job request in its own module, all changes to the state that return
+//! the effects to carry out after the commit.
+
+pub mod altrun;
+pub mod array;
+pub mod delete;
+pub mod faults;
+pub mod modify;
+pub mod run;
+pub mod status;
+pub mod submit;

@@ -1,0 +1,243 @@
+//! Reading jobs: qstat (StatusJob) planned and listed part by part, qselect (SelectJobs), and
+//! the purge of expired history.
+
+use pbs_core::attr::ObjectKind;
+use pbs_core::{Duration, JobState, Pbse};
+use pbs_proto::{Attr, Criterion, IdError, StatusObject};
+
+use crate::criteria::Prepared;
+use crate::error::ReqError;
+use crate::jobkey::JobKey;
+use crate::request::filter::StatusFilter;
+use crate::request::{Ctx, may_see};
+use crate::state::{Job, State};
+use crate::store::StoreOp;
+
+/// Handles SelectJobs (qselect): the ids of visible jobs matching every criterion.
+pub fn select_jobs(
+    state: &State,
+    ctx: &Ctx<'_>,
+    criteria: &[Criterion],
+    history: bool,
+    subjobs: bool,
+    arrays_only: bool,
+) -> Vec<String> {
+    let mut ids = Vec::new();
+    let criteria: Vec<Prepared> = criteria.iter().map(Prepared::new).collect();
+    let visible = state
+        .jobs
+        .values()
+        .filter(|job| history || !job.state.is_history())
+        .filter(|job| !arrays_only || job.array)
+        .filter(|job| may_see(state, ctx, job));
+    for job in visible {
+        if subjobs && job.array && !arrays_only {
+            // qselect -T: the subjobs stand for their array.
+            let holds = |subjob: &Job, letter: JobState| {
+                (history || !letter.is_history()) && criteria.iter().all(|c| c.holds(subjob, letter))
+            };
+            for index in crate::job::array::selected_subjobs(state, job, holds) {
+                ids.push(format!("{}[{index}].{}", job.seq, state.server_name));
+            }
+            continue;
+        }
+        if criteria.iter().all(|c| c.holds(job, job.state)) {
+            ids.push(job.id(&state.server_name));
+        }
+    }
+    ids
+}
+
+/// What a StatusJob covers, in reply order: jobs, and subjobs kept as index runs until
+/// they are listed, so planning costs the ids and arrays named, never their subjobs
+/// (`qstat -t` of a 100,000-subjob array, or a range id given many times over).
+#[derive(Default)]
+pub struct StatusPlan(Vec<Planned>);
+
+enum Planned {
+    Key(JobKey),
+    Subjobs(u64, crate::request::ids::IndexSet),
+}
+
+impl StatusPlan {
+    fn push(&mut self, key: JobKey) {
+        self.0.push(Planned::Key(key));
+    }
+
+    /// Whether nothing is to be listed.
+    pub fn is_empty(&self) -> bool {
+        self.0.iter().all(|item| matches!(item, Planned::Subjobs(_, set) if set.is_empty()))
+    }
+
+    /// The keys in reply order, made as they are taken.
+    pub fn into_keys(self) -> impl Iterator<Item = JobKey> + Send + use<> {
+        self.0.into_iter().flat_map(|item| {
+            let (key, seq, runs) = match item {
+                Planned::Key(key) => (Some(key), 0, Vec::new()),
+                Planned::Subjobs(seq, set) => (None, seq, set.runs().collect::<Vec<_>>()),
+            };
+            let subjobs = runs.into_iter().flat_map(move |(first, last, step)| {
+                (first..=last)
+                    .step_by(usize::try_from(step).unwrap_or(usize::MAX).max(1))
+                    .map(move |index| JobKey::subjob(seq, index))
+            });
+            key.into_iter().chain(subjobs)
+        })
+    }
+}
+
+/// Decides which jobs a StatusJob covers: (the plan, per-id errors). With `subjobs`
+/// (qstat -t) each array is followed by all its subjobs; a subjob or range id names
+/// those subjobs (a range must lie wholly in the array, as OpenPBS's qstat requires).
+pub fn status_plan(
+    state: &State,
+    ctx: &Ctx<'_>,
+    ids: &[String],
+    queues: &[String],
+    history: bool,
+    subjobs: bool,
+) -> (StatusPlan, Vec<IdError>) {
+    let mut plan = StatusPlan::default();
+    let mut errors = Vec::new();
+    let push_job = |plan: &mut StatusPlan, job: &Job| {
+        plan.push(JobKey::job(job.seq));
+        if subjobs && job.array {
+            plan.0.push(Planned::Subjobs(job.seq, crate::request::ids::indices(job, "array_indices_submitted")));
+        }
+    };
+    let listed = |job: &&Job| (history || !job.state.is_history()) && may_see(state, ctx, job);
+    if ids.is_empty() && queues.is_empty() {
+        for job in state.jobs.values().filter(listed) {
+            push_job(&mut plan, job);
+        }
+        return (plan, errors);
+    }
+    for id in ids {
+        let result = crate::request::ids::status_items(state, id).and_then(|(seq, range)| {
+            let job = state.jobs.get(&seq).ok_or_else(|| ReqError::new(Pbse::UNKJOBID))?;
+            if !may_see(state, ctx, job) {
+                return Err(ReqError::new(Pbse::PERM));
+            }
+            if job.state.is_history() && !history {
+                return Err(ReqError::new(Pbse::HISTJOBID));
+            }
+            Ok((job, range))
+        });
+        match result {
+            Ok((job, crate::request::ids::StatusItems::Job)) => push_job(&mut plan, job),
+            Ok((job, crate::request::ids::StatusItems::Subjob(index))) => plan.push(JobKey::subjob(job.seq, index)),
+            Ok((job, crate::request::ids::StatusItems::Subjobs(set))) => plan.0.push(Planned::Subjobs(job.seq, set)),
+            Err(e) => errors.push(IdError { id: id.clone(), code: e.code.0, message: e.message }),
+        }
+    }
+    for queue in queues {
+        let name = queue.split('@').next().unwrap_or("");
+        if !name.is_empty() && state.queue_index(name).is_none() {
+            errors.push(IdError { id: queue.clone(), code: Pbse::UNKQUE.0, message: "Unknown queue".into() });
+            continue;
+        }
+        for job in state.jobs.values().filter(|j| name.is_empty() || *j.queue == *name).filter(listed) {
+            push_job(&mut plan, job);
+        }
+    }
+    (plan, errors)
+}
+
+/// The status of one planned key: a job, a subjob with a record, or a queued subjob.
+/// `arrays` keeps the last array's parsed remaining indices and its subjob view, so
+/// listing an array's subjobs builds them once, not once per subjob.
+pub fn key_status(
+    state: &State,
+    key: JobKey,
+    filter: &StatusFilter,
+    arrays: &mut Option<crate::job::array::SubjobTemplate>,
+) -> Option<StatusObject> {
+    match (key.index, state.job(key)) {
+        (_, Some(job)) => Some(job_status(state, job, filter)),
+        (Some(index), None) => {
+            if arrays.as_ref().is_none_or(|t| t.seq != key.seq) {
+                let parent = state.jobs.get(&key.seq)?;
+                *arrays = Some(crate::job::array::SubjobTemplate::new(state, parent, filter));
+            }
+            arrays.as_ref().map(|t| t.status(state, index))
+        }
+        (None, None) => None,
+    }
+}
+
+/// The status object of one job, attributes in report order, filtered by read privilege
+/// and the requested names.
+pub fn job_status(state: &State, job: &Job, filter: &StatusFilter) -> StatusObject {
+    let table = ObjectKind::Job.attributes();
+    let [state_idx, queue_idx, server_idx, _] = filter.computed;
+    let computed = |def: u8| -> String {
+        if def == state_idx {
+            job.state.letter().to_string()
+        } else if def == queue_idx {
+            job.queue.to_string()
+        } else if def == server_idx {
+            state.server_name.clone()
+        } else {
+            job.substate.to_string()
+        }
+    };
+    let hidden = crate::privilege::hidden_resources(state, filter.privilege);
+    let mut sorted_computed = filter.computed;
+    sorted_computed.sort_unstable();
+    let mut attrs = Vec::with_capacity(if filter.all { job.attrs.len() + 4 } else { 8 });
+    let mut push = |def: u8, resource: Option<&str>, value: &dyn Fn() -> String| {
+        let Some(d) = table.get(def as usize) else { return };
+        if !d.readable_by(filter.privilege) || !filter.wants(def, resource) {
+            return;
+        }
+        if resource.is_some_and(|r| hidden.iter().any(|h| h == r)) {
+            return;
+        }
+        let full = match resource {
+            Some(r) => format!("{}.{}", d.name, r),
+            None => d.name.to_string(),
+        };
+        attrs.push(Attr(full, value()));
+    };
+    let mut pending = sorted_computed.iter().peekable();
+    for stored in job.attrs.iter() {
+        while let Some(&&def) = pending.peek() {
+            if def > stored.def {
+                break;
+            }
+            push(def, None, &|| computed(def));
+            pending.next();
+        }
+        push(stored.def, stored.resource.as_deref(), &|| stored.value.to_string());
+    }
+    for &def in pending {
+        push(def, None, &|| computed(def));
+    }
+    StatusObject { name: job.id(&state.server_name), attrs }
+}
+
+/// Removes history jobs older than `job_history_duration` (default two weeks).
+pub fn purge_history(state: &mut State, now: i64) -> Vec<StoreOp> {
+    let duration = state
+        .server_attr("job_history_duration", None)
+        .and_then(|v| v.parse::<Duration>().ok())
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(14 * 24 * 3600);
+    let expired: Vec<u64> = state
+        .jobs
+        .values()
+        .filter(|j| j.state.is_history())
+        .filter(|j| {
+            j.get("history_timestamp", None).and_then(|t| t.parse::<i64>().ok()).is_some_and(|t| now - t >= duration)
+        })
+        .map(|j| j.seq)
+        .collect();
+    expired
+        .into_iter()
+        .map(|seq| {
+            state.jobs.remove(&seq);
+            state.remove_subjobs_of(seq);
+            StoreOp::DeleteJob { seq }
+        })
+        .collect()
+}

@@ -1,0 +1,340 @@
+//! Job submission (QueueJob): checks, defaults, limits and the new job's record.
+
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+use pbs_core::attr::{ObjectKind, parse_bool};
+use pbs_core::{ArrayRange, Duration, JobState, Pbse, Place, Select, Size};
+use pbs_proto::Attr;
+
+use crate::attrlist::{AttrList, resolve};
+use crate::error::ReqError;
+use crate::request::Ctx;
+use crate::request::attrs::{check_job_attr, compare_values};
+use crate::state::{Job, State};
+use crate::store::StoreOp;
+
+/// Handles QueueJob: validates, applies defaults and limits, and creates the job.
+pub fn queue_job(
+    state: &mut State,
+    ctx: &Ctx<'_>,
+    attrs: &[Attr],
+    script: String,
+    destination: Option<&str>,
+) -> Result<(String, Vec<StoreOp>), ReqError> {
+    let queue_name = match destination.map(|d| d.split('@').next().unwrap_or("")).filter(|d| !d.is_empty()) {
+        Some(q) => q.to_string(),
+        None => state
+            .server_attr("default_queue", None)
+            .map(str::to_string)
+            .ok_or_else(|| ReqError::new(Pbse::QUENODFLT))?,
+    };
+    let queue_index = state.queue_index(&queue_name).ok_or_else(|| ReqError::new(Pbse::UNKQUE))?;
+    let queue_flag = |name: &str| {
+        state.queues[queue_index].attrs.get_named(ObjectKind::Queue, name, None).and_then(parse_bool).unwrap_or(false)
+    };
+    if !queue_flag("enabled") {
+        return Err(ReqError::new(Pbse::QUNOENB));
+    }
+    crate::acl::check_queue(state, queue_index, ctx.who)?;
+    if ctx.who.uid == 0 && !ctx.who.daemon && !crate::acl::root_allowed(state, ctx.who) {
+        return Err(ReqError::new(Pbse::BADUSER));
+    }
+
+    let mut list = AttrList::new();
+    for Attr(name, value) in attrs {
+        let (def, resource, canonical) = check_job_attr(state, ctx, name, value)?;
+        let resource = resource.map(|r| state.interner.intern(&r));
+        list.set(def, resource, canonical);
+    }
+    if let Some(Attr(last, _)) = attrs.last() {
+        crate::size_limits::check_job_total(&list, last)?;
+    }
+    let is_array = list.get(job_idx!("array_indices_submitted"), None).is_some();
+    if let Some(range) = list.get(job_idx!("array_indices_submitted"), None) {
+        let count = range.parse::<ArrayRange>().map(|r| r.count()).unwrap_or(0) as i64;
+        let max = state.server_attr("max_array_size", None).and_then(|v| v.parse::<i64>().ok()).unwrap_or(10_000);
+        let queue_max = state.queues[queue_index]
+            .attrs
+            .get_named(ObjectKind::Queue, "max_array_size", None)
+            .and_then(|v| v.parse::<i64>().ok());
+        if count > max || queue_max.is_some_and(|q| count > q) {
+            return Err(ReqError::new(Pbse::MAXARRAYSIZE));
+        }
+        list.set(job_idx!("array"), None, "True");
+    }
+    if list.get(job_idx!("max_run_subjobs"), None).is_some() && !is_array {
+        return Err(ReqError::new(Pbse::NOTARRAY_ATTR));
+    }
+
+    apply_resource_defaults(state, queue_index, &mut list)?;
+    check_resource_rules(&list, is_array)?;
+    check_queue_limits(state, queue_index, &list)?;
+    crate::entity_limits::check_new(state, ctx, &queue_name, &list)?;
+
+    let seq = state.allocate_seq().ok_or_else(|| ReqError::new(Pbse::SYSTEM))?;
+    let now = ctx.now.to_string();
+    let host = ctx.who.host.clone();
+    let set = |list: &mut AttrList, def: u8, value: &str| list.set(def, None, value);
+    let set_default = |list: &mut AttrList, def: u8, value: &str| {
+        if list.get(def, None).is_none() {
+            list.set(def, None, value);
+        }
+    };
+    set_default(&mut list, job_idx!("Job_Name"), "none");
+    set(&mut list, job_idx!("Job_Owner"), &ctx.who.user_at_host());
+    set(&mut list, job_idx!("euser"), &ctx.who.user);
+    set(&mut list, job_idx!("egroup"), &ctx.who.group);
+    for (def, value) in [
+        (job_idx!("Checkpoint"), "u"),
+        (job_idx!("Hold_Types"), "n"),
+        (job_idx!("Join_Path"), "n"),
+        (job_idx!("Keep_Files"), "n"),
+        (job_idx!("Mail_Points"), "a"),
+        (job_idx!("Priority"), "0"),
+        (job_idx!("Rerunable"), "True"),
+        (job_idx!("project"), "_pbs_project_default"),
+    ] {
+        set_default(&mut list, def, value);
+    }
+    for def in [job_idx!("ctime"), job_idx!("mtime"), job_idx!("qtime")] {
+        set(&mut list, def, &now);
+    }
+    set(&mut list, job_idx!("Submit_Host"), &host);
+    set(&mut list, job_idx!("queue_type"), "E");
+    set(&mut list, job_idx!("queue_rank"), &seq.to_string());
+
+    // One pass over the variables: with -V they are the submitter's whole environment.
+    let given = list.get(job_idx!("Variable_List"), None).unwrap_or("");
+    let (mut workdir, mut has_queue, mut has_host) = (None, false, false);
+    for (key, value) in given.split(',').filter_map(|item| item.split_once('=')) {
+        match key {
+            "PBS_O_WORKDIR" if workdir.is_none() => workdir = Some(value),
+            "PBS_O_QUEUE" => has_queue = true,
+            "PBS_O_HOST" => has_host = true,
+            _ => {}
+        }
+    }
+    let workdir = workdir.unwrap_or_default().to_string();
+    if !(has_queue && has_host) {
+        let mut variables = given.to_string();
+        for (key, value, present) in [("PBS_O_QUEUE", queue_name.as_str(), has_queue), ("PBS_O_HOST", &host, has_host)]
+        {
+            if !present {
+                if !variables.is_empty() {
+                    variables.push(',');
+                }
+                variables.push_str(key);
+                variables.push('=');
+                variables.push_str(value);
+            }
+        }
+        set(&mut list, job_idx!("Variable_List"), &variables);
+    }
+
+    let job_name = list.get(job_idx!("Job_Name"), None).unwrap_or("none").to_string();
+    for (def, letter) in [(job_idx!("Output_Path"), 'o'), (job_idx!("Error_Path"), 'e')] {
+        // A subjob's files carry its index: the mark is replaced when it starts.
+        let default_file = if is_array {
+            format!("{job_name}.{letter}{seq}.{}", crate::job::array::INDEX_MARK)
+        } else {
+            format!("{job_name}.{letter}{seq}")
+        };
+        let path = match list.get(def, None) {
+            None => format!("{host}:{workdir}/{default_file}"),
+            Some(given) if given.ends_with('/') => format!("{given}{default_file}"),
+            Some(given) => given.to_string(),
+        };
+        set(&mut list, def, &path);
+    }
+
+    let hold = list.get(job_idx!("Hold_Types"), None).unwrap_or("n");
+    let exec_time = list.get(job_idx!("Execution_Time"), None).and_then(|v| v.parse::<i64>().ok());
+    let job_state = if hold != "n" {
+        JobState::Held
+    } else if exec_time.is_some_and(|t| t > ctx.now) {
+        JobState::Waiting
+    } else {
+        JobState::Queued
+    };
+    if is_array {
+        if let Some(range) = list.get(job_idx!("array_indices_submitted"), None).map(str::to_string) {
+            set(&mut list, job_idx!("array_indices_remaining"), &range);
+            let count = range.parse::<ArrayRange>().map(|r| r.count()).unwrap_or(0);
+            set(&mut list, job_idx!("array_state_count"), &format!("Queued:{count} Running:0 Exiting:0 Expired:0"));
+        }
+    }
+    // etime is when the job became eligible to run: not yet for a held or waiting job.
+    if job_state == JobState::Queued {
+        set(&mut list, job_idx!("etime"), &ctx.now.to_string());
+    }
+    let queue: Arc<str> = state.interner.intern(&queue_name);
+    let job = Job {
+        seq,
+        array: is_array,
+        index: None,
+        state: job_state,
+        substate: job_state.default_substate(),
+        queue,
+        attrs: list,
+    };
+    let id = job.id(&state.server_name);
+    let mut ops = vec![job.put_op(Some(script))];
+    ops.extend(state.reserve_seq());
+    state.jobs.insert(seq, job);
+    Ok((id, ops))
+}
+
+/// Fills `Resource_List` from queue then server `resources_default`, builds `select` from
+/// job-wide resources when absent, applies `default_chunk`, and derives the job-wide sums
+/// (`ncpus`, `mem`, `nodect`) from `select`, as OpenPBS does.
+pub fn apply_resource_defaults(state: &mut State, queue_index: usize, list: &mut AttrList) -> Result<(), ReqError> {
+    let rl = job_idx!("Resource_List");
+    let queue_defaults: Vec<(String, String)> =
+        resources_of(&state.queues[queue_index].attrs, ObjectKind::Queue, "resources_default");
+    let server_defaults: Vec<(String, String)> = resources_of(&state.server, ObjectKind::Server, "resources_default");
+    let had_select = list.get(rl, Some("select")).is_some();
+    for (resource, value) in queue_defaults.iter().chain(server_defaults.iter()) {
+        if list.get(rl, Some(resource)).is_none() {
+            // A job-wide default that a given select already implies must not override it.
+            if had_select && is_chunk_resource(state, resource) {
+                continue;
+            }
+            let shared = state.interner.intern(resource);
+            list.set(rl, Some(shared), value.as_str());
+        }
+    }
+    let mut chunk_defaults = resources_of(&state.queues[queue_index].attrs, ObjectKind::Queue, "default_chunk");
+    for (resource, value) in resources_of(&state.server, ObjectKind::Server, "default_chunk") {
+        if !chunk_defaults.iter().any(|(r, _)| *r == resource) {
+            chunk_defaults.push((resource, value));
+        }
+    }
+    let select_text = match list.get(rl, Some("select")) {
+        Some(text) => text.to_string(),
+        None => {
+            let mut chunk = String::from("1");
+            let job_wide: Vec<(String, String)> =
+                list.resources(rl).map(|(r, v)| (r.to_string(), v.to_string())).collect();
+            for (resource, value) in job_wide {
+                if is_chunk_resource(state, &resource) {
+                    chunk.push_str(&format!(":{resource}={value}"));
+                }
+            }
+            if list.get(rl, Some("place")).is_none() {
+                let place = state.interner.intern("place");
+                list.set(rl, Some(place), "pack");
+            }
+            chunk
+        }
+    };
+    let select: Select = select_text.parse().map_err(|_| ReqError::attr(Pbse::BADATVAL, "Resource_List.select"))?;
+    for chunk in select.chunks() {
+        for (resource, _) in chunk.resources() {
+            let Some(def) = state.resources.get(resource) else {
+                return Err(ReqError::attr(Pbse::UNKRESC, &format!("Resource_List.{resource}")));
+            };
+            if !def.flags.host_level && !def.builtin {
+                return Err(ReqError::attr(Pbse::INVALSELECTRESC, &format!("Resource_List.{resource}")));
+            }
+        }
+    }
+    let select = select.with_default_chunk(&chunk_defaults);
+    let select_value = select.to_string();
+    let select_key = state.interner.intern("select");
+    list.set(rl, Some(select_key), select_value);
+    if list.get(rl, Some("place")).is_none() {
+        let place = state.interner.intern("place");
+        list.set(rl, Some(place), "free");
+    }
+    if let Some(place) = list.get(rl, Some("place")) {
+        place.parse::<Place>().map_err(|_| ReqError::attr(Pbse::BADATVAL, "Resource_List.place"))?;
+    }
+    let nodect = state.interner.intern("nodect");
+    list.set(rl, Some(nodect), select.nodect().to_string());
+    for summed in ["ncpus", "ngpus", "mpiprocs"] {
+        if let Some(total) = select.total(summed) {
+            if total > 0 || summed == "ncpus" {
+                let key = state.interner.intern(summed);
+                list.set(rl, Some(key), total.to_string());
+            }
+        }
+    }
+    for sized in ["mem", "vmem"] {
+        let mut total: Option<u64> = None;
+        for chunk in select.chunks() {
+            if let Some((_, value)) = chunk.resources().iter().find(|(r, _)| r == sized) {
+                let bytes = value.parse::<Size>().map(|s| s.to_bytes()).unwrap_or(0);
+                total = Some(total.unwrap_or(0) + bytes * u64::from(chunk.count()));
+            }
+        }
+        if let Some(bytes) = total {
+            let key = state.interner.intern(sized);
+            list.set(rl, Some(key), Size::from_bytes(bytes).to_string());
+        }
+    }
+    Ok(())
+}
+
+fn is_chunk_resource(state: &State, resource: &str) -> bool {
+    state.resources.get(resource).is_some_and(|d| d.flags.host_level)
+}
+
+fn resources_of(list: &AttrList, kind: ObjectKind, name: &str) -> Vec<(String, String)> {
+    match resolve(kind, name) {
+        Some((def, _)) => list.resources(def).map(|(r, v)| (r.to_string(), v.to_string())).collect(),
+        None => Vec::new(),
+    }
+}
+
+/// The soft_walltime, shrink-to-fit and array rules between resources of one job.
+pub fn check_resource_rules(list: &AttrList, is_array: bool) -> Result<(), ReqError> {
+    let rl = job_idx!("Resource_List");
+    let secs = |r: &str| list.get(rl, Some(r)).and_then(|v| v.parse::<Duration>().ok()).map(|d| d.as_secs());
+    let soft = secs("soft_walltime");
+    let hard = secs("walltime");
+    let min = secs("min_walltime");
+    let max = secs("max_walltime");
+    if soft.is_some() && min.is_some() {
+        return Err(ReqError::new(Pbse::SOFTWT_STF));
+    }
+    if let (Some(soft), Some(hard)) = (soft, hard) {
+        if soft > hard {
+            return Err(ReqError::new(Pbse::BADATVAL));
+        }
+    }
+    if max.is_some() && min.is_none() {
+        return Err(ReqError::new(Pbse::MAX_NO_MINWT));
+    }
+    if let (Some(min), Some(max)) = (min, max) {
+        if min > max {
+            return Err(ReqError::new(Pbse::MIN_GT_MAXWT));
+        }
+    }
+    if is_array && min.is_some() {
+        return Err(ReqError::new(Pbse::NOSTF_JOBARRAY));
+    }
+    Ok(())
+}
+
+/// `resources_max` / `resources_min` of the queue and the server (the entity limits are
+/// `entity_limits`').
+pub fn check_queue_limits(state: &State, queue_index: usize, list: &AttrList) -> Result<(), ReqError> {
+    let rl = job_idx!("Resource_List");
+    let queue = &state.queues[queue_index];
+    let limits = [
+        (resources_of(&queue.attrs, ObjectKind::Queue, "resources_max"), Ordering::Greater),
+        (resources_of(&queue.attrs, ObjectKind::Queue, "resources_min"), Ordering::Less),
+        (resources_of(&state.server, ObjectKind::Server, "resources_max"), Ordering::Greater),
+    ];
+    for (bounds, violation) in limits {
+        for (resource, bound) in bounds {
+            if let Some(value) = list.get(rl, Some(&resource)) {
+                if compare_values(value, &bound) == Some(violation) {
+                    return Err(ReqError::new(Pbse::EXCQRESC));
+                }
+            }
+        }
+    }
+    Ok(())
+}

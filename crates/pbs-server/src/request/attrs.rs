@@ -1,0 +1,99 @@
+//! Checking and canonicalizing attribute values a client sends, and comparing values of one
+//! resource.
+
+use std::cmp::Ordering;
+
+use pbs_core::attr::{AttrType, ObjectKind, bool_text, parse_bool, split_name};
+use pbs_core::{ArrayRange, Duration, Pbse, Size};
+
+use crate::error::ReqError;
+use crate::request::Ctx;
+use crate::state::State;
+
+/// Validates one attribute a client wants to set on a job and returns (def, resource,
+/// canonical value). Errors carry OpenPBS's `<text> <attribute>` message.
+pub fn check_job_attr(
+    state: &State,
+    ctx: &Ctx<'_>,
+    name: &str,
+    value: &str,
+) -> Result<(u8, Option<String>, String), ReqError> {
+    crate::size_limits::check_value(ObjectKind::Job, name, value)?;
+    let (base, resource) = split_name(name);
+    let Some((index, def)) = ObjectKind::Job.find(base) else {
+        return Err(ReqError::attr(Pbse::NOATTR, name));
+    };
+    if !def.writable_by(ctx.privilege) {
+        return Err(ReqError::attr(Pbse::ATTRRO, name));
+    }
+    let index = u8::try_from(index).map_err(|_| ReqError::new(Pbse::INTERNAL))?;
+    if def.atype == AttrType::Resources {
+        let Some(resource) = resource else {
+            return Err(ReqError::attr(Pbse::BADATVAL, name));
+        };
+        let Some(rdef) = state.resources.get(resource) else {
+            return Err(ReqError::attr(Pbse::UNKRESC, name));
+        };
+        if !rdef.writable_by(ctx.privilege) {
+            return Err(ReqError::attr(Pbse::ATTRRO, name));
+        }
+        let canonical = rdef.normalize(value).map_err(|_| ReqError::attr(Pbse::BADATVAL, name))?;
+        if rdef.name == "select" {
+            crate::privilege::check_select(state, ctx.privilege, &canonical)?;
+        }
+        return Ok((index, Some(rdef.name.clone()), canonical));
+    }
+    if resource.is_some() {
+        return Err(ReqError::attr(Pbse::NOATTR, name));
+    }
+    let canonical = normalize_value(def.atype, value).ok_or_else(|| ReqError::attr(Pbse::BADATVAL, name))?;
+    let valid = match def.name {
+        "Priority" => canonical.parse::<i64>().is_ok_and(|p| (-1024..=1023).contains(&p)),
+        "Hold_Types" => !canonical.is_empty() && canonical.chars().all(|c| "uosnp".contains(c)),
+        "Join_Path" => matches!(canonical.as_str(), "oe" | "eo" | "n"),
+        "Keep_Files" => canonical.chars().all(|c| "oedn".contains(c)),
+        "max_run_subjobs" => canonical.parse::<i64>().is_ok_and(|n| n >= 0),
+        "array_indices_submitted" => canonical.parse::<ArrayRange>().is_ok(),
+        _ => true,
+    };
+    if !valid {
+        return Err(ReqError::attr(Pbse::BADATVAL, name));
+    }
+    Ok((index, None, canonical))
+}
+
+/// Canonical text of a value of a given type, `None` if it does not parse.
+pub fn normalize_value(atype: AttrType, value: &str) -> Option<String> {
+    match atype {
+        AttrType::Long => value.trim().parse::<i64>().ok().map(|v| v.to_string()),
+        AttrType::Float => value.trim().parse::<f64>().ok().map(|_| value.trim().to_string()),
+        AttrType::Bool => parse_bool(value.trim()).map(|b| bool_text(b).to_string()),
+        AttrType::Time => value.trim().parse::<i64>().ok().map(|v| v.to_string()),
+        AttrType::Duration => value.parse::<Duration>().ok().map(|d| d.to_string()),
+        AttrType::Size => value.parse::<Size>().ok().map(|s| s.to_string()),
+        AttrType::Char | AttrType::Str | AttrType::List | AttrType::Env | AttrType::Resources => {
+            Some(value.to_string())
+        }
+    }
+}
+
+/// Compares two resource values of the same resource: sizes by bytes, durations by
+/// seconds, numbers numerically, anything else as text.
+pub fn compare_values(a: &str, b: &str) -> Option<Ordering> {
+    if let (Ok(x), Ok(y)) = (a.parse::<i64>(), b.parse::<i64>()) {
+        return Some(x.cmp(&y));
+    }
+    if let (Ok(x), Ok(y)) = (a.parse::<f64>(), b.parse::<f64>()) {
+        return x.partial_cmp(&y);
+    }
+    if let (Ok(x), Ok(y)) = (a.parse::<Duration>(), b.parse::<Duration>()) {
+        return Some(x.cmp(&y));
+    }
+    if let (Ok(x), Ok(y)) = (a.parse::<Size>(), b.parse::<Size>()) {
+        return Some(x.cmp(&y));
+    }
+    if a.parse::<f64>().is_ok() || b.parse::<f64>().is_ok() {
+        return None;
+    }
+    Some(a.cmp(b))
+}

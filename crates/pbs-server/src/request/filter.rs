@@ -1,0 +1,83 @@
+//! Which attributes a status request asks for, worked out once per request.
+
+use pbs_core::attr::{ObjectKind, Privilege, split_name};
+use pbs_proto::Attr;
+
+use crate::attrlist::{AttrList, resolve};
+
+/// Whether a requested attribute list asks for `full` (a dotted name) or its base.
+pub fn wanted(filter: &[String], full: &str) -> bool {
+    filter.is_empty() || filter.iter().any(|f| f == full || split_name(full).0 == f.as_str())
+}
+
+/// Which job attributes a status request asks for, worked out once per request so that
+/// building each job's status allocates only for what is sent.
+pub struct StatusFilter {
+    /// Every attribute (empty filter) or only those named.
+    pub(crate) all: bool,
+    /// Attribute indices asked for by base name (all their resources).
+    pub(crate) bases: Vec<bool>,
+    /// `base.resource` names asked for one by one.
+    pub(crate) fulls: Vec<(u8, String)>,
+    pub(crate) privilege: Privilege,
+    /// Indices of the attributes computed from the job rather than stored.
+    pub(crate) computed: [u8; 4],
+}
+
+impl StatusFilter {
+    pub fn new(filter: &[String], privilege: Privilege) -> StatusFilter {
+        let table = ObjectKind::Job.attributes();
+        let mut bases = vec![false; table.len()];
+        let mut fulls = Vec::new();
+        for name in filter {
+            let (base, resource) = split_name(name);
+            if let Some((index, _)) = ObjectKind::Job.find(base) {
+                match resource {
+                    None => bases[index] = true,
+                    Some(r) => fulls.push((u8::try_from(index).unwrap_or(u8::MAX), r.to_string())),
+                }
+            }
+        }
+        let computed = [job_idx!("job_state"), job_idx!("queue"), job_idx!("server"), job_idx!("substate")];
+        StatusFilter { all: filter.is_empty(), bases, fulls, privilege, computed }
+    }
+
+    pub(crate) fn wants(&self, def: u8, resource: Option<&str>) -> bool {
+        self.all
+            || self.bases.get(def as usize).copied().unwrap_or(false)
+            || resource.is_some_and(|r| self.fulls.iter().any(|(d, name)| *d == def && name == r))
+    }
+}
+
+pub(crate) fn filtered(
+    list: &AttrList,
+    kind: ObjectKind,
+    privilege: Privilege,
+    filter: &[String],
+    computed: Vec<(&str, String)>,
+    hidden: &[String],
+) -> Vec<Attr> {
+    let table = kind.attributes();
+    let mut entries: Vec<(u8, Option<String>, String)> =
+        list.iter().map(|a| (a.def, a.resource.as_deref().map(str::to_string), a.value.to_string())).collect();
+    for (name, value) in computed {
+        if let Some((def, resource)) = resolve(kind, name) {
+            entries.push((def, resource.map(str::to_string), value));
+        }
+    }
+    entries.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
+    entries
+        .into_iter()
+        .filter_map(|(def, resource, value)| {
+            let d = table.get(def as usize)?;
+            if !d.readable_by(privilege) || resource.as_ref().is_some_and(|r| hidden.contains(r)) {
+                return None;
+            }
+            let full = match resource {
+                Some(r) => format!("{}.{}", d.name, r),
+                None => d.name.to_string(),
+            };
+            wanted(filter, &full).then_some(Attr(full, value))
+        })
+        .collect()
+}

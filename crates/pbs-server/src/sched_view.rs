@@ -1,0 +1,331 @@
+//! The scheduler's view of the server: the snapshot a connecting scheduler gets, the stream
+//! of changes after it, its decisions applied, and `qrun` requests sent to it.
+
+use std::sync::atomic::Ordering;
+
+use pbs_core::attr::ObjectKind;
+use pbs_core::{JobState, Pbse};
+use pbs_proto::sched::{JobUpdate, RunDecision, SchedChange, SchedJob, SchedQueue, Snapshot, ToSched};
+use pbs_proto::{Attr, IdError};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::attrlist::resolve;
+use crate::effects::Effects;
+use crate::error::ReqError;
+use crate::job::run::run_job;
+use crate::jobkey::key_of;
+use crate::state::{Job, State, idx};
+use crate::store::StoreOp;
+
+/// Asks the connected scheduler to place `full_id` now; the receiver gets the outcome once
+/// the run is committed (or why it could not be placed).
+pub fn ask_scheduler(state: &mut State, full_id: String) -> Result<oneshot::Receiver<Result<(), ReqError>>, ReqError> {
+    if state.links.sched.is_none() {
+        return Err(ReqError::new(Pbse::NOSCHEDULER));
+    }
+    state.links.next_qrun += 1;
+    let number = state.links.next_qrun;
+    let (tx, rx) = oneshot::channel();
+    state.links.qruns.insert(number, tx);
+    if let Some(sched) = state.links.sched.as_mut() {
+        let _ = sched.send(ToSched::RunNow { qrun: number, job_id: full_id });
+    }
+    Ok(rx)
+}
+
+// ---- the scheduler's view ------------------------------------------------------------
+
+/// The scheduler's view of a job.
+pub fn sched_job(state: &State, job: &Job) -> SchedJob {
+    let time = |name: &str| job.get(name, None).and_then(|v| v.parse::<i64>().ok()).unwrap_or(0);
+    let resources: Vec<(String, String)> =
+        job.attrs.resources(job_idx!("Resource_List")).map(|(r, v)| (r.to_string(), v.to_string())).collect();
+    let mut attrs = Vec::new();
+    for name in ["max_run_subjobs", "array_indices_remaining", "array_indices_submitted", "Rerunable", "run_count"] {
+        if let Some(value) = job.get(name, None) {
+            attrs.push(Attr::new(name, value));
+        }
+    }
+    for (base, resource) in
+        [("estimated", None), ("resources_used", Some("walltime")), ("resources_used", Some("cput"))]
+    {
+        match resource {
+            Some(r) => {
+                if let Some(v) = job.get(base, Some(r)) {
+                    attrs.push(Attr::new(format!("{base}.{r}"), v));
+                }
+            }
+            None => {
+                for (r, v) in job.attrs.resources(idx(ObjectKind::Job, base)) {
+                    attrs.push(Attr::new(format!("{base}.{r}"), v));
+                }
+            }
+        }
+    }
+    SchedJob {
+        id: job.id(&state.server_name),
+        seq: job.seq,
+        queue: job.queue.to_string(),
+        state: job.state.letter(),
+        substate: job.substate.0,
+        priority: job.get("Priority", None).and_then(|p| p.parse().ok()).unwrap_or(0),
+        qtime: time("qtime"),
+        etime: time("etime"),
+        stime: time("stime"),
+        owner: job.owner().to_string(),
+        group: job.get("egroup", None).unwrap_or("").to_string(),
+        select: job.get("Resource_List", Some("select")).unwrap_or("1:ncpus=1").to_string(),
+        place: job.get("Resource_List", Some("place")).unwrap_or("pack").to_string(),
+        resources,
+        exec_vnode: job.get("exec_vnode", None).map(str::to_string),
+        comment: job.get("comment", None).map(str::to_string),
+        attrs,
+    }
+}
+
+fn sched_queue(state: &State, index: usize) -> SchedQueue {
+    let queue = &state.queues[index];
+    SchedQueue { name: queue.name.clone(), attrs: queue.attrs.to_wire(ObjectKind::Queue) }
+}
+
+fn sched_attrs(state: &State) -> Vec<Attr> {
+    state.scheds.iter().find(|s| s.name == "default").map(|s| s.attrs.to_wire(ObjectKind::Sched)).unwrap_or_default()
+}
+
+/// The whole mirror, sent when a scheduler connects.
+pub fn snapshot(state: &State) -> Snapshot {
+    Snapshot {
+        server_name: state.server_name.clone(),
+        server: state.server.to_wire(ObjectKind::Server),
+        sched: sched_attrs(state),
+        queues: (0..state.queues.len()).map(|i| sched_queue(state, i)).collect(),
+        nodes: state.nodes.iter().map(|n| crate::node::sched_node(state, n)).collect(),
+        jobs: state
+            .jobs
+            .values()
+            .chain(state.subjobs.values())
+            .filter(|j| !j.state.is_history())
+            .map(|j| sched_job(state, j))
+            .collect(),
+    }
+}
+
+/// Sends what changed to the scheduler (if one is connected) and clears the record.
+/// Called under the state lock after every change, so the scheduler sees changes in the
+/// order they were made.
+pub fn flush(state: &mut State) {
+    // Entity limits recount the jobs in the record before it is sent or dropped.
+    crate::entity_limits::note_changes(state);
+    match state.links.sched.as_ref() {
+        None => state.changes = Default::default(),
+        // The queue is full: the changes wait here, coalescing, until the link's writer
+        // has room (see `schedqueue`).
+        Some(link) if !link.has_room() => link.note_backlog(),
+        Some(_) => flush_changes(state),
+    }
+}
+
+/// Queues the pending changes for the scheduler now (the caller saw room for them).
+pub fn flush_changes(state: &mut State) {
+    let pending = std::mem::take(&mut state.changes);
+    if state.links.sched.is_none() {
+        return;
+    }
+    let mut changes = Vec::new();
+    if pending.objects {
+        changes.push(SchedChange::Server { attrs: state.server.to_wire(ObjectKind::Server) });
+        changes.push(SchedChange::Sched { attrs: sched_attrs(state) });
+        for i in 0..state.queues.len() {
+            changes.push(SchedChange::Queue { queue: sched_queue(state, i) });
+        }
+        for node in &state.nodes {
+            changes.push(SchedChange::Node { node: Box::new(crate::node::sched_node(state, node)) });
+        }
+    } else {
+        for name in &pending.nodes {
+            match state.nodes.iter().find(|n| n.name == *name) {
+                Some(node) => changes.push(SchedChange::Node { node: Box::new(crate::node::sched_node(state, node)) }),
+                None => changes.push(SchedChange::NodeGone { name: name.clone() }),
+            }
+        }
+    }
+    for (key, id) in &pending.jobs {
+        match state.job(*key) {
+            Some(job) if !job.state.is_history() => {
+                changes.push(SchedChange::Job { job: Box::new(sched_job(state, job)) });
+            }
+            _ => changes.push(SchedChange::JobGone { id: id.clone() }),
+        }
+    }
+    if changes.is_empty() && !pending.cycle {
+        return;
+    }
+    if let Some(link) = state.links.sched.as_mut()
+        && link.send_changes(ToSched::Changes { changes, cycle: pending.cycle }).is_err()
+    {
+        state.links.sched = None;
+    }
+}
+
+/// Applies one cycle's decisions: runs (each checked again) and attribute updates.
+pub fn apply_decisions(
+    state: &mut State,
+    run: &[RunDecision],
+    updates: &[JobUpdate],
+    now: i64,
+) -> (Vec<IdError>, Effects) {
+    let mut errors = Vec::new();
+    let mut effects = Effects::default();
+    for update in updates {
+        match apply_update(state, update) {
+            Ok(more) => effects.ops.extend(more),
+            Err(e) => errors.push(IdError { id: update.job_id.clone(), code: e.code.0, message: e.message }),
+        }
+    }
+    for decision in run {
+        let result = key_of(&decision.job_id)
+            .ok_or_else(|| ReqError::new(Pbse::UNKJOBID))
+            .and_then(|key| run_job(state, key, &decision.exec_vnode, now));
+        match result {
+            Ok(more) => effects.merge(more),
+            Err(e) => errors.push(IdError { id: decision.job_id.clone(), code: e.code.0, message: e.message }),
+        }
+    }
+    effects.ops.extend(crate::job::array::settle(state, now));
+    (errors, effects)
+}
+
+fn apply_update(state: &mut State, update: &JobUpdate) -> Result<Vec<StoreOp>, ReqError> {
+    let key = key_of(&update.job_id).ok_or_else(|| ReqError::new(Pbse::UNKJOBID))?;
+    let mut resolved = Vec::new();
+    for Attr(name, value) in &update.attrs {
+        let (def, resource) = resolve(ObjectKind::Job, name).ok_or_else(|| ReqError::attr(Pbse::NOATTR, name))?;
+        resolved.push((def, resource.map(|r| state.interner.intern(r)), value.clone()));
+    }
+    let job = state.job_mut(key).ok_or_else(|| ReqError::new(Pbse::UNKJOBID))?;
+    if job.state.is_history() {
+        return Err(ReqError::new(Pbse::HISTJOBID));
+    }
+    // The scheduler holds the cluster key, not the users' trust: it may write only what
+    // a scheduler owns, and one attribute beyond that refuses its whole update.
+    for ((def, resource, value), Attr(name, _)) in resolved.iter().zip(&update.attrs) {
+        if !scheduler_may_set(job, *def, resource.as_deref(), value) {
+            tracing::warn!(
+                object_type = "Job",
+                object_name = update.job_id.as_str(),
+                "Scheduler update refused: a scheduler may not set {:?} to {:?}",
+                name,
+                value
+            );
+            return Err(ReqError::attr(Pbse::PERM, name));
+        }
+    }
+    for (def, resource, value) in resolved {
+        if value.is_empty() {
+            job.attrs.unset(def, resource.as_deref());
+        } else {
+            job.attrs.set(def, resource, value);
+        }
+    }
+    let ops = vec![job.put_op(None)];
+    state.changes.jobs.insert(key, update.job_id.clone());
+    Ok(ops)
+}
+
+/// What a scheduler owns on a job: `comment`, `estimated.*`, and the walltime it chooses
+/// for a queued shrink-to-fit job, within the job's `min_walltime`/`max_walltime`. The run
+/// itself (and what it implies) comes through `RunDecision`, not attribute updates.
+fn scheduler_may_set(job: &Job, def: u8, resource: Option<&str>, value: &str) -> bool {
+    if def == job_idx!("comment") && resource.is_none() {
+        return true;
+    }
+    if def == job_idx!("estimated") {
+        return true;
+    }
+    if def != job_idx!("Resource_List") || resource != Some("walltime") || job.state != JobState::Queued {
+        return false;
+    }
+    let secs = |text: &str| text.parse::<pbs_core::Duration>().ok().map(|d| d.as_secs());
+    let rl = job_idx!("Resource_List");
+    let Some(min) = job.attrs.get(rl, Some("min_walltime")).and_then(secs) else { return false };
+    let max = job.attrs.get(rl, Some("max_walltime")).and_then(secs);
+    secs(value).is_some_and(|chosen| chosen >= min && max.is_none_or(|max| chosen <= max))
+}
+
+/// Called by the writer of the link `tx` when it has sent a frame and the backlog flag is
+/// set: sends the changes that waited, then the held frames, as far as the queue has room.
+pub fn drain(state: &mut State, tx: &mpsc::Sender<ToSched>) {
+    let Some(link) = state.links.sched.as_mut().filter(|link| link.is(tx)) else { return };
+    link.backlog.store(false, Ordering::Release);
+    if link.tx.capacity() > 0 {
+        crate::sched_view::flush_changes(state);
+    }
+    let Some(link) = state.links.sched.as_mut().filter(|link| link.is(tx)) else { return };
+    while link.tx.capacity() > 0
+        && let Some(frame) = link.held.pop_front()
+    {
+        if link.tx.try_send(frame).is_err() {
+            state.links.sched = None;
+            return;
+        }
+    }
+    let changes_wait = !state.changes.jobs.is_empty()
+        || !state.changes.nodes.is_empty()
+        || state.changes.objects
+        || state.changes.cycle;
+    if let Some(link) = state.links.sched.as_ref()
+        && (!link.held.is_empty() || changes_wait)
+    {
+        link.note_backlog();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use pbs_proto::sched::SchedChange;
+
+    use super::*;
+    use crate::state::sched_queue::{SCHED_QUEUE, SchedSender};
+
+    #[test]
+    fn a_full_queue_coalesces_changes_and_keeps_frames_behind_them() {
+        let (mut state, _) = State::from_loaded(Default::default(), "svr", "host", "/nonexistent");
+        let (link, mut rx, backlog) = SchedSender::new();
+        let tx = link.sender();
+        state.links.sched = Some(link);
+        // A scheduler that reads nothing: the queue fills.
+        for _ in 0..SCHED_QUEUE {
+            state.changes.cycle = true;
+            crate::sched_view::flush(&mut state);
+        }
+        assert_eq!(tx.capacity(), 0);
+        // More changes of one node, many times: they wait, as one.
+        for _ in 0..10_000 {
+            state.changes.nodes.insert("n1".into());
+            state.changes.cycle = true;
+            crate::sched_view::flush(&mut state);
+        }
+        let applied = ToSched::DecisionsApplied { cycle: 9, errors: Vec::new() };
+        state.links.sched.as_mut().map(|link| link.send(applied.clone()));
+        assert!(backlog.load(Ordering::Acquire));
+        assert_eq!(state.links.sched.as_ref().map(|l| l.held.len()), Some(1));
+
+        // The writer catches up, draining whenever told to.
+        let mut frames = Vec::new();
+        while let Ok(frame) = rx.try_recv() {
+            frames.push(frame);
+            if backlog.load(Ordering::Acquire) {
+                drain(&mut state, &tx);
+            }
+        }
+        assert_eq!(frames.len(), SCHED_QUEUE + 2, "{:?}", &frames[SCHED_QUEUE - 2..]);
+        let gone = SchedChange::NodeGone { name: "n1".into() };
+        assert_eq!(frames[SCHED_QUEUE], ToSched::Changes { changes: vec![gone], cycle: true });
+        assert_eq!(frames[SCHED_QUEUE + 1], applied);
+        assert!(!backlog.load(Ordering::Acquire));
+        // Back to normal: the next change goes straight out.
+        state.changes.cycle = true;
+        crate::sched_view::flush(&mut state);
+        assert!(matches!(rx.try_recv(), Ok(ToSched::Changes { .. })));
+    }
+}
