@@ -7,6 +7,8 @@
 //! What depends on the submitter (relative paths completed with its host and directory,
 //! dependency lists completed with its default server) stays with the commands.
 
+use std::collections::HashSet;
+
 use crate::Pbse;
 use crate::attr::parse_bool;
 
@@ -143,7 +145,8 @@ pub fn check_at_list(list: &str, unique_hosts: bool, absolute: bool) -> bool {
         return false;
     }
     let name_char = |c: char| c.is_ascii_graphic() && c != '#' && c != '@';
-    let mut hosts: Vec<&str> = Vec::new();
+    // A set, not a list: the server checks lists of any length a client sends.
+    let mut hosts: HashSet<&str> = HashSet::new();
     let mut rest = list;
     loop {
         let item = rest.trim_start();
@@ -172,11 +175,10 @@ pub fn check_at_list(list: &str, unique_hosts: bool, absolute: bool) -> bool {
         }
         if unique_hosts {
             let host = host.unwrap_or("");
-            if hosts.contains(&host) {
+            if !hosts.insert(host) {
                 // OpenPBS stops at the repeated host and accepts what came before.
                 return true;
             }
-            hosts.push(host);
         }
         match next {
             Some(next) => rest = next,
@@ -403,6 +405,8 @@ mod tests {
         }
         assert!(check_at_list("/bin/sh", true, true) && !check_at_list("sh", true, true));
         assert!(check_at_list("a@h,b@h", true, false), "a repeated host ends the list");
+        let many: Vec<String> = (0..200_000).map(|i| format!("u@h{i}")).collect();
+        assert!(check_at_list(&many.join(","), true, false), "a long list, checked in linear time");
         assert_eq!(check_job_name("job-1.sh"), Ok(()));
         assert_eq!(check_job_name("1job"), Ok(()));
         assert_eq!(check_job_name("a b"), Err(Pbse::BADATVAL));
