@@ -11,6 +11,7 @@ mod durability;
 mod exec;
 mod faults;
 mod fuzz;
+mod job_values;
 mod limits;
 mod links;
 mod mom_privilege;

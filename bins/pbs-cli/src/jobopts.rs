@@ -1,12 +1,13 @@
 //! What the job commands share about their command lines: GNU getopt(3)'s scanning (with
-//! its messages), and OpenPBS's client-side checks of job attribute values (its "ECL"
-//! layer: `illegal -X value`), with the parsers behind them (`-l` lists, `-W` pairs,
-//! `-a` dates, paths, dependency lists, array ranges).
+//! its messages), the client side of OpenPBS's job attribute checks (`illegal -X value`:
+//! the rewriting that depends on the submitter, the rest being `pbs_core::jobattr`'s), and
+//! the parsers behind them (`-l` lists, `-W` pairs, `-a` dates, paths, dependency lists).
 //!
 //! Everything here is pure so the exact OpenPBS rules can be tested without a server.
 
 use chrono::{Datelike, Local, NaiveDate, NaiveDateTime, TimeZone, Timelike};
 use pbs_core::Pbse;
+use pbs_core::jobattr;
 
 /// A command line or option value OpenPBS rejects before talking to the server: `message`
 /// is printed after `<cmd>: `, then the usage text if `usage`, and the command exits with
@@ -154,9 +155,10 @@ pub struct VerifyEnv<'a> {
 
 /// Checks one job attribute as OpenPBS's client library does before sending it, and
 /// returns the value to send (paths and dependency lists are rewritten into their full
-/// form). The error is the PBSE code OpenPBS reports (`BADATVAL` for a bad value, `JOBNBIG`
-/// for a long name, `NOATTR` for an unknown attribute). Resources are left to the server,
-/// which answers with the same messages.
+/// form here; every other value is checked by [`jobattr::check_job_value`], as the server
+/// checks it). The error is the PBSE code OpenPBS reports (`BADATVAL` for a bad value,
+/// `JOBNBIG` for a long name, `NOATTR` for an unknown attribute). Resources are left to the
+/// server, which answers with the same messages.
 pub fn verify_attr(name: &str, value: &str, env: &VerifyEnv<'_>) -> Result<String, Pbse> {
     let (base, resource) = match name.split_once('.') {
         Some((base, resource)) => (base, Some(resource)),
@@ -168,33 +170,10 @@ pub fn verify_attr(name: &str, value: &str, env: &VerifyEnv<'_>) -> Result<Strin
     if resource.is_some() {
         return Ok(value.to_string());
     }
-    let bad = || Err(Pbse::BADATVAL);
-    let ok = |valid: bool| if valid { Ok(value.to_string()) } else { Err(Pbse::BADATVAL) };
     match base {
-        "Job_Name" => check_job_name(value).map(|()| value.to_string()),
-        "Checkpoint" => ok(check_checkpoint(value)),
         "depend" => expand_depend(value, env.server).map_err(|_| Pbse::BADATVAL),
-        "Error_Path" | "Output_Path" => match prepare_path(value, env.host, env.cwd, env.is_dir) {
-            Some(path) => Ok(path),
-            None => bad(),
-        },
-        "Execution_Time" | "umask" | "interactive" | "block" | "reserve_start" | "reserve_end" => ok(is_long(value)),
-        "run_count" => ok(is_long(value) && !value.trim().starts_with('-')),
-        "group_list" | "User_List" => ok(check_at_list(value, true, false)),
-        "Mail_Users" => ok(check_at_list(value, false, false)),
-        "Shell_Path_List" => ok(check_at_list(value, true, true)),
-        "Hold_Types" => ok(check_hold(value)),
-        "Join_Path" => ok(matches!(value, "oe" | "eo" | "n")),
-        "Keep_Files" => ok(check_keep(value)),
-        "Mail_Points" => ok(check_mail_points(value)),
-        "Priority" => ok(is_long(value) && (-1024..=1023).contains(&atoi(value))),
-        "Rerunable" | "release_nodes_on_stageout" | "array" => ok(pbs_core::attr::parse_bool(value).is_some()),
-        "Remove_Files" => ok(!value.is_empty() && value.chars().all(|c| c == 'o' || c == 'e')),
-        "sandbox" => ok(["HOME", "O_WORKDIR", "PRIVATE"].iter().any(|s| s.eq_ignore_ascii_case(value))),
-        "stagein" | "stageout" => ok(check_stage_list(value)),
-        "array_indices_submitted" => ok(chk_jrange(value)),
-        "tolerate_node_failures" => ok(matches!(value, "all" | "job_start" | "none")),
-        _ => Ok(value.to_string()),
+        "Error_Path" | "Output_Path" => prepare_path(value, env.host, env.cwd, env.is_dir).ok_or(Pbse::BADATVAL),
+        _ => jobattr::check_job_value(base, value).map(|()| value.to_string()),
     }
 }
 
@@ -203,182 +182,6 @@ fn known_job_attribute(base: &str) -> bool {
     // Attributes the client library knows but this server does not keep.
     const CLIENT_ONLY: &[&str] = &["reserve_start", "reserve_end", "cred", "forward_x11_port", "forward_x11_cookie"];
     pbs_core::ObjectKind::Job.find(base).is_some() || CLIENT_ONLY.iter().any(|n| n.eq_ignore_ascii_case(base))
-}
-
-/// C's `atoi`: leading blanks, optional sign, digits; anything else stops it.
-fn atoi(text: &str) -> i64 {
-    let t = text.trim_start();
-    let (neg, digits) = match t.as_bytes().first() {
-        Some(b'-') => (true, &t[1..]),
-        Some(b'+') => (false, &t[1..]),
-        _ => (false, t),
-    };
-    let mut n: i64 = 0;
-    for b in digits.bytes().take_while(u8::is_ascii_digit) {
-        n = n.saturating_mul(10).saturating_add(i64::from(b - b'0'));
-    }
-    if neg { -n } else { n }
-}
-
-/// OpenPBS's long check: an optionally signed decimal number and nothing after it.
-fn is_long(text: &str) -> bool {
-    let t = text.trim_start();
-    let digits = t.strip_prefix(['-', '+']).unwrap_or(t);
-    !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
-}
-
-/// The longest job name OpenPBS accepts (`PBS_MAXJOBNAME`).
-pub const MAX_JOB_NAME: usize = 236;
-
-/// `check_job_name` as applied when submitting or altering: letters, digits and `- _ + .`
-/// (a leading digit allowed), at most 236 characters.
-pub fn check_job_name(name: &str) -> Result<(), Pbse> {
-    if name.is_empty() {
-        return Err(Pbse::BADATVAL);
-    }
-    if name.len() > MAX_JOB_NAME {
-        return Err(Pbse::JOBNBIG);
-    }
-    if name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'+' | b'.')) {
-        Ok(())
-    } else {
-        Err(Pbse::BADATVAL)
-    }
-}
-
-/// `-c`: `n s c w u`, or `c=N` / `w=N` minutes.
-pub fn check_checkpoint(value: &str) -> bool {
-    match value.len() {
-        0 => false,
-        1 => matches!(value, "n" | "s" | "c" | "w" | "u"),
-        _ => {
-            let Some(minutes) = value.strip_prefix("c=").or_else(|| value.strip_prefix("w=")) else {
-                return false;
-            };
-            !minutes.is_empty() && minutes.bytes().all(|b| b.is_ascii_digit())
-        }
-    }
-}
-
-/// A hold list: letters from `u o s p n`; `n` and `p` only alone.
-pub fn check_hold(value: &str) -> bool {
-    if value.is_empty() || !value.chars().all(|c| "uospn".contains(c)) {
-        return false;
-    }
-    let count = |c: char| value.chars().filter(|x| *x == c).count();
-    let others = |c: char| value.chars().filter(|x| *x != c).count();
-    // `n` and `p` each exclude every other letter.
-    let alone = |c: char| count(c) == 0 || others(c) == 0;
-    alone('n') && alone('p')
-}
-
-/// `-k`: letters from `o e d n`; `n` not with `o`/`e`; `d` needs one of them.
-pub fn check_keep(value: &str) -> bool {
-    if value.is_empty() || !value.chars().all(|c| "oedn".contains(c)) {
-        return false;
-    }
-    let keep = value.contains('o') || value.contains('e');
-    let dont = value.contains('n');
-    !(keep && dont) && !(value.contains('d') && !(keep || dont))
-}
-
-/// `-m`: `n`, or letters from `a b e j` (but not `j` alone).
-pub fn check_mail_points(value: &str) -> bool {
-    let v = value.trim_start();
-    if v.is_empty() || v == "j" {
-        return false;
-    }
-    v == "n" || v.chars().all(|c| "abej".contains(c))
-}
-
-/// A `name[@host][,name[@host]...]` list; `unique_hosts` forbids naming a host twice,
-/// `absolute` wants every name to be an absolute path (`-S`).
-pub fn check_at_list(list: &str, unique_hosts: bool, absolute: bool) -> bool {
-    if list.is_empty() {
-        return false;
-    }
-    let name_char = |c: char| c.is_ascii_graphic() && c != '#' && c != '@';
-    let mut hosts: Vec<&str> = Vec::new();
-    let mut rest = list;
-    loop {
-        let item = rest.trim_start();
-        if absolute && !item.starts_with('/') {
-            return false;
-        }
-        let (item, next) = match item.split_once(',') {
-            Some((item, next)) => (item, Some(next)),
-            None => (item, None),
-        };
-        if next == Some("") {
-            return false;
-        }
-        let item = item.trim_end();
-        let (name, host) = match item.split_once('@') {
-            Some((name, host)) => (name, Some(host)),
-            None => (item, None),
-        };
-        if name.is_empty() || !name.chars().all(name_char) {
-            return false;
-        }
-        if let Some(host) = host {
-            if host.is_empty() || !host.chars().all(name_char) {
-                return false;
-            }
-        }
-        if unique_hosts {
-            let host = host.unwrap_or("");
-            if hosts.contains(&host) {
-                // OpenPBS stops at the repeated host and accepts what came before.
-                return true;
-            }
-            hosts.push(host);
-        }
-        match next {
-            Some(next) => rest = next,
-            None => return true,
-        }
-    }
-}
-
-/// `stagein`/`stageout`: `local@host:remote[,...]`.
-pub fn check_stage_list(list: &str) -> bool {
-    !list.is_empty()
-        && list.split(',').all(|item| {
-            let Some((local, remote)) = item.trim().split_once('@') else {
-                return false;
-            };
-            let Some((host, path)) = remote.split_once(':') else {
-                return false;
-            };
-            !local.is_empty() && !host.is_empty() && !path.is_empty()
-        })
-}
-
-/// `chk_Jrange`: `X-Y[:Z]` with `X < Y` and `Z >= 1`.
-pub fn chk_jrange(text: &str) -> bool {
-    let Some((x, rest)) = text.split_once('-') else {
-        return false;
-    };
-    let (y, z) = match rest.split_once(':') {
-        Some((y, z)) => (y, Some(z)),
-        None => (rest, None),
-    };
-    let num = |s: &str| -> Option<u64> {
-        if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
-            return None;
-        }
-        s.parse().ok().filter(|n| *n < i64::MAX as u64)
-    };
-    let (Some(x), Some(y)) = (num(x), num(y)) else {
-        return false;
-    };
-    if y <= x {
-        return false;
-    }
-    match z {
-        None => true,
-        Some(z) => num(z).is_some_and(|z| z >= 1),
-    }
 }
 
 /// Why a `-l` list does not parse: `pbs_quote_parse`'s error number (2 illegal character,
@@ -860,67 +663,6 @@ mod tests {
         assert!(scan.has('a') && scan.has('b') && !scan.has('c'));
         assert_eq!(usage_text(&strings(&["cmd: one", "cmd: two"]), "usage: cmd\n"), "cmd: one\ncmd: two\nusage: cmd\n");
         assert_eq!(usage_text(&[], "usage: cmd\n"), "usage: cmd\n");
-    }
-
-    #[test]
-    fn value_checks() {
-        for (value, ok) in [
-            ("u", true),
-            ("uos", true),
-            ("uu", true),
-            ("n", true),
-            ("p", true),
-            ("un", false),
-            ("up", false),
-            ("x", false),
-            ("", false),
-        ] {
-            assert_eq!(check_hold(value), ok, "hold {value}");
-        }
-        for (value, ok) in
-            [("n", true), ("oe", true), ("d", false), ("od", true), ("on", false), ("nd", true), ("x", false)]
-        {
-            assert_eq!(check_keep(value), ok, "keep {value}");
-        }
-        for (value, ok) in
-            [("a", true), ("abe", true), ("n", true), ("an", false), ("j", false), ("aj", true), ("", false)]
-        {
-            assert_eq!(check_mail_points(value), ok, "mail {value}");
-        }
-        for (value, ok) in
-            [("n", true), ("u", true), ("c=10", true), ("w=5", true), ("c=", false), ("x", false), ("c=1x", false)]
-        {
-            assert_eq!(check_checkpoint(value), ok, "checkpoint {value}");
-        }
-        for (value, ok) in [
-            ("0-9", true),
-            ("2-7:2", true),
-            ("5", false),
-            ("5-5", false),
-            ("9-1", false),
-            ("1-9:0", false),
-            ("a-b", false),
-            ("1-3,5", false),
-        ] {
-            assert_eq!(chk_jrange(value), ok, "J {value}");
-        }
-        for (value, ok) in [
-            ("u1", true),
-            ("u1@h", true),
-            ("u1,u2@h", true),
-            ("", false),
-            ("u1,", false),
-            ("@h", false),
-            ("a b", false),
-        ] {
-            assert_eq!(check_at_list(value, false, false), ok, "list {value}");
-        }
-        assert!(check_at_list("/bin/sh", true, true) && !check_at_list("sh", true, true));
-        assert_eq!(check_job_name("job-1.sh"), Ok(()));
-        assert_eq!(check_job_name("1job"), Ok(()));
-        assert_eq!(check_job_name("a b"), Err(Pbse::BADATVAL));
-        assert_eq!(check_job_name(&"x".repeat(237)), Err(Pbse::JOBNBIG));
-        assert!(check_stage_list("in@host:/tmp/in,b@h:c") && !check_stage_list("in:/x"));
     }
 
     #[test]

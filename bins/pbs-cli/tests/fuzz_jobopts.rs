@@ -3,9 +3,10 @@
 //! every job attribute check. None panics; a dependency list, once expanded, is canonical.
 
 use pbs_cli::jobopts::{
-    VerifyEnv, chk_jrange, cvtdate_at, expand_depend, getopt, parse_destination, parse_equal_pairs,
-    parse_resource_list, split_select_op, verify_attr,
+    VerifyEnv, cvtdate_at, expand_depend, getopt, parse_destination, parse_equal_pairs, parse_resource_list,
+    split_select_op, verify_attr,
 };
+use pbs_core::jobattr::check_array_range;
 use proptest::collection::vec;
 use proptest::prelude::*;
 
@@ -48,7 +49,7 @@ proptest! {
         let _ = expand_depend(&text, "srv");
         let _ = parse_resource_list(&text);
         let _ = parse_equal_pairs(&text);
-        let _ = chk_jrange(&text);
+        let _ = check_array_range(&text);
         let _ = parse_destination(&text);
         let _ = split_select_op(&text);
         let now = chrono::NaiveDate::from_ymd_opt(2026, 4, 15).and_then(|d| d.and_hms_opt(12, 0, 0)).unwrap_or_default();

@@ -1,6 +1,7 @@
 //! The domain model of the batch system: values (durations, sizes), resources, `select` and
-//! `place`, job ids and array ranges, job states, attribute tables with their permissions,
-//! PBSE error codes, and pbs.conf. Nothing here does I/O.
+//! `place`, job ids and array ranges, job states, attribute tables with their permissions, what a
+//! job attribute's value may be and which command option sets it, PBSE error codes, and
+//! pbs.conf. Nothing here does I/O.
 
 pub mod acl;
 pub mod attr;
@@ -8,6 +9,7 @@ pub mod conf;
 pub mod duration;
 pub mod entlim;
 pub mod execvnode;
+pub mod jobattr;
 pub mod jobid;
 pub mod pbse;
 pub mod range;

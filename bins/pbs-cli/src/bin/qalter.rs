@@ -5,7 +5,7 @@
 use std::process::ExitCode;
 
 use pbs_cli::jobopts::{self, Scan, VerifyEnv};
-use pbs_core::Pbse;
+use pbs_core::{Pbse, jobattr};
 use pbs_proto::{Attr, Request};
 
 const USAGE: &str = "usage: qalter [-a date_time] [-A account_string] [-c interval] [-e path]
@@ -124,27 +124,7 @@ struct Context<'a> {
 
 /// The option OpenPBS's qalter blames for a bad attribute value.
 fn option_of(attribute: &str) -> Option<char> {
-    Some(match attribute {
-        "Execution_Time" => 'a',
-        "Account_Name" => 'A',
-        "project" => 'P',
-        "Checkpoint" => 'c',
-        "Error_Path" => 'e',
-        "Hold_Types" => 'h',
-        "Join_Path" => 'j',
-        "Keep_Files" => 'k',
-        "Mail_Points" => 'm',
-        "Mail_Users" => 'M',
-        "Job_Name" => 'N',
-        "Output_Path" => 'o',
-        "Priority" => 'p',
-        "Rerunable" => 'r',
-        "Remove_Files" => 'R',
-        "Shell_Path_List" => 'S',
-        "User_List" => 'u',
-        "depend" | "stagein" | "stageout" | "sandbox" | "umask" | "run_count" | "group_list" => 'W',
-        _ => return None,
-    })
+    jobattr::option_letter(jobattr::Command::Qalter, attribute)
 }
 
 /// What qalter sends, or what it prints instead of sending: per-job failures of the

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use pbs_cli::jobopts::{self, Scan};
 use pbs_core::Pbse;
+use pbs_core::jobattr::{self, Command};
 use pbs_proto::{CompareOp, Criterion};
 
 const USAGE: &str = "usage: qselect [-a [op]date_time] [-A account_string] [-c [op]interval]
@@ -144,7 +145,7 @@ fn resource_criteria(list: &str, out: &mut Vec<Criterion>) -> Result<(), String>
         if value.is_empty() || next == Some("") {
             return bad(rest);
         }
-        out.push(criterion(&format!("Resource_List.{resource}"), op, value));
+        out.push(criterion(&format!("{}.{resource}", attr('l')), op, value));
         rest = next.unwrap_or("");
     }
     Ok(())
@@ -174,24 +175,24 @@ fn parse(prog: &str, argv: &[String]) -> Result<Selection, Refusal> {
     for text in &args.execution_time {
         let (op, date) = jobopts::split_select_op(text);
         match jobopts::cvtdate(date) {
-            Some(epoch) => out.push(criterion("Execution_Time", op, &epoch.to_string())),
+            Some(epoch) => out.push(criterion(attr('a'), op, &epoch.to_string())),
             None => errors.push("qselect: illegal -a value".to_string()),
         }
     }
     for account in &args.account {
-        out.push(criterion("Account_Name", CompareOp::Eq, account));
+        out.push(criterion(attr('A'), CompareOp::Eq, account));
     }
     for text in &args.checkpoint {
         let (op, value) = jobopts::split_select_op(text);
         if value.trim_start().is_empty() {
             errors.push("qselect: illegal -c value".to_string());
         } else {
-            out.push(criterion("Checkpoint", op, value));
+            out.push(criterion(attr('c'), op, value));
         }
     }
     for text in &args.holds {
         let (op, value) = jobopts::split_select_op(text);
-        out.push(criterion("Hold_Types", op, value));
+        out.push(criterion(attr('h'), op, value));
     }
     for list in &args.resources {
         if let Err(message) = resource_criteria(list, &mut out) {
@@ -199,31 +200,31 @@ fn parse(prog: &str, argv: &[String]) -> Result<Selection, Refusal> {
         }
     }
     for name in &args.name {
-        out.push(criterion("Job_Name", CompareOp::Eq, name));
+        out.push(criterion(attr('N'), CompareOp::Eq, name));
     }
     for text in &args.priority {
         let (op, value) = jobopts::split_select_op(text);
-        out.push(criterion("Priority", op, value));
+        out.push(criterion(attr('p'), op, value));
     }
     for project in &args.project {
-        out.push(criterion("project", CompareOp::Eq, project));
+        out.push(criterion(attr('P'), CompareOp::Eq, project));
     }
     let mut destination = None;
     for text in &args.queue {
         destination = Some(text.clone());
         let (op, value) = jobopts::split_select_op(text);
-        out.push(criterion("queue", op, value));
+        out.push(criterion(attr('q'), op, value));
     }
     for text in &args.rerunable {
         match text.trim_start().chars().next() {
-            Some('y') => out.push(criterion("Rerunable", CompareOp::Eq, "True")),
-            Some('n') => out.push(criterion("Rerunable", CompareOp::Eq, "False")),
+            Some('y') => out.push(criterion(attr('r'), CompareOp::Eq, "True")),
+            Some('n') => out.push(criterion(attr('r'), CompareOp::Eq, "False")),
             _ => errors.push("qselect: illegal -r value".to_string()),
         }
     }
     for text in &args.states {
         let (op, value) = jobopts::split_select_op(text);
-        out.push(criterion("job_state", op, value));
+        out.push(criterion(attr('s'), op, value));
     }
     for text in &args.times {
         let mut chars = text.chars();
@@ -238,7 +239,7 @@ fn parse(prog: &str, argv: &[String]) -> Result<Selection, Refusal> {
         out.push(criterion("job_state", CompareOp::Eq, "FM"));
     }
     for users in &args.users {
-        out.push(criterion("Job_Owner", CompareOp::Eq, users));
+        out.push(criterion(attr('u'), CompareOp::Eq, users));
     }
     if !errors.is_empty() || !args.operands.is_empty() {
         let mut text: String = errors.iter().map(|e| format!("{e}\n")).collect();
@@ -266,28 +267,31 @@ fn verify(criteria: &[Criterion]) -> Result<(), Refusal> {
     let usage = |opt: char| Refusal { text: format!("qselect: illegal -{opt} value\n{USAGE}"), status: 2 };
     for c in criteria {
         let value = c.value.as_str();
-        match c.attr.as_str() {
-            "Checkpoint" if !jobopts::check_checkpoint(value) => return Err(usage('c')),
-            "Hold_Types" if !jobopts::check_hold(value) => return Err(usage('h')),
-            "Job_Name" if !value.is_empty() && jobopts::check_job_name(value).is_err() => return Err(usage('N')),
-            "job_state" if value.is_empty() || !value.chars().all(|s| "EFHMQRSTUWXB".contains(s)) => {
-                return Err(usage('s'));
-            }
-            "Job_Owner" if !jobopts::check_at_list(value, false, false) => return Err(usage('u')),
-            "Priority" if !is_number(value) => {
+        let Some(letter) = jobattr::option_letter(Command::Qselect, &c.attr) else {
+            continue;
+        };
+        let valid = match letter {
+            'c' => jobattr::check_checkpoint(value),
+            'h' => jobattr::check_hold(value),
+            'N' => value.is_empty() || jobattr::check_job_name(value).is_ok(),
+            's' => !value.is_empty() && value.chars().all(|s| "EFHMQRSTUWXB".contains(s)),
+            'u' => jobattr::check_at_list(value, false, false),
+            'p' if !jobattr::is_long(value) => {
                 let text = format!("qselect: {}\n", Pbse::BADATVAL);
                 return Err(Refusal { text, status: (Pbse::BADATVAL.0 & 0xff) as u8 });
             }
-            _ => {}
+            _ => true,
+        };
+        if !valid {
+            return Err(usage(letter));
         }
     }
     Ok(())
 }
 
-fn is_number(text: &str) -> bool {
-    let t = text.trim_start();
-    let digits = t.strip_prefix(['-', '+']).unwrap_or(t);
-    !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
+/// The attribute qselect's option `-letter` selects by.
+fn attr(letter: char) -> &'static str {
+    jobattr::option_attribute(Command::Qselect, letter).unwrap_or_default()
 }
 
 /// The output: one id per line.

@@ -16,7 +16,7 @@ use std::io::{IsTerminal, Read};
 use std::process::ExitCode;
 
 use pbs_cli::jobopts::{self, Scan, VerifyEnv};
-use pbs_core::Pbse;
+use pbs_core::{Pbse, jobattr};
 use pbs_proto::Attr;
 
 const USAGE: &str = "usage: qsub [-a date_time] [-A account_string] [-c interval]
@@ -718,45 +718,10 @@ fn command_script(command: &[String]) -> String {
     format!("#!/bin/sh\nexec {}\n", quoted.join(" "))
 }
 
-/// The option OpenPBS's qsub blames for a bad attribute value.
+/// The option OpenPBS's qsub blames for a bad attribute value (`-l` for any resource).
 fn option_of(attribute: &str) -> Option<char> {
     let base = attribute.split('.').next().unwrap_or(attribute);
-    Some(match base {
-        "Execution_Time" => 'a',
-        "Account_Name" => 'A',
-        "project" => 'P',
-        "Checkpoint" => 'c',
-        "Error_Path" => 'e',
-        "Hold_Types" => 'h',
-        "interactive" => 'I',
-        "Join_Path" => 'j',
-        "array_indices_submitted" => 'J',
-        "Keep_Files" => 'k',
-        "Resource_List" => 'l',
-        "Mail_Points" => 'm',
-        "Mail_Users" => 'M',
-        "Job_Name" => 'N',
-        "Output_Path" => 'o',
-        "Priority" => 'p',
-        "Rerunable" => 'r',
-        "Remove_Files" => 'R',
-        "Shell_Path_List" => 'S',
-        "User_List" => 'u',
-        "depend"
-        | "stagein"
-        | "stageout"
-        | "sandbox"
-        | "group_list"
-        | "block"
-        | "release_nodes_on_stageout"
-        | "tolerate_node_failures"
-        | "reserve_start"
-        | "reserve_end"
-        | "umask"
-        | "run_count"
-        | "cred" => 'W',
-        _ => return None,
-    })
+    jobattr::option_letter(jobattr::Command::Qsub, base)
 }
 
 /// Checks every attribute as OpenPBS's client library does before a submit; the first

@@ -4,6 +4,7 @@
 use std::cmp::Ordering;
 
 use pbs_core::attr::{AttrType, ObjectKind, bool_text, parse_bool, split_name};
+use pbs_core::jobattr;
 use pbs_core::{ArrayRange, Duration, Pbse, Size};
 
 use crate::error::ReqError;
@@ -11,14 +12,14 @@ use crate::request::Ctx;
 use crate::state::State;
 
 /// Validates one attribute a client wants to set on a job and returns (def, resource,
-/// canonical value). Errors carry OpenPBS's `<text> <attribute>` message.
+/// canonical value). Errors carry OpenPBS's `<text> <attribute>` message. Whoever sends
+/// it, a value qsub refuses is refused with qsub's code (`pbs_core::jobattr`).
 pub fn check_job_attr(
     state: &State,
     ctx: &Ctx<'_>,
     name: &str,
     value: &str,
 ) -> Result<(u8, Option<String>, String), ReqError> {
-    crate::size_limits::check_value(ObjectKind::Job, name, value)?;
     let (base, resource) = split_name(name);
     let Some((index, def)) = ObjectKind::Job.find(base) else {
         return Err(ReqError::attr(Pbse::NOATTR, name));
@@ -26,6 +27,18 @@ pub fn check_job_attr(
     if !def.writable_by(ctx.privilege) {
         return Err(ReqError::attr(Pbse::ATTRRO, name));
     }
+    if resource.is_none() {
+        // A name's characters stay qsub's rule only: a raw client may name a job with any
+        // (the log escapes them); its length, checked before the server's own size limit,
+        // gets qsub's JOBNBIG.
+        let checked = if def.name == "Job_Name" {
+            jobattr::check_job_name_length(value)
+        } else {
+            jobattr::check_job_value(def.name, value)
+        };
+        checked.map_err(|code| ReqError::attr(code, name))?;
+    }
+    crate::size_limits::check_value(ObjectKind::Job, name, value)?;
     let index = u8::try_from(index).map_err(|_| ReqError::new(Pbse::INTERNAL))?;
     if def.atype == AttrType::Resources {
         let Some(resource) = resource else {
@@ -47,11 +60,8 @@ pub fn check_job_attr(
         return Err(ReqError::attr(Pbse::NOATTR, name));
     }
     let canonical = normalize_value(def.atype, value).ok_or_else(|| ReqError::attr(Pbse::BADATVAL, name))?;
+    // The server's own rules, beyond qsub's.
     let valid = match def.name {
-        "Priority" => canonical.parse::<i64>().is_ok_and(|p| (-1024..=1023).contains(&p)),
-        "Hold_Types" => !canonical.is_empty() && canonical.chars().all(|c| "uosnp".contains(c)),
-        "Join_Path" => matches!(canonical.as_str(), "oe" | "eo" | "n"),
-        "Keep_Files" => canonical.chars().all(|c| "oedn".contains(c)),
         "max_run_subjobs" => canonical.parse::<i64>().is_ok_and(|n| n >= 0),
         "array_indices_submitted" => canonical.parse::<ArrayRange>().is_ok(),
         _ => true,

@@ -45,7 +45,7 @@ pub(crate) fn parse(cmd: &str, prog: &str, argv: &[String]) -> Result<(String, V
         return Err(jobopts::usage_text(&errors, &usage(cmd)));
     }
     // OpenPBS's library checks the letters before sending.
-    if !holds.is_empty() && !jobopts::check_hold(holds) {
+    if !holds.is_empty() && !pbs_core::jobattr::check_hold(holds) {
         return Err(format!("{cmd}: illegal -h value\n{}", usage(cmd)));
     }
     let holds = if holds.is_empty() { "u" } else { holds };
