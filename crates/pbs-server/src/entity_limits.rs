@@ -268,7 +268,7 @@ fn ensure(state: &mut State) {
     state.entity_limits = tracker;
 }
 
-/// Called by `exec::flush` before the change record is cleared: recounts the jobs it
+/// Called by `sched_view::flush` before the change record is cleared: recounts the jobs it
 /// names, or, after qmgr changed objects, marks the limits for re-reading at the next
 /// check.
 pub fn note_changes(state: &mut State) {

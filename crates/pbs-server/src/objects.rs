@@ -14,13 +14,162 @@ use crate::request::filter::{filtered, wanted};
 use crate::state::{Named, PBS_VERSION, State, set_named, store_kind};
 use crate::store::StoreOp;
 
+/// One kind of named object qmgr manages: everything that differs between queues, nodes,
+/// schedulers and hooks, in one entry. A new kind (reservations next) is an entry here, its
+/// attribute table in pbs-core (`ObjectKind`), its list in [`State::named`], and its own
+/// module for what it does beyond qmgr.
+pub struct NamedKind {
+    /// Its attribute table and store kind.
+    pub kind: ObjectKind,
+    /// The answer to a name that does not exist.
+    pub unknown: fn() -> ReqError,
+    /// The answer to creating a name that exists.
+    pub exists: Pbse,
+    /// The object a request naming none means (`default` for schedulers).
+    pub implied: Option<&'static str>,
+    /// The attributes a new object starts with, as OpenPBS creates them.
+    pub initial: fn(&State, &str) -> Vec<(&'static str, String)>,
+    /// Refuses to delete an object something still depends on.
+    pub may_delete: fn(&State, &str) -> Result<(), ReqError>,
+    /// What deleting it changes elsewhere, and the writes that takes.
+    pub deleted: fn(&mut State, &str) -> Vec<StoreOp>,
+    /// What setting or unsetting `attrs` on it changes elsewhere, and the writes.
+    pub changed: fn(&mut State, &str, &[MgrAttr]) -> Vec<StoreOp>,
+    /// Attributes its status computes rather than stores, for the names asked for.
+    pub computed: fn(&State, &str, &[String]) -> Computed,
+}
+
+/// Attribute names and values computed for a status.
+pub type Computed = Vec<(String, String)>;
+
+/// The named kinds, in qmgr's order.
+pub const NAMED_KINDS: [NamedKind; 4] = [
+    NamedKind {
+        kind: ObjectKind::Queue,
+        unknown: || ReqError::new(Pbse::UNKQUE),
+        exists: Pbse::QUEEXIST,
+        implied: None,
+        initial: |_, _| Vec::new(),
+        may_delete: |state, name| {
+            if state.jobs.values().any(|j| *j.queue == *name) {
+                return Err(ReqError::new(Pbse::OBJBUSY));
+            }
+            Ok(())
+        },
+        deleted: |state, name| {
+            crate::node::assigned::forget_queue(state, name);
+            if state.server_attr("default_queue", None) != Some(name) {
+                return Vec::new();
+            }
+            state.server.unset(const { ObjectKind::Server.index_of("default_queue") }, None);
+            vec![state.server_op()]
+        },
+        changed: |_, _, _| Vec::new(),
+        computed: |state, name, filter| {
+            let mut computed = crate::node::assigned::status(state, Some(name));
+            if wanted(filter, "total_jobs") || wanted(filter, "state_count") {
+                let counts = state.state_counts(Some(name));
+                computed
+                    .extend([("total_jobs".into(), counts.total.to_string()), ("state_count".into(), counts.text())]);
+            }
+            computed
+        },
+    },
+    NamedKind {
+        kind: ObjectKind::Node,
+        unknown: || ReqError::new(Pbse::UNKNODE),
+        exists: Pbse::NODEEXIST,
+        implied: None,
+        initial: |_, name| {
+            vec![
+                ("Mom", name.to_string()),
+                ("Port", "15002".into()),
+                ("ntype", "PBS".into()),
+                ("resources_available.host", name.to_string()),
+                ("resources_available.vnode", name.to_string()),
+                ("resv_enable", "True".into()),
+                ("sharing", "default_shared".into()),
+            ]
+        },
+        may_delete: |state, name| {
+            let running = state.node_rt.get(name).is_some_and(|rt| !rt.jobs.is_empty());
+            if running || crate::job::faults::holds_suspended(state, name) {
+                return Err(ReqError::new(Pbse::OBJBUSY));
+            }
+            Ok(())
+        },
+        deleted: |_, _| Vec::new(),
+        changed: |_, _, _| Vec::new(),
+        computed: |_, _, _| Vec::new(),
+    },
+    NamedKind {
+        kind: ObjectKind::Sched,
+        unknown: || ReqError::new(Pbse::UNKSCHED),
+        exists: Pbse::SCHEDEXIST,
+        implied: Some("default"),
+        initial: |state, _| {
+            vec![
+                ("sched_host", state.host.clone()),
+                ("sched_cycle_length", "00:20:00".into()),
+                ("scheduling", "False".into()),
+                ("scheduler_iteration", "600".into()),
+                ("state", "down".into()),
+                ("preempt_queue_prio", "150".into()),
+                ("preempt_prio", "express_queue, normal_jobs".into()),
+                ("preempt_order", "SCR".into()),
+                ("preempt_sort", "min_time_since_start".into()),
+                ("log_events", "767".into()),
+                ("server_dyn_res_alarm", "30".into()),
+            ]
+        },
+        may_delete: |_, name| {
+            if name == "default" {
+                return Err(ReqError::new(Pbse::SCHED_NO_DEL));
+            }
+            Ok(())
+        },
+        deleted: |_, _| Vec::new(),
+        changed: |state, name, attrs| {
+            if name != "default" {
+                return Vec::new();
+            }
+            sync_scheduling(state, ObjectKind::Sched, attrs)
+        },
+        computed: |_, _, _| Vec::new(),
+    },
+    NamedKind {
+        kind: ObjectKind::Hook,
+        unknown: || ReqError::with_message(Pbse::HOOKERROR, "hook error".into()),
+        exists: Pbse::HOOKERROR,
+        implied: None,
+        initial: |_, _| {
+            vec![
+                ("type", "site".into()),
+                ("enabled", "True".into()),
+                ("event", String::new()),
+                ("user", "pbsadmin".into()),
+                ("alarm", "30".into()),
+                ("order", "1".into()),
+                ("debug", "False".into()),
+                ("fail_action", "none".into()),
+            ]
+        },
+        may_delete: |_, _| Ok(()),
+        deleted: |_, _| Vec::new(),
+        changed: |_, _, _| Vec::new(),
+        computed: |_, _, _| Vec::new(),
+    },
+];
+
+/// The entry of a named kind.
+pub fn named_kind(kind: ObjectKind) -> Option<&'static NamedKind> {
+    NAMED_KINDS.iter().find(|k| k.kind == kind)
+}
+
 fn unknown_object(kind: ObjectKind) -> ReqError {
-    match kind {
-        ObjectKind::Queue => ReqError::new(Pbse::UNKQUE),
-        ObjectKind::Node => ReqError::new(Pbse::UNKNODE),
-        ObjectKind::Sched => ReqError::new(Pbse::UNKSCHED),
-        ObjectKind::Resource => ReqError::new(Pbse::UNKRESC),
-        _ => ReqError::with_message(Pbse::HOOKERROR, "hook error".into()),
+    match named_kind(kind) {
+        Some(named) => (named.unknown)(),
+        None => ReqError::new(Pbse::UNKRESC),
     }
 }
 
@@ -70,8 +219,9 @@ pub fn manager(
         ops.extend(sync_scheduling(state, ObjectKind::Server, attrs));
         return Ok(ops);
     }
-    let default_name = if kind == ObjectKind::Sched { vec!["default".to_string()] } else { Vec::new() };
-    let names = if names.is_empty() { &default_name } else { names };
+    let Some(named) = named_kind(kind) else { return Err(ReqError::new(Pbse::IVALREQ)) };
+    let implied: Vec<String> = named.implied.iter().map(|n| n.to_string()).collect();
+    let names = if names.is_empty() { &implied } else { names };
     if names.is_empty() {
         return Err(ReqError::new(Pbse::IVALREQ));
     }
@@ -81,55 +231,34 @@ pub fn manager(
         match command {
             MgrCommand::Create => {
                 if position.is_some() {
-                    return Err(ReqError::new(match kind {
-                        ObjectKind::Queue => Pbse::QUEEXIST,
-                        ObjectKind::Node => Pbse::NODEEXIST,
-                        ObjectKind::Sched => Pbse::SCHEDEXIST,
-                        _ => Pbse::HOOKERROR,
-                    }));
+                    return Err(ReqError::new(named.exists));
                 }
                 crate::size_limits::check_object_name(kind, name)?;
                 if !valid_object_name(name) {
                     return Err(ReqError::new(Pbse::IVAL_OBJ_NAME));
                 }
-                let mut list = initial_attrs(state, kind, name);
+                let mut list = AttrList::new();
+                for (attr, value) in (named.initial)(state, name) {
+                    set_named(&mut list, kind, attr, &value, &mut state.interner);
+                }
                 apply_attrs(state, ctx, kind, &mut list, MgrCommand::Set, attrs)?;
                 state.named_mut(kind).push(Named { name: name.clone(), attrs: list });
                 ops.push(state.named_op(kind, state.named(kind).len() - 1));
             }
             MgrCommand::Delete => {
-                let index = position.ok_or_else(|| unknown_object(kind))?;
-                if kind == ObjectKind::Queue && state.jobs.values().any(|j| *j.queue == **name) {
-                    return Err(ReqError::new(Pbse::OBJBUSY));
-                }
-                if kind == ObjectKind::Sched && name == "default" {
-                    return Err(ReqError::new(Pbse::SCHED_NO_DEL));
-                }
-                if kind == ObjectKind::Node
-                    && (state.node_rt.get(name.as_str()).is_some_and(|rt| !rt.jobs.is_empty())
-                        || crate::job::faults::holds_suspended(state, name))
-                {
-                    return Err(ReqError::new(Pbse::OBJBUSY));
-                }
-                if kind == ObjectKind::Queue && state.server_attr("default_queue", None) == Some(name.as_str()) {
-                    state.server.unset(const { ObjectKind::Server.index_of("default_queue") }, None);
-                    ops.push(state.server_op());
-                }
+                let index = position.ok_or_else(|| (named.unknown)())?;
+                (named.may_delete)(state, name)?;
                 state.named_mut(kind).remove(index);
-                if kind == ObjectKind::Queue {
-                    crate::node::assigned::forget_queue(state, name);
-                }
+                ops.extend((named.deleted)(state, name));
                 ops.push(StoreOp::DeleteObject { kind: store_kind(kind), name: name.clone() });
             }
             MgrCommand::Set | MgrCommand::Unset => {
-                let index = position.ok_or_else(|| unknown_object(kind))?;
+                let index = position.ok_or_else(|| (named.unknown)())?;
                 let mut list = state.named(kind)[index].attrs.clone();
                 apply_attrs(state, ctx, kind, &mut list, command, attrs)?;
                 state.named_mut(kind)[index].attrs = list;
                 ops.push(state.named_op(kind, index));
-                if kind == ObjectKind::Sched && name == "default" {
-                    ops.extend(sync_scheduling(state, ObjectKind::Sched, attrs));
-                }
+                ops.extend((named.changed)(state, name, attrs));
             }
         }
     }
@@ -141,50 +270,6 @@ fn valid_object_name(name: &str) -> bool {
         && name.len() <= 236
         && name.chars().next().is_some_and(|c| c.is_ascii_alphanumeric())
         && name.chars().all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
-}
-
-/// The attributes a new object starts with, as OpenPBS creates them.
-fn initial_attrs(state: &mut State, kind: ObjectKind, name: &str) -> AttrList {
-    let mut list = AttrList::new();
-    let defaults: Vec<(&str, String)> = match kind {
-        ObjectKind::Node => vec![
-            ("Mom", name.to_string()),
-            ("Port", "15002".into()),
-            ("ntype", "PBS".into()),
-            ("resources_available.host", name.to_string()),
-            ("resources_available.vnode", name.to_string()),
-            ("resv_enable", "True".into()),
-            ("sharing", "default_shared".into()),
-        ],
-        ObjectKind::Sched => vec![
-            ("sched_host", state.host.clone()),
-            ("sched_cycle_length", "00:20:00".into()),
-            ("scheduling", "False".into()),
-            ("scheduler_iteration", "600".into()),
-            ("state", "down".into()),
-            ("preempt_queue_prio", "150".into()),
-            ("preempt_prio", "express_queue, normal_jobs".into()),
-            ("preempt_order", "SCR".into()),
-            ("preempt_sort", "min_time_since_start".into()),
-            ("log_events", "767".into()),
-            ("server_dyn_res_alarm", "30".into()),
-        ],
-        ObjectKind::Hook => vec![
-            ("type", "site".into()),
-            ("enabled", "True".into()),
-            ("event", String::new()),
-            ("user", "pbsadmin".into()),
-            ("alarm", "30".into()),
-            ("order", "1".into()),
-            ("debug", "False".into()),
-            ("fail_action", "none".into()),
-        ],
-        _ => Vec::new(),
-    };
-    for (attr, value) in defaults {
-        set_named(&mut list, kind, attr, &value, &mut state.interner);
-    }
-    list
 }
 
 /// Applies set/unset attributes to a copy of an object's list, checking each one.
@@ -483,17 +568,9 @@ pub fn named_status(
     Ok(selected
         .into_iter()
         .map(|object| {
-            let assigned = if kind == ObjectKind::Queue {
-                crate::node::assigned::status(state, Some(&object.name))
-            } else {
-                Vec::new()
-            };
-            let mut computed: Vec<(&str, String)> =
-                assigned.iter().map(|(name, value)| (name.as_str(), value.clone())).collect();
-            if kind == ObjectKind::Queue && (wanted(filter, "total_jobs") || wanted(filter, "state_count")) {
-                let counts = state.state_counts(Some(&object.name));
-                computed.extend([("total_jobs", counts.total.to_string()), ("state_count", counts.text())]);
-            }
+            let computed = named_kind(kind).map(|k| (k.computed)(state, &object.name, filter)).unwrap_or_default();
+            let computed: Vec<(&str, String)> =
+                computed.iter().map(|(name, value)| (name.as_str(), value.clone())).collect();
             StatusObject {
                 name: object.name.clone(),
                 attrs: filtered(
@@ -531,4 +608,15 @@ pub fn resource_status(state: &State, names: &[String]) -> Result<Vec<StatusObje
             StatusObject { name: def.name.clone(), attrs }
         })
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_named_kind_the_state_keeps_has_its_entry() {
+        let kinds: Vec<ObjectKind> = NAMED_KINDS.iter().map(|k| k.kind).collect();
+        assert_eq!(kinds, crate::state::NAMED_KINDS);
+    }
 }

@@ -22,6 +22,33 @@ pub enum StoreError {
     /// The writer thread is gone (the server is shutting down).
     #[error("store writer stopped")]
     WriterGone,
+    /// A record could not be serialized; its commit fails rather than store it empty.
+    #[error("cannot serialize a record: {0}")]
+    Encode(String),
+}
+
+/// A record serialized for the store, or why it could not be: such a record fails its
+/// commit (which stops the server, as any failed commit does) instead of being stored
+/// empty, so a restart never reads back a job or object that lost its attributes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Record(Result<String, String>);
+
+impl Record {
+    /// `value` as JSON.
+    pub fn json<T: serde::Serialize + ?Sized>(value: &T) -> Record {
+        Record(serde_json::to_string(value).map_err(|e| e.to_string()))
+    }
+
+    /// The text to store.
+    fn text(&self) -> Result<&str, StoreError> {
+        self.0.as_deref().map_err(|e| StoreError::Encode(e.clone()))
+    }
+}
+
+impl From<String> for Record {
+    fn from(text: String) -> Record {
+        Record(Ok(text))
+    }
 }
 
 /// One change to persist.
@@ -32,7 +59,7 @@ pub enum StoreOp {
         /// Sequence number, the primary key.
         seq: u64,
         /// JSON record.
-        record: String,
+        record: Record,
         /// The script, stored once at submission.
         script: Option<String>,
     },
@@ -43,7 +70,7 @@ pub enum StoreOp {
         /// The subjob's index.
         index: u64,
         /// JSON record.
-        record: String,
+        record: Record,
     },
     /// Remove a subjob record.
     DeleteSubjob {
@@ -65,7 +92,7 @@ pub enum StoreOp {
         /// Object name.
         name: String,
         /// JSON record.
-        record: String,
+        record: Record,
     },
     /// Remove a server object.
     DeleteObject {
@@ -366,20 +393,20 @@ fn apply(conn: &mut Connection, batch: &[(Vec<StoreOp>, Option<Ack>)]) -> Result
             for op in ops {
                 match op {
                     StoreOp::PutJob { seq, record, script } => {
-                        put_job.execute(params![*seq as i64, record, script])?;
+                        put_job.execute(params![*seq as i64, record.text()?, script])?;
                     }
                     StoreOp::DeleteJob { seq } => {
                         del_job.execute(params![*seq as i64])?;
                         del_subjobs.execute(params![*seq as i64])?;
                     }
                     StoreOp::PutSubjob { seq, index, record } => {
-                        put_subjob.execute(params![*seq as i64, *index as i64, record])?;
+                        put_subjob.execute(params![*seq as i64, *index as i64, record.text()?])?;
                     }
                     StoreOp::DeleteSubjob { seq, index } => {
                         del_subjob.execute(params![*seq as i64, *index as i64])?;
                     }
                     StoreOp::PutObject { kind, name, record } => {
-                        put_object.execute(params![kind, name, record])?;
+                        put_object.execute(params![kind, name, record.text()?])?;
                     }
                     StoreOp::DeleteObject { kind, name } => {
                         del_object.execute(params![kind, name])?;
@@ -407,11 +434,11 @@ mod tests {
             let (store, loaded) = Store::open(&path).unwrap();
             assert!(loaded.jobs.is_empty());
             let ack = store.commit(vec![
-                StoreOp::PutJob { seq: 1, record: "{}".into(), script: Some("echo".into()) },
-                StoreOp::PutJob { seq: 2, record: "{}".into(), script: None },
-                StoreOp::PutJob { seq: 1, record: "{}".into(), script: None },
+                StoreOp::PutJob { seq: 1, record: "{}".to_string().into(), script: Some("echo".into()) },
+                StoreOp::PutJob { seq: 2, record: "{}".to_string().into(), script: None },
+                StoreOp::PutJob { seq: 1, record: "{}".to_string().into(), script: None },
                 StoreOp::DeleteJob { seq: 2 },
-                StoreOp::PutObject { kind: "queue", name: "workq".into(), record: "[]".into() },
+                StoreOp::PutObject { kind: "queue", name: "workq".into(), record: "[]".to_string().into() },
                 StoreOp::SetMeta { key: "next_seq", value: "3".into() },
             ]);
             ack.await.unwrap().unwrap();
@@ -450,7 +477,7 @@ mod tests {
                 let mut seq = 0;
                 while !stop.load(Ordering::Relaxed) {
                     seq += 1;
-                    store.commit_detached(vec![StoreOp::PutJob { seq, record: "x".repeat(6000), script: None }]);
+                    store.commit_detached(vec![StoreOp::PutJob { seq, record: "x".repeat(6000).into(), script: None }]);
                     thread::sleep(std::time::Duration::from_micros(50));
                 }
                 seq

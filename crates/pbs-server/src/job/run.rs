@@ -238,7 +238,7 @@ pub fn run_job(state: &mut State, key: JobKey, exec_vnode: &str, now: i64) -> Re
     job.attrs.unset(job_idx!("Exit_status"), None);
     let ops = vec![job.put_op(None)];
     if key.index.is_some() {
-        // Brought up to date once per batch of starts: see `arrays::settle`.
+        // Brought up to date once per batch of starts: see `job::array::settle`.
         state.arrays_to_refresh.insert(key.seq);
     }
     state.starting.insert(key);

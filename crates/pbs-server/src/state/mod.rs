@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::attrlist::{AttrList, Interner, resolve};
 use crate::jobkey::JobKey;
-use crate::store::{Loaded, StoreOp};
+use crate::store::{Loaded, Record, StoreOp};
 
 /// Why a running job is being ended by the server.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -125,7 +125,7 @@ pub struct State {
     pub ending: HashMap<JobKey, crate::state::EndReason>,
     /// Jobs whose start the mom has not confirmed yet.
     pub starting: HashSet<JobKey>,
-    /// Arrays whose subjobs started in the batch being applied (see `arrays::settle`).
+    /// Arrays whose subjobs started in the batch being applied (see `job::array::settle`).
     pub arrays_to_refresh: BTreeSet<u64>,
     /// Frames for moms waiting for their commits, to go out in commit order.
     pub outbox: crate::effects::Outbox,
@@ -147,6 +147,10 @@ pub struct PendingChanges {
     /// Something happened that may let a job run.
     pub cycle: bool,
 }
+
+/// The kinds of named objects the state keeps a list of, in qmgr's order (what qmgr does
+/// with each is `objects::NAMED_KINDS`).
+pub const NAMED_KINDS: [ObjectKind; 4] = [ObjectKind::Queue, ObjectKind::Node, ObjectKind::Sched, ObjectKind::Hook];
 
 /// Looks up an attribute index that must exist in a table (a typo here is a bug).
 pub fn idx(kind: ObjectKind, name: &str) -> u8 {
@@ -182,7 +186,7 @@ impl Job {
     }
 
     /// The storage record.
-    pub fn to_record(&self) -> String {
+    pub fn to_record(&self) -> Record {
         #[derive(Serialize)]
         struct Out<'a> {
             seq: u64,
@@ -203,7 +207,7 @@ impl Job {
             queue: &self.queue,
             attrs: self.attrs.as_pairs(ObjectKind::Job),
         };
-        serde_json::to_string(&record).unwrap_or_default()
+        Record::json(&record)
     }
 
     /// The store operation that saves this job (or subjob).
@@ -216,8 +220,8 @@ impl Job {
 }
 
 impl Named {
-    fn record(&self, kind: ObjectKind) -> String {
-        serde_json::to_string(&self.attrs.as_pairs(kind)).unwrap_or_default()
+    fn record(&self, kind: ObjectKind) -> Record {
+        Record::json(&self.attrs.as_pairs(kind))
     }
 }
 
@@ -264,13 +268,17 @@ impl State {
             }
         }
         for (kind, name, record) in &loaded.objects {
-            let pairs: Vec<(String, String)> = serde_json::from_str(record).unwrap_or_default();
+            let pairs: Vec<(String, String)> = match serde_json::from_str(record) {
+                Ok(pairs) => pairs,
+                // A custom resource's record is no list of pairs: it is read below.
+                Err(_) if kind == "resource" => Vec::new(),
+                Err(e) => {
+                    tracing::error!(kind = %kind, name = %name, error = %e, "Unreadable object record skipped");
+                    continue;
+                }
+            };
             let object_kind = match kind.as_str() {
                 "server" => ObjectKind::Server,
-                "queue" => ObjectKind::Queue,
-                "node" => ObjectKind::Node,
-                "sched" => ObjectKind::Sched,
-                "hook" => ObjectKind::Hook,
                 "resource" => {
                     if let Ok(rec) = serde_json::from_str::<CustomResourceRecord>(record) {
                         if let Ok(def) = ResourceDef::custom(name, &rec.rtype, &rec.flags) {
@@ -279,7 +287,10 @@ impl State {
                     }
                     continue;
                 }
-                _ => continue,
+                other => match NAMED_KINDS.into_iter().find(|k| store_kind(*k) == other) {
+                    Some(named) => named,
+                    None => continue,
+                },
             };
             let (attrs, unknown) = AttrList::from_pairs(object_kind, &pairs, &mut state.interner);
             for name in unknown {
@@ -288,11 +299,7 @@ impl State {
             let named = Named { name: name.clone(), attrs };
             match object_kind {
                 ObjectKind::Server => state.server = named.attrs,
-                ObjectKind::Queue => state.queues.push(named),
-                ObjectKind::Node => state.nodes.push(named),
-                ObjectKind::Sched => state.scheds.push(named),
-                ObjectKind::Hook => state.hooks.push(named),
-                _ => {}
+                kind => state.named_mut(kind).push(named),
             }
         }
         let records = loaded
@@ -417,7 +424,7 @@ impl State {
         StoreOp::PutObject {
             kind: "server",
             name: "server".into(),
-            record: serde_json::to_string(&self.server.as_pairs(ObjectKind::Server)).unwrap_or_default(),
+            record: Record::json(&self.server.as_pairs(ObjectKind::Server)),
         }
     }
 
@@ -450,11 +457,7 @@ impl State {
     /// The store operation saving a custom resource definition.
     pub fn resource_op(def: &ResourceDef) -> StoreOp {
         let record = CustomResourceRecord { rtype: def.rtype.to_string(), flags: def.flags.to_string() };
-        StoreOp::PutObject {
-            kind: "resource",
-            name: def.name.clone(),
-            record: serde_json::to_string(&record).unwrap_or_default(),
-        }
+        StoreOp::PutObject { kind: "resource", name: def.name.clone(), record: Record::json(&record) }
     }
 
     /// A job, array parent or subjob record by key.
