@@ -85,7 +85,7 @@ enum Locked {
 /// The part of a request under the state lock: checks, the handler, and the start of its
 /// effects.
 fn handle_locked(server: &Arc<Server>, who: &Identity, id: u64, request: Request) -> Locked {
-    let mut guard = crate::server::lock(&server.state);
+    let mut guard = server.lock();
     #[cfg(debug_assertions)]
     crate::dispatch::test_panic(&request);
     let state = &mut *guard;
@@ -275,7 +275,7 @@ impl JobStatusParts {
         self.first = false;
         let chunk: Vec<JobKey> = self.keys.by_ref().take(STATUS_CHUNK).collect();
         let objects = {
-            let state = crate::server::lock(&server.state);
+            let state = server.lock();
             chunk
                 .iter()
                 .filter_map(|key| crate::job::status::key_status(&state, *key, &self.filter, &mut self.arrays))

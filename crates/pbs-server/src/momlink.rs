@@ -41,19 +41,17 @@ fn now() -> i64 {
 /// Starts link tasks for new nodes, restarts those whose `Mom`/`Port` changed, and stops
 /// those of deleted nodes.
 pub fn sync(server: &Arc<Server>) {
-    let wanted: Vec<(String, String, u16)> = match server.state.lock() {
-        Ok(state) => state
-            .nodes
-            .iter()
-            .map(|n| {
-                let get = |name: &str| n.attrs.get_named(pbs_core::ObjectKind::Node, name, None);
-                let host = get("Mom").unwrap_or(&n.name).to_string();
-                let port = get("Port").and_then(|p| p.parse().ok()).unwrap_or(pbs_core::conf::DEFAULT_MOM_PORT);
-                (n.name.clone(), host, port)
-            })
-            .collect(),
-        Err(_) => return,
-    };
+    let wanted: Vec<(String, String, u16)> = server
+        .lock()
+        .nodes
+        .iter()
+        .map(|n| {
+            let get = |name: &str| n.attrs.get_named(pbs_core::ObjectKind::Node, name, None);
+            let host = get("Mom").unwrap_or(&n.name).to_string();
+            let port = get("Port").and_then(|p| p.parse().ok()).unwrap_or(pbs_core::conf::DEFAULT_MOM_PORT);
+            (n.name.clone(), host, port)
+        })
+        .collect();
     let Ok(mut tasks) = server.mom_tasks.lock() else { return };
     let stale: Vec<String> = tasks
         .iter()
@@ -64,24 +62,24 @@ pub fn sync(server: &Arc<Server>) {
         if let Some(old) = tasks.remove(&name) {
             old.task.abort();
         }
-        if let Ok(mut state) = server.state.lock() {
-            state.links.moms.remove(&name);
-            crate::job::faults::link_replaced(&mut state, &name);
-            if !state.nodes.iter().any(|n| n.name == name) {
-                state.node_rt.remove(&name);
-            } else {
-                mark_down(&mut state, &name);
-            }
-            state.changes.nodes.insert(name.clone());
-            let _ = server.apply_effects(&mut state, Effects::default());
+        let mut state = server.lock();
+        state.links.moms.remove(&name);
+        crate::job::faults::link_replaced(&mut state, &name);
+        if !state.nodes.iter().any(|n| n.name == name) {
+            state.node_rt.remove(&name);
+        } else {
+            mark_down(&mut state, &name);
         }
+        state.changes.nodes.insert(name.clone());
+        let _ = server.apply_effects(&mut state, Effects::default());
     }
     for (name, host, port) in wanted {
         if tasks.contains_key(&name) {
             continue;
         }
         let (tx, rx) = mpsc::channel(crate::state::links::MOM_QUEUE);
-        if let Ok(mut state) = server.state.lock() {
+        {
+            let mut state = server.lock();
             state.links.moms.insert(name.clone(), tx);
             state.node_rt.entry(name.clone()).or_default();
         }
@@ -121,7 +119,7 @@ async fn link_loop(server: Arc<Server>, node: String, host: String, port: u16, m
                 last_refusal.clear();
                 backoff = Duration::from_millis(50);
                 serve(&server, &node, conn, &mut rx).await;
-                let mut state = crate::server::lock(&server.state);
+                let mut state = server.lock();
                 mark_down(&mut state, &node);
                 let _ = server.apply_effects(&mut state, Effects::default());
             }
@@ -202,7 +200,7 @@ async fn serve(server: &Arc<Server>, node: &str, mut conn: Conn, rx: &mut mpsc::
             }
             frame = rx.recv(), if reconciled => {
                 let Some(frame) = frame else { return };
-                if !crate::job::faults::leaving(&mut crate::server::lock(&server.state), node, &frame) {
+                if !crate::job::faults::leaving(&mut server.lock(), node, &frame) {
                     continue;
                 }
                 if send(&mut conn, &frame).await.is_err() {
@@ -224,7 +222,7 @@ async fn serve(server: &Arc<Server>, node: &str, mut conn: Conn, rx: &mut mpsc::
 
 /// Applies one report from a node's mom.
 fn handle(server: &Arc<Server>, node: &str, report: FromMom) {
-    let mut guard = crate::server::lock(&server.state);
+    let mut guard = server.lock();
     let state = &mut *guard;
     let now = now();
     let effects = match report {

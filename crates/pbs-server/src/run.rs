@@ -109,10 +109,12 @@ pub async fn run(server: Arc<Server>, listeners: Listeners, shutdown: impl Futur
     crate::momlink::stop_all(&server);
     // Let connections that are mid-request get their reply out.
     admission.drain(Duration::from_secs(2)).await;
-    let exact = server.state.lock().map(|mut state| state.exact_seq_op());
-    if let Ok(op) = exact {
-        let _ = server.store.commit(vec![op]).await;
-    }
+    let applied = {
+        let mut state = server.lock();
+        let exact = state.exact_seq_op();
+        server.apply_effects(&mut state, Effects::ops(vec![exact]))
+    };
+    let _ = applied.done().await;
     tracing::info!("Server shut down");
 }
 
@@ -121,7 +123,7 @@ async fn housekeeping(server: Arc<Server>) {
     let mut tick = tokio::time::interval(Duration::from_secs(30));
     loop {
         tick.tick().await;
-        let mut state = crate::server::lock(&server.state);
+        let mut state = server.lock();
         let ops = crate::job::status::purge_history(&mut state, chrono::Utc::now().timestamp());
         if !ops.is_empty() {
             tracing::info!(n_jobs = ops.len(), "Purged expired job history");
@@ -137,7 +139,7 @@ async fn node_watch(server: Arc<Server>) {
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     loop {
         tick.tick().await;
-        let mut state = crate::server::lock(&server.state);
+        let mut state = server.lock();
         let effects = crate::job::run::requeue_from_failed_nodes(&mut state, chrono::Utc::now().timestamp());
         if !effects.is_empty() {
             // Nobody waits for these: the moms hear once the requeues are on disk.

@@ -28,7 +28,7 @@ where
     let (mut link, mut rx, backlog) = SchedSender::new();
     let tx = link.sender();
     {
-        let Ok(mut state) = server.state.lock() else { return };
+        let mut state = server.lock();
         let snapshot = crate::sched_view::snapshot(&state);
         // What was pending is already in the snapshot.
         state.changes = Default::default();
@@ -56,7 +56,7 @@ where
                 return;
             }
             if backlog.load(Ordering::Acquire) {
-                let Ok(mut state) = server.state.lock() else { return };
+                let mut state = server.lock();
                 crate::sched_view::drain(&mut state, &tx);
             }
         }
@@ -86,7 +86,8 @@ where
         () = writer => {}
         () = reader => {}
     }
-    if let Ok(mut state) = server.state.lock() {
+    {
+        let mut state = server.lock();
         if state.links.sched.as_ref().is_some_and(|current| current.is(&tx)) {
             state.links.sched = None;
             for (_, waiter) in state.links.qruns.drain() {
@@ -119,7 +120,7 @@ fn apply(
     run: &[pbs_proto::sched::RunDecision],
     updates: &[pbs_proto::sched::JobUpdate],
 ) {
-    let mut guard = crate::server::lock(&server.state);
+    let mut guard = server.lock();
     let state = &mut *guard;
     let now = chrono::Utc::now().timestamp();
     let (errors, effects) = crate::sched_view::apply_decisions(state, run, updates, now);

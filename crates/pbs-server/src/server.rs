@@ -173,7 +173,7 @@ impl Server {
                 Ok(()) => server.with_scripts(to_moms, launches).await,
                 Err(_) => Delivery::default(),
             };
-            let mut state = crate::server::lock(&server.state);
+            let mut state = server.lock();
             let due = state.outbox.complete(ticket, delivery);
             server.deliver(&mut state, due);
             drop(state);
@@ -217,10 +217,17 @@ impl Server {
     }
 }
 
+impl Server {
+    /// Locks the state (see [`lock`]).
+    pub fn lock(&self) -> MutexGuard<'_, State> {
+        lock(&self.state)
+    }
+}
+
 /// Locks the state. A poisoned lock means a panic interrupted a change to it (which
 /// `pbs_log::daemon::exit_on_panic` normally turns into the end of the process first):
 /// the process ends too, rather than answering every request with an internal error.
-pub fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
+fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
     match state.lock() {
         Ok(guard) => guard,
         Err(_) => {

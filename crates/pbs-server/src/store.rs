@@ -235,13 +235,6 @@ impl Store {
         ack_rx
     }
 
-    /// Queues changes nobody waits for (housekeeping such as history purges).
-    pub fn commit_detached(&self, ops: Vec<StoreOp>) {
-        if !ops.is_empty() {
-            let _ = self.tx.send((ops, None));
-        }
-    }
-
     /// Reads the scripts of several jobs (missing ones are left out). Runs on blocking
     /// threads; each keeps its read connection open between calls.
     pub fn read_scripts(path: &Path, seqs: &[u64]) -> Result<std::collections::HashMap<u64, String>, StoreError> {
@@ -477,7 +470,7 @@ mod tests {
                 let mut seq = 0;
                 while !stop.load(Ordering::Relaxed) {
                     seq += 1;
-                    store.commit_detached(vec![StoreOp::PutJob { seq, record: "x".repeat(6000).into(), script: None }]);
+                    drop(store.commit(vec![StoreOp::PutJob { seq, record: "x".repeat(6000).into(), script: None }]));
                     thread::sleep(std::time::Duration::from_micros(50));
                 }
                 seq

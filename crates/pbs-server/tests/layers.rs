@@ -167,6 +167,35 @@ fn the_crate_root_only_declares_modules() {
     assert_eq!(bodies, 0, "lib.rs holds code; it belongs in a module");
 }
 
+/// Where each way out of the core may be taken. Handlers return effects; only `server.rs`
+/// commits them, tells the scheduler and hands frames to the moms' links, so nothing
+/// reaches the disk, the scheduler or a mom in another order than `apply_effects`'.
+const WAYS_OUT: &[(&str, &[&str])] = &[
+    ("store.commit(", &["server.rs"]),
+    ("send_frames(", &["server.rs", "state/links.rs"]),
+    ("sched_view::flush(", &["server.rs"]),
+];
+
+#[test]
+fn effects_leave_only_through_apply_effects() {
+    let mut files = Vec::new();
+    rust_files(&src(), &mut files);
+    let mut wrong = Vec::new();
+    for file in files {
+        let relative = file.strip_prefix(src()).unwrap().to_string_lossy().to_string();
+        if relative == "handler_tests.rs" {
+            continue;
+        }
+        let code = code(&std::fs::read_to_string(&file).unwrap());
+        for (call, allowed) in WAYS_OUT {
+            if code.contains(call) && !allowed.contains(&relative.as_str()) {
+                wrong.push(format!("{relative} calls `{call}`: return effects instead"));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
 #[test]
 fn the_checks_see_arrows() {
     let sample = "use crate::state::State;\nfn f() { crate::job::run::lost(); }\n// crate::comment::not\n";
