@@ -190,7 +190,7 @@ fn a_panic_under_the_state_lock_ends_the_server_and_a_restart_recovers() {
     c.allow_root_jobs();
     let kept = c.client().submit(vec![Attr::new("Job_Name", "kept")], "true\n".into(), None).unwrap();
     let pid = c.server_pid().unwrap();
-    // Debug builds only: see `pbs_server::faults::test_panic`.
+    // Debug builds only: see `pbs_server::dispatch::test_panic`.
     let trigger = vec![Attr::new("Job_Name", "PBS_TEST_PANIC_UNDER_STATE_LOCK")];
     let answer = c.client().submit(trigger, "true\n".into(), None);
     assert!(answer.is_err(), "the server answered {answer:?}");
