@@ -40,8 +40,8 @@ pub(crate) enum Handled {
     Apply(Reply, Effects),
     /// A job status to list part by part.
     JobStatus(JobStatusParts),
-    /// A qrun waiting for the scheduler's placement.
-    AskedScheduler(oneshot::Receiver<Result<(), ReqError>>),
+    /// A qrun for the scheduler to place (the job's full id).
+    AskScheduler(String),
 }
 
 /// Handles one request from `who` and gives its response.
@@ -88,15 +88,18 @@ fn handle_locked(server: &Arc<Server>, who: &Identity, id: u64, request: Request
     let mut guard = server.lock();
     #[cfg(debug_assertions)]
     crate::dispatch::test_panic(&request);
-    let state = &mut *guard;
-    let ctx = server.ctx(state, who);
-    if let Err(e) = crate::acl::check_request(state, who, ctx.privilege) {
+    let shared = &mut *guard;
+    let ctx = server.ctx(shared, who);
+    if let Err(e) = crate::acl::check_request(shared, who, ctx.privilege) {
         return Locked::Respond(Response::Reply(crate::acl::refusal(id, &request, e)));
     }
-    match handle(state, &ctx, id, request) {
-        Handled::Apply(reply, effects) => Locked::Applied(reply, server.apply_effects(state, effects)),
+    match handle(&mut shared.state, &ctx, id, request) {
+        Handled::Apply(reply, effects) => Locked::Applied(reply, server.apply_effects(shared, effects)),
         Handled::JobStatus(parts) => Locked::Respond(Response::JobStatus(parts)),
-        Handled::AskedScheduler(waiter) => Locked::Wait(waiter),
+        Handled::AskScheduler(full_id) => match crate::sched_view::ask_scheduler(&mut shared.links, full_id) {
+            Ok(waiter) => Locked::Wait(waiter),
+            Err(e) => Locked::Respond(Response::Reply(Reply::error(id, e.code.0, e.message))),
+        },
     }
 }
 
@@ -137,12 +140,7 @@ pub(crate) fn handle(state: &mut State, ctx: &Ctx<'_>, id: u64, request: Request
         }
         Request::RunJob { id: job_id, exec_vnode } => match crate::job::run::qrun(state, ctx, &job_id, exec_vnode) {
             Ok(crate::job::run::Qrun::Run(effects)) => Handled::Apply(Reply::ok(id, ReplyBody::None), effects),
-            Ok(crate::job::run::Qrun::AskScheduler(full_id)) => {
-                match crate::sched_view::ask_scheduler(state, full_id) {
-                    Ok(waiter) => Handled::AskedScheduler(waiter),
-                    Err(e) => fail(e),
-                }
-            }
+            Ok(crate::job::run::Qrun::AskScheduler(full_id)) => Handled::AskScheduler(full_id),
             Err(e) => fail(e),
         },
         Request::SelectJobs { criteria, history, subjobs, arrays_only } => {

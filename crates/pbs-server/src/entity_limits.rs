@@ -487,7 +487,7 @@ mod tests {
         let resource = resource.map(|r| state.interner.intern(r));
         state.server.set(def, resource, value);
         state.changes.objects = true;
-        crate::sched_view::flush(state);
+        crate::sched_view::flush(state, &mut Default::default());
     }
 
     /// What a request handler records, then the end-of-request flush.
@@ -496,7 +496,7 @@ mod tests {
             let seq: u64 = id.split(['.', '[']).next().unwrap().parse().unwrap();
             state.changes.jobs.insert(JobKey::job(seq), id.clone());
         }
-        crate::sched_view::flush(state);
+        crate::sched_view::flush(state, &mut Default::default());
     }
 
     type Key = (Option<Arc<str>>, EntityKind, Box<str>);

@@ -14,20 +14,21 @@ use crate::effects::Effects;
 use crate::error::ReqError;
 use crate::job::run::run_job;
 use crate::jobkey::key_of;
+use crate::state::links::Links;
 use crate::state::{Job, State, idx};
 use crate::store::StoreOp;
 
 /// Asks the connected scheduler to place `full_id` now; the receiver gets the outcome once
 /// the run is committed (or why it could not be placed).
-pub fn ask_scheduler(state: &mut State, full_id: String) -> Result<oneshot::Receiver<Result<(), ReqError>>, ReqError> {
-    if state.links.sched.is_none() {
+pub fn ask_scheduler(links: &mut Links, full_id: String) -> Result<oneshot::Receiver<Result<(), ReqError>>, ReqError> {
+    if links.sched.is_none() {
         return Err(ReqError::new(Pbse::NOSCHEDULER));
     }
-    state.links.next_qrun += 1;
-    let number = state.links.next_qrun;
+    links.next_qrun += 1;
+    let number = links.next_qrun;
     let (tx, rx) = oneshot::channel();
-    state.links.qruns.insert(number, tx);
-    if let Some(sched) = state.links.sched.as_mut() {
+    links.qruns.insert(number, tx);
+    if let Some(sched) = links.sched.as_mut() {
         let _ = sched.send(ToSched::RunNow { qrun: number, job_id: full_id });
     }
     Ok(rx)
@@ -113,22 +114,22 @@ pub fn snapshot(state: &State) -> Snapshot {
 /// Sends what changed to the scheduler (if one is connected) and clears the record.
 /// Called under the state lock after every change, so the scheduler sees changes in the
 /// order they were made.
-pub fn flush(state: &mut State) {
+pub fn flush(state: &mut State, links: &mut Links) {
     // Entity limits recount the jobs in the record before it is sent or dropped.
     crate::entity_limits::note_changes(state);
-    match state.links.sched.as_ref() {
+    match links.sched.as_ref() {
         None => state.changes = Default::default(),
         // The queue is full: the changes wait here, coalescing, until the link's writer
         // has room (see `schedqueue`).
         Some(link) if !link.has_room() => link.note_backlog(),
-        Some(_) => flush_changes(state),
+        Some(_) => flush_changes(state, links),
     }
 }
 
 /// Queues the pending changes for the scheduler now (the caller saw room for them).
-pub fn flush_changes(state: &mut State) {
+pub fn flush_changes(state: &mut State, links: &mut Links) {
     let pending = std::mem::take(&mut state.changes);
-    if state.links.sched.is_none() {
+    if links.sched.is_none() {
         return;
     }
     let mut changes = Vec::new();
@@ -160,10 +161,10 @@ pub fn flush_changes(state: &mut State) {
     if changes.is_empty() && !pending.cycle {
         return;
     }
-    if let Some(link) = state.links.sched.as_mut()
+    if let Some(link) = links.sched.as_mut()
         && link.send_changes(ToSched::Changes { changes, cycle: pending.cycle }).is_err()
     {
-        state.links.sched = None;
+        links.sched = None;
     }
 }
 
@@ -254,18 +255,18 @@ fn scheduler_may_set(job: &Job, def: u8, resource: Option<&str>, value: &str) ->
 
 /// Called by the writer of the link `tx` when it has sent a frame and the backlog flag is
 /// set: sends the changes that waited, then the held frames, as far as the queue has room.
-pub fn drain(state: &mut State, tx: &mpsc::Sender<ToSched>) {
-    let Some(link) = state.links.sched.as_mut().filter(|link| link.is(tx)) else { return };
+pub fn drain(state: &mut State, links: &mut Links, tx: &mpsc::Sender<ToSched>) {
+    let Some(link) = links.sched.as_mut().filter(|link| link.is(tx)) else { return };
     link.backlog.store(false, Ordering::Release);
     if link.tx.capacity() > 0 {
-        crate::sched_view::flush_changes(state);
+        flush_changes(state, links);
     }
-    let Some(link) = state.links.sched.as_mut().filter(|link| link.is(tx)) else { return };
+    let Some(link) = links.sched.as_mut().filter(|link| link.is(tx)) else { return };
     while link.tx.capacity() > 0
         && let Some(frame) = link.held.pop_front()
     {
         if link.tx.try_send(frame).is_err() {
-            state.links.sched = None;
+            links.sched = None;
             return;
         }
     }
@@ -273,7 +274,7 @@ pub fn drain(state: &mut State, tx: &mpsc::Sender<ToSched>) {
         || !state.changes.nodes.is_empty()
         || state.changes.objects
         || state.changes.cycle;
-    if let Some(link) = state.links.sched.as_ref()
+    if let Some(link) = links.sched.as_ref()
         && (!link.held.is_empty() || changes_wait)
     {
         link.note_backlog();
@@ -292,30 +293,30 @@ mod tests {
         let (mut state, _) = State::from_loaded(Default::default(), "svr", "host", "/nonexistent");
         let (link, mut rx, backlog) = SchedSender::new();
         let tx = link.sender();
-        state.links.sched = Some(link);
+        let mut links = Links { sched: Some(link), ..Links::default() };
         // A scheduler that reads nothing: the queue fills.
         for _ in 0..SCHED_QUEUE {
             state.changes.cycle = true;
-            crate::sched_view::flush(&mut state);
+            flush(&mut state, &mut links);
         }
         assert_eq!(tx.capacity(), 0);
         // More changes of one node, many times: they wait, as one.
         for _ in 0..10_000 {
             state.changes.nodes.insert("n1".into());
             state.changes.cycle = true;
-            crate::sched_view::flush(&mut state);
+            flush(&mut state, &mut links);
         }
         let applied = ToSched::DecisionsApplied { cycle: 9, errors: Vec::new() };
-        state.links.sched.as_mut().map(|link| link.send(applied.clone()));
+        links.sched.as_mut().map(|link| link.send(applied.clone()));
         assert!(backlog.load(Ordering::Acquire));
-        assert_eq!(state.links.sched.as_ref().map(|l| l.held.len()), Some(1));
+        assert_eq!(links.sched.as_ref().map(|l| l.held.len()), Some(1));
 
         // The writer catches up, draining whenever told to.
         let mut frames = Vec::new();
         while let Ok(frame) = rx.try_recv() {
             frames.push(frame);
             if backlog.load(Ordering::Acquire) {
-                drain(&mut state, &tx);
+                drain(&mut state, &mut links, &tx);
             }
         }
         assert_eq!(frames.len(), SCHED_QUEUE + 2, "{:?}", &frames[SCHED_QUEUE - 2..]);
@@ -325,7 +326,7 @@ mod tests {
         assert!(!backlog.load(Ordering::Acquire));
         // Back to normal: the next change goes straight out.
         state.changes.cycle = true;
-        crate::sched_view::flush(&mut state);
+        flush(&mut state, &mut links);
         assert!(matches!(rx.try_recv(), Ok(ToSched::Changes { .. })));
     }
 }

@@ -57,7 +57,8 @@ where
             }
             if backlog.load(Ordering::Acquire) {
                 let mut state = server.lock();
-                crate::sched_view::drain(&mut state, &tx);
+                let shared = &mut *state;
+                crate::sched_view::drain(&mut shared.state, &mut shared.links, &tx);
             }
         }
     };

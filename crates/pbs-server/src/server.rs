@@ -10,10 +10,11 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::oneshot;
 
-use crate::effects::{Delivery, Effects, Launch};
+use crate::effects::{Delivery, Effects, Launch, Outbox};
 use crate::identity::Identity;
 use crate::request::Ctx;
 use crate::state::State;
+use crate::state::links::Links;
 use crate::store::{CommitAck, CommitError, Store};
 
 /// How this server runs (from pbs.conf and flags, not from qmgr).
@@ -60,12 +61,38 @@ pub(crate) fn io_err(context: impl Into<String>) -> impl FnOnce(io::Error) -> Se
 pub struct Server {
     /// Configuration.
     pub config: ServerConfig,
-    /// The state; locked only for short, I/O-free sections.
-    pub state: Mutex<State>,
+    /// The state and its links; locked only for short, I/O-free sections.
+    pub state: Mutex<Shared>,
     /// The store writer.
     pub store: Store,
     /// One link task per node's mom.
     pub mom_tasks: Mutex<HashMap<String, MomLinkTask>>,
+}
+
+/// What the state lock guards: the state, and beside it the live links and the outbox,
+/// which must change in the same order as the state. Handlers get the state alone, so
+/// they cannot reach a link; [`Server::apply_effects`] gets all three.
+pub struct Shared {
+    /// The state.
+    pub state: State,
+    /// Live links to the scheduler and the moms.
+    pub links: Links,
+    /// Frames for moms waiting for their commits, to go out in commit order.
+    pub outbox: Outbox,
+}
+
+impl std::ops::Deref for Shared {
+    type Target = State;
+
+    fn deref(&self) -> &State {
+        &self.state
+    }
+}
+
+impl std::ops::DerefMut for Shared {
+    fn deref_mut(&mut self) -> &mut State {
+        &mut self.state
+    }
 }
 
 /// A node's mom link task (see `momlink`) and the address it serves.
@@ -125,7 +152,8 @@ impl Server {
             tracing::info!("Created the default set-up: queue workq, default scheduler");
         }
         tracing::info!(n_jobs, "Server state recovered");
-        Ok(Server { config, state: Mutex::new(state), store, mom_tasks: Mutex::new(Default::default()) })
+        let shared = Shared { state, links: Links::default(), outbox: Outbox::default() };
+        Ok(Server { config, state: Mutex::new(shared), store, mom_tasks: Mutex::new(Default::default()) })
     }
 
     /// The database file (for reading job scripts).
@@ -147,18 +175,18 @@ impl Server {
     /// The scheduler hears of a change before it is on disk: whatever it decides comes back
     /// as a request whose writes queue behind this one's, so no decision can outlive a
     /// change a crash lost. A mom hears of nothing until it is on disk.
-    pub fn apply_effects(self: &Arc<Self>, state: &mut State, effects: Effects) -> Applied {
+    pub fn apply_effects(self: &Arc<Self>, shared: &mut Shared, effects: Effects) -> Applied {
         let Effects { ops, to_moms, launches } = effects;
         let ack = (!ops.is_empty()).then(|| self.store.commit(ops));
-        crate::sched_view::flush(state);
+        crate::sched_view::flush(&mut shared.state, &mut shared.links);
         if to_moms.is_empty() && launches.is_empty() {
             return ack.map_or(Applied::Done, Applied::Commit);
         }
-        let ticket = state.outbox.ticket();
-        if ack.is_none() && launches.is_empty() && state.outbox.is_next(ticket) {
+        let ticket = shared.outbox.ticket();
+        if ack.is_none() && launches.is_empty() && shared.outbox.is_next(ticket) {
             // Nothing to wait for and nothing ahead of it: out now.
-            let due = state.outbox.complete(ticket, Delivery { frames: to_moms, ..Delivery::default() });
-            self.deliver(state, due);
+            let due = shared.outbox.complete(ticket, Delivery { frames: to_moms, ..Delivery::default() });
+            self.deliver(shared, due);
             return Applied::Done;
         }
         let (done, waiter) = oneshot::channel();
@@ -173,10 +201,10 @@ impl Server {
                 Ok(()) => server.with_scripts(to_moms, launches).await,
                 Err(_) => Delivery::default(),
             };
-            let mut state = server.lock();
-            let due = state.outbox.complete(ticket, delivery);
-            server.deliver(&mut state, due);
-            drop(state);
+            let mut shared = server.lock();
+            let due = shared.outbox.complete(ticket, delivery);
+            server.deliver(&mut shared, due);
+            drop(shared);
             let _ = done.send(committed);
         });
         Applied::Delivery(waiter)
@@ -202,24 +230,24 @@ impl Server {
 
     /// Hands committed deliveries to the moms' links (see [`crate::job::run::committed_delivery`]);
     /// what they change in turn is applied as new effects.
-    fn deliver(self: &Arc<Self>, state: &mut State, due: Vec<Delivery>) {
+    fn deliver(self: &Arc<Self>, shared: &mut Shared, due: Vec<Delivery>) {
         let now = chrono::Utc::now().timestamp();
         let mut more = Effects::default();
         for delivery in due {
-            let (frames, follow) = crate::job::run::committed_delivery(state, delivery, now);
-            crate::state::links::send_frames(state, frames);
+            let (frames, follow) = crate::job::run::committed_delivery(&mut shared.state, delivery, now);
+            crate::state::links::send_frames(&mut shared.links, frames);
             more.merge(follow);
         }
         if !more.is_empty() {
             // Nobody waits for these: they follow from deliveries, not from a request.
-            let _ = self.apply_effects(state, more);
+            let _ = self.apply_effects(shared, more);
         }
     }
 }
 
 impl Server {
-    /// Locks the state (see [`lock`]).
-    pub fn lock(&self) -> MutexGuard<'_, State> {
+    /// Locks the state and its links (see [`lock`]).
+    pub fn lock(&self) -> MutexGuard<'_, Shared> {
         lock(&self.state)
     }
 }
@@ -227,7 +255,7 @@ impl Server {
 /// Locks the state. A poisoned lock means a panic interrupted a change to it (which
 /// `pbs_log::daemon::exit_on_panic` normally turns into the end of the process first):
 /// the process ends too, rather than answering every request with an internal error.
-fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
+fn lock(state: &Mutex<Shared>) -> MutexGuard<'_, Shared> {
     match state.lock() {
         Ok(guard) => guard,
         Err(_) => {

@@ -1,5 +1,6 @@
-//! The state's live links: the scheduler's change stream, each node's mom frame queue, and
-//! the `qrun` requests waiting for the scheduler.
+//! The live links: the scheduler's change stream, each node's mom frame queue, and the
+//! `qrun` requests waiting for the scheduler. They sit beside the state under its lock (see
+//! `server::Shared`), not in it: handlers get the state alone, so they cannot send.
 
 use std::collections::HashMap;
 
@@ -8,7 +9,6 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::effects::MomFrames;
 use crate::error::ReqError;
-use crate::state::State;
 
 /// Live links to the scheduler and the moms.
 #[derive(Debug, Default)]
@@ -31,9 +31,9 @@ pub struct Links {
 pub const MOM_QUEUE: usize = 65536;
 
 /// Hands frames to the moms' link tasks (queued while a link is down).
-pub fn send_frames(state: &mut State, frames: MomFrames) {
+pub fn send_frames(links: &mut Links, frames: MomFrames) {
     for (node, frame) in frames {
-        match state.links.moms.get(&node) {
+        match links.moms.get(&node) {
             Some(tx) => {
                 if let Err(mpsc::error::TrySendError::Full(frame)) = tx.try_send(frame) {
                     tracing::error!(

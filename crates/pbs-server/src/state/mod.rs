@@ -119,16 +119,12 @@ pub struct State {
     pub assigned: crate::state::assigned::Assigned,
     /// What changed since the scheduler was last told.
     pub changes: PendingChanges,
-    /// Live links to the scheduler and the moms.
-    pub links: crate::state::links::Links,
     /// Running jobs being ended on purpose, and what to do when their mom reports the end.
     pub ending: HashMap<JobKey, crate::state::EndReason>,
     /// Jobs whose start the mom has not confirmed yet.
     pub starting: HashSet<JobKey>,
     /// Arrays whose subjobs started in the batch being applied (see `job::array::settle`).
     pub arrays_to_refresh: BTreeSet<u64>,
-    /// Frames for moms waiting for their commits, to go out in commit order.
-    pub outbox: crate::effects::Outbox,
     /// Queued-job entity limits and the usage they are checked against.
     pub entity_limits: crate::state::entity_usage::Tracker,
     /// Launches handed to a mom link and suspended jobs by node (see `faults`).
@@ -252,11 +248,9 @@ impl State {
             node_rt: HashMap::new(),
             assigned: Default::default(),
             changes: PendingChanges::default(),
-            links: crate::state::links::Links::default(),
             ending: HashMap::new(),
             starting: HashSet::new(),
             arrays_to_refresh: BTreeSet::new(),
-            outbox: Default::default(),
             entity_limits: Default::default(),
             faults: Default::default(),
         };
