@@ -22,13 +22,14 @@
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 
+use pbs_core::{IndexSet, JobId};
 use pbs_proto::Attr;
 use pbs_proto::sched::{JobUpdate, RunDecision};
 
 use crate::calendar::{Calendar, Counted, Ending, end_of};
 use crate::config::PeriodPolicy;
 use crate::limits::{Entity, check_limits};
-use crate::mirror::{ArrayRole, Job, Mirror, QueueInfo, iter_indices, runs_contain, subjob_id, subjob_parent_id};
+use crate::mirror::{ArrayRole, Job, Mirror, QueueInfo, subjob_parent_id};
 use crate::place::{SetView, can_fit_set, find_nodes};
 use crate::reason::{Failure, Reason, Status};
 use crate::resources::{UNSET, amount_of, exec_amount, format_amount};
@@ -295,30 +296,34 @@ pub fn qrun(m: &Mirror, job_id: &str, now: i64) -> Decisions {
 
 /// The record a `qrun` id places (the job, or the array of a subjob) and the id to run.
 fn qrun_target<'m>(m: &'m Mirror, job_id: &str) -> Option<(&'m Job, String)> {
-    let queued = |parent: &Job, remaining: &[(u64, u64, u64)], index: u64| {
-        runs_contain(remaining, index)
+    let queued = |parent: &Job, remaining: &IndexSet, index: u64| {
+        remaining.contains(index)
             && !m.subjobs_present.get(&parent.view.seq).is_some_and(|p| p.contains(&index))
-            && !m.pending.contains_key(&subjob_id(&parent.view.id, index))
+            && !m.pending.contains_key(&subjob_id(m, parent, index))
     };
     if let Some(job) = m.job_slot(job_id).and_then(|slot| m.job(slot)) {
         return match &job.array {
-            ArrayRole::Parent { remaining, .. } if matches!(job.view.state, 'Q' | 'B') => iter_indices(remaining)
+            ArrayRole::Parent { remaining, .. } if matches!(job.view.state, 'Q' | 'B') => remaining
+                .iter()
                 .find(|&index| queued(job, remaining, index))
-                .map(|index| (job, subjob_id(&job.view.id, index))),
+                .map(|index| (job, subjob_id(m, job, index))),
             ArrayRole::Parent { .. } => None,
             _ => (job.view.state == 'Q').then(|| (job, job_id.to_string())),
         };
     }
-    let parent = m.job_slot(&subjob_parent_id(job_id)).and_then(|slot| m.job(slot))?;
+    let id: JobId = job_id.parse().ok()?;
+    let pbs_core::ArrayPart::Index(index) = *id.array() else { return None };
+    let parent = m.job_slot(&id.parent()?.to_string()).and_then(|slot| m.job(slot))?;
     let ArrayRole::Parent { remaining, .. } = &parent.array else { return None };
     if !matches!(parent.view.state, 'Q' | 'B') {
         return None;
     }
-    let index = match job_id.parse::<pbs_core::JobId>().ok()?.array() {
-        pbs_core::ArrayPart::Index(index) => *index,
-        _ => return None,
-    };
     queued(parent, remaining, index).then(|| (parent, job_id.to_string()))
+}
+
+/// The id of subjob `index` of the array `parent`.
+fn subjob_id(m: &Mirror, parent: &Job, index: u64) -> String {
+    JobId::subjob(parent.view.seq, index, &m.server_name).to_string()
 }
 
 /// Emits a comment update when the comment changes.
@@ -345,11 +350,11 @@ fn handle_job(world: &mut World<'_>, ctx: &mut Ctx, queue: &QueueCtx<'_>, slot: 
             let seq = job.view.seq;
             let present = m.subjobs_present.get(&seq);
             let begun = job.array_begun(m);
-            for index in iter_indices(remaining) {
+            for index in remaining.iter() {
                 if present.is_some_and(|p| p.contains(&index)) {
                     continue;
                 }
-                let sub_id = subjob_id(&job.view.id, index);
+                let sub_id = subjob_id(m, job, index);
                 if m.pending.contains_key(&sub_id) {
                     continue;
                 }
@@ -370,7 +375,7 @@ fn handle_job(world: &mut World<'_>, ctx: &mut Ctx, queue: &QueueCtx<'_>, slot: 
         ArrayRole::Sub { .. } => {
             // A subjob queued on its own (requeued) still counts against its array's
             // max_run_subjobs.
-            let parent_id = subjob_parent_id(&job.view.id);
+            let parent_id = subjob_parent_id(&job.view.id).unwrap_or_else(|| job.view.id.clone());
             let max_run = m.job_slot(&parent_id).and_then(|s| m.job(s)).and_then(|p| match p.array {
                 ArrayRole::Parent { max_run, .. } => max_run,
                 _ => None,
