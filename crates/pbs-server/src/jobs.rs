@@ -799,7 +799,7 @@ pub fn select_jobs(
                 (history || !letter.is_history()) && criteria.iter().all(|c| c.holds(subjob, letter))
             };
             for index in crate::arrays::selected_subjobs(state, job, holds) {
-                ids.push(format!("{}[{index}].{}", job.seq, state.server_name));
+                ids.push(pbs_core::JobId::subjob(job.seq, index, &state.server_name).to_string());
             }
             continue;
         }

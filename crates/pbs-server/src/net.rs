@@ -294,7 +294,7 @@ async fn run_job(
             return Err(ReqError::new(Pbse::BADSTATE));
         }
         let full_id = match key.index {
-            Some(index) => format!("{}[{index}].{}", key.seq, state.server_name),
+            Some(index) => pbs_core::JobId::subjob(key.seq, index, &state.server_name).to_string(),
             None => state.job(key).map(|j| j.id(&state.server_name)).unwrap_or_default(),
         };
         match exec_vnode {
