@@ -24,7 +24,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 
 use pbs_core::{IndexSet, JobId};
 use pbs_proto::Attr;
-use pbs_proto::sched::{JobUpdate, RunDecision};
+use pbs_proto::sched::{Action, JobUpdate, RunDecision};
 
 use crate::calendar::{Calendar, Counted, Ending, end_of};
 use crate::config::PeriodPolicy;
@@ -39,12 +39,50 @@ use crate::world::{Alloc, World};
 /// What a cycle (or a qrun) decided.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Decisions {
-    /// Jobs to start, in the order they were placed.
-    pub run: Vec<RunDecision>,
-    /// Comments that change (only those).
-    pub updates: Vec<JobUpdate>,
+    /// What the server is to do, in this order: every attribute update (comments that
+    /// change, estimates, shrink-to-fit walltimes), then the jobs to start in the order
+    /// they were placed. Updates go first so that a run's own comment (`Job run at ...`)
+    /// is the last word on its job, and a walltime is set while its job is still queued.
+    pub actions: Vec<Action>,
     /// Lines for the daemon to log (the core does no I/O); not sent to the server.
     pub log: Vec<LogEvent>,
+}
+
+impl Decisions {
+    /// The jobs to start, in order.
+    pub fn runs(&self) -> impl Iterator<Item = &RunDecision> {
+        self.actions.iter().filter_map(|action| match action {
+            Action::Run(run) => Some(run),
+            Action::Update(_) => None,
+        })
+    }
+
+    /// The attribute updates, in order.
+    pub fn updates(&self) -> impl Iterator<Item = &JobUpdate> {
+        self.actions.iter().filter_map(|action| match action {
+            Action::Update(update) => Some(update),
+            Action::Run(_) => None,
+        })
+    }
+}
+
+/// Decisions as a cycle makes them: runs and updates come in any order and are put in
+/// the order the server applies them once the cycle is over.
+#[derive(Default)]
+struct Out {
+    run: Vec<RunDecision>,
+    updates: Vec<JobUpdate>,
+    log: Vec<LogEvent>,
+}
+
+impl Out {
+    fn into_decisions(self) -> Decisions {
+        let Out { run, updates, log } = self;
+        let mut actions = Vec::with_capacity(run.len() + updates.len());
+        actions.extend(updates.into_iter().map(Action::Update));
+        actions.extend(run.into_iter().map(Action::Run));
+        Decisions { actions, log }
+    }
 }
 
 /// A scheduler log line the cycle asks for, logged by the daemon at OpenPBS's DEBUG event
@@ -108,7 +146,7 @@ struct Ctx {
     classes: HashMap<ClassKey, (Failure, String), BuildHasherDefault<FxHasher>>,
     /// Strict ordering: a job that could not run holds every later one.
     blocked: bool,
-    out: Decisions,
+    out: Out,
     now: i64,
     /// Strict ordering with backfill: top jobs are planned on a calendar.
     backfill: bool,
@@ -146,7 +184,7 @@ pub fn cycle(m: &Mirror, now: i64) -> Decisions {
     let mut ctx = Ctx {
         classes: HashMap::default(),
         blocked: false,
-        out: Decisions::default(),
+        out: Out::default(),
         now,
         backfill: policy.backfill && (policy.strict_ordering || any_starving),
         started: Vec::new(),
@@ -155,7 +193,7 @@ pub fn cycle(m: &Mirror, now: i64) -> Decisions {
         tops: HashSet::new(),
     };
     if !m.scheduling() {
-        return ctx.out;
+        return ctx.out.into_decisions();
     }
     // Running jobs past their soft_walltime: publish the extended estimate.
     for job in m.jobs.iter().flatten() {
@@ -235,7 +273,7 @@ pub fn cycle(m: &Mirror, now: i64) -> Decisions {
         start = end;
     }
     clear_stale_estimates(m, &mut ctx);
-    ctx.out
+    ctx.out.into_decisions()
 }
 
 /// OpenPBS's `job_starving` (without `eligible_time_enable`): how long past `max_starve`
@@ -273,8 +311,8 @@ fn clear_stale_estimates(m: &Mirror, ctx: &mut Ctx) {
 /// (OpenPBS leaves a begun array's comment alone). Unknown ids, and subjobs that are not
 /// queued, decide nothing (the server answers for them).
 pub fn qrun(m: &Mirror, job_id: &str, now: i64) -> Decisions {
-    let mut out = Decisions::default();
-    let Some((job, run_id)) = qrun_target(m, job_id) else { return out };
+    let mut out = Out::default();
+    let Some((job, run_id)) = qrun_target(m, job_id) else { return out.into_decisions() };
     let parent_seq = matches!(job.array, ArrayRole::Parent { .. } | ArrayRole::Sub { .. }).then_some(job.view.seq);
     let mut world = World::new(m, now);
     let default_info = QueueInfo::default();
@@ -291,7 +329,7 @@ pub fn qrun(m: &Mirror, job_id: &str, now: i64) -> Decisions {
             }
         }
     }
-    out
+    out.into_decisions()
 }
 
 /// The record a `qrun` id places (the job, or the array of a subjob) and the id to run.
@@ -327,7 +365,7 @@ fn subjob_id(m: &Mirror, parent: &Job, index: u64) -> String {
 }
 
 /// Emits a comment update when the comment changes.
-fn note_comment(out: &mut Decisions, job_id: &str, current: Option<&str>, comment: &str) {
+fn note_comment(out: &mut Out, job_id: &str, current: Option<&str>, comment: &str) {
     if current != Some(comment) {
         out.updates.push(JobUpdate { job_id: job_id.to_string(), attrs: vec![Attr::new("comment", comment)] });
     }
@@ -788,7 +826,7 @@ fn check_pool_resources(
 /// Books a placement and emits the run.
 fn commit(
     world: &mut World<'_>,
-    out: &mut Decisions,
+    out: &mut Out,
     job: &Job,
     run_id: &str,
     placed: &crate::place::Placed,

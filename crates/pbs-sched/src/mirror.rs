@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use pbs_core::select::{Arrangement, Place, Select, Sharing as PlaceSharing};
 use pbs_core::{ExecVnode, IndexSet, JobId};
 use pbs_proto::Attr;
-use pbs_proto::sched::{JobUpdate, RunDecision, SchedChange, SchedJob, SchedNode, SchedQueue, Snapshot};
+use pbs_proto::sched::{Action, RunDecision, SchedChange, SchedJob, SchedNode, SchedQueue, Snapshot};
 
 use crate::config::SchedConfig;
 use crate::limits::{RunCounts, RunLimits};
@@ -388,11 +388,15 @@ impl Mirror {
 
     /// Records what one Decisions frame told the server: its runs stay booked until the
     /// server's echo arrives, and its comments count as the jobs' current ones.
-    pub fn note_sent(&mut self, frame: u64, run: &[RunDecision], updates: &[JobUpdate]) {
-        for decision in run {
-            self.note_run(frame, decision);
-        }
-        for update in updates {
+    pub fn note_sent(&mut self, frame: u64, actions: &[Action]) {
+        for action in actions {
+            let update = match action {
+                Action::Run(decision) => {
+                    self.note_run(frame, decision);
+                    continue;
+                }
+                Action::Update(update) => update,
+            };
             let Some(&slot) = self.job_by_id.get(&update.job_id) else { continue };
             let Some(job) = self.jobs.get_mut(slot as usize).and_then(Option::as_mut) else { continue };
             for attr in &update.attrs {

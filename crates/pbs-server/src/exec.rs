@@ -11,7 +11,7 @@ use pbs_core::attr::ObjectKind;
 use pbs_core::select::{Place, Select, Sharing};
 use pbs_core::{ExecVnode, JobState, Pbse, Substate};
 use pbs_proto::mom::{JobLaunch, ToMom, Usage};
-use pbs_proto::sched::{JobUpdate, RunDecision, SchedChange, SchedJob, SchedQueue, Snapshot, ToSched};
+use pbs_proto::sched::{Action, JobUpdate, SchedChange, SchedJob, SchedQueue, Snapshot, ToSched};
 use pbs_proto::{Attr, IdError};
 use tokio::sync::{mpsc, oneshot};
 
@@ -955,32 +955,31 @@ pub fn flush_changes(state: &mut State) {
     }
 }
 
-/// Applies one cycle's decisions: runs (each checked again) and attribute updates.
-pub fn apply_decisions(
-    state: &mut State,
-    run: &[RunDecision],
-    updates: &[JobUpdate],
-    now: i64,
-) -> (Vec<IdError>, Vec<StoreOp>, Vec<Launch>) {
+/// Applies one cycle's decisions: runs (each checked again) and attribute updates, in
+/// the order the scheduler gave them (pbs_sched sends its updates before its runs, so a
+/// run's own comment stands and a walltime is set while its job is still queued).
+pub fn apply_decisions(state: &mut State, actions: &[Action], now: i64) -> (Vec<IdError>, Vec<StoreOp>, Vec<Launch>) {
     let mut errors = Vec::new();
     let mut ops = Vec::new();
     let mut all_launches = Vec::new();
-    for update in updates {
-        match apply_update(state, update) {
-            Ok(more) => ops.extend(more),
-            Err(e) => errors.push(IdError { id: update.job_id.clone(), code: e.code.0, message: e.message }),
-        }
-    }
-    for decision in run {
-        let result = key_of(&decision.job_id)
-            .ok_or_else(|| ReqError::new(Pbse::UNKJOBID))
-            .and_then(|key| run_job(state, key, &decision.exec_vnode, now));
-        match result {
-            Ok((more, launches)) => {
-                ops.extend(more);
-                all_launches.extend(launches);
+    for action in actions {
+        match action {
+            Action::Update(update) => match apply_update(state, update) {
+                Ok(more) => ops.extend(more),
+                Err(e) => errors.push(IdError { id: update.job_id.clone(), code: e.code.0, message: e.message }),
+            },
+            Action::Run(decision) => {
+                let result = key_of(&decision.job_id)
+                    .ok_or_else(|| ReqError::new(Pbse::UNKJOBID))
+                    .and_then(|key| run_job(state, key, &decision.exec_vnode, now));
+                match result {
+                    Ok((more, launches)) => {
+                        ops.extend(more);
+                        all_launches.extend(launches);
+                    }
+                    Err(e) => errors.push(IdError { id: decision.job_id.clone(), code: e.code.0, message: e.message }),
+                }
             }
-            Err(e) => errors.push(IdError { id: decision.job_id.clone(), code: e.code.0, message: e.message }),
         }
     }
     ops.extend(crate::arrays::settle(state, now));
