@@ -67,20 +67,28 @@ impl Decisions {
 }
 
 /// Decisions as a cycle makes them: runs and updates come in any order and are put in
-/// the order the server applies them once the cycle is over.
+/// the order the server applies them once the cycle is over. Updates are kept as actions
+/// from the start: a first cycle over 100,000 jobs has as many comments, and they are
+/// not copied again.
 #[derive(Default)]
 struct Out {
-    run: Vec<RunDecision>,
-    updates: Vec<JobUpdate>,
+    updates: Vec<Action>,
+    runs: Vec<Action>,
     log: Vec<LogEvent>,
 }
 
 impl Out {
+    fn push_update(&mut self, update: JobUpdate) {
+        self.updates.push(Action::Update(update));
+    }
+
+    fn push_run(&mut self, run: RunDecision) {
+        self.runs.push(Action::Run(run));
+    }
+
     fn into_decisions(self) -> Decisions {
-        let Out { run, updates, log } = self;
-        let mut actions = Vec::with_capacity(run.len() + updates.len());
-        actions.extend(updates.into_iter().map(Action::Update));
-        actions.extend(run.into_iter().map(Action::Run));
+        let Out { updates: mut actions, mut runs, log } = self;
+        actions.append(&mut runs);
         Decisions { actions, log }
     }
 }
@@ -200,7 +208,7 @@ pub fn cycle(m: &Mirror, now: i64) -> Decisions {
         if job.running()
             && let Some(update) = crate::walltime::soft_walltime_update(&job.view, now)
         {
-            ctx.out.updates.push(update);
+            ctx.out.push_update(update);
         }
     }
     let mut world = World::new(m, now);
@@ -299,7 +307,7 @@ fn clear_stale_estimates(m: &Mirror, ctx: &mut Ctx) {
             continue;
         }
         let attrs = set.into_iter().map(|name| Attr::new(name, "")).collect();
-        ctx.out.updates.push(JobUpdate { job_id: job.view.id.clone(), attrs });
+        ctx.out.push_update(JobUpdate { job_id: job.view.id.clone(), attrs });
     }
 }
 
@@ -367,7 +375,7 @@ fn subjob_id(m: &Mirror, parent: &Job, index: u64) -> String {
 /// Emits a comment update when the comment changes.
 fn note_comment(out: &mut Out, job_id: &str, current: Option<&str>, comment: &str) {
     if current != Some(comment) {
-        out.updates.push(JobUpdate { job_id: job_id.to_string(), attrs: vec![Attr::new("comment", comment)] });
+        out.push_update(JobUpdate { job_id: job_id.to_string(), attrs: vec![Attr::new("comment", comment)] });
     }
 }
 
@@ -511,7 +519,7 @@ fn try_job(
             commit(world, &mut ctx.out, job, run_id, &placed, parent_seq);
             if let Some(walltime) = shrunk {
                 let text = pbs_core::Duration::from_secs(u64::try_from(walltime).unwrap_or(0)).to_string();
-                ctx.out.updates.push(JobUpdate {
+                ctx.out.push_update(JobUpdate {
                     job_id: run_id.to_string(),
                     attrs: vec![Attr::new("Resource_List.walltime", text)],
                 });
@@ -647,7 +655,7 @@ fn strict_failure(
         attrs.push(Attr::new("estimated.exec_vnode", exec));
     }
     if !attrs.is_empty() {
-        ctx.out.updates.push(JobUpdate { job_id: job.view.id.clone(), attrs });
+        ctx.out.push_update(JobUpdate { job_id: job.view.id.clone(), attrs });
     }
     cal.tops.push(top);
     ctx.tops.insert(job.view.id.clone());
@@ -836,7 +844,7 @@ fn commit(
     world.book_nodes(&placed.allocs, &placed.exclusive);
     let req = m.request(job.request);
     world.book_counts(&job.view.queue, job.user, job.group, &req.job_wide, parent_seq);
-    out.run.push(RunDecision { job_id: run_id.to_string(), exec_vnode: exec_vnode(world, &placed.allocs) });
+    out.push_run(RunDecision { job_id: run_id.to_string(), exec_vnode: exec_vnode(world, &placed.allocs) });
 }
 
 /// `(n1:ncpus=2:mem=1048576kb)+(n2:ncpus=2)`: one group per chunk.

@@ -113,9 +113,10 @@ pub(crate) struct Request {
 pub(crate) enum ArrayRole {
     None,
     /// `12[]`: its queued subjobs are the indices in `remaining`, parsed once when the
-    /// parent changes (kept as runs, never expanded).
+    /// parent changes (kept as runs, never expanded). Boxed: every job carries its role,
+    /// and a set inline would make each of them larger for the few that are arrays.
     Parent {
-        remaining: IndexSet,
+        remaining: Box<IndexSet>,
         max_run: Option<u64>,
     },
     /// `12[3]`.
@@ -834,7 +835,7 @@ impl Mirror {
                     .find(|a| a.name() == "array_indices_remaining")
                     // A part that does not parse, or overlaps another (no server writes
                     // either), is dropped rather than run twice.
-                    .map(|a| IndexSet::parse_lenient(a.value()))
+                    .map(|a| Box::new(IndexSet::parse_lenient(a.value())))
                     .unwrap_or_default();
                 let max_run = job
                     .attrs
