@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use pbs_e2e::{Cluster, Out, wait_until};
 use pbs_proto::codec::{MAX_REPLY_FRAME_LEN, read_frame, write_frame};
-use pbs_proto::sched::{FromSched, JobUpdate, ToSched};
+use pbs_proto::sched::{Action, FromSched, JobUpdate, ToSched};
 use pbs_proto::{Attr, Hello, HelloReply, Role};
 
 /// PBSE_ENTLIMCT (15142) and PBSE_ENTLIMRESC (15143), as a command's exit status.
@@ -196,7 +196,7 @@ fn fake_scheduler(cluster: &Cluster) -> UnixStream {
 
 /// Sends one Decisions frame of updates and returns the errors of its DecisionsApplied.
 fn decide(stream: &mut UnixStream, cycle: u64, updates: Vec<JobUpdate>) -> Vec<pbs_proto::IdError> {
-    let frame = FromSched::Decisions { cycle, qrun: None, run: vec![], updates };
+    let frame = FromSched::Decisions { cycle, qrun: None, actions: updates.into_iter().map(Action::Update).collect() };
     write_frame(stream, &frame).expect("decisions");
     stream.flush().expect("flush");
     loop {

@@ -114,7 +114,7 @@ fn scheduler_link(cluster: &Cluster) -> (TcpStream, Vec<u8>, String) {
             .expect("a scheduler with the key is welcomed");
     let _snapshot: ToSched =
         link::read_sealed(&mut reader, &mut opener, MAX_REPLY_FRAME_LEN).expect("read").expect("snapshot");
-    let decisions = FromSched::Decisions { cycle: 1, qrun: None, run: vec![], updates: vec![] };
+    let decisions = FromSched::Decisions { cycle: 1, qrun: None, actions: vec![] };
     let mut frame = Vec::new();
     link::write_sealed(&mut frame, &mut sealer, &decisions).expect("seal");
     let from = writer.local_addr().expect("addr").to_string();

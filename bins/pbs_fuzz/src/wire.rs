@@ -8,7 +8,7 @@ use std::path::Path;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use pbs_proto::sched::{FromSched, JobUpdate, RunDecision};
+use pbs_proto::sched::{Action, FromSched, JobUpdate, RunDecision};
 use pbs_proto::{Attr, Hello, HelloReply, MAX_REPLY_FRAME_LEN, MgrCommand, MgrObject, Request, RequestFrame, Role};
 use serde_json::Value;
 
@@ -363,8 +363,9 @@ fn sched_burst(conn: &mut Conn, g: &mut Gen, stats: &mut Stats, log: &mut Log<'_
     // The snapshot comes first; it may be large, and is not needed.
     let _ = conn.recv();
     for cycle in 0..1 + g.rng.below(5) {
-        let run = (0..g.rng.index(3)).map(|_| RunDecision { job_id: g.job_id(), exec_vnode: g.string() }).collect();
-        let updates = (0..g.rng.index(3))
+        let run: Vec<RunDecision> =
+            (0..g.rng.index(3)).map(|_| RunDecision { job_id: g.job_id(), exec_vnode: g.string() }).collect();
+        let updates: Vec<JobUpdate> = (0..g.rng.index(3))
             .map(|_| JobUpdate {
                 job_id: g.job_id(),
                 attrs: (0..1 + g.rng.index(3))
@@ -385,7 +386,13 @@ fn sched_burst(conn: &mut Conn, g: &mut Gen, stats: &mut Stats, log: &mut Log<'_
                     .collect(),
             })
             .collect();
-        let decisions = FromSched::Decisions { cycle, qrun: None, run, updates };
+        // Runs and updates mixed in any order: the server takes them as they come.
+        let mut actions: Vec<Action> = Vec::new();
+        for action in run.into_iter().map(Action::Run).chain(updates.into_iter().map(Action::Update)) {
+            let at = g.rng.index(actions.len() + 1);
+            actions.insert(at, action);
+        }
+        let decisions = FromSched::Decisions { cycle, qrun: None, actions };
         let mut body = serde_json::to_vec(&decisions).unwrap_or_default();
         if g.rng.chance(20) {
             body = mutate(&mut g.rng, body);

@@ -37,6 +37,22 @@ impl JobId {
         JobId { seq, array, server }
     }
 
+    /// Subjob `index` of array `seq` on `server`: `12[3].server`.
+    pub fn subjob(seq: u64, index: u64, server: &str) -> Self {
+        JobId { seq, array: ArrayPart::Index(index), server: Some(server.to_string()) }
+    }
+
+    /// The array a subjob or subjob range belongs to (`12[].server`); `None` for a plain
+    /// job or an array itself.
+    pub fn parent(&self) -> Option<JobId> {
+        match self.array {
+            ArrayPart::Index(_) | ArrayPart::Range(_) => {
+                Some(JobId { seq: self.seq, array: ArrayPart::Parent, server: self.server.clone() })
+            }
+            ArrayPart::None | ArrayPart::Parent => None,
+        }
+    }
+
     pub fn seq(&self) -> u64 {
         self.seq
     }
@@ -131,6 +147,20 @@ mod tests {
         check("12[]", Some("12[].srv"));
         check("12[5].h", Some("12[5].h"));
         check("12[1-5:2]", Some("12[1-5:2].srv"));
+    }
+
+    #[test]
+    fn subjob_ids_and_their_array() {
+        let sub = JobId::subjob(12, 3, "srv.example");
+        assert_eq!(sub.to_string(), "12[3].srv.example");
+        assert_eq!("12[3].srv.example".parse::<JobId>(), Ok(sub.clone()));
+        assert_eq!(sub.parent().map(|p| p.to_string()).as_deref(), Some("12[].srv.example"));
+        assert_eq!(JobId::subjob(7, 0, "s").to_string(), "7[0].s");
+        let range: JobId = "12[1-5:2]".parse().unwrap();
+        assert_eq!(range.parent().map(|p| p.to_string()).as_deref(), Some("12[]"));
+        for whole in ["12.s", "12[].s"] {
+            assert_eq!(whole.parse::<JobId>().unwrap().parent(), None, "{whole}");
+        }
     }
 
     #[test]

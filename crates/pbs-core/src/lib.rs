@@ -24,7 +24,7 @@ pub use duration::Duration;
 pub use execvnode::ExecVnode;
 pub use jobid::{ArrayPart, JobId};
 pub use pbse::Pbse;
-pub use range::ArrayRange;
+pub use range::{ArrayRange, IndexSet};
 pub use select::{Place, Select};
 pub use size::Size;
 pub use state::{JobState, Substate};

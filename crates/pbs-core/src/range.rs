@@ -404,6 +404,69 @@ mod tests {
         assert_eq!(set.to_string(), "-");
     }
 
+    /// What the scheduler's mirror did with the runs before it kept an `IndexSet`: walk
+    /// them in order, and find the one run that may hold an index by binary search.
+    fn runs_iter(runs: &[(u64, u64, u64)]) -> Vec<u64> {
+        runs.iter()
+            .flat_map(|&(a, b, step)| (a..=b).step_by(usize::try_from(step).unwrap_or(usize::MAX).max(1)))
+            .collect()
+    }
+
+    fn runs_contain(runs: &[(u64, u64, u64)], index: u64) -> bool {
+        let before = runs.partition_point(|&(a, _, _)| a <= index);
+        before
+            .checked_sub(1)
+            .and_then(|i| runs.get(i))
+            .is_some_and(|&(a, b, step)| index <= b && (index - a) % step.max(1) == 0)
+    }
+
+    #[test]
+    fn lenient_index_sets_iterate_and_hold_what_their_runs_do() {
+        let cases = [
+            ("1-3,5,7-11:2", vec![1, 2, 3, 5, 7, 9, 11]),
+            ("-", vec![]),
+            ("", vec![]),
+            (" 4 ", vec![4]),
+            // Out of order: put in order.
+            ("7-11:2, 1-3,5", vec![1, 2, 3, 5, 7, 9, 11]),
+            // A step that does not land on the end stops short of it.
+            ("1-10:4", vec![1, 5, 9]),
+            // Parts that overlap one already read are dropped, never run twice.
+            ("1-10,5-20,30", vec![1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 30]),
+            ("5,1-20,21", vec![5, 21]),
+            // Parts that do not parse are skipped.
+            ("x,3-1,1-4:0,2,,9-9,8", vec![2, 8]),
+            ("0,9999999999", vec![0, 9_999_999_999]),
+            ("99999999999,1", vec![1]),
+        ];
+        for (text, indices) in cases {
+            let set = IndexSet::parse_lenient(text);
+            let runs: Vec<_> = set.runs().collect();
+            assert_eq!(set.iter().collect::<Vec<_>>(), indices, "{text:?}");
+            assert_eq!(runs_iter(&runs), indices, "{text:?}");
+            assert_eq!(set.len(), indices.len(), "{text:?}");
+            assert_eq!(set.is_empty(), indices.is_empty(), "{text:?}");
+            for probe in (0..=32).chain([9_999_999_998, 9_999_999_999, u64::MAX]) {
+                assert_eq!(set.contains(probe), indices.contains(&probe), "{text:?} holds {probe}?");
+                assert_eq!(set.contains(probe), runs_contain(&runs, probe), "{text:?} holds {probe}?");
+            }
+        }
+        // The next few of a huge range come without expanding it.
+        let huge = IndexSet::parse_lenient("1-100000");
+        assert_eq!(huge.runs().collect::<Vec<_>>(), vec![(1, 100_000, 1)]);
+        assert_eq!(huge.iter().take(3).collect::<Vec<_>>(), vec![1, 2, 3]);
+        assert!(huge.contains(100_000) && !huge.contains(100_001) && !huge.contains(0));
+        // The strict parser takes what the set prints, and only that.
+        assert_eq!(
+            "1-3,5,7-11:2".parse::<IndexSet>().map(|s| s.iter().collect::<Vec<_>>()),
+            Ok(vec![1, 2, 3, 5, 7, 9, 11])
+        );
+        assert!("-".parse::<IndexSet>().is_ok_and(|s| s.is_empty()));
+        for bad in ["7-11:2,1-3", "1-10,5", "x", "", "1,,2"] {
+            assert!(bad.parse::<IndexSet>().is_err(), "{bad:?}");
+        }
+    }
+
     #[test]
     fn index_sets_split_and_join_runs() {
         let mut set = IndexSet::from_range(&"1-9:2".parse().unwrap());

@@ -226,6 +226,20 @@ pub struct JobUpdate {
     pub attrs: Vec<Attr>,
 }
 
+/// One thing a cycle asks the server to do. The server carries out a frame's actions in
+/// the order given, so an action may rely on those before it.
+///
+/// Preempting a running job and confirming a reservation are to become actions of their
+/// own, ordered among the others, rather than new lists beside them.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "action", deny_unknown_fields)]
+pub enum Action {
+    /// Start a job.
+    Run(RunDecision),
+    /// Set attributes of a job.
+    Update(JobUpdate),
+}
+
 /// A frame from the scheduler to the server.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", deny_unknown_fields)]
@@ -236,10 +250,11 @@ pub enum FromSched {
         cycle: u64,
         /// Set when this answers a [`ToSched::RunNow`].
         qrun: Option<u64>,
-        /// Jobs to start, in order.
-        run: Vec<RunDecision>,
-        /// Attribute updates (comments first of all).
-        updates: Vec<JobUpdate>,
+        /// What to do, in order. pbs_sched puts every update before every run: a run
+        /// writes the job's own comment (`Job run at ...`), which an update from the same
+        /// cycle must not overwrite, and a shrink-to-fit walltime must be set while the
+        /// job is still queued.
+        actions: Vec<Action>,
     },
 }
 
@@ -377,15 +392,48 @@ mod tests {
         let frame = FromSched::Decisions {
             cycle: 7,
             qrun: None,
-            run: vec![RunDecision { job_id: "1.s".into(), exec_vnode: "(n1:ncpus=1)".into() }],
-            updates: vec![JobUpdate {
-                job_id: "2.s".into(),
-                attrs: vec![Attr::new("comment", "Not Running: Insufficient amount of resource: ncpus")],
-            }],
+            actions: vec![
+                Action::Update(JobUpdate {
+                    job_id: "2.s".into(),
+                    attrs: vec![Attr::new("comment", "Not Running: Insufficient amount of resource: ncpus")],
+                }),
+                Action::Run(RunDecision { job_id: "1.s".into(), exec_vnode: "(n1:ncpus=1)".into() }),
+            ],
         };
         let text = serde_json::to_string(&frame).unwrap();
         assert_eq!(serde_json::from_str::<FromSched>(&text).unwrap(), frame);
         assert!(serde_json::from_str::<ToSched>(r#"{"kind":"Bogus"}"#).is_err());
+    }
+
+    #[test]
+    fn actions_are_tagged_and_keep_their_order() {
+        let text = r#"{"kind":"Decisions","cycle":1,"qrun":null,"actions":[
+            {"action":"Run","job_id":"1.s","exec_vnode":"(n1:ncpus=1)"},
+            {"action":"Update","job_id":"1.s","attrs":[["comment","x"]]},
+            {"action":"Run","job_id":"2.s","exec_vnode":"(n2:ncpus=1)"}]}"#;
+        let Ok(FromSched::Decisions { actions, .. }) = serde_json::from_str::<FromSched>(text) else {
+            panic!("a Decisions frame")
+        };
+        let order: Vec<(&str, &str)> = actions
+            .iter()
+            .map(|a| match a {
+                Action::Run(r) => ("run", r.job_id.as_str()),
+                Action::Update(u) => ("update", u.job_id.as_str()),
+            })
+            .collect();
+        assert_eq!(order, vec![("run", "1.s"), ("update", "1.s"), ("run", "2.s")]);
+        for bad in [
+            r#"{"action":"Preempt","job_id":"1.s"}"#,
+            r#"{"action":"Run","job_id":"1.s","exec_vnode":"(n1:ncpus=1)","attrs":[]}"#,
+            r#"{"job_id":"1.s","exec_vnode":"(n1:ncpus=1)"}"#,
+        ] {
+            assert!(serde_json::from_str::<Action>(bad).is_err(), "{bad}");
+        }
+        // The frame's old shape is refused, not read as an empty list.
+        assert!(
+            serde_json::from_str::<FromSched>(r#"{"kind":"Decisions","cycle":1,"qrun":null,"run":[],"updates":[]}"#)
+                .is_err()
+        );
     }
 
     fn job(i: u64, comment_len: usize) -> SchedJob {

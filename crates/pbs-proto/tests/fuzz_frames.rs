@@ -9,7 +9,7 @@ use std::io::Cursor;
 use bytes::BytesMut;
 use pbs_proto::codec::{encode_frame, length_codec};
 use pbs_proto::mom::{FromMom, JobLaunch, MomJob, ToMom, Usage};
-use pbs_proto::sched::{FromSched, JobUpdate, RunDecision, SchedChange, SchedQueue, ToSched};
+use pbs_proto::sched::{Action, FromSched, JobUpdate, RunDecision, SchedChange, SchedQueue, ToSched};
 use pbs_proto::{
     Attr, CompareOp, Criterion, Hello, HelloReply, MgrAttr, MgrCommand, MgrObject, MgrOp, Reply, Request, RequestFrame,
     Role, read_frame,
@@ -185,13 +185,12 @@ fn to_mom() -> impl Strategy<Value = ToMom> {
 }
 
 fn from_sched() -> impl Strategy<Value = FromSched> {
-    (
-        any::<u64>(),
-        option::of(any::<u64>()),
-        vec((text(), text()).prop_map(|(job_id, exec_vnode)| RunDecision { job_id, exec_vnode }), 0..3),
-        vec((text(), attrs()).prop_map(|(job_id, attrs)| JobUpdate { job_id, attrs }), 0..3),
-    )
-        .prop_map(|(cycle, qrun, run, updates)| FromSched::Decisions { cycle, qrun, run, updates })
+    let action = prop_oneof![
+        (text(), text()).prop_map(|(job_id, exec_vnode)| Action::Run(RunDecision { job_id, exec_vnode })),
+        (text(), attrs()).prop_map(|(job_id, attrs)| Action::Update(JobUpdate { job_id, attrs })),
+    ];
+    (any::<u64>(), option::of(any::<u64>()), vec(action, 0..6))
+        .prop_map(|(cycle, qrun, actions)| FromSched::Decisions { cycle, qrun, actions })
 }
 
 fn to_sched() -> impl Strategy<Value = ToSched> {

@@ -115,7 +115,7 @@ impl Calendar {
         for (id, pending) in &m.pending {
             let duration = m
                 .job_slot(id)
-                .or_else(|| m.job_slot(&crate::mirror::subjob_parent_id(id)))
+                .or_else(|| m.job_slot(&crate::mirror::subjob_parent_id(id)?))
                 .and_then(|slot| m.job(slot))
                 .map_or(JOB_INFINITY, |job| planned_duration(&job.view));
             let Some(end) = end_of(now, duration) else { continue };

@@ -22,13 +22,14 @@
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 
+use pbs_core::{IndexSet, JobId};
 use pbs_proto::Attr;
-use pbs_proto::sched::{JobUpdate, RunDecision};
+use pbs_proto::sched::{Action, JobUpdate, RunDecision};
 
 use crate::calendar::{Calendar, Counted, Ending, end_of};
 use crate::config::PeriodPolicy;
 use crate::limits::{Entity, check_limits};
-use crate::mirror::{ArrayRole, Job, Mirror, QueueInfo, iter_indices, runs_contain, subjob_id, subjob_parent_id};
+use crate::mirror::{ArrayRole, Job, Mirror, QueueInfo, subjob_parent_id};
 use crate::place::{SetView, can_fit_set, find_nodes};
 use crate::reason::{Failure, Reason, Status};
 use crate::resources::{UNSET, amount_of, exec_amount, format_amount};
@@ -38,12 +39,58 @@ use crate::world::{Alloc, World};
 /// What a cycle (or a qrun) decided.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Decisions {
-    /// Jobs to start, in the order they were placed.
-    pub run: Vec<RunDecision>,
-    /// Comments that change (only those).
-    pub updates: Vec<JobUpdate>,
+    /// What the server is to do, in this order: every attribute update (comments that
+    /// change, estimates, shrink-to-fit walltimes), then the jobs to start in the order
+    /// they were placed. Updates go first so that a run's own comment (`Job run at ...`)
+    /// is the last word on its job, and a walltime is set while its job is still queued.
+    pub actions: Vec<Action>,
     /// Lines for the daemon to log (the core does no I/O); not sent to the server.
     pub log: Vec<LogEvent>,
+}
+
+impl Decisions {
+    /// The jobs to start, in order.
+    pub fn runs(&self) -> impl Iterator<Item = &RunDecision> {
+        self.actions.iter().filter_map(|action| match action {
+            Action::Run(run) => Some(run),
+            Action::Update(_) => None,
+        })
+    }
+
+    /// The attribute updates, in order.
+    pub fn updates(&self) -> impl Iterator<Item = &JobUpdate> {
+        self.actions.iter().filter_map(|action| match action {
+            Action::Update(update) => Some(update),
+            Action::Run(_) => None,
+        })
+    }
+}
+
+/// Decisions as a cycle makes them: runs and updates come in any order and are put in
+/// the order the server applies them once the cycle is over. Updates are kept as actions
+/// from the start: a first cycle over 100,000 jobs has as many comments, and they are
+/// not copied again.
+#[derive(Default)]
+struct Out {
+    updates: Vec<Action>,
+    runs: Vec<Action>,
+    log: Vec<LogEvent>,
+}
+
+impl Out {
+    fn push_update(&mut self, update: JobUpdate) {
+        self.updates.push(Action::Update(update));
+    }
+
+    fn push_run(&mut self, run: RunDecision) {
+        self.runs.push(Action::Run(run));
+    }
+
+    fn into_decisions(self) -> Decisions {
+        let Out { updates: mut actions, mut runs, log } = self;
+        actions.append(&mut runs);
+        Decisions { actions, log }
+    }
 }
 
 /// A scheduler log line the cycle asks for, logged by the daemon at OpenPBS's DEBUG event
@@ -107,7 +154,7 @@ struct Ctx {
     classes: HashMap<ClassKey, (Failure, String), BuildHasherDefault<FxHasher>>,
     /// Strict ordering: a job that could not run holds every later one.
     blocked: bool,
-    out: Decisions,
+    out: Out,
     now: i64,
     /// Strict ordering with backfill: top jobs are planned on a calendar.
     backfill: bool,
@@ -145,7 +192,7 @@ pub fn cycle(m: &Mirror, now: i64) -> Decisions {
     let mut ctx = Ctx {
         classes: HashMap::default(),
         blocked: false,
-        out: Decisions::default(),
+        out: Out::default(),
         now,
         backfill: policy.backfill && (policy.strict_ordering || any_starving),
         started: Vec::new(),
@@ -154,14 +201,14 @@ pub fn cycle(m: &Mirror, now: i64) -> Decisions {
         tops: HashSet::new(),
     };
     if !m.scheduling() {
-        return ctx.out;
+        return ctx.out.into_decisions();
     }
     // Running jobs past their soft_walltime: publish the extended estimate.
     for job in m.jobs.iter().flatten() {
         if job.running()
             && let Some(update) = crate::walltime::soft_walltime_update(&job.view, now)
         {
-            ctx.out.updates.push(update);
+            ctx.out.push_update(update);
         }
     }
     let mut world = World::new(m, now);
@@ -234,7 +281,7 @@ pub fn cycle(m: &Mirror, now: i64) -> Decisions {
         start = end;
     }
     clear_stale_estimates(m, &mut ctx);
-    ctx.out
+    ctx.out.into_decisions()
 }
 
 /// OpenPBS's `job_starving` (without `eligible_time_enable`): how long past `max_starve`
@@ -260,7 +307,7 @@ fn clear_stale_estimates(m: &Mirror, ctx: &mut Ctx) {
             continue;
         }
         let attrs = set.into_iter().map(|name| Attr::new(name, "")).collect();
-        ctx.out.updates.push(JobUpdate { job_id: job.view.id.clone(), attrs });
+        ctx.out.push_update(JobUpdate { job_id: job.view.id.clone(), attrs });
     }
 }
 
@@ -272,8 +319,8 @@ fn clear_stale_estimates(m: &Mirror, ctx: &mut Ctx) {
 /// (OpenPBS leaves a begun array's comment alone). Unknown ids, and subjobs that are not
 /// queued, decide nothing (the server answers for them).
 pub fn qrun(m: &Mirror, job_id: &str, now: i64) -> Decisions {
-    let mut out = Decisions::default();
-    let Some((job, run_id)) = qrun_target(m, job_id) else { return out };
+    let mut out = Out::default();
+    let Some((job, run_id)) = qrun_target(m, job_id) else { return out.into_decisions() };
     let parent_seq = matches!(job.array, ArrayRole::Parent { .. } | ArrayRole::Sub { .. }).then_some(job.view.seq);
     let mut world = World::new(m, now);
     let default_info = QueueInfo::default();
@@ -290,41 +337,45 @@ pub fn qrun(m: &Mirror, job_id: &str, now: i64) -> Decisions {
             }
         }
     }
-    out
+    out.into_decisions()
 }
 
 /// The record a `qrun` id places (the job, or the array of a subjob) and the id to run.
 fn qrun_target<'m>(m: &'m Mirror, job_id: &str) -> Option<(&'m Job, String)> {
-    let queued = |parent: &Job, remaining: &[(u64, u64, u64)], index: u64| {
-        runs_contain(remaining, index)
+    let queued = |parent: &Job, remaining: &IndexSet, index: u64| {
+        remaining.contains(index)
             && !m.subjobs_present.get(&parent.view.seq).is_some_and(|p| p.contains(&index))
-            && !m.pending.contains_key(&subjob_id(&parent.view.id, index))
+            && !m.pending.contains_key(&subjob_id(m, parent, index))
     };
     if let Some(job) = m.job_slot(job_id).and_then(|slot| m.job(slot)) {
         return match &job.array {
-            ArrayRole::Parent { remaining, .. } if matches!(job.view.state, 'Q' | 'B') => iter_indices(remaining)
+            ArrayRole::Parent { remaining, .. } if matches!(job.view.state, 'Q' | 'B') => remaining
+                .iter()
                 .find(|&index| queued(job, remaining, index))
-                .map(|index| (job, subjob_id(&job.view.id, index))),
+                .map(|index| (job, subjob_id(m, job, index))),
             ArrayRole::Parent { .. } => None,
             _ => (job.view.state == 'Q').then(|| (job, job_id.to_string())),
         };
     }
-    let parent = m.job_slot(&subjob_parent_id(job_id)).and_then(|slot| m.job(slot))?;
+    let id: JobId = job_id.parse().ok()?;
+    let pbs_core::ArrayPart::Index(index) = *id.array() else { return None };
+    let parent = m.job_slot(&id.parent()?.to_string()).and_then(|slot| m.job(slot))?;
     let ArrayRole::Parent { remaining, .. } = &parent.array else { return None };
     if !matches!(parent.view.state, 'Q' | 'B') {
         return None;
     }
-    let index = match job_id.parse::<pbs_core::JobId>().ok()?.array() {
-        pbs_core::ArrayPart::Index(index) => *index,
-        _ => return None,
-    };
     queued(parent, remaining, index).then(|| (parent, job_id.to_string()))
 }
 
+/// The id of subjob `index` of the array `parent`.
+fn subjob_id(m: &Mirror, parent: &Job, index: u64) -> String {
+    JobId::subjob(parent.view.seq, index, &m.server_name).to_string()
+}
+
 /// Emits a comment update when the comment changes.
-fn note_comment(out: &mut Decisions, job_id: &str, current: Option<&str>, comment: &str) {
+fn note_comment(out: &mut Out, job_id: &str, current: Option<&str>, comment: &str) {
     if current != Some(comment) {
-        out.updates.push(JobUpdate { job_id: job_id.to_string(), attrs: vec![Attr::new("comment", comment)] });
+        out.push_update(JobUpdate { job_id: job_id.to_string(), attrs: vec![Attr::new("comment", comment)] });
     }
 }
 
@@ -345,11 +396,11 @@ fn handle_job(world: &mut World<'_>, ctx: &mut Ctx, queue: &QueueCtx<'_>, slot: 
             let seq = job.view.seq;
             let present = m.subjobs_present.get(&seq);
             let begun = job.array_begun(m);
-            for index in iter_indices(remaining) {
+            for index in remaining.iter() {
                 if present.is_some_and(|p| p.contains(&index)) {
                     continue;
                 }
-                let sub_id = subjob_id(&job.view.id, index);
+                let sub_id = subjob_id(m, job, index);
                 if m.pending.contains_key(&sub_id) {
                     continue;
                 }
@@ -370,7 +421,7 @@ fn handle_job(world: &mut World<'_>, ctx: &mut Ctx, queue: &QueueCtx<'_>, slot: 
         ArrayRole::Sub { .. } => {
             // A subjob queued on its own (requeued) still counts against its array's
             // max_run_subjobs.
-            let parent_id = subjob_parent_id(&job.view.id);
+            let parent_id = subjob_parent_id(&job.view.id).unwrap_or_else(|| job.view.id.clone());
             let max_run = m.job_slot(&parent_id).and_then(|s| m.job(s)).and_then(|p| match p.array {
                 ArrayRole::Parent { max_run, .. } => max_run,
                 _ => None,
@@ -468,7 +519,7 @@ fn try_job(
             commit(world, &mut ctx.out, job, run_id, &placed, parent_seq);
             if let Some(walltime) = shrunk {
                 let text = pbs_core::Duration::from_secs(u64::try_from(walltime).unwrap_or(0)).to_string();
-                ctx.out.updates.push(JobUpdate {
+                ctx.out.push_update(JobUpdate {
                     job_id: run_id.to_string(),
                     attrs: vec![Attr::new("Resource_List.walltime", text)],
                 });
@@ -604,7 +655,7 @@ fn strict_failure(
         attrs.push(Attr::new("estimated.exec_vnode", exec));
     }
     if !attrs.is_empty() {
-        ctx.out.updates.push(JobUpdate { job_id: job.view.id.clone(), attrs });
+        ctx.out.push_update(JobUpdate { job_id: job.view.id.clone(), attrs });
     }
     cal.tops.push(top);
     ctx.tops.insert(job.view.id.clone());
@@ -783,7 +834,7 @@ fn check_pool_resources(
 /// Books a placement and emits the run.
 fn commit(
     world: &mut World<'_>,
-    out: &mut Decisions,
+    out: &mut Out,
     job: &Job,
     run_id: &str,
     placed: &crate::place::Placed,
@@ -793,7 +844,7 @@ fn commit(
     world.book_nodes(&placed.allocs, &placed.exclusive);
     let req = m.request(job.request);
     world.book_counts(&job.view.queue, job.user, job.group, &req.job_wide, parent_seq);
-    out.run.push(RunDecision { job_id: run_id.to_string(), exec_vnode: exec_vnode(world, &placed.allocs) });
+    out.push_run(RunDecision { job_id: run_id.to_string(), exec_vnode: exec_vnode(world, &placed.allocs) });
 }
 
 /// `(n1:ncpus=2:mem=1048576kb)+(n2:ncpus=2)`: one group per chunk.

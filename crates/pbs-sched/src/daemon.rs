@@ -18,7 +18,7 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
 use std::time::{Duration, Instant};
 
 use pbs_proto::link::{LinkError, Sealer};
-use pbs_proto::sched::{FromSched, Snapshot, ToSched};
+use pbs_proto::sched::{Action, FromSched, Snapshot, ToSched};
 use pbs_proto::{FrameError, Hello, HelloReply, MAX_REPLY_FRAME_LEN, Role, read_frame, write_frame};
 use tracing::{debug, info, warn};
 
@@ -413,14 +413,13 @@ impl Daemon {
         let trimmed = trim_to_budget(&mut decisions, FRAME_BUDGET);
         if trimmed {
             info!(
-                runs = decisions.run.len(),
-                updates = decisions.updates.len(),
+                runs = decisions.runs().count(),
+                updates = decisions.updates().count(),
                 "Decisions held back for the next cycle"
             );
         }
-        mirror.note_sent(frame, &decisions.run, &decisions.updates);
-        let message =
-            FromSched::Decisions { cycle: frame, qrun: qrun_id, run: decisions.run, updates: decisions.updates };
+        mirror.note_sent(frame, &decisions.actions);
+        let message = FromSched::Decisions { cycle: frame, qrun: qrun_id, actions: decisions.actions };
         conn.write(&message)?;
         Ok((frame, trimmed))
     }
@@ -468,7 +467,7 @@ impl Daemon {
             if in_flight.is_none() {
                 let sent = if let Some((qrun_id, job_id)) = qruns.pop_front() {
                     let decisions = qrun(&mirror, &job_id, now_secs());
-                    debug!(object_type = "Job", object_name = %job_id, runs = decisions.run.len(), "qrun placement");
+                    debug!(object_type = "Job", object_name = %job_id, runs = decisions.runs().count(), "qrun placement");
                     log_events(&decisions);
                     Some(self.send(&mut conn, &mut mirror, decisions, Some(qrun_id)))
                 } else if mirror.scheduling()
@@ -552,12 +551,12 @@ impl Daemon {
         let started = Instant::now();
         let decisions = cycle(mirror, now_secs());
         log_events(&decisions);
-        for run in &decisions.run {
+        for run in decisions.runs() {
             debug!(object_type = "Job", object_name = %run.job_id, "Job run on {}", run.exec_vnode);
         }
         debug!(
-            runs = decisions.run.len(),
-            updates = decisions.updates.len(),
+            runs = decisions.runs().count(),
+            updates = decisions.updates().count(),
             micros = started.elapsed().as_micros() as u64,
             "Cycle decided"
         );
@@ -604,37 +603,47 @@ fn log_events(decisions: &Decisions) {
 /// (`MAX_REQUEST_FRAME_LEN`), leaving room for JSON escaping.
 const FRAME_BUDGET: usize = pbs_proto::MAX_REQUEST_FRAME_LEN / 2;
 
-/// Drops trailing decisions until the frame's estimated size fits `budget`: runs are
-/// kept first (a run never depends on a later one), then comment updates. Returns
-/// whether anything was dropped; nothing dropped is recorded as sent, so the next cycle
-/// decides it again.
+/// Drops trailing decisions until the frame's estimated size fits `budget`: the budget
+/// goes to runs first (a run never depends on a later one), then to updates, and each
+/// kind loses its last ones. Returns whether anything was dropped; nothing dropped is
+/// recorded as sent, so the next cycle decides it again. What is kept stays in order.
 fn trim_to_budget(decisions: &mut Decisions, budget: usize) -> bool {
     const OVERHEAD: usize = 48;
     let run_size = |r: &pbs_proto::sched::RunDecision| r.job_id.len() + r.exec_vnode.len() + OVERHEAD;
     let update_size = |u: &pbs_proto::sched::JobUpdate| {
         u.job_id.len() + u.attrs.iter().map(|a| a.name().len() + a.value().len() + 8).sum::<usize>() + OVERHEAD
     };
+    // How many of each kind fit, counted over the first of them.
+    fn fitting<'a, T: 'a>(
+        items: impl Iterator<Item = &'a T>,
+        size: &mut usize,
+        budget: usize,
+        cost: impl Fn(&T) -> usize,
+    ) -> usize {
+        let mut kept = 0;
+        for item in items {
+            if *size + cost(item) > budget {
+                break;
+            }
+            *size += cost(item);
+            kept += 1;
+        }
+        kept
+    }
     let mut size = 0usize;
-    let mut runs_kept = decisions.run.len();
-    for (i, run) in decisions.run.iter().enumerate() {
-        if size + run_size(run) > budget {
-            runs_kept = i;
-            break;
-        }
-        size += run_size(run);
-    }
-    let mut updates_kept = decisions.updates.len();
-    for (i, update) in decisions.updates.iter().enumerate() {
-        if size + update_size(update) > budget {
-            updates_kept = i;
-            break;
-        }
-        size += update_size(update);
-    }
-    let trimmed = runs_kept < decisions.run.len() || updates_kept < decisions.updates.len();
-    decisions.run.truncate(runs_kept);
-    decisions.updates.truncate(updates_kept);
-    trimmed
+    let runs_kept = fitting(decisions.runs(), &mut size, budget, run_size);
+    let updates_kept = fitting(decisions.updates(), &mut size, budget, update_size);
+    let (mut runs, mut updates) = (0, 0);
+    let before = decisions.actions.len();
+    decisions.actions.retain(|action| {
+        let (seen, kept) = match action {
+            Action::Run(_) => (&mut runs, runs_kept),
+            Action::Update(_) => (&mut updates, updates_kept),
+        };
+        *seen += 1;
+        *seen <= kept
+    });
+    decisions.actions.len() < before
 }
 
 fn now_secs() -> i64 {
@@ -651,16 +660,24 @@ mod tests {
     #[test]
     fn big_decisions_are_trimmed_from_the_end() {
         let mut decisions = Decisions {
-            run: vec![RunDecision { job_id: "1.s".into(), exec_vnode: "(n1:ncpus=1)".into() }],
-            updates: (0..100)
-                .map(|i| JobUpdate { job_id: format!("{i}.s"), attrs: vec![Attr::new("comment", "Not Running: x")] })
+            actions: (0..100)
+                .map(|i| {
+                    Action::Update(JobUpdate {
+                        job_id: format!("{i}.s"),
+                        attrs: vec![Attr::new("comment", "Not Running: x")],
+                    })
+                })
+                .chain([Action::Run(RunDecision { job_id: "1.s".into(), exec_vnode: "(n1:ncpus=1)".into() })])
                 .collect(),
             ..Decisions::default()
         };
         assert!(!trim_to_budget(&mut decisions.clone(), 1 << 20));
         assert!(trim_to_budget(&mut decisions, 1000));
-        assert_eq!(decisions.run.len(), 1);
-        assert!(!decisions.updates.is_empty() && decisions.updates.len() < 100);
-        assert_eq!(decisions.updates[0].job_id, "0.s");
+        assert_eq!(decisions.runs().count(), 1);
+        let updates = decisions.updates().count();
+        assert!(updates > 0 && updates < 100);
+        assert_eq!(decisions.updates().next().map(|u| u.job_id.as_str()), Some("0.s"));
+        // Still every update before the run.
+        assert!(matches!(decisions.actions.last(), Some(Action::Run(_))));
     }
 }

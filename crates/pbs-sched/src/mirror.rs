@@ -12,9 +12,9 @@ use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use pbs_core::select::{Arrangement, Place, Select, Sharing as PlaceSharing};
-use pbs_core::{ExecVnode, JobId};
+use pbs_core::{ExecVnode, IndexSet, JobId};
 use pbs_proto::Attr;
-use pbs_proto::sched::{JobUpdate, RunDecision, SchedChange, SchedJob, SchedNode, SchedQueue, Snapshot};
+use pbs_proto::sched::{Action, RunDecision, SchedChange, SchedJob, SchedNode, SchedQueue, Snapshot};
 
 use crate::config::SchedConfig;
 use crate::limits::{RunCounts, RunLimits};
@@ -113,9 +113,10 @@ pub(crate) struct Request {
 pub(crate) enum ArrayRole {
     None,
     /// `12[]`: its queued subjobs are the indices in `remaining`, parsed once when the
-    /// parent changes (ascending (first, last, step) runs, never expanded).
+    /// parent changes (kept as runs, never expanded). Boxed: every job carries its role,
+    /// and a set inline would make each of them larger for the few that are arrays.
     Parent {
-        remaining: Vec<(u64, u64, u64)>,
+        remaining: Box<IndexSet>,
         max_run: Option<u64>,
     },
     /// `12[3]`.
@@ -280,38 +281,6 @@ fn truth(value: &str) -> Option<bool> {
     pbs_core::attr::parse_bool(value.trim())
 }
 
-/// Parses `1-3,5,7-9:2` into (first, last, step) runs in ascending order that never
-/// overlap, with the server's own parser: a run is three numbers whatever its length, so
-/// `1-100000` costs nothing to keep, and a part that overlaps another is dropped rather
-/// than run twice.
-fn parse_indices(text: &str) -> Vec<(u64, u64, u64)> {
-    pbs_core::range::IndexSet::parse_lenient(text).runs().collect()
-}
-
-/// The indices of (first, last, step) runs, in order, generated lazily: taking the next
-/// few costs nothing however many the runs hold.
-pub(crate) fn iter_indices(runs: &[(u64, u64, u64)]) -> impl Iterator<Item = u64> + '_ {
-    runs.iter().flat_map(|&(a, b, step)| (a..=b).step_by(usize::try_from(step).unwrap_or(usize::MAX).max(1)))
-}
-
-/// Whether `index` is one of the runs' indices.
-pub(crate) fn runs_contain(runs: &[(u64, u64, u64)], index: u64) -> bool {
-    // Runs are ascending and disjoint: only the last one starting at or before `index` can hold it.
-    let before = runs.partition_point(|&(a, _, _)| a <= index);
-    before
-        .checked_sub(1)
-        .and_then(|i| runs.get(i))
-        .is_some_and(|&(a, b, step)| index <= b && (index - a) % step.max(1) == 0)
-}
-
-/// `12[3].server` from the parent id `12[].server`.
-pub(crate) fn subjob_id(parent_id: &str, index: u64) -> String {
-    match parent_id.split_once("[]") {
-        Some((head, tail)) => format!("{head}[{index}]{tail}"),
-        None => format!("{parent_id}[{index}]"),
-    }
-}
-
 impl Mirror {
     /// The mirror of a snapshot, with the scheduler's own settings.
     pub fn new(snapshot: Snapshot, config: SchedConfig) -> Mirror {
@@ -420,11 +389,15 @@ impl Mirror {
 
     /// Records what one Decisions frame told the server: its runs stay booked until the
     /// server's echo arrives, and its comments count as the jobs' current ones.
-    pub fn note_sent(&mut self, frame: u64, run: &[RunDecision], updates: &[JobUpdate]) {
-        for decision in run {
-            self.note_run(frame, decision);
-        }
-        for update in updates {
+    pub fn note_sent(&mut self, frame: u64, actions: &[Action]) {
+        for action in actions {
+            let update = match action {
+                Action::Run(decision) => {
+                    self.note_run(frame, decision);
+                    continue;
+                }
+                Action::Update(update) => update,
+            };
             let Some(&slot) = self.job_by_id.get(&update.job_id) else { continue };
             let Some(job) = self.jobs.get_mut(slot as usize).and_then(Option::as_mut) else { continue };
             for attr in &update.attrs {
@@ -486,9 +459,9 @@ impl Mirror {
             None => {
                 // A subjob started from its parent.
                 let parsed: Option<JobId> = decision.job_id.parse().ok();
-                let parent = parsed.as_ref().map(|id| {
-                    let parent_id = subjob_parent_id(&decision.job_id);
-                    (self.job_by_id.get(&parent_id).copied(), id.seq())
+                let parent = parsed.as_ref().and_then(|id| {
+                    let parent_id = id.parent()?.to_string();
+                    Some((self.job_by_id.get(&parent_id).copied(), id.seq()))
                 });
                 match parent {
                     Some((Some(slot), seq)) => (Some(slot), Some(seq)),
@@ -860,7 +833,9 @@ impl Mirror {
                     .attrs
                     .iter()
                     .find(|a| a.name() == "array_indices_remaining")
-                    .map(|a| parse_indices(a.value()))
+                    // A part that does not parse, or overlaps another (no server writes
+                    // either), is dropped rather than run twice.
+                    .map(|a| Box::new(IndexSet::parse_lenient(a.value())))
                     .unwrap_or_default();
                 let max_run = job
                     .attrs
@@ -1003,12 +978,9 @@ impl Mirror {
     }
 }
 
-/// The parent id (`12[].server`) of a subjob id (`12[3].server`).
-pub(crate) fn subjob_parent_id(id: &str) -> String {
-    match (id.find('['), id.find(']')) {
-        (Some(open), Some(close)) if open < close => format!("{}[]{}", &id[..open], &id[close + 1..]),
-        _ => id.to_string(),
-    }
+/// The array id (`12[].server`) of a subjob id (`12[3].server`); `None` for any other id.
+pub(crate) fn subjob_parent_id(id: &str) -> Option<String> {
+    Some(id.parse::<JobId>().ok()?.parent()?.to_string())
 }
 
 /// Adds `sign` times `amounts` into a dense vector.
@@ -1025,22 +997,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn index_runs_parse_and_iterate() {
-        let runs = parse_indices("1-3,5,7-11:2");
-        assert_eq!(iter_indices(&runs).collect::<Vec<_>>(), vec![1, 2, 3, 5, 7, 9, 11]);
-        assert!(parse_indices("-").is_empty());
-        // Out-of-order runs are put in order; membership follows steps.
-        let runs = parse_indices("7-11:2, 1-3,5");
-        assert_eq!(iter_indices(&runs).collect::<Vec<_>>(), vec![1, 2, 3, 5, 7, 9, 11]);
-        assert!(runs_contain(&runs, 9) && runs_contain(&runs, 5));
-        assert!(!runs_contain(&runs, 8) && !runs_contain(&runs, 4) && !runs_contain(&runs, 13));
-        // The next few of a huge range come without expanding it.
-        let huge = parse_indices("1-100000");
-        assert_eq!(huge, vec![(1, 100_000, 1)]);
-        assert_eq!(iter_indices(&huge).take(3).collect::<Vec<_>>(), vec![1, 2, 3]);
-        // Overlapping parts (no server writes them) are dropped, never run twice.
-        assert_eq!(parse_indices("1-10,5-20,30"), vec![(1, 10, 1), (30, 30, 1)]);
-        assert_eq!(subjob_id("12[].srv", 3), "12[3].srv");
-        assert_eq!(subjob_parent_id("12[3].srv"), "12[].srv");
+    fn subjob_ids_name_their_array() {
+        assert_eq!(subjob_parent_id("12[3].srv").as_deref(), Some("12[].srv"));
+        assert_eq!(subjob_parent_id("12[1-5].srv").as_deref(), Some("12[].srv"));
+        assert_eq!(subjob_parent_id("12.srv"), None);
+        assert_eq!(subjob_parent_id("12[].srv"), None);
+        assert_eq!(subjob_parent_id("not an id"), None);
     }
 }

@@ -188,7 +188,7 @@ pub fn replay_detail(jobs: &[SimJob], nodes: usize, use_soft: bool) -> Replay {
             m.apply(change);
         }
         let decisions = cycle(&m, now);
-        for run in &decisions.run {
+        for run in decisions.runs() {
             let Some(i) = run.job_id.strip_suffix(".sim").and_then(|s| s.parse::<usize>().ok()).map(|s| s - 1) else {
                 continue;
             };
@@ -217,7 +217,7 @@ pub fn replay_detail(jobs: &[SimJob], nodes: usize, use_soft: bool) -> Replay {
             running.push((now + jobs[i].runtime.min(jobs[i].walltime), i, n));
             start_of[i] = Some(now);
         }
-        if decisions.run.is_empty() && running.is_empty() && next_submit >= jobs.len() {
+        if decisions.runs().next().is_none() && running.is_empty() && next_submit >= jobs.len() {
             // Nothing runs and nothing will change: the rest can never start.
             break;
         }

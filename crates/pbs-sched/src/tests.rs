@@ -3,7 +3,7 @@
 //! strict ordering, arrays and qrun.
 
 use pbs_proto::Attr;
-use pbs_proto::sched::{SchedChange, SchedJob, SchedNode, SchedQueue, Snapshot};
+use pbs_proto::sched::{Action, SchedChange, SchedJob, SchedNode, SchedQueue, Snapshot};
 
 use crate::{Decisions, Mirror, SchedConfig, cycle, qrun};
 
@@ -98,19 +98,15 @@ fn mirror(s: Snapshot) -> Mirror {
 }
 
 fn run_ids(d: &Decisions) -> Vec<&str> {
-    d.run.iter().map(|r| r.job_id.as_str()).collect()
+    d.runs().map(|r| r.job_id.as_str()).collect()
 }
 
 fn exec_of<'a>(d: &'a Decisions, id: &str) -> Option<&'a str> {
-    d.run.iter().find(|r| r.job_id == id).map(|r| r.exec_vnode.as_str())
+    d.runs().find(|r| r.job_id == id).map(|r| r.exec_vnode.as_str())
 }
 
 fn comment_of<'a>(d: &'a Decisions, id: &str) -> Option<&'a str> {
-    d.updates
-        .iter()
-        .find(|u| u.job_id == id)
-        .and_then(|u| u.attrs.iter().find(|a| a.name() == "comment"))
-        .map(Attr::value)
+    d.updates().find(|u| u.job_id == id).and_then(|u| u.attrs.iter().find(|a| a.name() == "comment")).map(Attr::value)
 }
 
 fn four_nodes() -> Vec<SchedNode> {
@@ -132,7 +128,7 @@ fn order_is_queue_priority_then_job_priority_then_submission() {
     );
     let d = cycle(&mirror(s), 0);
     assert_eq!(run_ids(&d), vec!["3.svr", "5.svr", "2.svr", "4.svr", "1.svr"]);
-    assert!(d.updates.is_empty());
+    assert!(d.updates().next().is_none());
 }
 
 #[test]
@@ -339,7 +335,7 @@ fn run_limits_give_openpbs_comments() {
     running.state = 'R';
     let d =
         limited(vec![Attr::new("max_run", "[o:PBS_ALL=1]")], &[], vec![running, job(1, "workq", "1:ncpus=1", "pack")]);
-    assert!(d.run.is_empty());
+    assert!(d.runs().next().is_none());
     assert_eq!(comment_of(&d, "1.svr"), Some("Not Running: Server job limit has been reached."));
 }
 
@@ -353,7 +349,7 @@ fn offline_and_down_nodes_are_skipped() {
     nodes[2].state = "state-unknown,down".into();
     let s = snap(vec![queue("workq", 0, &[])], nodes, vec![job(1, "workq", "1:ncpus=1", "pack")]);
     let d = cycle(&mirror(s), 0);
-    assert!(d.run.is_empty());
+    assert!(d.runs().next().is_none());
     // As in OpenPBS: nodes that are not free count only what they have assigned.
     assert_eq!(comment_of(&d, "1.svr"), Some("Can Never Run: Insufficient amount of resource: ncpus (R: 1 A: 0 T: 0)"));
 }
@@ -387,15 +383,15 @@ fn comments_are_not_resent() {
     );
     let mut m = mirror(s);
     let first = cycle(&m, 0);
-    assert_eq!(first.updates.len(), 2);
-    m.note_sent(1, &first.run, &first.updates);
+    assert_eq!(first.updates().count(), 2);
+    m.note_sent(1, &first.actions);
     m.applied(1);
-    assert!(cycle(&m, 0).updates.is_empty());
+    assert!(cycle(&m, 0).updates().next().is_none());
     // The server's echo of the comment changes nothing either.
     let mut echoed = job(1, "workq", "1:ncpus=2", "pack");
     echoed.comment = comment_of(&first, "1.svr").map(str::to_string);
     m.apply(SchedChange::Job { job: Box::new(echoed) });
-    assert!(cycle(&m, 0).updates.is_empty());
+    assert!(cycle(&m, 0).updates().next().is_none());
 }
 
 #[test]
@@ -409,11 +405,11 @@ fn runs_in_flight_stay_booked() {
     m.apply(SchedChange::Job { job: Box::new(job(2, "workq", "1:ncpus=2", "pack")) });
     let first = cycle(&m, 0);
     assert_eq!(run_ids(&first), vec!["1.svr"]);
-    m.note_sent(1, &first.run, &first.updates);
+    m.note_sent(1, &first.actions);
     // Before the server confirms, job 1 is not run twice and its cpus are taken.
     let again = cycle(&m, 0);
-    assert!(again.run.is_empty());
-    assert!(again.updates.is_empty());
+    assert!(again.runs().next().is_none());
+    assert!(again.updates().next().is_none());
 }
 
 /// Builds the same state twice: from a snapshot plus changes, and from a snapshot of
@@ -480,11 +476,11 @@ fn qrun_ignores_limits_but_not_resources() {
     let mut m = mirror(s);
     let d = cycle(&m, 0);
     assert_eq!(run_ids(&d), vec!["1.svr"]);
-    m.note_sent(1, &d.run, &d.updates);
+    m.note_sent(1, &d.actions);
     let q = qrun(&m, "2.svr", 0);
     assert_eq!(exec_of(&q, "2.svr"), Some("(n1:ncpus=1)"));
     let q = qrun(&m, "3.svr", 0);
-    assert!(q.run.is_empty());
+    assert!(q.runs().next().is_none());
     assert_eq!(comment_of(&q, "3.svr"), Some("Can Never Run: Insufficient amount of resource: ncpus (R: 4 A: 2 T: 2)"));
     assert_eq!(qrun(&m, "99.svr", 0), Decisions::default());
 }
@@ -536,7 +532,7 @@ fn queue_and_server_resources_limit() {
         vec![running, job(1, "workq", "1:ncpus=1", "pack"), job(2, "workq", "1:ncpus=3", "pack")],
     );
     let d = cycle(&mirror(s), 0);
-    assert!(d.run.is_empty());
+    assert!(d.runs().next().is_none());
     assert_eq!(
         comment_of(&d, "1.svr"),
         Some("Not Running: Insufficient amount of queue resource: ncpus (R: 1 A: 0 T: 2)")
@@ -562,10 +558,9 @@ fn nothing_happens_while_scheduling_is_off() {
 fn equivalence_classes_decide_once_per_cycle() {
     let jobs: Vec<SchedJob> = (1..=1000).map(|i| job(i, "workq", "1:ncpus=64", "pack")).collect();
     let d = cycle(&mirror(snap(vec![queue("workq", 0, &[])], four_nodes(), jobs)), 0);
-    assert_eq!(d.updates.len(), 1000);
+    assert_eq!(d.updates().count(), 1000);
     assert!(
-        d.updates
-            .iter()
+        d.updates()
             .all(|u| u.attrs[0].value() == "Can Never Run: Insufficient amount of resource: ncpus (R: 64 A: 16 T: 16)")
     );
 }
@@ -609,7 +604,7 @@ fn requeued_subjob_counts_against_its_array() {
     queued.id = "10[2].svr".into();
     let s = snap(vec![queue("workq", 0, &[])], four_nodes(), vec![parent, running, queued]);
     let d = cycle(&mirror(s), 0);
-    assert!(d.run.is_empty());
+    assert!(d.runs().next().is_none());
     assert_eq!(comment_of(&d, "10[2].svr"), Some("Not Running: Number of concurrent running subjobs limit reached"));
 }
 
@@ -658,8 +653,8 @@ fn workq(jobs: Vec<SchedJob>) -> Mirror {
 /// subjob running and gone from the parent's remaining indices (`remaining` after), the
 /// parent begun.
 fn echo_runs(m: &mut Mirror, frame: u64, d: &Decisions, parent: &SchedJob, remaining: &str) -> SchedJob {
-    m.note_sent(frame, &d.run, &d.updates);
-    for run in &d.run {
+    m.note_sent(frame, &d.actions);
+    for run in d.runs() {
         let index: u64 =
             run.job_id[run.job_id.find('[').unwrap_or(0) + 1..run.job_id.find(']').unwrap_or(0)].parse().unwrap_or(0);
         m.apply(SchedChange::Job { job: Box::new(subjob(parent.seq, index, &parent.select, 'R')) });
@@ -705,15 +700,15 @@ fn array_counts_follow_subjob_state_changes() {
     let sel = "1:ncpus=1";
     let parent = array(10, sel, 'B', "3-9", Some(2));
     let mut m = workq(vec![parent, subjob(10, 1, sel, 'R'), subjob(10, 2, sel, 'R')]);
-    assert!(cycle(&m, 0).run.is_empty());
+    assert!(cycle(&m, 0).runs().next().is_none());
     // Suspended: its slot is free.
     m.apply(SchedChange::Job { job: Box::new(subjob(10, 2, sel, 'S')) });
     assert_eq!(run_ids(&cycle(&m, 0)), vec!["10[3].svr"]);
     // Resumed, then exiting: it counts again.
     m.apply(SchedChange::Job { job: Box::new(subjob(10, 2, sel, 'R')) });
-    assert!(cycle(&m, 0).run.is_empty());
+    assert!(cycle(&m, 0).runs().next().is_none());
     m.apply(SchedChange::Job { job: Box::new(subjob(10, 2, sel, 'E')) });
-    assert!(cycle(&m, 0).run.is_empty());
+    assert!(cycle(&m, 0).runs().next().is_none());
     // Gone: free again.
     m.apply(SchedChange::JobGone { id: "10[2].svr".into() });
     assert_eq!(run_ids(&cycle(&m, 0)), vec!["10[3].svr"]);
@@ -736,7 +731,7 @@ fn array_without_limit_runs_what_fits_in_index_order() {
     let m = workq(vec![array(10, "1:ncpus=4", 'Q', "1-3,5,7-11:2", None)]);
     let d = cycle(&m, 0);
     assert_eq!(run_ids(&d), vec!["10[1].svr", "10[2].svr", "10[3].svr", "10[5].svr"]);
-    assert!(d.updates.is_empty());
+    assert!(d.updates().next().is_none());
     assert!(d.log.is_empty());
     // A limit takes the first indices in order too.
     let m = workq(vec![array(10, "1:ncpus=1", 'Q', "7-11:2,1-3,5", Some(4))]);
@@ -753,7 +748,7 @@ fn array_at_its_limit_does_not_hold_its_class() {
     assert_eq!(d.log, vec![limit_log("10[].svr")]);
     // Begun: the server's `Job Array Began at ...` stays.
     assert_eq!(comment_of(&d, "10[].svr"), None);
-    assert!(d.updates.is_empty());
+    assert!(d.updates().next().is_none());
 }
 
 #[test]
@@ -762,19 +757,19 @@ fn array_comment_only_when_nothing_could_start() {
     // Limit 0: nothing can ever start; the queued array says why.
     let m = workq(vec![array(10, sel, 'Q', "1-20", Some(0))]);
     let d = cycle(&m, 0);
-    assert!(d.run.is_empty());
+    assert!(d.runs().next().is_none());
     assert_eq!(comment_of(&d, "10[].svr"), Some(LIMIT_COMMENT));
     assert_eq!(d.log, vec![limit_log("10[].svr")]);
     // Some start this cycle: no comment (the server writes `Job Array Began at ...`).
     let m = workq(vec![array(10, sel, 'Q', "1-20", Some(2))]);
     let d = cycle(&m, 0);
     assert_eq!(run_ids(&d), vec!["10[1].svr", "10[2].svr"]);
-    assert!(d.updates.is_empty());
+    assert!(d.updates().next().is_none());
     assert_eq!(d.log, vec![limit_log("10[].svr")]);
     // A begun array keeps its comment whatever holds it back.
     let m = workq(vec![array(10, "1:ncpus=64", 'B', "2-20", None), subjob(10, 1, "1:ncpus=64", 'S')]);
     let d = cycle(&m, 0);
-    assert!(d.run.is_empty() && d.updates.is_empty() && d.log.is_empty());
+    assert!(d.actions.is_empty() && d.log.is_empty());
     // A queued array that cannot start for another reason gets that reason.
     let m = workq(vec![array(10, "1:ncpus=64", 'Q', "1-20", Some(2))]);
     let d = cycle(&m, 0);
@@ -794,7 +789,7 @@ fn raised_limit_takes_effect_next_cycle() {
     assert_eq!(run_ids(&d), vec!["10[1].svr", "10[2].svr"]);
     let began = echo_runs(&mut m, 1, &d, &parent, "3-20");
     let d = cycle(&m, 0);
-    assert!(d.run.is_empty() && d.updates.is_empty());
+    assert!(d.actions.is_empty());
     assert_eq!(d.log, vec![limit_log("10[].svr")]);
     // qalter -W max_run_subjobs=5.
     let mut raised = began;
@@ -806,7 +801,7 @@ fn raised_limit_takes_effect_next_cycle() {
     m.apply(SchedChange::Job { job: Box::new(raised) });
     let d = cycle(&m, 0);
     assert_eq!(run_ids(&d), vec!["10[3].svr", "10[4].svr", "10[5].svr"]);
-    assert!(d.updates.is_empty());
+    assert!(d.updates().next().is_none());
 }
 
 #[test]
@@ -815,10 +810,10 @@ fn subjobs_in_flight_count_against_the_limit() {
     let mut m = workq(vec![array(10, sel, 'Q', "1-20", Some(2))]);
     let d = cycle(&m, 0);
     assert_eq!(run_ids(&d), vec!["10[1].svr", "10[2].svr"]);
-    m.note_sent(1, &d.run, &d.updates);
+    m.note_sent(1, &d.actions);
     // Before the server's echo: nothing more, and no comment on the array.
     let d = cycle(&m, 0);
-    assert!(d.run.is_empty() && d.updates.is_empty());
+    assert!(d.actions.is_empty());
     assert_eq!(d.log, vec![limit_log("10[].svr")]);
 }
 
@@ -826,7 +821,7 @@ fn subjobs_in_flight_count_against_the_limit() {
 fn requeued_subjob_index_runs_again_first() {
     let sel = "1:ncpus=1";
     let mut m = workq(vec![array(10, sel, 'B', "3-20", Some(2)), subjob(10, 1, sel, 'R'), subjob(10, 2, sel, 'R')]);
-    assert!(cycle(&m, 0).run.is_empty());
+    assert!(cycle(&m, 0).runs().next().is_none());
     // qrerun 10[1]: its record goes and its index returns to the parent.
     m.apply(SchedChange::JobGone { id: "10[1].svr".into() });
     m.apply(SchedChange::Job { job: Box::new(array(10, sel, 'B', "1,3-20", Some(2))) });
@@ -838,7 +833,7 @@ fn held_arrays_wait_begun_ones_run() {
     let sel = "1:ncpus=1";
     let m = workq(vec![array(10, sel, 'H', "1-20", None)]);
     let d = cycle(&m, 0);
-    assert!(d.run.is_empty() && d.updates.is_empty());
+    assert!(d.actions.is_empty());
     let m = workq(vec![array(10, sel, 'B', "2-3", None), subjob(10, 1, sel, 'R')]);
     assert_eq!(run_ids(&cycle(&m, 0)), vec!["10[2].svr", "10[3].svr"]);
     // Nothing remaining: nothing to do.
@@ -850,7 +845,7 @@ fn held_arrays_wait_begun_ones_run() {
 fn qrun_of_a_queued_subjob_ignores_the_limit() {
     let sel = "1:ncpus=1";
     let mut m = workq(vec![array(10, sel, 'B', "3-5", Some(2)), subjob(10, 1, sel, 'R'), subjob(10, 2, sel, 'R')]);
-    assert!(cycle(&m, 0).run.is_empty());
+    assert!(cycle(&m, 0).runs().next().is_none());
     let q = qrun(&m, "10[4].svr", 0);
     assert_eq!(run_ids(&q), vec!["10[4].svr"]);
     assert!(q.log.is_empty());
@@ -861,7 +856,7 @@ fn qrun_of_a_queued_subjob_ignores_the_limit() {
     // The array id: its next queued subjob, then the one after while the first is in flight.
     let q = qrun(&m, "10[].svr", 0);
     assert_eq!(run_ids(&q), vec!["10[3].svr"]);
-    m.note_sent(1, &q.run, &q.updates);
+    m.note_sent(1, &q.actions);
     assert_eq!(run_ids(&qrun(&m, "10[].svr", 0)), vec!["10[4].svr"]);
 }
 
@@ -870,7 +865,7 @@ fn qrun_of_a_subjob_that_does_not_fit_comments_on_a_queued_array_only() {
     let big = "1:ncpus=64";
     let m = workq(vec![array(10, big, 'Q', "1-5", None)]);
     let q = qrun(&m, "10[2].svr", 0);
-    assert!(q.run.is_empty());
+    assert!(q.runs().next().is_none());
     assert_eq!(
         comment_of(&q, "10[].svr"),
         Some("Can Never Run: Insufficient amount of resource: ncpus (R: 64 A: 16 T: 16)")
@@ -878,7 +873,7 @@ fn qrun_of_a_subjob_that_does_not_fit_comments_on_a_queued_array_only() {
     assert_eq!(comment_of(&q, "10[2].svr"), None);
     let m = workq(vec![array(10, big, 'B', "2-5", None), subjob(10, 1, big, 'S')]);
     let q = qrun(&m, "10[2].svr", 0);
-    assert!(q.run.is_empty() && q.updates.is_empty());
+    assert!(q.actions.is_empty());
 }
 
 /// One array of 100,000 queued subjobs on a 4-node cluster: each cycle takes the next
@@ -920,7 +915,7 @@ fn busy(mut n: SchedNode, ncpus: u32, jobs: &[&str]) -> SchedNode {
 }
 
 fn update_of<'a>(d: &'a Decisions, id: &str, name: &str) -> Option<&'a str> {
-    d.updates.iter().filter(|u| u.job_id == id).flat_map(|u| u.attrs.iter()).find(|a| a.name() == name).map(Attr::value)
+    d.updates().filter(|u| u.job_id == id).flat_map(|u| u.attrs.iter()).find(|a| a.name() == name).map(Attr::value)
 }
 
 #[test]
@@ -934,7 +929,7 @@ fn cycle_publishes_extended_soft_walltime() {
     );
     let s = snap(vec![queue("workq", 0, &[])], vec![busy(node("n1", 4, "8gb"), 2, &["1.svr", "2.svr"])], vec![r, k]);
     let m = mirror(s);
-    assert!(cycle(&m, 105).updates.is_empty());
+    assert!(cycle(&m, 105).updates().next().is_none());
     let d = cycle(&m, 107);
     assert_eq!(update_of(&d, "1.svr", "estimated.soft_walltime"), Some("00:00:12"));
     assert_eq!(update_of(&d, "2.svr", "estimated.soft_walltime"), Some("00:00:12"));
@@ -971,7 +966,7 @@ fn top_jobs_chain_on_the_calendar() {
     s.server.push(Attr::new("backfill_depth", "3"));
     let m = Mirror::new(s.clone(), strict_backfill());
     let d = cycle(&m, 1010);
-    assert!(d.run.is_empty());
+    assert!(d.runs().next().is_none());
     assert_eq!(update_of(&d, "2.svr", "estimated.start_time"), Some("1100"));
     assert_eq!(update_of(&d, "2.svr", "estimated.exec_vnode"), Some("(n1:ncpus=4)"));
     assert_eq!(update_of(&d, "3.svr", "estimated.start_time"), Some("1150"));
@@ -1029,7 +1024,7 @@ fn fillers_run_only_when_they_do_not_delay_the_top_job() {
     // Without backfill, strict ordering still holds everything behind the first job.
     let no_backfill = SchedConfig { strict_ordering: true, backfill: false, ..SchedConfig::default() };
     let d = cycle(&Mirror::new(s, no_backfill), 1000);
-    assert!(d.run.is_empty());
+    assert!(d.runs().next().is_none());
     assert_eq!(comment_of(&d, "6.svr"), Some("Not Running: Job would break strict sorted order"));
 }
 
@@ -1111,7 +1106,7 @@ fn a_job_held_by_a_run_limit_is_planned_when_its_owners_job_ends() {
     s.server.retain(|a| a.name() != "max_run");
     s.server.push(Attr::new("max_run", "[u:alice=0]"));
     let d = cycle(&Mirror::new(s, strict_backfill()), 1000);
-    assert!(d.run.is_empty());
+    assert!(d.runs().next().is_none());
     assert_eq!(update_of(&d, "2.svr", "estimated.start_time"), None);
     assert_eq!(comment_of(&d, "3.svr"), Some("Not Running: Job would break strict sorted order"));
 }
@@ -1166,7 +1161,7 @@ fn a_top_job_that_never_fits_holds_the_order() {
         vec![r, job(2, "workq", "1:ncpus=4", "pack"), job(3, "workq", "1:ncpus=1", "pack")],
     );
     let d = cycle(&Mirror::new(s, strict_backfill()), 1000);
-    assert!(d.run.is_empty());
+    assert!(d.runs().next().is_none());
     assert_eq!(update_of(&d, "2.svr", "estimated.start_time"), None);
     assert_eq!(comment_of(&d, "3.svr"), Some("Not Running: Job would break strict sorted order"));
 }
@@ -1208,8 +1203,8 @@ fn dedicated_time_windows() {
 fn synthetic_calendar_plans_the_top_jobs() {
     let mut m = crate::synthetic::calendar_cluster(100, 1000, 10);
     let d = cycle(&m, 10);
-    assert!(d.run.is_empty());
-    let starts = d.updates.iter().filter(|u| u.attrs.iter().any(|a| a.name() == "estimated.start_time")).count();
+    assert!(d.runs().next().is_none());
+    let starts = d.updates().filter(|u| u.attrs.iter().any(|a| a.name() == "estimated.start_time")).count();
     assert_eq!(starts, 10);
     let t = crate::synthetic::time_cycle(&mut m, 1);
     assert_eq!(t.runs, 0);
@@ -1241,6 +1236,54 @@ fn shrink_to_fit_jobs_get_the_longest_walltime_that_fits() {
     // No dedicated time and no max_walltime: forever is the longest.
     let d = cycle(&mirror(s), 1000);
     assert_eq!(update_of(&d, "2.svr", "Resource_List.walltime"), Some("43800:00:00"));
+}
+
+/// The server applies a frame's actions in order: a job's walltime must be set while it is
+/// still queued, and no comment may follow the `Job run at ...` its run writes.
+#[test]
+fn actions_put_every_update_before_every_run_and_keep_each_kind_in_order() {
+    let s = snap(
+        vec![queue("workq", 0, &[])],
+        four_nodes(),
+        vec![
+            with_wall(
+                job(1, "workq", "1:ncpus=1", "pack"),
+                &[("min_walltime", "00:05:00"), ("max_walltime", "00:20:00")],
+            ),
+            with_wall(job(2, "workq", "1:ncpus=1", "pack"), &[("min_walltime", "00:15:00")]),
+            with_wall(
+                job(3, "workq", "1:ncpus=1", "pack"),
+                &[("min_walltime", "00:01:00"), ("max_walltime", "00:02:00")],
+            ),
+        ],
+    );
+    let config = SchedConfig { dedicated: vec![(1600, 2000)], ..SchedConfig::default() };
+    let d = cycle(&Mirror::new(s, config), 1000);
+    // Placed as 1 (then its walltime), 2 fails, 3 (then its walltime).
+    let order: Vec<(&str, &str)> = d
+        .actions
+        .iter()
+        .map(|action| match action {
+            Action::Run(run) => ("run", run.job_id.as_str()),
+            Action::Update(update) => (update.attrs[0].name(), update.job_id.as_str()),
+        })
+        .collect();
+    assert_eq!(
+        order,
+        vec![
+            ("Resource_List.walltime", "1.svr"),
+            ("comment", "2.svr"),
+            ("Resource_List.walltime", "3.svr"),
+            ("run", "1.svr"),
+            ("run", "3.svr"),
+        ]
+    );
+    assert_eq!(d.runs().count() + d.updates().count(), d.actions.len());
+    // A qrun that places its job answers with the run alone.
+    let m = workq(vec![job(7, "workq", "1:ncpus=1", "pack")]);
+    let q = qrun(&m, "7.svr", 0);
+    assert_eq!(run_ids(&q), vec!["7.svr"]);
+    assert_eq!(q.updates().count(), 0);
 }
 
 #[test]
@@ -1332,8 +1375,8 @@ fn sent_estimates_are_not_sent_again() {
     let d = cycle(&m, 1015);
     assert_eq!(update_of(&d, "1.svr", "estimated.soft_walltime"), Some("00:00:20"));
     assert_eq!(update_of(&d, "2.svr", "estimated.start_time"), Some("1020"));
-    m.note_sent(1, &d.run, &d.updates);
-    assert!(cycle(&m, 1016).updates.is_empty());
+    m.note_sent(1, &d.actions);
+    assert!(cycle(&m, 1016).updates().next().is_none());
 }
 
 #[test]
@@ -1446,7 +1489,7 @@ fn period_qualified_settings_follow_prime_time() {
     let m = Mirror::new(s, config);
     assert_eq!(run_ids(&cycle(&m, 1_000)), vec!["3.svr"]);
     let d = cycle(&m, 5_500);
-    assert!(d.run.is_empty());
+    assert!(d.runs().next().is_none());
     assert_eq!(comment_of(&d, "3.svr"), Some("Not Running: Job would break strict sorted order"));
     assert_eq!(run_ids(&cycle(&m, 6_000)), vec!["3.svr"]);
 }
@@ -1461,8 +1504,7 @@ fn estimates_are_cleared_when_a_job_stops_being_a_top_job() {
         j
     };
     let cleared = |d: &Decisions, id: &str| -> Vec<String> {
-        d.updates
-            .iter()
+        d.updates()
             .filter(|u| u.job_id == id)
             .flat_map(|u| u.attrs.iter())
             .filter(|a| a.value().is_empty())

@@ -10,7 +10,7 @@ use std::net::TcpListener;
 use std::os::unix::net::UnixListener;
 use std::time::Duration;
 
-use pbs_proto::sched::{FromSched, SchedChange, SchedJob, SchedNode, SchedQueue, Snapshot, ToSched};
+use pbs_proto::sched::{Action, FromSched, SchedChange, SchedJob, SchedNode, SchedQueue, Snapshot, ToSched};
 use pbs_proto::{Attr, Hello, HelloReply, MAX_REPLY_FRAME_LEN, PROTOCOL_VERSION, Role, read_frame, write_frame};
 use pbs_sched::SchedConfig;
 use pbs_sched::daemon::{Daemon, DaemonConfig, Target};
@@ -113,9 +113,17 @@ impl Peer {
     }
 
     fn decisions(&mut self) -> Seen {
-        let FromSched::Decisions { cycle, qrun, run, updates } = self.recv();
-        let run = run.into_iter().map(|r| (r.job_id, r.exec_vnode)).collect();
-        let updates = updates.into_iter().map(|u| (u.job_id, u.attrs[0].value().to_string())).collect();
+        let FromSched::Decisions { cycle, qrun, actions } = self.recv();
+        let (mut run, mut updates) = (Vec::new(), Vec::new());
+        for action in actions {
+            match action {
+                Action::Run(r) => run.push((r.job_id, r.exec_vnode)),
+                Action::Update(u) => {
+                    assert!(run.is_empty(), "an update after a run");
+                    updates.push((u.job_id, u.attrs[0].value().to_string()));
+                }
+            }
+        }
         Seen { cycle, qrun, run, updates }
     }
 }

@@ -217,7 +217,7 @@ fn touched_jobs(state: &State, request: &Request) -> Vec<(JobKey, String)> {
         .filter_map(|key| {
             let job = state.job(key).or_else(|| state.jobs.get(&key.seq))?;
             let id = match key.index {
-                Some(index) => format!("{}[{index}].{}", key.seq, state.server_name),
+                Some(index) => pbs_core::JobId::subjob(key.seq, index, &state.server_name).to_string(),
                 None => job.id(&state.server_name),
             };
             Some((key, id))

@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 
 use pbs_core::attr::ObjectKind;
 use pbs_core::{JobState, Pbse};
-use pbs_proto::sched::{JobUpdate, RunDecision, SchedChange, SchedJob, SchedQueue, Snapshot, ToSched};
+use pbs_proto::sched::{Action, JobUpdate, SchedChange, SchedJob, SchedQueue, Snapshot, ToSched};
 use pbs_proto::{Attr, IdError};
 use tokio::sync::{mpsc, oneshot};
 
@@ -168,28 +168,27 @@ pub fn flush_changes(state: &mut State, links: &mut Links) {
     }
 }
 
-/// Applies one cycle's decisions: runs (each checked again) and attribute updates.
-pub fn apply_decisions(
-    state: &mut State,
-    run: &[RunDecision],
-    updates: &[JobUpdate],
-    now: i64,
-) -> (Vec<IdError>, Effects) {
+/// Applies one cycle's decisions: runs (each checked again) and attribute updates, in
+/// the order the scheduler gave them (pbs_sched sends its updates before its runs, so a
+/// run's own comment stands and a walltime is set while its job is still queued).
+pub fn apply_decisions(state: &mut State, actions: &[Action], now: i64) -> (Vec<IdError>, Effects) {
     let mut errors = Vec::new();
     let mut effects = Effects::default();
-    for update in updates {
-        match apply_update(state, update) {
-            Ok(more) => effects.ops.extend(more),
-            Err(e) => errors.push(IdError { id: update.job_id.clone(), code: e.code.0, message: e.message }),
-        }
-    }
-    for decision in run {
-        let result = key_of(&decision.job_id)
-            .ok_or_else(|| ReqError::new(Pbse::UNKJOBID))
-            .and_then(|key| run_job(state, key, &decision.exec_vnode, now));
-        match result {
-            Ok(more) => effects.merge(more),
-            Err(e) => errors.push(IdError { id: decision.job_id.clone(), code: e.code.0, message: e.message }),
+    for action in actions {
+        match action {
+            Action::Update(update) => match apply_update(state, update) {
+                Ok(more) => effects.ops.extend(more),
+                Err(e) => errors.push(IdError { id: update.job_id.clone(), code: e.code.0, message: e.message }),
+            },
+            Action::Run(decision) => {
+                let result = key_of(&decision.job_id)
+                    .ok_or_else(|| ReqError::new(Pbse::UNKJOBID))
+                    .and_then(|key| run_job(state, key, &decision.exec_vnode, now));
+                match result {
+                    Ok(more) => effects.merge(more),
+                    Err(e) => errors.push(IdError { id: decision.job_id.clone(), code: e.code.0, message: e.message }),
+                }
+            }
         }
     }
     effects.ops.extend(crate::job::array::settle(state, now));

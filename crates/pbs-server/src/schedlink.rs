@@ -73,8 +73,8 @@ where
                 None => return,
             };
             match serde_json::from_slice::<FromSched>(&bytes) {
-                Ok(FromSched::Decisions { cycle, qrun, run, updates }) => {
-                    apply(&server, &tx, cycle, qrun, &run, &updates);
+                Ok(FromSched::Decisions { cycle, qrun, actions }) => {
+                    apply(&server, &tx, cycle, qrun, &actions);
                 }
                 Err(e) => {
                     tracing::warn!(object_type = "Server", "bad frame from the scheduler: {e}");
@@ -118,17 +118,17 @@ fn apply(
     tx: &mpsc::Sender<ToSched>,
     cycle: u64,
     qrun: Option<u64>,
-    run: &[pbs_proto::sched::RunDecision],
-    updates: &[pbs_proto::sched::JobUpdate],
+    actions: &[pbs_proto::sched::Action],
 ) {
     let mut guard = server.lock();
     let state = &mut *guard;
     let now = chrono::Utc::now().timestamp();
-    let (errors, effects) = crate::sched_view::apply_decisions(state, run, updates, now);
+    let (errors, effects) = crate::sched_view::apply_decisions(state, actions, now);
     let mut answer = None;
     if let Some(number) = qrun {
         if let Some(waiter) = state.links.qruns.remove(&number) {
-            let started = run.iter().any(|r| {
+            let started = actions.iter().any(|action| {
+                let pbs_proto::sched::Action::Run(r) = action else { return false };
                 crate::jobkey::key_of(&r.job_id)
                     .and_then(|k| state.job(k))
                     .is_some_and(|j| j.state == JobState::Running)

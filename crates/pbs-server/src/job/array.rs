@@ -214,7 +214,7 @@ impl SubjobTemplate {
     /// The status of subjob `index`.
     pub fn status(&self, state: &State, index: u64) -> StatusObject {
         let mut object = self.view.clone();
-        object.name = format!("{}[{index}].{}", self.seq, state.server_name);
+        object.name = pbs_core::JobId::subjob(self.seq, index, &state.server_name).to_string();
         if let Some(attr) = object.attrs.iter_mut().find(|a| a.0 == "job_state") {
             attr.1 = if self.remaining.contains(index) { "Q" } else { "X" }.to_string();
         }

@@ -186,7 +186,7 @@ pub fn qrun(
             Ok(Qrun::Run(effects))
         }
         None => Ok(Qrun::AskScheduler(match key.index {
-            Some(index) => format!("{}[{index}].{}", key.seq, state.server_name),
+            Some(index) => pbs_core::JobId::subjob(key.seq, index, &state.server_name).to_string(),
             None => state.job(key).map(|j| j.id(&state.server_name)).unwrap_or_default(),
         })),
     }

@@ -37,7 +37,7 @@ pub fn select_jobs(
                 (history || !letter.is_history()) && criteria.iter().all(|c| c.holds(subjob, letter))
             };
             for index in crate::job::array::selected_subjobs(state, job, holds) {
-                ids.push(format!("{}[{index}].{}", job.seq, state.server_name));
+                ids.push(pbs_core::JobId::subjob(job.seq, index, &state.server_name).to_string());
             }
             continue;
         }

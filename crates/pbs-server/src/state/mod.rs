@@ -160,7 +160,7 @@ impl Job {
     /// The full id, `12.server`, `12[].server` or `12[3].server`.
     pub fn id(&self, server_name: &str) -> String {
         match self.index {
-            Some(index) => format!("{}[{index}].{server_name}", self.seq),
+            Some(index) => pbs_core::JobId::subjob(self.seq, index, server_name).to_string(),
             None if self.array => format!("{}[].{}", self.seq, server_name),
             None => format!("{}.{}", self.seq, server_name),
         }
