@@ -1,11 +1,12 @@
 //! The domain model of the batch system: values (durations, sizes), resources, `select` and
 //! `place`, job ids and array ranges, job states, attribute tables with their permissions, what a
-//! job attribute's value may be and which command option sets it, PBSE error codes, and
-//! pbs.conf. Nothing here does I/O.
+//! job attribute's value may be and which command option sets it, the attributes new
+//! objects start with, PBSE error codes, and pbs.conf. Nothing here does I/O.
 
 pub mod acl;
 pub mod attr;
 pub mod conf;
+pub mod defaults;
 pub mod duration;
 pub mod entlim;
 pub mod execvnode;

@@ -1,9 +1,9 @@
 //! qmgr's requests (create, delete, set, unset of server, queue, node, scheduler, resource
 //! and hook objects) and the status of those objects.
 
-use pbs_core::Pbse;
 use pbs_core::attr::{AttrType, ObjectKind, Privilege, Write};
 use pbs_core::resource::ResourceDef;
+use pbs_core::{Pbse, defaults};
 use pbs_proto::{Attr, MgrAttr, MgrCommand, MgrObject, MgrOp, StatusObject};
 
 use crate::attrlist::{AttrList, resolve};
@@ -16,8 +16,8 @@ use crate::store::StoreOp;
 
 /// One kind of named object qmgr manages: everything that differs between queues, nodes,
 /// schedulers and hooks, in one entry. A new kind (reservations next) is an entry here, its
-/// attribute table in pbs-core (`ObjectKind`), its list in [`State::named`], and its own
-/// module for what it does beyond qmgr.
+/// attribute table and initial attributes in pbs-core (`ObjectKind`, `defaults`), its list
+/// in [`State::named`], and its own module for what it does beyond qmgr.
 pub struct NamedKind {
     /// Its attribute table and store kind.
     pub kind: ObjectKind,
@@ -27,8 +27,6 @@ pub struct NamedKind {
     pub exists: Pbse,
     /// The object a request naming none means (`default` for schedulers).
     pub implied: Option<&'static str>,
-    /// The attributes a new object starts with, as OpenPBS creates them.
-    pub initial: fn(&State, &str) -> Vec<(&'static str, String)>,
     /// Refuses to delete an object something still depends on.
     pub may_delete: fn(&State, &str) -> Result<(), ReqError>,
     /// What deleting it changes elsewhere, and the writes that takes.
@@ -49,7 +47,6 @@ pub const NAMED_KINDS: [NamedKind; 4] = [
         unknown: || ReqError::new(Pbse::UNKQUE),
         exists: Pbse::QUEEXIST,
         implied: None,
-        initial: |_, _| Vec::new(),
         may_delete: |state, name| {
             if state.jobs.values().any(|j| *j.queue == *name) {
                 return Err(ReqError::new(Pbse::OBJBUSY));
@@ -80,17 +77,6 @@ pub const NAMED_KINDS: [NamedKind; 4] = [
         unknown: || ReqError::new(Pbse::UNKNODE),
         exists: Pbse::NODEEXIST,
         implied: None,
-        initial: |_, name| {
-            vec![
-                ("Mom", name.to_string()),
-                ("Port", "15002".into()),
-                ("ntype", "PBS".into()),
-                ("resources_available.host", name.to_string()),
-                ("resources_available.vnode", name.to_string()),
-                ("resv_enable", "True".into()),
-                ("sharing", "default_shared".into()),
-            ]
-        },
         may_delete: |state, name| {
             let running = state.node_rt.get(name).is_some_and(|rt| !rt.jobs.is_empty());
             if running || crate::job::faults::holds_suspended(state, name) {
@@ -107,21 +93,6 @@ pub const NAMED_KINDS: [NamedKind; 4] = [
         unknown: || ReqError::new(Pbse::UNKSCHED),
         exists: Pbse::SCHEDEXIST,
         implied: Some("default"),
-        initial: |state, _| {
-            vec![
-                ("sched_host", state.host.clone()),
-                ("sched_cycle_length", "00:20:00".into()),
-                ("scheduling", "False".into()),
-                ("scheduler_iteration", "600".into()),
-                ("state", "down".into()),
-                ("preempt_queue_prio", "150".into()),
-                ("preempt_prio", "express_queue, normal_jobs".into()),
-                ("preempt_order", "SCR".into()),
-                ("preempt_sort", "min_time_since_start".into()),
-                ("log_events", "767".into()),
-                ("server_dyn_res_alarm", "30".into()),
-            ]
-        },
         may_delete: |_, name| {
             if name == "default" {
                 return Err(ReqError::new(Pbse::SCHED_NO_DEL));
@@ -142,18 +113,6 @@ pub const NAMED_KINDS: [NamedKind; 4] = [
         unknown: || ReqError::with_message(Pbse::HOOKERROR, "hook error".into()),
         exists: Pbse::HOOKERROR,
         implied: None,
-        initial: |_, _| {
-            vec![
-                ("type", "site".into()),
-                ("enabled", "True".into()),
-                ("event", String::new()),
-                ("user", "pbsadmin".into()),
-                ("alarm", "30".into()),
-                ("order", "1".into()),
-                ("debug", "False".into()),
-                ("fail_action", "none".into()),
-            ]
-        },
         may_delete: |_, _| Ok(()),
         deleted: |_, _| Vec::new(),
         changed: |_, _, _| Vec::new(),
@@ -238,7 +197,8 @@ pub fn manager(
                     return Err(ReqError::new(Pbse::IVAL_OBJ_NAME));
                 }
                 let mut list = AttrList::new();
-                for (attr, value) in (named.initial)(state, name) {
+                // The attributes OpenPBS gives a new object of this kind.
+                for (attr, value) in defaults::new_object(kind, name, &state.host) {
                     set_named(&mut list, kind, attr, &value, &mut state.interner);
                 }
                 apply_attrs(state, ctx, kind, &mut list, MgrCommand::Set, attrs)?;

@@ -8,18 +8,14 @@ use crate::error::ReqError;
 use crate::jobkey::JobKey;
 use crate::state::{Job, State};
 
-/// An array attribute holding indices (`array_indices_submitted`/`_remaining`).
+/// An array attribute holding indices (`array_indices_submitted`/`_remaining`), read as
+/// runs as they stand, never one index at a time: reading a record costs its length,
+/// whatever the indices it names.
 pub fn indices(job: &Job, attr: &str) -> IndexSet {
     match job.get(attr, None) {
         Some("-") | None => IndexSet::default(),
-        Some(text) => parse_set(text),
+        Some(text) => IndexSet::parse_lenient(text),
     }
-}
-
-/// Parses `1-3,5,7-9:2` (what `IndexSet` prints) into runs as they stand, never one
-/// index at a time: reading a record costs its length, whatever the indices it names.
-pub(crate) fn parse_set(text: &str) -> IndexSet {
-    IndexSet::parse_lenient(text)
 }
 
 /// Whether `index` is one of the array's subjobs.

@@ -340,59 +340,18 @@ impl State {
     }
 
     fn first_start(&mut self, pbs_home: &str) -> Vec<StoreOp> {
-        let server_defaults: &[(&str, &str)] = &[
-            ("scheduling", "True"),
-            ("default_queue", "workq"),
-            ("log_events", "511"),
-            ("mailer", "/usr/sbin/sendmail"),
-            ("mail_from", "adm"),
-            ("query_other_jobs", "True"),
-            ("resources_default.ncpus", "1"),
-            ("default_chunk.ncpus", "1"),
-            ("scheduler_iteration", "600"),
-            ("resv_enable", "True"),
-            ("node_fail_requeue", "310"),
-            ("max_array_size", "10000"),
-            ("resend_term_delay", "5"),
-            ("pbs_license_min", "0"),
-            ("pbs_license_max", "2147483647"),
-            ("pbs_license_linger_time", "31536000"),
-            ("eligible_time_enable", "False"),
-            ("max_concurrent_provision", "5"),
-            ("clear_topjob_estimates_enable", "False"),
-            ("max_job_sequence_id", "9999999"),
-        ];
-        for (name, value) in server_defaults {
+        use pbs_core::defaults;
+        for (name, value) in defaults::FIRST_SERVER {
             self.set_attr(ObjectKind::Server, None, name, value);
         }
-        let mut workq = Named { name: "workq".into(), attrs: AttrList::new() };
-        for (name, value) in [("queue_type", "Execution"), ("enabled", "True"), ("started", "True")] {
+        let mut workq = Named { name: defaults::FIRST_QUEUE.into(), attrs: AttrList::new() };
+        for (name, value) in defaults::FIRST_QUEUE_ATTRS {
             set_named(&mut workq.attrs, ObjectKind::Queue, name, value, &mut self.interner);
         }
         self.queues.push(workq);
         let mut sched = Named { name: "default".into(), attrs: AttrList::new() };
-        let sched_priv = format!("{pbs_home}/sched_priv");
-        let sched_log = format!("{pbs_home}/sched_logs");
-        let host = self.host.clone();
-        for (name, value) in [
-            ("sched_host", host.as_str()),
-            ("sched_cycle_length", "00:20:00"),
-            ("throughput_mode", "True"),
-            ("job_run_wait", "runjob_hook"),
-            ("partition", "pbs-default"),
-            ("sched_priv", sched_priv.as_str()),
-            ("sched_log", sched_log.as_str()),
-            ("scheduling", "True"),
-            ("scheduler_iteration", "600"),
-            ("state", "idle"),
-            ("preempt_queue_prio", "150"),
-            ("preempt_prio", "express_queue, normal_jobs"),
-            ("preempt_order", "SCR"),
-            ("preempt_sort", "min_time_since_start"),
-            ("log_events", "767"),
-            ("server_dyn_res_alarm", "30"),
-        ] {
-            set_named(&mut sched.attrs, ObjectKind::Sched, name, value, &mut self.interner);
+        for (name, value) in defaults::first_sched(&self.host, pbs_home) {
+            set_named(&mut sched.attrs, ObjectKind::Sched, name, &value, &mut self.interner);
         }
         self.scheds.push(sched);
         vec![
