@@ -34,8 +34,6 @@ pub fn ask_scheduler(links: &mut Links, full_id: String) -> Result<oneshot::Rece
     Ok(rx)
 }
 
-// ---- the scheduler's view ------------------------------------------------------------
-
 /// The scheduler's view of a job.
 pub fn sched_job(state: &State, job: &Job) -> SchedJob {
     let time = |name: &str| job.get(name, None).and_then(|v| v.parse::<i64>().ok()).unwrap_or(0);
