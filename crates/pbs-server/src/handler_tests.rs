@@ -319,3 +319,39 @@ fn requests_that_change_nothing_have_no_effects() {
         Request::StatusJob { ids: Vec::new(), queues: Vec::new(), attrs: Vec::new(), history: false, subjobs: false };
     assert!(matches!(handle(&mut f.state, &ctx, 1, status), Handled::JobStatus(_)));
 }
+
+/// A mom that comes back: a job it holds that the server does not know is forgotten, a
+/// job the server placed there that it no longer holds is lost and requeued, and one it
+/// reports ended is finished; every frame follows the writes.
+#[test]
+fn a_reconnecting_mom_is_reconciled_with_what_the_server_believes() {
+    let mut f = fixture();
+    let (lost, _) = f.running_job();
+    let (ended, ended_id) = f.running_job();
+    let held = |job_id: &str, exit_status: Option<i32>| pbs_proto::mom::MomJob {
+        job_id: job_id.into(),
+        sister: false,
+        session_id: 7,
+        exit_status,
+        usage: Usage::default(),
+    };
+    let report = pbs_proto::mom::FromMom::NodeStatus {
+        ncpus: 4,
+        mem_kb: 1 << 20,
+        arch: "linux".into(),
+        host: "n1".into(),
+        version: "test".into(),
+        jobs: vec![held("99.svr", None), held(&ended_id, Some(0))],
+    };
+    let effects = crate::mom_report::apply(&mut f.state, "n1", report, f.now);
+    // The ended job's end, then the lost one's requeue.
+    assert_eq!(writes(&effects), ["DeleteJob", "PutJob"]);
+    assert_eq!(frames(&effects), n1(&["ForgetJob", "ForgetJob", "ForgetJob"]));
+    assert_eq!(f.job_state(ended), None);
+    assert_eq!(f.job_state(lost), Some(JobState::Queued));
+    assert!(f.state.node_rt.get("n1").is_some_and(|rt| rt.up));
+    // The link closes: the node is down from then on.
+    crate::mom_report::link_down(&mut f.state, "n1", f.now + 5);
+    let rt = f.state.node_rt.get("n1").cloned().unwrap_or_default();
+    assert_eq!((rt.up, rt.down_since), (false, Some(f.now + 5)));
+}

@@ -29,6 +29,7 @@ pub mod job;
 pub mod jobkey;
 pub mod launch_owner;
 pub use pbs_log as logging;
+pub mod mom_report;
 pub mod momlink;
 pub mod net;
 pub mod node;

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use futures::{SinkExt, StreamExt};
 use pbs_proto::link::{LinkCodec, LinkConn};
-use pbs_proto::mom::{FromMom, MomJob, ToMom};
+use pbs_proto::mom::{FromMom, ToMom};
 use pbs_proto::{MAX_REPLY_FRAME_LEN, Role};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
@@ -21,7 +21,6 @@ use tokio_util::codec::Framed;
 
 use crate::effects::Effects;
 use crate::server::{MomLinkTask, Server};
-use crate::state::node_rt::Reported;
 
 /// How often an idle link is probed.
 const PING_INTERVAL: Duration = Duration::from_secs(5);
@@ -68,7 +67,7 @@ pub fn sync(server: &Arc<Server>) {
         if !state.nodes.iter().any(|n| n.name == name) {
             state.node_rt.remove(&name);
         } else {
-            mark_down(&mut state, &name);
+            crate::mom_report::link_down(&mut state, &name, now());
         }
         state.changes.nodes.insert(name.clone());
         let _ = server.apply_effects(&mut state, Effects::default());
@@ -97,17 +96,6 @@ pub fn stop_all(server: &Server) {
     }
 }
 
-fn mark_down(state: &mut crate::state::State, node: &str) {
-    let rt = state.node_rt.entry(node.to_string()).or_default();
-    if rt.up {
-        rt.up = false;
-        rt.down_since = Some(now());
-        rt.last_state_change = now();
-        tracing::warn!(object_type = "Node", object_name = node, "node down: communication closed");
-    }
-    state.changes.nodes.insert(node.to_string());
-}
-
 async fn link_loop(server: Arc<Server>, node: String, host: String, port: u16, mut rx: mpsc::Receiver<ToMom>) {
     let mut backoff = Duration::from_millis(50);
     // A refused handshake is worth a warning, once per distinct reason: the link retries
@@ -120,7 +108,7 @@ async fn link_loop(server: Arc<Server>, node: String, host: String, port: u16, m
                 backoff = Duration::from_millis(50);
                 serve(&server, &node, conn, &mut rx).await;
                 let mut state = server.lock();
-                mark_down(&mut state, &node);
+                crate::mom_report::link_down(&mut state, &node, now());
                 let _ = server.apply_effects(&mut state, Effects::default());
             }
             Err(ConnectError::Unreachable(why)) => {
@@ -220,81 +208,9 @@ async fn serve(server: &Arc<Server>, node: &str, mut conn: Conn, rx: &mut mpsc::
     }
 }
 
-/// Applies one report from a node's mom.
+/// Applies one report from a node's mom (see `mom_report`); nobody waits for its effects.
 fn handle(server: &Arc<Server>, node: &str, report: FromMom) {
-    let mut guard = server.lock();
-    let state = &mut *guard;
-    let now = now();
-    let effects = match report {
-        FromMom::NodeStatus { ncpus, mem_kb, arch, host, version, jobs } => {
-            let rt = state.node_rt.entry(node.to_string()).or_default();
-            let was_up = rt.up;
-            rt.up = true;
-            rt.ever_up = true;
-            rt.down_since = None;
-            rt.reported = Some(Reported { ncpus, mem_kb, arch, host, version });
-            if !was_up {
-                rt.last_state_change = now;
-                tracing::info!(object_type = "Node", object_name = node, "node up");
-            }
-            state.changes.nodes.insert(node.to_string());
-            state.changes.cycle = true;
-            reconcile(state, node, &jobs, now)
-        }
-        FromMom::JobStarted { job_id, session_id } => {
-            Effects::ops(crate::job::run::job_started(state, node, &job_id, session_id))
-        }
-        FromMom::JobUsage { job_id, usage } => {
-            crate::job::run::job_usage(state, node, &job_id, &usage);
-            Effects::default()
-        }
-        FromMom::JobEnded { job_id, exit_status, usage } => {
-            crate::job::run::job_ended(state, node, &job_id, exit_status, &usage, now)
-        }
-        FromMom::SignalResult { job_id, signal, code } => {
-            if code != 0 {
-                tracing::warn!(
-                    object_type = "Job",
-                    object_name = job_id.as_str(),
-                    "signal {signal} failed on {node} ({code})"
-                );
-            }
-            Effects::default()
-        }
-        FromMom::Pong => Effects::default(),
-    };
-    // Nobody waits: a mom forgets an ended job once its end is on disk.
-    let _ = server.apply_effects(state, effects);
-}
-
-/// Matches what a reconnecting mom holds with what the server believes runs there.
-fn reconcile(state: &mut crate::state::State, node: &str, held: &[MomJob], now: i64) -> Effects {
-    let mut effects = Effects::default();
-    for job in held.iter().filter(|j| !j.sister) {
-        match job.exit_status {
-            Some(status) => {
-                effects.merge(crate::job::run::job_ended(state, node, &job.job_id, status, &job.usage, now))
-            }
-            None => {
-                let known = crate::job::run::jobs_on(state, node)
-                    .into_iter()
-                    .any(|key| Some(key) == crate::jobkey::key_of(&job.job_id));
-                if known {
-                    if job.session_id > 0 {
-                        effects.ops.extend(crate::job::run::job_started(state, node, &job.job_id, job.session_id));
-                    }
-                    crate::job::run::job_usage(state, node, &job.job_id, &job.usage);
-                } else {
-                    effects.to_moms.push((node.to_string(), ToMom::ForgetJob { job_id: job.job_id.clone() }));
-                }
-            }
-        }
-    }
-    for key in crate::job::run::jobs_on(state, node) {
-        let listed = held.iter().any(|j| !j.sister && crate::jobkey::key_of(&j.job_id) == Some(key));
-        if !listed && crate::job::faults::lost_by_mom(state, key) {
-            effects.merge(crate::job::faults::requeue_lost(state, key, now));
-        }
-    }
-    effects
+    let mut shared = server.lock();
+    let effects = crate::mom_report::apply(&mut shared, node, report, chrono::Utc::now().timestamp());
+    let _ = server.apply_effects(&mut shared, effects);
 }

@@ -193,6 +193,22 @@ pub fn apply_decisions(state: &mut State, actions: &[Action], now: i64) -> (Vec<
     (errors, effects)
 }
 
+/// What a `qrun` the scheduler answered with `actions` hears: its job started, or why not
+/// (the first error of the batch, as OpenPBS's "Not Running" reason).
+pub fn qrun_outcome(state: &State, actions: &[Action], errors: &[IdError]) -> Result<(), ReqError> {
+    let started = actions.iter().any(|action| {
+        let Action::Run(run) = action else { return false };
+        key_of(&run.job_id).and_then(|key| state.job(key)).is_some_and(|job| job.state == JobState::Running)
+    });
+    if started {
+        return Ok(());
+    }
+    Err(match errors.first() {
+        Some(e) => ReqError::with_message(Pbse::RESCUNAV, e.message.clone()),
+        None => ReqError::new(Pbse::RESCUNAV),
+    })
+}
+
 fn apply_update(state: &mut State, update: &JobUpdate) -> Result<Vec<StoreOp>, ReqError> {
     let key = key_of(&update.job_id).ok_or_else(|| ReqError::new(Pbse::UNKJOBID))?;
     let mut resolved = Vec::new();

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use futures::{SinkExt, StreamExt};
-use pbs_core::{JobState, Pbse};
+use pbs_core::Pbse;
 use pbs_proto::link::LinkConn;
 use pbs_proto::sched::{FromSched, PART_BUDGET, ToSched};
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -127,22 +127,7 @@ fn apply(
     let mut answer = None;
     if let Some(number) = qrun {
         if let Some(waiter) = state.links.qruns.remove(&number) {
-            let started = actions.iter().any(|action| {
-                let pbs_proto::sched::Action::Run(r) = action else { return false };
-                crate::jobkey::key_of(&r.job_id)
-                    .and_then(|k| state.job(k))
-                    .is_some_and(|j| j.state == JobState::Running)
-            });
-            let result = if started {
-                Ok(())
-            } else {
-                let why = errors.first().map(|e| e.message.clone());
-                Err(match why {
-                    Some(message) => ReqError::with_message(Pbse::RESCUNAV, message),
-                    None => ReqError::new(Pbse::RESCUNAV),
-                })
-            };
-            answer = Some((waiter, result));
+            answer = Some((waiter, crate::sched_view::qrun_outcome(state, actions, &errors)));
         }
     }
     let applied = server.apply_effects(state, effects);

@@ -1,0 +1,98 @@
+//! What a node's mom reports, applied to the state: its node up with what the host has, the
+//! jobs it holds reconciled with what the server believes runs there, and each job's
+//! start, usage and end; and its node going down when the link closes. The link itself
+//! (`momlink`) only carries the frames.
+
+use pbs_proto::mom::{FromMom, MomJob, ToMom};
+
+use crate::effects::Effects;
+use crate::state::State;
+use crate::state::node_rt::Reported;
+
+/// Applies one report from a node's mom to the state: its node's status and the jobs it
+/// holds, a job's start, usage or end.
+pub fn apply(state: &mut State, node: &str, report: FromMom, now: i64) -> Effects {
+    match report {
+        FromMom::NodeStatus { ncpus, mem_kb, arch, host, version, jobs } => {
+            let rt = state.node_rt.entry(node.to_string()).or_default();
+            let was_up = rt.up;
+            rt.up = true;
+            rt.ever_up = true;
+            rt.down_since = None;
+            rt.reported = Some(Reported { ncpus, mem_kb, arch, host, version });
+            if !was_up {
+                rt.last_state_change = now;
+                tracing::info!(object_type = "Node", object_name = node, "node up");
+            }
+            state.changes.nodes.insert(node.to_string());
+            state.changes.cycle = true;
+            reconcile(state, node, &jobs, now)
+        }
+        FromMom::JobStarted { job_id, session_id } => {
+            Effects::ops(crate::job::run::job_started(state, node, &job_id, session_id))
+        }
+        FromMom::JobUsage { job_id, usage } => {
+            crate::job::run::job_usage(state, node, &job_id, &usage);
+            Effects::default()
+        }
+        FromMom::JobEnded { job_id, exit_status, usage } => {
+            crate::job::run::job_ended(state, node, &job_id, exit_status, &usage, now)
+        }
+        FromMom::SignalResult { job_id, signal, code } => {
+            if code != 0 {
+                tracing::warn!(
+                    object_type = "Job",
+                    object_name = job_id.as_str(),
+                    "signal {signal} failed on {node} ({code})"
+                );
+            }
+            Effects::default()
+        }
+        FromMom::Pong => Effects::default(),
+    }
+}
+
+/// Matches what a reconnecting mom holds with what the server believes runs there.
+fn reconcile(state: &mut State, node: &str, held: &[MomJob], now: i64) -> Effects {
+    let mut effects = Effects::default();
+    for job in held.iter().filter(|j| !j.sister) {
+        match job.exit_status {
+            Some(status) => {
+                effects.merge(crate::job::run::job_ended(state, node, &job.job_id, status, &job.usage, now))
+            }
+            None => {
+                let known = crate::job::run::jobs_on(state, node)
+                    .into_iter()
+                    .any(|key| Some(key) == crate::jobkey::key_of(&job.job_id));
+                if known {
+                    if job.session_id > 0 {
+                        effects.ops.extend(crate::job::run::job_started(state, node, &job.job_id, job.session_id));
+                    }
+                    crate::job::run::job_usage(state, node, &job.job_id, &job.usage);
+                } else {
+                    effects.to_moms.push((node.to_string(), ToMom::ForgetJob { job_id: job.job_id.clone() }));
+                }
+            }
+        }
+    }
+    for key in crate::job::run::jobs_on(state, node) {
+        let listed = held.iter().any(|j| !j.sister && crate::jobkey::key_of(&j.job_id) == Some(key));
+        if !listed && crate::job::faults::lost_by_mom(state, key) {
+            effects.merge(crate::job::faults::requeue_lost(state, key, now));
+        }
+    }
+    effects
+}
+
+/// A node's mom link closed: the node is down from `now` (its jobs are requeued once it
+/// stays down past `node_fail_requeue`, see `job::run::requeue_from_failed_nodes`).
+pub fn link_down(state: &mut State, node: &str, now: i64) {
+    let rt = state.node_rt.entry(node.to_string()).or_default();
+    if rt.up {
+        rt.up = false;
+        rt.down_since = Some(now);
+        rt.last_state_change = now;
+        tracing::warn!(object_type = "Node", object_name = node, "node down: communication closed");
+    }
+    state.changes.nodes.insert(node.to_string());
+}
