@@ -143,7 +143,7 @@ type Ack = oneshot::Sender<Result<(), CommitError>>;
 /// Handle to the writer thread.
 #[derive(Clone)]
 pub struct Store {
-    tx: mpsc::Sender<(Vec<StoreOp>, Option<Ack>)>,
+    tx: mpsc::Sender<(Vec<StoreOp>, Ack)>,
 }
 
 const SCHEMA: &str = "
@@ -215,7 +215,7 @@ impl Store {
             .name("store-checkpoint".into())
             .spawn(move || checkpoint_loop(checkpoint_conn, poked, wal_restart_frames, &flag))
             .map_err(|_| StoreError::WriterGone)?;
-        let (tx, rx) = mpsc::channel::<(Vec<StoreOp>, Option<Ack>)>();
+        let (tx, rx) = mpsc::channel::<(Vec<StoreOp>, Ack)>();
         thread::Builder::new()
             .name("store-writer".into())
             .spawn(move || writer_loop(conn, rx, poke, &wal_long))
@@ -229,7 +229,7 @@ impl Store {
         let (ack_tx, ack_rx) = oneshot::channel();
         if ops.is_empty() {
             let _ = ack_tx.send(Ok(()));
-        } else if let Err(mpsc::SendError((_, Some(ack)))) = self.tx.send((ops, Some(ack_tx))) {
+        } else if let Err(mpsc::SendError((_, ack))) = self.tx.send((ops, ack_tx)) {
             let _ = ack.send(Err(CommitError::WriterGone));
         }
         ack_rx
@@ -319,7 +319,7 @@ fn checkpoint(conn: &Connection) -> Result<i64, rusqlite::Error> {
 
 fn writer_loop(
     mut conn: Connection,
-    rx: mpsc::Receiver<(Vec<StoreOp>, Option<Ack>)>,
+    rx: mpsc::Receiver<(Vec<StoreOp>, Ack)>,
     poke: mpsc::SyncSender<()>,
     wal_long: &AtomicBool,
 ) {
@@ -335,9 +335,7 @@ fn writer_loop(
         }
         let result = apply(&mut conn, &batch).map_err(|e| CommitError::Database(e.to_string()));
         for (_, ack) in batch {
-            if let Some(ack) = ack {
-                let _ = ack.send(result.clone());
-            }
+            let _ = ack.send(result.clone());
         }
         if let Err(e) = &result {
             // Memory now holds changes the disk does not: serving on would show clients
@@ -362,7 +360,7 @@ fn writer_loop(
     }
 }
 
-fn apply(conn: &mut Connection, batch: &[(Vec<StoreOp>, Option<Ack>)]) -> Result<(), StoreError> {
+fn apply(conn: &mut Connection, batch: &[(Vec<StoreOp>, Ack)]) -> Result<(), StoreError> {
     let tx = conn.transaction()?;
     {
         // The script lives in the job's row (one B-tree touched per job, not two) and is
