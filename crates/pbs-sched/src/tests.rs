@@ -1210,9 +1210,10 @@ fn synthetic_calendar_plans_the_top_jobs() {
     assert_eq!(t.runs, 0);
 }
 
-#[test]
-fn shrink_to_fit_jobs_get_the_longest_walltime_that_fits() {
-    let s = snap(
+/// Three shrink-to-fit jobs: 1 fits in 5 to 20 minutes, 2 needs at least 15, 3 fits in 1
+/// to 2.
+fn shrink_to_fit_jobs() -> Snapshot {
+    snap(
         vec![queue("workq", 0, &[])],
         four_nodes(),
         vec![
@@ -1226,7 +1227,12 @@ fn shrink_to_fit_jobs_get_the_longest_walltime_that_fits() {
                 &[("min_walltime", "00:01:00"), ("max_walltime", "00:02:00")],
             ),
         ],
-    );
+    )
+}
+
+#[test]
+fn shrink_to_fit_jobs_get_the_longest_walltime_that_fits() {
+    let s = shrink_to_fit_jobs();
     let config = SchedConfig { dedicated: vec![(1600, 2000)], ..SchedConfig::default() };
     let d = cycle(&Mirror::new(s.clone(), config), 1000);
     assert_eq!(run_ids(&d), vec!["1.svr", "3.svr"]);
@@ -1242,21 +1248,7 @@ fn shrink_to_fit_jobs_get_the_longest_walltime_that_fits() {
 /// still queued, and no comment may follow the `Job run at ...` its run writes.
 #[test]
 fn actions_put_every_update_before_every_run_and_keep_each_kind_in_order() {
-    let s = snap(
-        vec![queue("workq", 0, &[])],
-        four_nodes(),
-        vec![
-            with_wall(
-                job(1, "workq", "1:ncpus=1", "pack"),
-                &[("min_walltime", "00:05:00"), ("max_walltime", "00:20:00")],
-            ),
-            with_wall(job(2, "workq", "1:ncpus=1", "pack"), &[("min_walltime", "00:15:00")]),
-            with_wall(
-                job(3, "workq", "1:ncpus=1", "pack"),
-                &[("min_walltime", "00:01:00"), ("max_walltime", "00:02:00")],
-            ),
-        ],
-    );
+    let s = shrink_to_fit_jobs();
     let config = SchedConfig { dedicated: vec![(1600, 2000)], ..SchedConfig::default() };
     let d = cycle(&Mirror::new(s, config), 1000);
     // Placed as 1 (then its walltime), 2 fails, 3 (then its walltime).

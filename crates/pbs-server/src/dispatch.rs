@@ -244,33 +244,20 @@ pub struct JobStatusParts {
     message: String,
     filter: StatusFilter,
     arrays: Option<crate::job::array::SubjobTemplate>,
-    first: bool,
 }
 
 impl JobStatusParts {
     fn new(id: u64, plan: StatusPlan, errors: Vec<pbs_proto::IdError>, filter: StatusFilter) -> JobStatusParts {
         let code = errors.last().map(|e| e.code).unwrap_or(0);
         let message = errors.last().map(|e| e.message.clone()).unwrap_or_default();
-        let keys: Box<dyn Iterator<Item = JobKey> + Send> =
-            if plan.is_empty() { Box::new(std::iter::empty()) } else { Box::new(plan.into_keys()) };
-        JobStatusParts {
-            id,
-            keys: keys.peekable(),
-            errors: Some(errors),
-            code,
-            message,
-            filter,
-            arrays: None,
-            first: true,
-        }
+        let keys: Box<dyn Iterator<Item = JobKey> + Send> = Box::new(plan.into_keys());
+        JobStatusParts { id, keys: keys.peekable(), errors: Some(errors), code, message, filter, arrays: None }
     }
 
-    /// The next part, `None` once the last has been given.
+    /// The next part, `None` once the last has been given (the last part carries the
+    /// per-id errors, so a listing of nothing is one part).
     pub fn next_part(&mut self, server: &Server) -> Option<Reply> {
-        if !self.first && self.keys.peek().is_none() {
-            return None;
-        }
-        self.first = false;
+        self.errors.as_ref()?;
         let chunk: Vec<JobKey> = self.keys.by_ref().take(STATUS_CHUNK).collect();
         let objects = {
             let state = server.lock();

@@ -51,11 +51,6 @@ impl Effects {
         self.launches.extend(other.launches);
     }
 
-    /// Appends frames for moms.
-    pub fn send(&mut self, frames: MomFrames) {
-        self.to_moms.extend(frames);
-    }
-
     /// Whether there is nothing to do.
     pub fn is_empty(&self) -> bool {
         self.ops.is_empty() && !self.has_mom_work()
@@ -120,8 +115,9 @@ impl Outbox {
         due
     }
 
-    /// Tickets taken and not yet out (for tests and logs).
-    pub fn waiting(&self) -> u64 {
+    /// Tickets taken and not yet out.
+    #[cfg(test)]
+    fn waiting(&self) -> u64 {
         self.next_ticket - self.next_out
     }
 }
@@ -159,9 +155,9 @@ mod tests {
     #[test]
     fn effects_merge_in_order() {
         let mut first = Effects::ops(vec![StoreOp::DeleteJob { seq: 1 }]);
-        first.send(vec![("n1".into(), ToMom::Ping)]);
+        first.to_moms.push(("n1".into(), ToMom::Ping));
         let mut second = Effects::ops(vec![StoreOp::DeleteJob { seq: 2 }]);
-        second.send(vec![("n2".into(), ToMom::Ping)]);
+        second.to_moms.push(("n2".into(), ToMom::Ping));
         first.merge(second);
         assert_eq!(first.ops, vec![StoreOp::DeleteJob { seq: 1 }, StoreOp::DeleteJob { seq: 2 }]);
         assert_eq!(first.to_moms.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(), ["n1", "n2"]);

@@ -8,6 +8,7 @@ use pbs_core::{ExecVnode, JobState};
 use pbs_proto::mom::ToMom;
 
 use crate::effects::{Effects, Launch};
+use crate::job::run::mother_superior;
 use crate::jobkey::JobKey;
 use crate::state::{Job, State};
 use crate::store::StoreOp;
@@ -17,11 +18,6 @@ pub const LAUNCH_LOST_COMMENT: &str = "Not Running: PBS Error: Server could not 
 
 /// The comment of a job sent back to the queue because its script could not be read.
 pub const SCRIPT_UNREADABLE_COMMENT: &str = "Not Running: PBS Error: System error: cannot read the job script";
-
-fn mother_superior(job: &Job) -> Option<String> {
-    let exec: ExecVnode = job.get("exec_vnode", None)?.parse().ok()?;
-    exec.vnodes().first().map(|v| v.to_string())
-}
 
 pub(crate) fn run_count(job: &Job) -> Option<u32> {
     job.get("run_count", None).and_then(|v| v.parse().ok())

@@ -64,11 +64,6 @@ impl StatusPlan {
         self.0.push(Planned::Key(key));
     }
 
-    /// Whether nothing is to be listed.
-    pub fn is_empty(&self) -> bool {
-        self.0.iter().all(|item| matches!(item, Planned::Subjobs(_, set) if set.is_empty()))
-    }
-
     /// The keys in reply order, made as they are taken.
     pub fn into_keys(self) -> impl Iterator<Item = JobKey> + Send + use<> {
         self.0.into_iter().flat_map(|item| {
