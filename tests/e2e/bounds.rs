@@ -120,37 +120,9 @@ mod raw {
 
     use std::io::Write;
     use std::os::unix::net::UnixStream;
-    use std::time::Duration;
 
-    use pbs_e2e::Cluster;
-    use pbs_proto::codec::{MAX_REPLY_FRAME_LEN, read_frame, write_frame};
-    use pbs_proto::{Hello, HelloReply, Reply, Role};
-
-    pub(super) fn connect_as_nobody(cluster: &Cluster) -> UnixStream {
-        // The identity comes from SO_PEERCRED: connect from a thread running as nobody.
-        let path = cluster.home().join("server_sock");
-        std::thread::spawn(move || {
-            // The raw system call changes only this thread's credentials (glibc's wrapper
-            // would change every thread's); the thread ends once connected.
-            // SAFETY: no memory is passed; the call only changes this thread's uids.
-            let rc = unsafe { libc::syscall(libc::SYS_setresuid, 65534, 65534, 65534) };
-            assert_eq!(rc, 0, "setresuid nobody");
-            UnixStream::connect(path).expect("connect")
-        })
-        .join()
-        .expect("connecting thread")
-    }
-
-    pub(super) fn connect_as_root(cluster: &Cluster) -> UnixStream {
-        UnixStream::connect(cluster.home().join("server_sock")).expect("connect")
-    }
-
-    pub(super) fn hello(stream: &mut UnixStream) {
-        stream.set_read_timeout(Some(Duration::from_secs(15))).expect("timeout");
-        write_frame(stream, &Hello::local(Role::Client)).expect("hello");
-        let welcome: HelloReply = read_frame(stream, MAX_REPLY_FRAME_LEN).expect("read").expect("welcome");
-        assert!(matches!(welcome, HelloReply::Welcome { .. }), "{welcome:?}");
-    }
+    use pbs_proto::Reply;
+    use pbs_proto::codec::{MAX_REPLY_FRAME_LEN, read_frame};
 
     pub(super) fn request(stream: &mut UnixStream, payload: &[u8]) -> Reply {
         let len = u32::try_from(payload.len()).expect("len");
@@ -172,8 +144,7 @@ fn queue_job_frame(id: u64, attrs: &[(&str, String)]) -> Vec<u8> {
 #[test]
 fn oversized_values_are_refused_with_badatval() {
     let c = Cluster::start();
-    let mut stream = raw::connect_as_nobody(&c);
-    raw::hello(&mut stream);
+    let mut stream = c.raw_connection(true);
     let held = ("Hold_Types", "u".to_string());
 
     // 8 MiB of environment in one value, sent as qsub -v would send it.
@@ -221,23 +192,28 @@ fn oversized_values_are_refused_with_badatval() {
     assert!(out.stderr.ends_with("qmgr: Error (15028) returned from server\n"), "{out:?}");
 }
 
-/// One frame naming a big array's whole range a hundred thousand times: what each id costs
-/// is what the array runs in that range, not the range's ten thousand indices.
+/// One frame naming a big array's whole range as many times as a request may name jobs:
+/// the repeats are one id, and what it costs is what the array runs in that range, not the
+/// range's ten thousand indices; a frame naming it more often is refused before any is
+/// looked at.
 #[test]
 fn a_frame_repeating_a_range_costs_its_answer() {
     let c = Cluster::start();
     let id = c.run_as_nobody("qsub", &["-h", "-J", "0-9999", "--", "/bin/true"]).ok().line().to_string();
     let range = format!("{}[0-9999]", seq(&id));
-    let ids = vec![range.as_str(); 100_000];
-    let mut stream = raw::connect_as_root(&c);
-    raw::hello(&mut stream);
+    let ids = vec![range.as_str(); pbs_proto::MAX_REQUEST_IDS];
+    let mut stream = c.raw_connection(false);
     let started = Instant::now();
     let frame = serde_json::json!({"id": 9, "request": {"kind": "SignalJob", "ids": ids, "signal": "USR1"}});
     let r = raw::request(&mut stream, &serde_json::to_vec(&frame).expect("json"));
     assert!(started.elapsed() < DEADLINE, "took {:?}", started.elapsed());
     assert_eq!((r.id, r.code), (9, 15016), "{}", r.message);
     let pbs_proto::ReplyBody::PerId(errors) = r.body else { panic!("per-id reply expected: {:?}", r.body) };
-    assert_eq!(errors.len(), 100_000);
+    assert_eq!(errors.len(), pbs_proto::MAX_REQUEST_IDS);
+    let ids = vec![range.as_str(); 100_000];
+    let frame = serde_json::json!({"id": 10, "request": {"kind": "SignalJob", "ids": ids, "signal": "USR1"}});
+    let r = raw::request(&mut stream, &serde_json::to_vec(&frame).expect("json"));
+    assert_eq!((r.id, r.code), (10, 15004), "{}", r.message);
     // The server is free for everyone else at once.
     assert_eq!(run_within(&c, "qstat", &[&id]).ok().stdout.lines().count(), 3);
 }

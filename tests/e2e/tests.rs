@@ -7,6 +7,7 @@ mod authz;
 mod bounds;
 mod commands;
 mod conns;
+mod counts;
 mod durability;
 mod exec;
 mod faults;

@@ -213,6 +213,34 @@ impl Cluster {
         self.server.as_ref().map(Child::id)
     }
 
+    /// A raw connection to the server's socket, as root or as `nobody`, welcomed: for
+    /// frames past the commands' own checks.
+    pub fn raw_connection(&self, as_nobody: bool) -> std::os::unix::net::UnixStream {
+        use pbs_proto::codec::{MAX_REPLY_FRAME_LEN, read_frame, write_frame};
+        let path = self.home().join("server_sock");
+        let mut stream = if as_nobody {
+            // The identity comes from SO_PEERCRED: connect from a thread running as nobody.
+            std::thread::spawn(move || {
+                // The raw system call changes only this thread's credentials (glibc's
+                // wrapper would change every thread's); the thread ends once connected.
+                // SAFETY: no memory is passed; the call only changes this thread's uids.
+                let rc = unsafe { libc::syscall(libc::SYS_setresuid, 65534, 65534, 65534) };
+                assert_eq!(rc, 0, "setresuid nobody");
+                std::os::unix::net::UnixStream::connect(path).expect("connect")
+            })
+            .join()
+            .expect("connecting thread")
+        } else {
+            std::os::unix::net::UnixStream::connect(path).expect("connect")
+        };
+        stream.set_read_timeout(Some(Duration::from_secs(60))).expect("timeout");
+        write_frame(&mut stream, &pbs_proto::Hello::local(pbs_proto::Role::Client)).expect("hello");
+        let welcome: pbs_proto::HelloReply =
+            read_frame(&mut stream, MAX_REPLY_FRAME_LEN).expect("read").expect("welcome");
+        assert!(matches!(welcome, pbs_proto::HelloReply::Welcome { .. }), "{welcome:?}");
+        stream
+    }
+
     pub fn try_client(&self) -> pbs_client::Result<Client> {
         Client::connect_unix(&self.home().join("server_sock"), &self.host)
     }

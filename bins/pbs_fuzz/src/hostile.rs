@@ -146,6 +146,8 @@ const NASTY: &[&str] = &[
 
 const RESOURCES: &[&str] = &[
     "ncpus",
+    "mpiprocs",
+    "ompthreads",
     "mem",
     "vmem",
     "walltime",
@@ -250,6 +252,12 @@ impl Gen {
         match self.rng.below(20) {
             0 => vec![],
             1 => (0..self.rng.index(20_000)).map(|i| format!("{i}")).collect(),
+            // One id, or a few, named thousands of times (around the per-request cap).
+            2 => {
+                let few: Vec<String> = (0..1 + self.rng.index(3)).map(|_| self.job_id()).collect();
+                let count = 4000 + self.rng.index(200);
+                few.iter().cycle().take(count).cloned().collect()
+            }
             _ => (0..1 + self.rng.index(4)).map(|_| self.job_id()).collect(),
         }
     }
@@ -275,8 +283,21 @@ impl Gen {
                 &["00:00:01", "99999:00:00", "-1", "1:2:3:4"]
             }
             "mem" | "vmem" => &["1gb", "18446744073709551615b", "1xb", "-1kb"],
-            "select" => &["1:ncpus=1", "2:ncpus=99999999", "0:ncpus=1", "1:ncpus=1:ncpus=2"],
-            "place" => &["scatter:excl", "pack:free", "group=host"],
+            "select" => &[
+                "1:ncpus=1",
+                "2:ncpus=99999999",
+                "0:ncpus=1",
+                "1:ncpus=1:ncpus=2",
+                // Counts that once sized the server's and the scheduler's work.
+                "4000000000:ncpus=0",
+                "4294967295:ncpus=0+4294967295:ncpus=0",
+                "1:ncpus=1:mpiprocs=2000000000",
+                "2:ncpus=1:mpiprocs=9223372036854775807:ompthreads=4294967296",
+                "2:mem=4096pb",
+                "3:mem=8192pb:vmem=8192pb",
+            ],
+            "place" => &["scatter:excl", "pack:free", "group=host", "vscatter:excl", "scatter:group=host:excl"],
+            "run_count" => &["4294967295", "18446744073709551615", "9223372036854775807"],
             "Hold_Types" => &["u", "o", "s", "uos", "n", "p"],
             "Priority" => &["1023", "-1024", "1024", "99999999999"],
             "array_indices_submitted" => &["0-99999999999", "1-10", "1-100000:1", "0-4294967296"],
@@ -363,7 +384,8 @@ impl Gen {
                 subjobs: b(&mut self.rng),
             },
             2 => Request::SelectJobs {
-                criteria: (0..self.rng.index(4))
+                // Sometimes as many criteria as a request may carry.
+                criteria: (0..if self.rng.chance(5) { 4096 } else { self.rng.index(4) })
                     .map(|_| Criterion {
                         attr: self.attr_name(ObjectKind::Job),
                         op: *self.rng.pick(&[

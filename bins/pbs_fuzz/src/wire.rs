@@ -640,6 +640,18 @@ pub(crate) fn largest(target: &Target<'_>, peer: Peer, g: &mut Gen, stats: &mut 
                     }
                 }
             }
+            // Millions of tiny values in one frame, which reading into a tree multiplies.
+            let mut tiny = br#"{"id":1,"request":{"kind":"HoldJob","hold_types":"u","ids":["#.to_vec();
+            while tiny.len() < (16 << 20) - 64 {
+                tiny.extend_from_slice(b"[0],");
+            }
+            tiny.extend_from_slice(b"[0]]}}");
+            if let Ok(mut conn) = connect_unix(target.socket, REPLY_WAIT) {
+                stats.connections += 1;
+                if conn.send(&Hello::local(Role::Client)) && conn.send_raw(&frame(&tiny)) {
+                    let _ = conn.reply(1);
+                }
+            }
         }
     }
 }

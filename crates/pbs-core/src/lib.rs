@@ -5,6 +5,7 @@
 
 pub mod acl;
 pub mod attr;
+pub mod capacity;
 pub mod conf;
 pub mod defaults;
 pub mod duration;

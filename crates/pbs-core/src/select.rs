@@ -52,6 +52,11 @@ impl Select {
         &self.chunks
     }
 
+    /// One chunk asking for `resources`.
+    pub fn single(resources: Vec<(String, String)>) -> Select {
+        Select { chunks: vec![Chunk { count: 1, resources }] }
+    }
+
     /// Adds each `default_chunk` resource to every chunk that does not ask for it.
     pub fn with_default_chunk(mut self, defaults: &[(String, String)]) -> Self {
         for chunk in &mut self.chunks {

@@ -14,6 +14,43 @@ pub const MAX_REQUEST_FRAME_LEN: usize = 16 * 1024 * 1024;
 /// Largest frame a client accepts; status replies are streamed in parts well below this.
 pub const MAX_REPLY_FRAME_LEN: usize = 256 * 1024 * 1024;
 
+/// Most JSON values (array elements, object members, nested values) a request frame may
+/// hold. Reading a message builds each value it holds before checking it (an internally
+/// tagged enum is read into a tree first), which costs some 30 times the frame's size
+/// when every value is tiny; a million values keep that tree under about 64 MiB, and no
+/// request a command sends comes near it (a 4 MiB environment is one value).
+pub const MAX_FRAME_VALUES: usize = 1 << 20;
+
+/// Whether a frame holds more than `limit` JSON values, counted without reading it into
+/// anything: the commas and opening brackets outside strings. Stops at the limit.
+pub fn has_more_values_than(frame: &[u8], limit: usize) -> bool {
+    let mut count = 0usize;
+    let mut in_string = false;
+    let mut escaped = false;
+    for &b in frame {
+        if in_string {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b',' | b'[' | b'{' => {
+                count += 1;
+                if count > limit {
+                    return true;
+                }
+            }
+            _ => {}
+        }
+    }
+    false
+}
+
 /// Errors reading or writing frames.
 #[derive(Debug, thiserror::Error)]
 pub enum FrameError {
@@ -84,6 +121,16 @@ pub fn read_body(reader: &mut impl Read, max_len: usize) -> Result<Option<Vec<u8
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn values_are_counted_outside_strings_only() {
+        assert!(!has_more_values_than(br#"{"a":[1,2,3]}"#, 4));
+        assert!(has_more_values_than(br#"{"a":[1,2,3],"b":{}}"#, 4));
+        // Commas and brackets inside strings, escaped quotes included, are not values.
+        assert!(!has_more_values_than(br#"{"a":"[,{,\",[,{"}"#, 1));
+        let many = format!("[{}0]", "0,".repeat(100));
+        assert!(has_more_values_than(many.as_bytes(), 100) && !has_more_values_than(many.as_bytes(), 101));
+    }
     use crate::messages::{Reply, ReplyBody};
 
     #[test]

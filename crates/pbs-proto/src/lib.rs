@@ -6,6 +6,7 @@
 
 pub mod admission;
 pub mod auth;
+pub mod budget;
 pub mod codec;
 pub mod link;
 pub mod messages;

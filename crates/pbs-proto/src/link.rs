@@ -251,12 +251,59 @@ pub struct LinkCodec {
     inner: LengthDelimitedCodec,
     sealer: Option<Sealer>,
     opener: Option<Opener>,
+    /// The budget incoming frames take from, if any, and what the frame being read (or
+    /// the last one read, until it is handled) took.
+    budget: Option<crate::budget::FrameBudget>,
+    held: Option<crate::budget::Held>,
+    reading: bool,
 }
 
 impl LinkCodec {
     /// Plain frames of at most `max_frame_len` bytes.
     pub fn plain(max_frame_len: usize) -> LinkCodec {
-        LinkCodec { inner: length_codec(max_frame_len), sealer: None, opener: None }
+        LinkCodec {
+            inner: length_codec(max_frame_len),
+            sealer: None,
+            opener: None,
+            budget: None,
+            held: None,
+            reading: false,
+        }
+    }
+
+    /// Each incoming frame takes its length from `budget` while it is read and handled.
+    pub fn with_budget(mut self, budget: crate::budget::FrameBudget) -> LinkCodec {
+        self.budget = Some(budget);
+        self
+    }
+
+    /// Takes an incoming frame's length from the budget as soon as its header is in, before
+    /// its body is buffered; the last frame's bytes come back first, since a connection
+    /// asks for its next frame only once it has handled the last.
+    fn take_budget(&mut self, src: &BytesMut) -> Result<(), io::Error> {
+        let Some(budget) = &self.budget else { return Ok(()) };
+        if self.reading {
+            return Ok(());
+        }
+        self.held = None;
+        let Some(header) = src.first_chunk::<4>() else { return Ok(()) };
+        let len = u32::from_be_bytes(*header) as usize;
+        if len > self.inner.max_frame_length() || len <= crate::budget::FREE_FRAME_LEN {
+            // Too large: refused by the frame reader, with its own error. Small: free, so
+            // a user whose big frames are in flight can still say Hello and ask things.
+            return Ok(());
+        }
+        match budget.budget.take(budget.holder, len) {
+            Some(held) => {
+                self.held = Some(held);
+                self.reading = true;
+                Ok(())
+            }
+            None => Err(io::Error::new(
+                io::ErrorKind::OutOfMemory,
+                "the frames this user has in flight already take the bytes they may",
+            )),
+        }
     }
 
     /// A TCP link before its handshake: frames of at most [`PRE_AUTH_FRAME_LEN`].
@@ -283,7 +330,9 @@ impl Decoder for LinkCodec {
     type Error = io::Error;
 
     fn decode(&mut self, src: &mut BytesMut) -> Result<Option<BytesMut>, io::Error> {
+        self.take_budget(src)?;
         let Some(frame) = self.inner.decode(src)? else { return Ok(None) };
+        self.reading = false;
         match &mut self.opener {
             None => Ok(Some(frame)),
             Some(opener) => {

@@ -239,10 +239,10 @@ pub enum Request {
     },
 }
 
-impl Request {
-    /// The job ids of a request that acts on jobs one by one (answered per id).
-    pub fn per_job_ids(&self) -> Option<&[String]> {
-        match self {
+/// The id list of a per-id request, borrowed as the request is.
+macro_rules! per_job_ids {
+    ($request:expr) => {
+        match $request {
             Request::ModifyJob { ids, .. }
             | Request::DeleteJob { ids, .. }
             | Request::HoldJob { ids, .. }
@@ -251,6 +251,24 @@ impl Request {
             | Request::RerunJob { ids, .. } => Some(ids),
             _ => None,
         }
+    };
+}
+
+/// Job ids one per-id request may name (qdel, qhold, qrls, qalter, qsig, qrerun): the
+/// commands send longer lists in several requests, and the server refuses a longer one
+/// with `Invalid request` before looking at any id, so the work and the reply of one
+/// request stay bounded (4096 error lines are well under a frame).
+pub const MAX_REQUEST_IDS: usize = 4096;
+
+impl Request {
+    /// The job ids of a request that acts on jobs one by one (answered per id).
+    pub fn per_job_ids(&self) -> Option<&[String]> {
+        per_job_ids!(self).map(Vec::as_slice)
+    }
+
+    /// [`Request::per_job_ids`], to be rewritten (the server drops repeated ids).
+    pub fn per_job_ids_mut(&mut self) -> Option<&mut Vec<String>> {
+        per_job_ids!(self)
     }
 
     /// OpenPBS's batch request number, for log lines (`Type 19 request received ...`).
@@ -290,7 +308,7 @@ pub struct Criterion {
 }
 
 /// Comparison operators of qselect (`.eq.`, `.ne.`, ...).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum CompareOp {
     /// Equal.

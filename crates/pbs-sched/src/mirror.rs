@@ -97,6 +97,8 @@ pub(crate) struct ChunkReq {
 pub(crate) struct Request {
     pub(crate) chunks: Vec<ChunkReq>,
     pub(crate) total_chunks: u32,
+    /// Chunks and processes, held to what nodes have before any is placed.
+    pub(crate) counts: pbs_core::capacity::Counts,
     pub(crate) arrangement: Arrangement,
     pub(crate) sharing: PlaceSharing,
     pub(crate) group: Option<ResId>,
@@ -704,6 +706,7 @@ impl Mirror {
         let mut request = Request {
             chunks: Vec::new(),
             total_chunks: 0,
+            counts: pbs_core::capacity::Counts::default(),
             arrangement: Arrangement::Pack,
             sharing: PlaceSharing::Default,
             group: None,
@@ -728,6 +731,7 @@ impl Mirror {
         };
         match select_text.parse::<Select>() {
             Ok(select) => {
+                request.counts = pbs_core::capacity::Counts::of(&select);
                 for chunk in select.chunks() {
                     let mut req = ChunkReq { count: chunk.count(), cons: Vec::new(), noncons: Vec::new() };
                     for (name, value) in chunk.resources() {

@@ -105,7 +105,23 @@ pub(crate) fn can_fit_set(w: &World<'_>, set: &SetView<'_>, req: &Request, total
             check_amount(w, set, id, wanted, total)?;
         }
     }
-    Ok(())
+    // Against what the set has at all, once the resources passed (their shortfall is the
+    // better reason): counts past it can never run, and no chunk of them is placed.
+    let ncpus = w.ncpus.map_or(0, |id| zero_if_unset(amount_of(set.avail, id)));
+    check_counts(req, u64::try_from(set.nodes.len()).unwrap_or(u64::MAX), u64::try_from(ncpus).unwrap_or(0))
+}
+
+/// Whether `vnodes` vnodes with `ncpus` cpus between them can ever hold the request's
+/// chunks and processes (`pbs_core::capacity`).
+fn check_counts(req: &Request, vnodes: u64, ncpus: u64) -> Result<(), Reason> {
+    let slots = pbs_core::capacity::Slots::of(vnodes, ncpus);
+    match req.counts.check(slots) {
+        Ok(()) => Ok(()),
+        Err(pbs_core::capacity::Exceeds::Chunks { .. }) => Err(Reason::NoTotalNodes),
+        Err(pbs_core::capacity::Exceeds::Mpiprocs { asked, slots }) => {
+            Err(Reason::InsufficientResource("mpiprocs".into(), format!("(R: {asked} A: {slots} T: {slots})")))
+        }
+    }
 }
 
 /// What this job has already taken in the search (not yet booked in the world).
@@ -179,14 +195,27 @@ enum Apart {
 /// Places every chunk on `nodes` in order (OpenPBS's `eval_complex_selspec`): each chunk
 /// on the first node that can hold it. On failure, the reason of the last node looked at.
 fn place_chunks(w: &World<'_>, req: &Request, nodes: &[u32], apart: Apart) -> Result<Vec<Alloc>, Option<Reason>> {
+    // Chunks that take no cpu could be placed without end: no more are placed than the
+    // nodes have slots (`pbs_core::capacity`), whatever count the job asks for.
+    let ncpus: i64 = w.ncpus.map_or(0, |id| {
+        nodes
+            .iter()
+            .filter_map(|&slot| w.m.node(slot))
+            .map(|n| zero_if_unset(amount_of(&n.avail, id)))
+            .fold(0, i64::saturating_add)
+    });
+    let slots = pbs_core::capacity::Slots::of(nodes.len() as u64, u64::try_from(ncpus).unwrap_or(0));
     let mut local = Local::default();
-    let mut allocs: Vec<Alloc> = Vec::with_capacity(req.total_chunks as usize);
+    let mut allocs: Vec<Alloc> = Vec::new();
     let mut used_hosts: Vec<&str> = Vec::new();
     for chunk in &req.chunks {
         // Nodes before the last one used for this chunk could not hold it; resources only
         // shrink during a search, so they still cannot.
         let mut start = 0;
         for _ in 0..chunk.count {
+            if allocs.len() as u64 >= slots.0 {
+                return Err(Some(Reason::NoTotalNodes));
+            }
             let mut last_err: Option<Reason> = None;
             let mut found = None;
             for (i, &slot) in nodes.iter().enumerate().skip(start) {

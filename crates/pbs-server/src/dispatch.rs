@@ -30,29 +30,54 @@ const STATUS_CHUNK: usize = 2000;
 pub enum Response {
     /// One reply.
     Reply(Reply),
-    /// A job status in parts, each built under a short lock as it is taken.
+    /// An answer in parts, each built under a short lock as it is taken.
+    Parts(ReplyParts),
+}
+
+/// An answer sent in parts: a job status or a selection, each part made under a lock of
+/// its own, so a long answer never holds the state for long nor makes a frame too big.
+pub enum ReplyParts {
+    /// qstat.
     JobStatus(JobStatusParts),
+    /// qselect.
+    Select(SelectParts),
+}
+
+impl ReplyParts {
+    /// The next part, `None` once the last has been given.
+    pub async fn next_part(&mut self, server: &Server) -> Option<Reply> {
+        match self {
+            ReplyParts::JobStatus(parts) => parts.next_part(server),
+            ReplyParts::Select(parts) => parts.next_part(server).await,
+        }
+    }
 }
 
 /// What the handler under the lock leaves to the dispatch.
 pub(crate) enum Handled {
     /// A reply, sent once the effects are carried out.
     Apply(Reply, Effects),
-    /// A job status to list part by part.
-    JobStatus(JobStatusParts),
+    /// An answer to give part by part.
+    Parts(ReplyParts),
     /// A qrun for the scheduler to place (the job's full id).
     AskScheduler(String),
 }
 
 /// Handles one request from `who` and gives its response.
-pub async fn dispatch(server: &Arc<Server>, who: &Identity, id: u64, request: Request) -> Response {
+pub async fn dispatch(server: &Arc<Server>, who: &Identity, id: u64, mut request: Request) -> Response {
     if let Err(e) = crate::size_limits::check_request(&request) {
         return Response::Reply(Reply::error(id, e.code.0, e.message));
     }
+    // Outside the lock: a request naming one job many times is handled as naming it once.
+    let repeats = crate::request::ids::Repeats::drop_from(&mut request);
     // The one point where a request may wait before the state is locked: queuejob and
     // modifyjob hooks run here, on the request as it came, before anything is decided.
     let (reply, applied) = match handle_locked(server, who, id, request) {
         Locked::Applied(reply, applied) => (reply, applied),
+        Locked::Respond(Response::Reply(mut reply)) => {
+            repeats.restore(&mut reply);
+            return Response::Reply(reply);
+        }
         Locked::Respond(response) => return response,
         Locked::Wait(waiter) => {
             let result = match tokio::time::timeout(QRUN_TIMEOUT, waiter).await {
@@ -67,7 +92,11 @@ pub async fn dispatch(server: &Arc<Server>, who: &Identity, id: u64, request: Re
     };
     let committed = applied.done().await;
     Response::Reply(match committed {
-        Ok(()) => reply,
+        Ok(()) => {
+            let mut reply = reply;
+            repeats.restore(&mut reply);
+            reply
+        }
         Err(e) => Reply::error(id, Pbse::SYSTEM.0, format!("{}{e}", Pbse::SYSTEM)),
     })
 }
@@ -95,7 +124,7 @@ fn handle_locked(server: &Arc<Server>, who: &Identity, id: u64, request: Request
     }
     match handle(&mut shared.state, &ctx, id, request) {
         Handled::Apply(reply, effects) => Locked::Applied(reply, server.apply_effects(shared, effects)),
-        Handled::JobStatus(parts) => Locked::Respond(Response::JobStatus(parts)),
+        Handled::Parts(parts) => Locked::Respond(Response::Parts(parts)),
         Handled::AskScheduler(full_id) => match crate::sched_view::ask_scheduler(&mut shared.links, full_id) {
             Ok(waiter) => Locked::Wait(waiter),
             Err(e) => Locked::Respond(Response::Reply(Reply::error(id, e.code.0, e.message))),
@@ -147,12 +176,13 @@ pub(crate) fn handle(state: &mut State, ctx: &Ctx<'_>, id: u64, request: Request
             if let Err(e) = crate::privilege::check_criteria(state, ctx.privilege, &criteria) {
                 return fail(e);
             }
-            let ids = crate::job::status::select_jobs(state, ctx, &criteria, history, subjobs, arrays_only);
-            Handled::Apply(Reply::ok(id, ReplyBody::Ids(ids)), Effects::default())
+            let selection = crate::job::status::Selection::new(&criteria, history, subjobs, arrays_only);
+            Handled::Parts(ReplyParts::Select(SelectParts { id, selection, who: ctx.who.clone(), last_given: false }))
         }
         Request::StatusJob { ids, queues, attrs, history, subjobs } => {
             let (plan, errors) = crate::job::status::status_plan(state, ctx, &ids, &queues, history, subjobs);
-            Handled::JobStatus(JobStatusParts::new(id, plan, errors, StatusFilter::new(&attrs, ctx.privilege)))
+            let filter = StatusFilter::new(&attrs, ctx.privilege);
+            Handled::Parts(ReplyParts::JobStatus(JobStatusParts::new(id, plan, errors, filter)))
         }
         Request::StatusServer { attrs } => {
             let object = crate::objects::server_status(state, ctx.privilege, &attrs);
@@ -270,6 +300,40 @@ impl JobStatusParts {
         let errors = if last { self.errors.take().unwrap_or_default() } else { Vec::new() };
         let body = ReplyBody::Status { objects, errors };
         Some(Reply { id: self.id, code: self.code, message: self.message.clone(), body, more: !last })
+    }
+}
+
+/// A qselect being answered: the jobs are walked a few at a time under short locks (see
+/// [`crate::job::status::Selection`]) and the ids matched so far go out in a part once
+/// there are enough of them.
+pub struct SelectParts {
+    id: u64,
+    selection: crate::job::status::Selection,
+    who: Identity,
+    last_given: bool,
+}
+
+impl SelectParts {
+    /// The next part, `None` once the last has been given (a selection of nothing is one
+    /// part).
+    pub async fn next_part(&mut self, server: &Server) -> Option<Reply> {
+        if self.last_given {
+            return None;
+        }
+        let mut ids = Vec::new();
+        while !self.selection.done() && ids.len() < crate::job::status::SELECT_IDS_PER_PART {
+            {
+                let state = server.lock();
+                let ctx = server.ctx(&state, &self.who);
+                self.selection.step(&state, &ctx, &mut ids);
+            }
+            // Between two steps the lock goes to whoever waits for it, and this worker to
+            // the other connections' tasks.
+            tokio::task::yield_now().await;
+        }
+        let last = self.selection.done();
+        self.last_given = last;
+        Some(Reply { id: self.id, code: 0, message: String::new(), body: ReplyBody::Ids(ids), more: !last })
     }
 }
 

@@ -9,7 +9,7 @@ use pbs_core::{JobState, Privilege};
 use pbs_proto::mom::{ToMom, Usage};
 use pbs_proto::{Attr, Reply, ReplyBody, Request};
 
-use crate::dispatch::{Handled, handle};
+use crate::dispatch::{Handled, ReplyParts, handle};
 use crate::effects::{Delivery, Effects};
 use crate::identity::Identity;
 use crate::jobkey::JobKey;
@@ -178,6 +178,67 @@ fn hold_and_release_write_the_job_and_send_nothing() {
     assert!(!effects.has_mom_work());
 }
 
+/// A request naming one job a thousand times, under its several spellings, does the work
+/// of naming it once (one record written), and every repeat gets its first naming's answer.
+#[test]
+fn a_request_naming_one_job_many_times_does_its_work_once() {
+    let mut f = fixture();
+    let id = f.submit(&alice(), &[]);
+    let short = id.split('.').next().unwrap_or(&id).to_string();
+    let spellings = [id.clone(), short.clone(), format!("{short}[]")];
+    let mut request =
+        Request::HoldJob { ids: spellings.iter().cycle().take(3000).cloned().collect(), hold_types: "u".into() };
+    let repeats = crate::request::ids::Repeats::drop_from(&mut request);
+    assert_eq!(request.per_job_ids().map(<[String]>::len), Some(1));
+    let (mut reply, effects) = f.request(&alice(), request);
+    assert_eq!(writes(&effects), ["PutJob"]);
+    repeats.restore(&mut reply);
+    assert_eq!(reply.code, 0, "{reply:?}");
+
+    // Errors come back once per id given, in the request's order, each under its own text.
+    let unknown = ["999.srv", "999", "998", "999.srv"].map(String::from).to_vec();
+    let mut request = Request::DeleteJob { ids: unknown.clone(), force: false, purge_history: false };
+    let repeats = crate::request::ids::Repeats::drop_from(&mut request);
+    assert_eq!(request.per_job_ids().map(<[String]>::len), Some(2));
+    let (mut reply, _) = f.request(&alice(), request);
+    repeats.restore(&mut reply);
+    let ReplyBody::PerId(errors) = &reply.body else { panic!("per-id reply expected: {reply:?}") };
+    let answered: Vec<(&str, u32)> = errors.iter().map(|e| (e.id.as_str(), e.code)).collect();
+    assert_eq!(answered, unknown.iter().map(|id| (id.as_str(), 15001)).collect::<Vec<_>>());
+}
+
+/// With the most criteria a request may carry, one lock looks at a handful of jobs: the
+/// lock is held for a bounded number of tests, whatever the criteria and jobs.
+#[test]
+fn a_selection_with_many_criteria_looks_at_few_jobs_per_lock() {
+    let mut f = fixture();
+    for _ in 0..20 {
+        f.submit(&alice(), &[]);
+    }
+    let criteria: Vec<pbs_proto::Criterion> = (1..=crate::size_limits::MAX_REQUEST_ATTRS)
+        .map(|i| pbs_proto::Criterion { attr: "Priority".into(), op: pbs_proto::CompareOp::Ne, value: i.to_string() })
+        .collect();
+    let who = alice();
+    let ctx = Ctx { who: &who, privilege: Privilege::User, now: f.now };
+    let mut selection = crate::job::status::Selection::new(&criteria, false, false, false);
+    let mut ids = Vec::new();
+    selection.step(&f.state, &ctx, &mut ids);
+    let per_lock = crate::job::status::SELECT_TESTS_PER_LOCK / criteria.len();
+    assert_eq!(ids.len(), per_lock);
+    let mut steps = 1;
+    while !selection.done() {
+        selection.step(&f.state, &ctx, &mut ids);
+        steps += 1;
+    }
+    assert_eq!((ids.len(), steps), (20, 20usize.div_ceil(per_lock)));
+    // The same criterion many times is tested once.
+    let same = vec![criteria[0].clone(); crate::size_limits::MAX_REQUEST_ATTRS];
+    let mut selection = crate::job::status::Selection::new(&same, false, false, false);
+    let mut ids = Vec::new();
+    selection.step(&f.state, &ctx, &mut ids);
+    assert!(selection.done() && ids.len() == 20);
+}
+
 #[test]
 fn a_run_writes_the_job_first_and_leaves_its_start_for_after_the_commit() {
     let mut f = fixture();
@@ -304,20 +365,19 @@ fn a_node_down_too_long_requeues_its_jobs_and_forgets_them_after_the_commit() {
 fn requests_that_change_nothing_have_no_effects() {
     let mut f = fixture();
     f.submit(&alice(), &[]);
-    for request in [
-        Request::StatusServer { attrs: Vec::new() },
-        Request::StatusNode { names: Vec::new() },
-        Request::SelectJobs { criteria: Vec::new(), history: false, subjobs: false, arrays_only: false },
-    ] {
+    for request in [Request::StatusServer { attrs: Vec::new() }, Request::StatusNode { names: Vec::new() }] {
         let (reply, effects) = f.request(&alice(), request);
         assert_eq!((reply.code, effects.is_empty()), (0, true), "{reply:?}");
     }
-    // A status is listed part by part after the lock, through the same dispatch.
+    // A status and a selection are given part by part after the lock, through the same
+    // dispatch.
     let who = alice();
     let ctx = Ctx { who: &who, privilege: Privilege::User, now: f.now };
     let status =
         Request::StatusJob { ids: Vec::new(), queues: Vec::new(), attrs: Vec::new(), history: false, subjobs: false };
-    assert!(matches!(handle(&mut f.state, &ctx, 1, status), Handled::JobStatus(_)));
+    assert!(matches!(handle(&mut f.state, &ctx, 1, status), Handled::Parts(ReplyParts::JobStatus(_))));
+    let select = Request::SelectJobs { criteria: Vec::new(), history: false, subjobs: false, arrays_only: false };
+    assert!(matches!(handle(&mut f.state, &ctx, 1, select), Handled::Parts(ReplyParts::Select(_))));
 }
 
 /// A mom that comes back: a job it holds that the server does not know is forgotten, a

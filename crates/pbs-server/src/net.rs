@@ -84,7 +84,10 @@ where
 {
     // Before its handshake a TCP peer is nobody: it may send a few KiB, no more.
     let codec = match peer {
-        Peer::Unix { .. } => LinkCodec::plain(MAX_REQUEST_FRAME_LEN),
+        // Root is the administrator: only other users' frames count against a budget.
+        Peer::Unix { uid: 0, .. } => LinkCodec::plain(MAX_REQUEST_FRAME_LEN),
+        Peer::Unix { uid, .. } => LinkCodec::plain(MAX_REQUEST_FRAME_LEN)
+            .with_budget(pbs_proto::budget::FrameBudget { budget: server.frame_budget.clone(), holder: uid }),
         Peer::Tcp(_) => LinkCodec::unauthenticated(),
     };
     let mut conn = Framed::new(stream, codec);
@@ -144,9 +147,12 @@ where
                 return;
             }
         };
-        let frame = match serde_json::from_slice::<RequestFrame>(&bytes) {
-            Ok(frame) => frame,
-            Err(_) => {
+        // A frame of more values than any request holds is not read into them at all.
+        let countable = !pbs_proto::codec::has_more_values_than(&bytes, pbs_proto::codec::MAX_FRAME_VALUES);
+        let parsed = if countable { serde_json::from_slice::<RequestFrame>(&bytes).ok() } else { None };
+        let frame = match parsed {
+            Some(frame) => frame,
+            None => {
                 let reply = malformed_reply(&bytes);
                 if !send(&mut conn, &reply).await {
                     return;
@@ -188,9 +194,20 @@ where
 /// The reply to a frame that is not a valid request: `Unknown request` when it names a kind
 /// we do not have, `Batch protocol error` for anything else; the id is echoed if readable.
 fn malformed_reply(bytes: &[u8]) -> Reply {
-    let value: Option<serde_json::Value> = serde_json::from_slice(bytes).ok();
-    let id = value.as_ref().and_then(|v| v.get("id")).and_then(|v| v.as_u64()).unwrap_or(0);
-    let kind = value.as_ref().and_then(|v| v.get("request")).and_then(|r| r.get("kind")).and_then(|k| k.as_str());
+    // Only the id and the kind are read, every other value skipped as it is met: a
+    // malformed 16 MiB frame is never built into a tree of JSON values.
+    #[derive(serde::Deserialize)]
+    struct Kind {
+        kind: Option<String>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Peek {
+        id: Option<u64>,
+        request: Option<Kind>,
+    }
+    let peek: Option<Peek> = serde_json::from_slice(bytes).ok();
+    let id = peek.as_ref().and_then(|p| p.id).unwrap_or(0);
+    let kind = peek.as_ref().and_then(|p| p.request.as_ref()).and_then(|r| r.kind.as_deref());
     let known = kind.is_some_and(|k| {
         serde_json::from_value::<Request>(serde_json::json!({ "kind": k })).is_ok() || KNOWN_KINDS.contains(&k)
     });
@@ -234,8 +251,8 @@ where
             }
             send(conn, &reply).await
         }
-        Response::JobStatus(mut parts) => {
-            while let Some(reply) = parts.next_part(server) {
+        Response::Parts(mut parts) => {
+            while let Some(reply) = parts.next_part(server).await {
                 if !send(conn, &reply).await {
                     return false;
                 }

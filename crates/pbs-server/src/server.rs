@@ -67,7 +67,13 @@ pub struct Server {
     pub store: Store,
     /// One link task per node's mom.
     pub mom_tasks: Mutex<HashMap<String, MomLinkTask>>,
+    /// The bytes each local user's frames may have in flight at once.
+    pub frame_budget: std::sync::Arc<pbs_proto::budget::ByteBudget>,
 }
+
+/// What one local user other than root may have in flight in request frames at once,
+/// across all their connections: four of the largest frames.
+pub const MAX_BYTES_IN_FLIGHT_PER_UID: usize = 4 * pbs_proto::MAX_REQUEST_FRAME_LEN;
 
 /// What the state lock guards: the state, and beside it the live links and the outbox,
 /// which must change in the same order as the state. Handlers get the state alone, so
@@ -153,7 +159,13 @@ impl Server {
         }
         tracing::info!(n_jobs, "Server state recovered");
         let shared = Shared { state, links: Links::default(), outbox: Outbox::default() };
-        Ok(Server { config, state: Mutex::new(shared), store, mom_tasks: Mutex::new(Default::default()) })
+        Ok(Server {
+            config,
+            state: Mutex::new(shared),
+            store,
+            mom_tasks: Mutex::new(Default::default()),
+            frame_budget: pbs_proto::budget::ByteBudget::new(MAX_BYTES_IN_FLIGHT_PER_UID),
+        })
     }
 
     /// The database file (for reading job scripts).

@@ -65,9 +65,13 @@ pub fn check_job_total(list: &AttrList, last: &str) -> Result<(), ReqError> {
     Ok(())
 }
 
-/// Refuses a request that lists more than [`MAX_REQUEST_ATTRS`] attributes: `Invalid
-/// request`, before any of them is looked at.
+/// Refuses a request that lists more than [`MAX_REQUEST_ATTRS`] attributes or more than
+/// [`pbs_proto::MAX_REQUEST_IDS`] job ids: `Invalid request`, before any of them is looked
+/// at.
 pub fn check_request(request: &Request) -> Result<(), ReqError> {
+    if request.per_job_ids().is_some_and(|ids| ids.len() > pbs_proto::MAX_REQUEST_IDS) {
+        return Err(ReqError::new(Pbse::IVALREQ));
+    }
     let count = match request {
         Request::QueueJob { attrs, .. } | Request::ModifyJob { attrs, .. } => attrs.len(),
         Request::Manager { attrs, .. } => attrs.len(),

@@ -286,7 +286,7 @@ fn command() -> ExitCode {
     };
     match plan {
         Plan::Alter { attrs, jobs } => {
-            pbs_cli::perjob::run("qalter", &mut client, &jobs, |ids| Request::ModifyJob { ids, attrs })
+            pbs_cli::perjob::run("qalter", &mut client, &jobs, |ids| Request::ModifyJob { ids, attrs: attrs.clone() })
         }
         Plan::PerJob { code, jobs } => {
             let server_name = client.server_name().to_string();

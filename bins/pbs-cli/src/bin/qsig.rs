@@ -58,7 +58,7 @@ fn command() -> ExitCode {
         Ok(request) => request,
         Err(code) => return code,
     };
-    pbs_cli::perjob::connect_and_run("qsig", &jobs, |ids| Request::SignalJob { ids, signal })
+    pbs_cli::perjob::connect_and_run("qsig", &jobs, |ids| Request::SignalJob { ids, signal: signal.clone() })
 }
 
 #[cfg(test)]

@@ -86,35 +86,51 @@ fn jsdl_values(text: &str, tag: &str) -> Vec<String> {
     out
 }
 
-/// The chunks of a job's select, one entry per chunk (counts expanded).
-fn expanded_chunks(job: &Job) -> Vec<Vec<(String, String)>> {
-    let select = job.get("Resource_List", Some("select")).and_then(|s| s.parse::<Select>().ok());
-    let mut out = Vec::new();
-    if let Some(select) = select {
-        for chunk in select.chunks() {
-            for _ in 0..chunk.count().max(1) {
-                out.push(chunk.resources().to_vec());
-            }
-        }
+/// A job's select: as stored, else one chunk of `ncpus=1`.
+fn select_of(job: &Job) -> Select {
+    let parsed = job.get("Resource_List", Some("select")).and_then(|s| s.parse::<Select>().ok());
+    match parsed {
+        Some(select) if !select.chunks().is_empty() => select,
+        _ => Select::single(vec![("ncpus".to_string(), "1".to_string())]),
     }
-    if out.is_empty() {
-        out.push(vec![("ncpus".to_string(), "1".to_string())]);
-    }
-    out
+}
+
+/// The chunks of a select one by one, each repeated its count, made as they are taken:
+/// walked only as far as an exec_vnode reaches, never expanded.
+fn each_chunk(select: &Select) -> impl Iterator<Item = &pbs_core::select::Chunk> {
+    select.chunks().iter().flat_map(|chunk| std::iter::repeat_n(chunk, chunk.count().max(1) as usize))
+}
+
+/// Whether the vnodes an exec_vnode names can ever hold the job's chunks and processes
+/// (`pbs_core::capacity`): checked before anything is made per chunk or per process, so
+/// `select=4000000000:ncpus=0` or `mpiprocs=2000000000` costs nothing here.
+fn check_capacity(state: &State, select: &Select, exec: &ExecVnode) -> Result<(), ReqError> {
+    let names: std::collections::HashSet<&str> = exec.parts().map(|p| p.vnode.as_str()).collect();
+    let ncpus: u64 = state
+        .nodes
+        .iter()
+        .filter(|n| names.contains(n.name.as_str()))
+        .map(|n| crate::node::available_ncpus(&crate::node::available(state, n)))
+        .fold(0, u64::saturating_add);
+    let slots = pbs_core::capacity::Slots::of(names.len() as u64, ncpus);
+    pbs_core::capacity::Counts::of(select).check(slots).map_err(|e| {
+        tracing::info!(object_type = "Job", "Refused a run: {e}");
+        ReqError::new(Pbse::RESCUNAV)
+    })
 }
 
 /// Completes an exec_vnode given as bare names (`qrun -H n1+n2`): each chunk of the job's
 /// select goes to the named vnodes in turn, with the chunk's consumable resources.
-fn complete_exec(state: &State, job: &Job, exec: ExecVnode) -> ExecVnode {
+fn complete_exec(state: &State, select: &Select, exec: ExecVnode) -> ExecVnode {
     if exec.parts().any(|p| !p.resources.is_empty()) {
         return exec;
     }
     let names: Vec<String> = exec.parts().map(|p| p.vnode.clone()).collect();
-    let chunks = expanded_chunks(job);
     let mut out = ExecVnode::default();
-    for (i, chunk) in chunks.iter().enumerate() {
+    for (i, chunk) in each_chunk(select).enumerate() {
         let vnode = names[i % names.len().max(1)].clone();
         let resources = chunk
+            .resources()
             .iter()
             .filter(|(r, _)| crate::node::consumable(state, r))
             .map(|(r, v)| (r.clone(), v.clone()))
@@ -220,12 +236,16 @@ pub fn run_job(state: &mut State, key: JobKey, exec_vnode: &str, now: i64) -> Re
     if job.state != JobState::Queued || job.array {
         return Err(ReqError::new(Pbse::BADSTATE));
     }
-    let exec = complete_exec(state, job, parsed);
+    let select = select_of(job);
+    check_capacity(state, &select, &parsed)?;
+    let exec = complete_exec(state, &select, parsed);
     check_nodes(state, &exec)?;
     let exclusive = job_exclusive(state, job, &exec);
     let exec_text = exec.to_string();
     let job_id = job.id(&state.server_name);
-    let run_count: u32 = job.get("run_count", None).and_then(|v| v.parse().ok()).unwrap_or(0) + 1;
+    // A run_count a user set near the top of its range stays there.
+    let run_count = job.get("run_count", None).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0).saturating_add(1);
+    let run_count = u32::try_from(run_count).unwrap_or(u32::MAX);
     crate::node::account(state, key, &job_id, &exec, exclusive, true, now);
     let Some(job) = state.job_mut(key) else { return Err(ReqError::new(Pbse::UNKJOBID)) };
     job.state = JobState::Running;
@@ -243,31 +263,25 @@ pub fn run_job(state: &mut State, key: JobKey, exec_vnode: &str, now: i64) -> Re
     }
     state.starting.insert(key);
     state.changes.jobs.insert(key, job_id.clone());
-    let launches = launches(state, key, &exec, run_count);
+    let launches = launches(state, key, &select, &exec, run_count);
     tracing::info!(object_type = "Job", object_name = job_id.as_str(), "Job run on {exec_text}");
     Ok(Effects { ops, to_moms: Vec::new(), launches })
 }
 
-fn launches(state: &State, key: JobKey, exec: &ExecVnode, run_count: u32) -> Vec<Launch> {
+fn launches(state: &State, key: JobKey, select: &Select, exec: &ExecVnode, run_count: u32) -> Vec<Launch> {
     let Some(job) = state.job(key) else { return Vec::new() };
     let get = |name: &str| job.get(name, None).unwrap_or("").to_string();
-    let chunks = expanded_chunks(job);
+    // One line per process of each chunk, on its first vnode; [`check_capacity`] has held
+    // the processes to what the job's vnodes have.
     let mut nodefile = Vec::new();
-    for (i, chunk) in exec.chunks.iter().enumerate() {
-        let wanted = chunks.get(i);
-        let ncpus: u64 =
-            wanted.and_then(|c| c.iter().find(|(r, _)| r == "ncpus")).and_then(|(_, v)| v.parse().ok()).unwrap_or(1);
-        let mpiprocs: u64 = wanted
-            .and_then(|c| c.iter().find(|(r, _)| r == "mpiprocs"))
-            .and_then(|(_, v)| v.parse().ok())
-            .unwrap_or(if ncpus > 0 { 1 } else { 0 });
+    let mut wanted = each_chunk(select);
+    for chunk in &exec.chunks {
+        let mpiprocs = wanted.next().map_or(1, pbs_core::capacity::chunk_mpiprocs);
         if let Some(first) = chunk.first() {
-            for _ in 0..mpiprocs {
-                nodefile.push(first.vnode.clone());
-            }
+            nodefile.extend(std::iter::repeat_n(first.vnode.clone(), mpiprocs as usize));
         }
     }
-    let first_chunk = chunks.first().cloned().unwrap_or_default();
+    let first_chunk = select.chunks().first().map(|c| c.resources().to_vec()).unwrap_or_default();
     let chunk_value =
         |name: &str| -> Option<u32> { first_chunk.iter().find(|(r, _)| r == name).and_then(|(_, v)| v.parse().ok()) };
     let ms_ncpus = exec

@@ -13,39 +13,83 @@ use crate::request::{Ctx, may_see};
 use crate::state::{Job, State};
 use crate::store::StoreOp;
 
-/// Handles SelectJobs (qselect): the ids of visible jobs matching every criterion.
-pub fn select_jobs(
-    state: &State,
-    ctx: &Ctx<'_>,
-    criteria: &[Criterion],
+/// A qselect being answered: its criteria read once, then the jobs walked in id order a
+/// few at a time, each few under a lock of its own, so neither many criteria nor many jobs
+/// hold the state for long, and the ids go out in parts of at most [`SELECT_IDS_PER_PART`].
+pub struct Selection {
+    criteria: Vec<Prepared>,
     history: bool,
     subjobs: bool,
     arrays_only: bool,
-) -> Vec<String> {
-    let mut ids = Vec::new();
-    let criteria: Vec<Prepared> = criteria.iter().map(Prepared::new).collect();
-    let visible = state
-        .jobs
-        .values()
-        .filter(|job| history || !job.state.is_history())
-        .filter(|job| !arrays_only || job.array)
-        .filter(|job| may_see(state, ctx, job));
-    for job in visible {
-        if subjobs && job.array && !arrays_only {
-            // qselect -T: the subjobs stand for their array.
-            let holds = |subjob: &Job, letter: JobState| {
-                (history || !letter.is_history()) && criteria.iter().all(|c| c.holds(subjob, letter))
-            };
-            for index in crate::job::array::selected_subjobs(state, job, holds) {
-                ids.push(pbs_core::JobId::subjob(job.seq, index, &state.server_name).to_string());
+    /// The first sequence number not yet looked at; `None` once every job was.
+    next_seq: Option<u64>,
+}
+
+/// Criterion tests made under one lock: 2000 jobs against a few criteria, a handful
+/// against the most a request may send.
+pub const SELECT_TESTS_PER_LOCK: usize = 32_000;
+
+/// Job ids in one part of a qselect answer (a few hundred KiB).
+pub const SELECT_IDS_PER_PART: usize = 20_000;
+
+impl Selection {
+    /// Reads the criteria of a SelectJobs (qselect) request.
+    pub fn new(criteria: &[Criterion], history: bool, subjobs: bool, arrays_only: bool) -> Selection {
+        let mut prepared: Vec<Prepared> = Vec::with_capacity(criteria.len());
+        let mut seen = std::collections::HashSet::new();
+        for criterion in criteria {
+            // A criterion given twice tests nothing more the second time.
+            if seen.insert((&criterion.attr, criterion.op, &criterion.value)) {
+                prepared.push(Prepared::new(criterion));
             }
-            continue;
         }
-        if criteria.iter().all(|c| c.holds(job, job.state)) {
-            ids.push(job.id(&state.server_name));
+        Selection { criteria: prepared, history, subjobs, arrays_only, next_seq: Some(0) }
+    }
+
+    /// Whether every job was looked at.
+    pub fn done(&self) -> bool {
+        self.next_seq.is_none()
+    }
+
+    /// Jobs looked at under one lock.
+    fn jobs_per_lock(&self) -> usize {
+        (SELECT_TESTS_PER_LOCK / self.criteria.len().max(1)).clamp(1, 2000)
+    }
+
+    /// Looks at the next few visible jobs, adding the ids of those matching every
+    /// criterion to `ids`.
+    pub fn step(&mut self, state: &State, ctx: &Ctx<'_>, ids: &mut Vec<String>) {
+        let Some(from) = self.next_seq else { return };
+        let budget = self.jobs_per_lock();
+        self.next_seq = None;
+        for (looked, job) in state.jobs.range(from..).map(|(_, job)| job).enumerate() {
+            if looked == budget {
+                self.next_seq = Some(job.seq);
+                break;
+            }
+            if (!self.history && job.state.is_history())
+                || (self.arrays_only && !job.array)
+                || !may_see(state, ctx, job)
+            {
+                continue;
+            }
+            if self.subjobs && job.array && !self.arrays_only {
+                // qselect -T: the subjobs stand for their array.
+                let history = self.history;
+                let criteria = &self.criteria;
+                let holds = |subjob: &Job, letter: JobState| {
+                    (history || !letter.is_history()) && criteria.iter().all(|c| c.holds(subjob, letter))
+                };
+                for index in crate::job::array::selected_subjobs(state, job, holds) {
+                    ids.push(pbs_core::JobId::subjob(job.seq, index, &state.server_name).to_string());
+                }
+                continue;
+            }
+            if self.criteria.iter().all(|c| c.holds(job, job.state)) {
+                ids.push(job.id(&state.server_name));
+            }
         }
     }
-    ids
 }
 
 /// What a StatusJob covers, in reply order: jobs, and subjobs kept as index runs until

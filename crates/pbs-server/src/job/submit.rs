@@ -252,8 +252,12 @@ pub fn apply_resource_defaults(state: &mut State, queue_index: usize, list: &mut
     }
     let nodect = state.interner.intern("nodect");
     list.set(rl, Some(nodect), select.nodect().to_string());
+    // A sum that would wrap is refused: wrapped, `2:mem=4096pb` would pass a queue's
+    // `resources_max.mem` as `0b`.
+    let too_large = |_| ReqError::attr(Pbse::BADATVAL, "Resource_List.select");
     for summed in ["ncpus", "ngpus", "mpiprocs"] {
-        if let Some(total) = select.total(summed) {
+        let total = pbs_core::capacity::checked_total(&select, summed, |v| v.parse().ok()).map_err(too_large)?;
+        if let Some(total) = total {
             if total > 0 || summed == "ncpus" {
                 let key = state.interner.intern(summed);
                 list.set(rl, Some(key), total.to_string());
@@ -261,16 +265,10 @@ pub fn apply_resource_defaults(state: &mut State, queue_index: usize, list: &mut
         }
     }
     for sized in ["mem", "vmem"] {
-        let mut total: Option<u64> = None;
-        for chunk in select.chunks() {
-            if let Some((_, value)) = chunk.resources().iter().find(|(r, _)| r == sized) {
-                let bytes = value.parse::<Size>().map(|s| s.to_bytes()).unwrap_or(0);
-                total = Some(total.unwrap_or(0) + bytes * u64::from(chunk.count()));
-            }
-        }
-        if let Some(bytes) = total {
+        let bytes = |v: &str| v.parse::<Size>().ok().map(|s| s.to_bytes());
+        if let Some(total) = pbs_core::capacity::checked_total(&select, sized, bytes).map_err(too_large)? {
             let key = state.interner.intern(sized);
-            list.set(rl, Some(key), Size::from_bytes(bytes).to_string());
+            list.set(rl, Some(key), Size::from_bytes(total).to_string());
         }
     }
     Ok(())

@@ -129,6 +129,88 @@ pub fn status_items(state: &State, id: &str) -> Result<(u64, StatusItems), ReqEr
     }
 }
 
+/// The ids a per-id request repeats, dropped before the request is handled so that
+/// naming one job a thousand times costs what naming it once does; each repeat gets its
+/// first naming's answer back in [`Repeats::restore`].
+///
+/// Two ids are the same when they name the same thing (`12`, `12.srv` and `12[]` name
+/// job 12; `12[1-5]` and `12[1-5].srv` one range), whatever server suffix they carry.
+#[derive(Default)]
+pub struct Repeats {
+    /// Every id as the request gave it, with the position of its first naming among the
+    /// ids kept; empty when nothing was repeated.
+    original: Vec<(String, usize)>,
+}
+
+/// What an id names, for telling repeats apart: unreadable ids by their text.
+#[derive(PartialEq, Eq, Hash)]
+enum Named {
+    Id(u64, Option<pbs_core::ArrayPart>),
+    Text(String),
+}
+
+fn named(id: &str) -> Named {
+    match id.parse::<pbs_core::JobId>() {
+        Ok(parsed) => match parsed.array() {
+            pbs_core::ArrayPart::None | pbs_core::ArrayPart::Parent => Named::Id(parsed.seq(), None),
+            part => Named::Id(parsed.seq(), Some(part.clone())),
+        },
+        Err(_) => Named::Text(id.to_string()),
+    }
+}
+
+impl Repeats {
+    /// Drops the repeated ids of a per-id request, keeping each first naming in order.
+    pub fn drop_from(request: &mut pbs_proto::Request) -> Repeats {
+        let Some(ids) = request.per_job_ids_mut() else { return Repeats::default() };
+        let mut first_of: std::collections::HashMap<Named, usize> = std::collections::HashMap::with_capacity(ids.len());
+        let positions: Vec<usize> = ids
+            .iter()
+            .map(|id| {
+                let next = first_of.len();
+                *first_of.entry(named(id)).or_insert(next)
+            })
+            .collect();
+        if first_of.len() == ids.len() {
+            return Repeats::default();
+        }
+        let all = std::mem::take(ids);
+        let mut original = Vec::with_capacity(all.len());
+        for (id, position) in all.into_iter().zip(positions) {
+            if position == ids.len() {
+                ids.push(id.clone());
+            }
+            original.push((id, position));
+        }
+        Repeats { original }
+    }
+
+    /// Gives each repeated id the answer of its first naming, in the request's order.
+    pub fn restore(self, reply: &mut pbs_proto::Reply) {
+        if self.original.is_empty() {
+            return;
+        }
+        let pbs_proto::ReplyBody::PerId(errors) = &mut reply.body else { return };
+        let mut by_kept: std::collections::HashMap<usize, pbs_proto::IdError> = std::collections::HashMap::new();
+        let kept: std::collections::HashMap<&str, usize> =
+            self.original.iter().map(|(id, position)| (id.as_str(), *position)).collect();
+        for error in errors.drain(..) {
+            if let Some(position) = kept.get(error.id.as_str()) {
+                by_kept.entry(*position).or_insert(error);
+            }
+        }
+        for (id, position) in &self.original {
+            if let Some(error) = by_kept.get(position) {
+                errors.push(pbs_proto::IdError { id: id.clone(), ..error.clone() });
+            }
+        }
+        if let Some(last) = errors.last() {
+            reply.code = last.code;
+            reply.message = last.message.clone();
+        }
+    }
+}
+
 fn range_keys(state: &State, job: &Job, range: &ArrayRange, rule: RangeRule) -> Result<Vec<JobKey>, ReqError> {
     let seq = job.seq;
     let in_span = state.subjobs.range((seq, range.start)..=(seq, range.end)).filter(|((_, i), _)| range.contains(*i));

@@ -91,12 +91,14 @@ where
     let mut errors = Vec::new();
     let mut effects = Effects::default();
     for id in ids {
-        let keys = crate::request::ids::keys_by(state, id, rule).and_then(|keys| {
-            // A range may name no subjob left to act on: the array still decides.
-            let seq = id.parse::<JobId>().map(|parsed| parsed.seq()).ok();
-            let owner_ok = seq.and_then(|seq| state.jobs.get(&seq)).is_some_and(|job| may_act_on(ctx, job));
-            if owner_ok { Ok(keys) } else { Err(ReqError::new(Pbse::PERM)) }
-        });
+        // The array's owner decides, before its indices are read: a range that names no
+        // subjob left to act on is still theirs, and a stranger's range costs nothing.
+        let seq = id.parse::<JobId>().map(|parsed| parsed.seq()).ok();
+        let keys = match seq.and_then(|seq| state.jobs.get(&seq)) {
+            None => Err(ReqError::new(Pbse::UNKJOBID)),
+            Some(job) if !may_act_on(ctx, job) => Err(ReqError::new(Pbse::PERM)),
+            Some(_) => crate::request::ids::keys_by(state, id, rule),
+        };
         let failed = match keys {
             Err(e) => Some(e),
             // What earlier keys of a range changed stays changed, so its writes are kept.

@@ -59,6 +59,7 @@ pub(crate) fn main(cmd: &str, hold: bool) -> ExitCode {
         Err(code) => return code,
     };
     pbs_cli::perjob::connect_and_run(cmd, &jobs, |ids| {
+        let hold_types = hold_types.clone();
         if hold { Request::HoldJob { ids, hold_types } } else { Request::ReleaseJob { ids, hold_types } }
     })
 }
