@@ -276,3 +276,29 @@ fn one_users_frames_in_flight_are_held_to_a_budget() {
         request(&mut again, &status).code == 0
     });
 }
+
+/// Answers too big for one frame: a job status comes in parts of bounded size (five jobs
+/// of 4 MiB each once made one part no connection could carry, and the connection was
+/// closed with no answer), and any other answer too large for a frame is an error reply.
+#[test]
+fn large_answers_come_in_parts_or_as_an_error() {
+    let c = Cluster::start();
+    let mut nobody = connect(&c, true);
+    let env = format!("BIG={}", "x".repeat((4 << 20) - 16));
+    for i in 0..5 {
+        let submit = serde_json::json!({"id": i, "request": {"kind": "QueueJob",
+            "attrs": [["Hold_Types", "u"], ["Variable_List", env]], "script": "true\n", "destination": null}});
+        assert_eq!(request(&mut nobody, &submit).code, 0);
+    }
+    let out = c.run("qstat", &["-f"]).ok();
+    assert_eq!(out.stdout.matches("Job Id: ").count(), 5);
+    // Per-id errors that echo 16 MiB of ids, plus their messages, pass what a frame holds.
+    let ids: Vec<String> = (0..pbs_proto::MAX_REQUEST_IDS).map(|i| format!("{i:04}{}", "z".repeat(4086))).collect();
+    let frame = serde_json::json!({"id": 9, "request": {"kind": "ReleaseJob", "ids": ids, "hold_types": "u"}});
+    let r = request(&mut nobody, &frame);
+    assert_eq!((r.id, r.code), (9, 15010), "{}", r.message);
+    assert!(r.message.starts_with("System error: the answer"), "{}", r.message);
+    // The connection goes on.
+    let status = serde_json::json!({"id": 10, "request": {"kind": "StatusServer", "attrs": []}});
+    assert_eq!(request(&mut nobody, &status).code, 0);
+}

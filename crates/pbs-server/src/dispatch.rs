@@ -26,6 +26,10 @@ const QRUN_TIMEOUT: Duration = Duration::from_secs(60);
 /// Jobs per status reply frame: keeps the state lock short and frames small.
 const STATUS_CHUNK: usize = 2000;
 
+/// Bytes of attribute text per status reply frame, well under what a frame may carry
+/// (a job may hold 8 MiB of values).
+const STATUS_PART_BYTES: usize = 4 << 20;
+
 /// What a request is answered with.
 pub enum Response {
     /// One reply.
@@ -288,14 +292,20 @@ impl JobStatusParts {
     /// per-id errors, so a listing of nothing is one part).
     pub fn next_part(&mut self, server: &Server) -> Option<Reply> {
         self.errors.as_ref()?;
-        let chunk: Vec<JobKey> = self.keys.by_ref().take(STATUS_CHUNK).collect();
-        let objects = {
+        let mut objects: Vec<StatusObject> = Vec::new();
+        let mut bytes = 0;
+        {
             let state = server.lock();
-            chunk
-                .iter()
-                .filter_map(|key| crate::job::status::key_status(&state, *key, &self.filter, &mut self.arrays))
-                .collect()
-        };
+            // A part ends at its count of jobs or its size, whichever comes first: 2000
+            // jobs of several MiB each would make a frame no connection can carry.
+            while objects.len() < STATUS_CHUNK && bytes < STATUS_PART_BYTES {
+                let Some(key) = self.keys.next() else { break };
+                if let Some(object) = crate::job::status::key_status(&state, key, &self.filter, &mut self.arrays) {
+                    bytes += object.name.len() + object.attrs.iter().map(|a| a.0.len() + a.1.len() + 8).sum::<usize>();
+                    objects.push(object);
+                }
+            }
+        }
         let last = self.keys.peek().is_none();
         let errors = if last { self.errors.take().unwrap_or_default() } else { Vec::new() };
         let body = ReplyBody::Status { objects, errors };

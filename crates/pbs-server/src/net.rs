@@ -45,6 +45,22 @@ where
     feed(conn, message).await && SinkExt::<bytes::Bytes>::flush(conn).await.is_ok()
 }
 
+/// Sends a reply; one too large for a frame is answered with an error saying so, not by
+/// closing the connection with no answer.
+async fn send_reply<S>(conn: &mut Conn<S>, reply: &Reply) -> bool
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let Ok(bytes) = serde_json::to_vec(reply) else { return false };
+    if bytes.len() <= MAX_REQUEST_FRAME_LEN {
+        return conn.feed(bytes::Bytes::from(bytes)).await.is_ok()
+            && SinkExt::<bytes::Bytes>::flush(conn).await.is_ok();
+    }
+    tracing::warn!(object_type = "Server", "A reply of {} bytes is too large to send", bytes.len());
+    let message = format!("{}the answer ({} bytes) is larger than a reply may be", Pbse::SYSTEM, bytes.len());
+    send(conn, &Reply::error(reply.id, Pbse::SYSTEM.0, message)).await
+}
+
 /// Queues a message without flushing: it leaves with the next [`send`].
 async fn feed<S, T>(conn: &mut Conn<S>, message: &T) -> bool
 where
@@ -249,11 +265,11 @@ where
             if nodes_changed {
                 crate::momlink::sync(server);
             }
-            send(conn, &reply).await
+            send_reply(conn, &reply).await
         }
         Response::Parts(mut parts) => {
             while let Some(reply) = parts.next_part(server).await {
-                if !send(conn, &reply).await {
+                if !send_reply(conn, &reply).await {
                     return false;
                 }
             }
