@@ -7,6 +7,7 @@
 pub mod admission;
 pub mod auth;
 pub mod codec;
+pub mod keys;
 pub mod link;
 pub mod messages;
 pub mod mom;
