@@ -6,8 +6,9 @@
 //! One link at a time: a newly authenticated link replaces the current one, which is
 //! closed. Connections in their handshake take places at a `pbs_proto::admission::Gate`,
 //! where a new one evicts an older one when all are taken, so peers that never prove the
-//! key cannot keep the server out. Anything malformed (a bad handshake, an oversized or torn frame, a frame that is
-//! not a `ToMom`) closes the connection; nothing a peer sends can panic the mom.
+//! key cannot keep the server out. Anything malformed (a bad handshake, an oversized or
+//! torn frame, a frame that is not a `ToMom`) closes the connection; nothing a peer sends
+//! can panic the mom.
 
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr};

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
 use pbs_core::Pbse;
-use pbs_proto::admission::{Entry, Permit};
+use pbs_proto::admission::Entry;
 use pbs_proto::link::{LinkCodec, LinkConn};
 use pbs_proto::{Hello, HelloReply, MAX_REQUEST_FRAME_LEN, PROTOCOL_VERSION, Reply, Request, RequestFrame, Role};
 use serde::Serialize;
@@ -119,7 +119,7 @@ where
                     return;
                 }
             };
-            let slot: Permit<IpAddr> = match entry.authenticated() {
+            let slot = match entry.authenticated() {
                 Ok(slot) => slot,
                 Err(why) => {
                     tracing::warn!(object_type = "Server", "Refused TCP peer {addr}: {why}");
