@@ -1,14 +1,16 @@
 //! Connections and links under pressure: a flood of local connections from one user, a
-//! peer that stalls mid-frame or says nothing, a mom flooded with connections, and a
-//! scheduler link that carries a job with a huge attribute.
+//! peer that stalls mid-frame or says nothing, a mom and the server's TCP port held by
+//! connections that never authenticate, and a scheduler link that carries a job with a huge
+//! attribute.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
+use std::net::{Ipv4Addr, SocketAddrV4, TcpStream};
+use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use pbs_e2e::Cluster;
+use pbs_e2e::{Cluster, wait_until};
 use pbs_proto::codec::{MAX_REPLY_FRAME_LEN, encode_frame, read_frame, write_frame};
 use pbs_proto::{Hello, HelloReply, Role};
 
@@ -174,32 +176,66 @@ fn a_tcp_peer_that_sends_nothing_is_dropped() {
     assert!(waited < Duration::from_secs(16), "dropped only after {waited:?}");
 }
 
+/// A TCP connection to `port` on loopback from the local address `from` (any 127.x
+/// address is this host's), so that one test can stand for peers at several addresses.
+fn connect_from(from: Ipv4Addr, port: u16) -> TcpStream {
+    use nix::sys::socket::{AddressFamily, SockFlag, SockType, SockaddrIn, bind, connect, socket};
+    let fd = socket(AddressFamily::Inet, SockType::Stream, SockFlag::SOCK_CLOEXEC, None).expect("socket");
+    bind(fd.as_raw_fd(), &SockaddrIn::from(SocketAddrV4::new(from, 0))).expect("bind");
+    connect(fd.as_raw_fd(), &SockaddrIn::from(SocketAddrV4::new(Ipv4Addr::LOCALHOST, port))).expect("connect");
+    TcpStream::from(fd)
+}
+
+/// `per_address` connections that say nothing from each of `addresses` addresses
+/// (127.0.0.2 on).
+fn idle_connections(port: u16, addresses: u8, per_address: usize) -> Vec<TcpStream> {
+    (0..addresses)
+        .flat_map(|i| (0..per_address).map(move |_| connect_from(Ipv4Addr::new(127, 0, 0, 2 + i), port)))
+        .collect()
+}
+
+/// A local user on a compute node holds every connection the mom used to serve (64, 16
+/// from each of 4 addresses) while the server restarts: the server's link still gets in at
+/// once, not when those connections time out 10 s later.
 #[test]
-fn a_mom_flooded_with_connections_refuses_the_excess_at_once() {
-    let cluster = Cluster::with_moms(1, 1);
-    cluster.wait_node_state("n1", "free");
+fn idle_connections_do_not_keep_a_restarted_server_from_its_mom() {
+    let mut cluster = Cluster::with_moms(1, 1);
     let port: u16 = cluster.node_attr("n1", "Port").expect("the mom's port").parse().unwrap();
-    // Connections that say nothing: each would hold a descriptor and a task for the
-    // whole handshake timeout.
-    let streams: Vec<TcpStream> = (0..40).map(|_| TcpStream::connect(("127.0.0.1", port)).expect("connect")).collect();
-    let started = Instant::now();
-    let mut closed = 0;
-    for mut stream in streams.iter() {
-        let left = Duration::from_secs(3).saturating_sub(started.elapsed()).max(Duration::from_millis(10));
-        stream.set_read_timeout(Some(left)).unwrap();
-        let mut byte = [0u8; 1];
-        if matches!(stream.read(&mut byte), Ok(0)) {
-            closed += 1;
-        }
-    }
-    // The server's link is one of the mom's connections from this address: at most 15 of
-    // ours fit beside it.
-    assert!(closed >= 40 - 15, "only {closed} of 40 idle connections were refused at once");
-    drop(streams);
-    // The server's link was never among those refused.
-    cluster.wait_node_state("n1", "free");
+    cluster.kill9();
+    wait_until("the mom saw its link end", Duration::from_secs(10), || {
+        cluster.mom_stderr("n1").lines().any(|l| l.contains("server link from") && l.contains("closed"))
+    });
+    let idle = idle_connections(port, 4, 16);
+    cluster.start_server();
+    wait_until("the restarted server linked to its mom", Duration::from_secs(8), || {
+        cluster.node_attr("n1", "state").as_deref() == Some("free")
+    });
+    drop(idle);
     let id = cluster.qsub(&["--", "/bin/true"]);
     cluster.wait_job_state(&id, "F", Duration::from_secs(30));
+}
+
+/// Connections that say nothing from 8 addresses, 64 each, held every TCP slot the server
+/// used to have (512): a scheduler with its key still links, at once.
+#[test]
+fn idle_connections_from_many_addresses_do_not_keep_the_scheduler_out() {
+    let cluster = Cluster::start();
+    let key_file = cluster.dir().join("sched.key");
+    let made = Command::new(pbs_e2e::bin_dir().join("pbs_server"))
+        .env("PBS_CONF_FILE", cluster.conf_path())
+        .arg("--sched-key")
+        .arg(&key_file)
+        .output()
+        .expect("pbs_server --sched-key");
+    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    let key = pbs_proto::keys::read_key_file(&key_file).expect("the scheduler's key");
+    let idle = idle_connections(cluster.port(), 8, 64);
+    let mut writer = TcpStream::connect(("127.0.0.1", cluster.port())).expect("connect");
+    writer.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut reader = writer.try_clone().unwrap();
+    let linked = pbs_proto::link::connect_blocking(&mut reader, &mut writer, &key, &Role::Scheduler, &Role::Server);
+    assert!(linked.is_ok(), "the scheduler was kept out: {:?}\n{}", linked.err(), cluster.server_stderr());
+    drop(idle);
 }
 
 #[test]

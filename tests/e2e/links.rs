@@ -99,8 +99,14 @@ fn a_relayed_handshake_from_a_fake_mom_is_refused_and_logged() {
     }
 }
 
-fn cluster_key(cluster: &Cluster) -> Vec<u8> {
+/// The server's master key.
+fn master_key(cluster: &Cluster) -> Vec<u8> {
     std::fs::read(cluster.home().join("server_priv").join("cluster_key")).expect("cluster key")
+}
+
+/// The scheduler's key, as `pbs_server --sched-key` writes it.
+fn sched_key(cluster: &Cluster) -> Vec<u8> {
+    pbs_proto::keys::derive(&master_key(cluster), &Role::Scheduler)
 }
 
 /// A live scheduler link with the real key, over TCP, its snapshot read: the socket to
@@ -110,7 +116,7 @@ fn scheduler_link(cluster: &Cluster) -> (TcpStream, Vec<u8>, String) {
     writer.set_read_timeout(Some(STEP)).expect("timeout");
     let mut reader = writer.try_clone().expect("clone");
     let (_, mut sealer, mut opener) =
-        link::connect_blocking(&mut reader, &mut writer, &cluster_key(cluster), &Role::Scheduler, &Role::Server)
+        link::connect_blocking(&mut reader, &mut writer, &sched_key(cluster), &Role::Scheduler, &Role::Server)
             .expect("a scheduler with the key is welcomed");
     let _snapshot: ToSched =
         link::read_sealed(&mut reader, &mut opener, MAX_REPLY_FRAME_LEN).expect("read").expect("snapshot");
@@ -146,14 +152,21 @@ fn a_modified_or_replayed_frame_on_an_authenticated_link_closes_it() {
     assert_closed_as_forged(&cluster, &from);
 }
 
-/// A proof made for another role (here a mom's) presented under the scheduler's Hello, and
-/// a proof under another key, are refused and logged.
+/// A proof made for another role (here a mom's, with its key) presented under the
+/// scheduler's Hello, and a proof under another key (a mom's, the master itself, a guess),
+/// are refused and logged.
 #[test]
 fn a_proof_for_another_role_or_key_is_refused_and_logged() {
     let cluster = Cluster::start();
-    let key = cluster_key(&cluster);
+    let master = master_key(&cluster);
     let mom = Role::Mom { node: "n1".into() };
-    for (key, me) in [(key.clone(), mom.clone()), (b"not the key".to_vec(), Role::Scheduler)] {
+    let mom_key = pbs_proto::keys::derive(&master, &mom);
+    for (key, me) in [
+        (mom_key.clone(), mom.clone()),
+        (mom_key, Role::Scheduler),
+        (master, Role::Scheduler),
+        (b"not the key".to_vec(), Role::Scheduler),
+    ] {
         let mut stream = TcpStream::connect(("127.0.0.1", cluster.port)).expect("connect");
         stream.set_read_timeout(Some(STEP)).expect("timeout");
         let from = stream.local_addr().expect("addr").to_string();
@@ -189,17 +202,30 @@ fn a_fake_mom_without_the_key_is_refused_and_logged() {
     assert_ne!(cluster.node_attr("fake", "state").as_deref(), Some("free"));
 }
 
-/// The real scheduler over TCP (`pbs_sched --server host:port`): its link is authenticated
-/// and sealed, and the jobs it runs really run.
+/// The real scheduler over TCP (`pbs_sched --server host:port`) as on another host, with
+/// its own key from `pbs_server --sched-key`: its link is authenticated and sealed, and the
+/// jobs it runs really run.
 #[test]
 fn the_scheduler_over_an_authenticated_tcp_link_runs_jobs() {
     let mut cluster = Cluster::start();
     cluster.allow_root_jobs();
     cluster.qmgr("set server job_history_enable = True");
     cluster.add_mom("n1");
+    let key = cluster.dir().join("sched.key");
+    let made = std::process::Command::new(pbs_e2e::bin_dir().join("pbs_server"))
+        .env("PBS_CONF_FILE", cluster.conf_path())
+        .arg("--sched-key")
+        .arg(&key)
+        .output()
+        .expect("pbs_server --sched-key");
+    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    let conf = cluster.dir().join("tcp-sched.conf");
+    let home = cluster.dir().join("tcp-sched-home");
+    std::fs::write(&conf, format!("PBS_HOME={}\nPBS_CLUSTER_KEY_FILE={}\n", home.display(), key.display()))
+        .expect("sched conf");
     let log = std::fs::File::create(cluster.dir().join("tcp-sched.stderr")).expect("log");
     let mut sched = std::process::Command::new(pbs_e2e::bin_dir().join("pbs_sched"))
-        .env("PBS_CONF_FILE", cluster.conf_path())
+        .env("PBS_CONF_FILE", &conf)
         .arg("--server")
         .arg(format!("127.0.0.1:{}", cluster.port))
         .stdin(std::process::Stdio::null())
@@ -217,4 +243,57 @@ fn the_scheduler_over_an_authenticated_tcp_link_runs_jobs() {
     let sched_log = std::fs::read_to_string(cluster.dir().join("tcp-sched.stderr")).unwrap_or_default();
     assert!(ended.is_ok(), "the job did not run:\n{sched_log}\n{}", cluster.logs());
     assert_eq!(cluster.job_attr(&id, "Exit_status").as_deref(), Some("0"));
+}
+
+/// Root on node n1 can read n1's key. Listening on n2's mom port while n2's mom is down,
+/// it cannot answer the server's handshake for n2: the server's first message does not
+/// open under n1's key, an answer of its own making is refused and logged, and n2 stays
+/// down.
+#[test]
+fn one_nodes_key_cannot_be_linked_to_as_another_node() {
+    let mut cluster = Cluster::start();
+    cluster.add_mom("n1");
+    cluster.wait_node_state("n1", "free");
+    let n1_key = std::fs::read(cluster.mom_key_path("n1")).expect("n1's key");
+    let n2 = Role::Mom { node: "n2".into() };
+    let (mut from_server, port) = fake_mom(&cluster, "n2");
+    let hello: Hello = read_frame(&mut from_server, MAX_REPLY_FRAME_LEN).expect("read").expect("hello");
+    let mut answer = Vec::new();
+    assert!(
+        link::accept_blocking(&mut answer, &n1_key, &n2, &hello).is_err(),
+        "the server's handshake for n2 opened under n1's key"
+    );
+    let (own, _) = link::hello(&n1_key, &Role::Server, &n2).expect("hello");
+    link::accept_blocking(&mut answer, &n1_key, &n2, &own).expect("answer");
+    from_server.write_all(&answer).expect("answer");
+    let address = format!("127.0.0.1:{port}");
+    wait_until("the refused mom logged with its address", STEP, || {
+        cluster.server_stderr().lines().any(|l| l.contains("Refused the mom link") && l.contains(&address))
+    });
+    assert_ne!(cluster.node_attr("n2", "state").as_deref(), Some("free"));
+}
+
+/// Root on node n1, with n1's key, poses as the server to n2's mom: refused, logged by that
+/// mom with the address, and n2 keeps serving the real server.
+#[test]
+fn one_nodes_key_cannot_pose_as_the_server_to_another_nodes_mom() {
+    let cluster = Cluster::with_moms(2, 1);
+    let n1_key = std::fs::read(cluster.mom_key_path("n1")).expect("n1's key");
+    let port: u16 = cluster.node_attr("n2", "Port").expect("n2's port").parse().expect("port");
+    let mut writer = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    writer.set_read_timeout(Some(STEP)).expect("timeout");
+    let from = writer.local_addr().expect("addr").to_string();
+    let mut reader = writer.try_clone().expect("clone");
+    let n2 = Role::Mom { node: "n2".into() };
+    match link::connect_blocking(&mut reader, &mut writer, &n1_key, &Role::Server, &n2) {
+        Err(link::LinkError::Refused { code, .. }) => assert_eq!(code, pbs_core::Pbse::BADCRED.0),
+        Err(other) => panic!("unexpected failure {other}"),
+        Ok(_) => panic!("n2's mom took n1's key for the server's"),
+    }
+    wait_until("the refusal logged by n2's mom", STEP, || {
+        cluster.mom_stderr("n2").lines().any(|l| l.contains("refused") && l.contains(&from))
+    });
+    // The real server's link was not replaced: it still answers the server's pings.
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(cluster.node_attr("n2", "state").as_deref(), Some("free"), "{}", cluster.logs());
 }

@@ -13,6 +13,7 @@ mod exec;
 mod faults;
 mod fuzz;
 mod job_values;
+mod keys;
 mod limits;
 mod links;
 mod mom_privilege;

@@ -361,10 +361,33 @@ impl Cluster {
         self.dir.path().join(format!("mom-{node}.conf"))
     }
 
-    /// Creates node `node` and starts a mom for it on a free port.
+    /// The key file of `node`'s mom.
+    pub fn mom_key_path(&self, node: &str) -> PathBuf {
+        self.dir.path().join(format!("mom-{node}.key"))
+    }
+
+    /// Has the server write the key of `node`'s mom to `file`, as an admin does
+    /// (`pbs_server --mom-key`): what `pbs_server` printed to stderr, if it failed.
+    pub fn write_mom_key(&self, node: &str, file: &Path) -> Result<(), String> {
+        let out = Command::new(self.bins.join("pbs_server"))
+            .env("PBS_CONF_FILE", self.conf_path())
+            .arg("--mom-key")
+            .arg(node)
+            .arg(file)
+            .output()
+            .expect("run pbs_server --mom-key");
+        if out.status.success() { Ok(()) } else { Err(String::from_utf8_lossy(&out.stderr).into_owned()) }
+    }
+
+    /// Creates node `node` and starts a mom for it on a free port, holding only its own
+    /// key.
     pub fn add_mom(&mut self, node: &str) {
         let home = self.dir.path().join(format!("mom-{node}"));
         std::fs::create_dir_all(&home).expect("mom home");
+        let key = self.mom_key_path(node);
+        if !key.exists() {
+            self.write_mom_key(node, &key).expect("the node's key");
+        }
         self.moms.push(Mom { node: node.to_string(), port: 0, child: None });
         // A free port is released before the mom binds it, so a parallel test may take it
         // first: then this mom cannot listen and gets another port.
@@ -375,7 +398,7 @@ impl Cluster {
                 self.host,
                 home.display(),
                 self.port,
-                self.home().join("server_priv").join("cluster_key").display()
+                key.display()
             );
             std::fs::write(self.mom_conf_path(node), conf).expect("write mom conf");
             if let Some(mom) = self.moms.iter_mut().find(|m| m.node == node) {

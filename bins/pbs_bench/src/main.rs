@@ -241,7 +241,7 @@ impl Bench {
     /// Starts `moms` moms (nodes `n1`.. with plenty of cpus, so tiny jobs are never held
     /// back by cpus) and the scheduler, and waits until every node is free.
     fn start_cluster(&mut self, moms: usize) -> Result<()> {
-        let key = self.dir.path().join("home/server_priv/cluster_key");
+        let master = pbs_proto::keys::read_key_file(&self.dir.path().join("home/server_priv/cluster_key"))?;
         let mut client = self.client()?;
         let set = |name: &str, value: &str| MgrAttr { name: name.into(), op: MgrOp::Set, value: value.into() };
         client.manager(MgrCommand::Set, MgrObject::Server, vec![], vec![set("job_history_enable", "True")])?;
@@ -250,6 +250,10 @@ impl Bench {
             let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
             let home = self.dir.path().join(format!("mom-{node}"));
             std::fs::create_dir_all(&home)?;
+            // Each mom holds its own node's key, as on a real cluster.
+            let key = self.dir.path().join(format!("mom-{node}.key"));
+            let node_key = pbs_proto::keys::derive(&master, &pbs_proto::Role::Mom { node: node.clone() });
+            pbs_proto::keys::write_key_file(&key, &node_key).with_context(|| format!("writing {}", key.display()))?;
             let conf_path = self.dir.path().join(format!("mom-{node}.conf"));
             let conf = format!(
                 "PBS_HOME={}\nPBS_MOM_SERVICE_PORT={port}\nPBS_MOM_NODE_NAME={node}\nPBS_CLUSTER_KEY_FILE={}\n",

@@ -41,11 +41,22 @@ fn main() -> ExitCode {
 fn run(args: Args) -> anyhow::Result<()> {
     let conf = args.daemon.load_conf()?;
     let config = MomConfig::from_conf(&conf, args.listen)?;
+    // A key file others may read or write is refused now, not at the server's first link;
+    // a missing one may still be installed while the mom runs.
+    let missing_key = match pbs_proto::keys::load(&config.key, &pbs_proto::Role::Mom { node: config.node_name.clone() })
+    {
+        Ok(_) => None,
+        Err(e) if e.is_missing() => Some(e),
+        Err(e) => return Err(e.into()),
+    };
     if args.daemon.check_config {
         println!("pbs_mom: configuration OK (PBS_HOME={}, node {})", config.home.display(), config.node_name);
         return Ok(());
     }
     args.daemon.init_log(Layout::new(&config.home).log_dir(), "Svr", "pbs_mom");
+    if let Some(e) = missing_key {
+        tracing::warn!("{e}: the server's links are refused until it is installed");
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the runtime")?;
     runtime.block_on(async move {
         let mom = Mom::new(config.clone())?;

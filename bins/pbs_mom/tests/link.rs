@@ -49,6 +49,22 @@ fn a_peer_without_the_key_is_refused() {
     link.node_status();
 }
 
+/// Root on another node holds that node's key: with it, or with the master a mom never
+/// holds, nobody is this node's server.
+#[test]
+fn another_nodes_key_is_refused() {
+    let mom = TestMom::start();
+    for key in [common::node_key("another-node"), common::MASTER.to_vec()] {
+        match mom.connect_with_key(&key) {
+            Err(pbs_proto::link::LinkError::Refused { code, .. }) => assert_eq!(code, pbs_core::Pbse::BADCRED.0),
+            Err(other) => panic!("unexpected reply {other:?}"),
+            Ok(_) => panic!("a key not this node's was accepted"),
+        }
+    }
+    let mut link = mom.connect();
+    link.node_status();
+}
+
 #[test]
 fn a_new_link_replaces_the_old_one() {
     let mom = TestMom::start();

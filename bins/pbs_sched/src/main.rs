@@ -62,7 +62,16 @@ fn run(args: Args) -> anyhow::Result<()> {
         Some(addr) => Target::Tcp(addr.clone()),
         None => Target::Unix(conf.server_socket()),
     };
-    let daemon = Daemon::new(DaemonConfig::new(target, Some(conf.cluster_key_file()), sched_config));
+    let key = conf.daemon_key();
+    if matches!(target, Target::Tcp(_)) {
+        // A key file others may read or write is refused now rather than at each retry.
+        if let Err(e) = pbs_proto::keys::load(&key, &pbs_proto::Role::Scheduler)
+            && !e.is_missing()
+        {
+            return Err(e.into());
+        }
+    }
+    let daemon = Daemon::new(DaemonConfig::new(target, Some(key), sched_config));
     let stopper = daemon.stopper();
     let reloader = daemon.reloader();
     std::thread::Builder::new()

@@ -7,6 +7,7 @@
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -25,6 +26,15 @@ struct Args {
     /// Address to listen on for daemons (default 0.0.0.0:PBS_BATCH_SERVICE_PORT).
     #[arg(long)]
     listen: Option<SocketAddr>,
+    /// Write the key of node NODE's mom, derived from the master key, to the new file FILE
+    /// (mode 0600), then exit. Install it on the node and name it in the node's pbs.conf as
+    /// `PBS_CLUSTER_KEY_FILE`.
+    #[arg(long, num_args = 2, value_names = ["NODE", "FILE"], conflicts_with = "sched_key")]
+    mom_key: Option<Vec<String>>,
+    /// Write the key of a scheduler connecting over TCP to the new file FILE (mode 0600),
+    /// then exit.
+    #[arg(long, value_name = "FILE")]
+    sched_key: Option<PathBuf>,
 }
 
 fn host_name() -> String {
@@ -42,11 +52,22 @@ fn run(args: Args) -> anyhow::Result<()> {
         println!("pbs_server: configuration OK (PBS_HOME={})", conf.home.display());
         return Ok(());
     }
+    if let Some([node, file]) = args.mom_key.as_deref() {
+        let peer = pbs_proto::Role::Mom { node: node.clone() };
+        pbs_server::write_peer_key(&conf.master_key_file(), &peer, file.as_ref())?;
+        println!("pbs_server: wrote the key of node {node}'s mom to {file}");
+        return Ok(());
+    }
+    if let Some(file) = &args.sched_key {
+        pbs_server::write_peer_key(&conf.master_key_file(), &pbs_proto::Role::Scheduler, file)?;
+        println!("pbs_server: wrote the scheduler's key to {}", file.display());
+        return Ok(());
+    }
     let host = host_name();
     let server_name = conf.server.clone().unwrap_or_else(|| host.clone());
     args.daemon.init_log(conf.home.join("server_logs"), "Server", &format!("Server@{host}"));
     daemon::exit_on_panic();
-    let cluster_key = pbs_server::load_or_create_cluster_key(&conf.cluster_key_file())?;
+    let cluster_key = pbs_server::load_or_create_cluster_key(&conf.master_key_file())?;
     let config = ServerConfig {
         server_name,
         host,

@@ -105,14 +105,39 @@ impl PbsConf {
         self.home.join("server_sock")
     }
 
-    /// The cluster key file shared by daemons (readable by root only):
-    /// `PBS_CLUSTER_KEY_FILE` if set, else `PBS_HOME/server_priv/cluster_key`. The server
-    /// creates it on first start; moms on other hosts (or with another PBS_HOME) point
-    /// `PBS_CLUSTER_KEY_FILE` at a copy.
-    pub fn cluster_key_file(&self) -> PathBuf {
+    /// The server's master key, `PBS_HOME/server_priv/cluster_key`: it never leaves the
+    /// server host, and every other daemon's key is derived from it. `PBS_CLUSTER_KEY_FILE`
+    /// does not move it: on a host running the server and a mom from one pbs.conf, that
+    /// setting names the mom's key.
+    pub fn master_key_file(&self) -> PathBuf {
+        self.home.join("server_priv").join("cluster_key")
+    }
+
+    /// Where a mom or a scheduler over TCP finds its key: `PBS_CLUSTER_KEY_FILE`, its own
+    /// key as written by `pbs_server --mom-key`/`--sched-key`; without it, the master key
+    /// under this `PBS_HOME`, from which a daemon on the server host derives its own.
+    pub fn daemon_key(&self) -> DaemonKey {
         match self.raw.get("PBS_CLUSTER_KEY_FILE") {
-            Some(path) if !path.is_empty() => PathBuf::from(path),
-            _ => self.home.join("server_priv").join("cluster_key"),
+            Some(path) if !path.is_empty() => DaemonKey::Own(PathBuf::from(path)),
+            _ => DaemonKey::FromMaster(self.master_key_file()),
+        }
+    }
+}
+
+/// Where a daemon other than the server gets the key of its links.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DaemonKey {
+    /// A file holding this daemon's own (derived) key.
+    Own(PathBuf),
+    /// The server's master key, readable here because the daemon runs on the server host.
+    FromMaster(PathBuf),
+}
+
+impl DaemonKey {
+    /// The file read.
+    pub fn path(&self) -> &std::path::Path {
+        match self {
+            DaemonKey::Own(path) | DaemonKey::FromMaster(path) => path,
         }
     }
 }
@@ -133,6 +158,16 @@ mod tests {
         assert!(conf.start_mom);
         assert!(!conf.start_server);
         assert_eq!(conf.server_socket(), PathBuf::from("/tmp/h/server_sock"));
+    }
+
+    #[test]
+    fn a_daemon_key_file_is_its_own_and_never_moves_the_master() {
+        let master = PathBuf::from("/tmp/h/server_priv/cluster_key");
+        let conf = PbsConf::parse("PBS_HOME=/tmp/h\n", &[]).unwrap();
+        assert_eq!(conf.daemon_key(), DaemonKey::FromMaster(master.clone()));
+        let conf = PbsConf::parse("PBS_HOME=/tmp/h\nPBS_CLUSTER_KEY_FILE=/etc/pbs/n1.key\n", &[]).unwrap();
+        assert_eq!(conf.daemon_key(), DaemonKey::Own(PathBuf::from("/etc/pbs/n1.key")));
+        assert_eq!(conf.master_key_file(), master);
     }
 
     #[test]

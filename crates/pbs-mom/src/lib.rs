@@ -61,8 +61,9 @@ pub struct MomConfig {
     pub host: String,
     /// Where the server's link is accepted.
     pub listen: SocketAddr,
-    /// The cluster key file; read at each handshake so a key written later is picked up.
-    pub key_file: PathBuf,
+    /// This mom's key: its own file, or the master on the server host, from which it
+    /// derives its node's key. Read at each handshake so a key written later is picked up.
+    pub key: pbs_core::conf::DaemonKey,
     /// Period of usage samples and limit checks.
     pub sample_period: Duration,
     /// Base of per-job TMPDIRs (`PBS_TMPDIR`).
@@ -99,7 +100,7 @@ impl MomConfig {
             node_name: conf.mom_node_name.clone().unwrap_or_else(|| host.clone()),
             host,
             listen: listen.unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], conf.mom_port))),
-            key_file: conf.cluster_key_file(),
+            key: conf.daemon_key(),
             sample_period,
             tmpdir_base,
             job_mom_port: conf.manager_port,

@@ -4,16 +4,20 @@
 //! `ToMom` requests in and `FromMom` reports out.
 //!
 //! One link at a time: a newly authenticated link replaces the current one, which is
-//! closed. Anything malformed (a bad handshake, an oversized or torn frame, a frame that is
-//! not a `ToMom`) closes the connection; nothing a peer sends can panic the mom.
+//! closed. Connections in their handshake take places at a `pbs_proto::admission::Gate`,
+//! where a new one evicts an older one when all are taken, so peers that never prove the
+//! key cannot keep the server out. Anything malformed (a bad handshake, an oversized or
+//! torn frame, a frame that is not a `ToMom`) closes the connection; nothing a peer sends
+//! can panic the mom.
 
 use std::future::Future;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
 use pbs_core::Pbse;
+use pbs_proto::admission::{Entry, Gate};
 use pbs_proto::link::{LinkCodec, LinkConn};
 use pbs_proto::mom::{FromMom, ToMom};
 use pbs_proto::{Hello, HelloReply, MAX_REPLY_FRAME_LEN, PROTOCOL_VERSION, Role};
@@ -26,12 +30,13 @@ use crate::Mom;
 
 /// Limit on each step of the handshake.
 const HANDSHAKE_TIMEOUT: Duration = pbs_proto::link::HANDSHAKE_TIMEOUT;
-/// Connections served at once. Only the server stays past the handshake, and only one
-/// link at a time, so this is about peers that connect and say nothing: they cannot
-/// take the mom's descriptors, and one address cannot take every slot.
-const MAX_CONNECTIONS: usize = 64;
-/// Connections one address may hold.
-const MAX_PER_ADDR: usize = 16;
+/// Connections in their handshake at once: peers that connect and say nothing cannot take
+/// the mom's descriptors. Past this each new connection evicts an older one (the oldest of
+/// the address holding the most), so the server's always gets through.
+const MAX_HANDSHAKING: usize = 64;
+/// Authenticated connections at once: only the server gets there, one link at a time, plus
+/// a newer link while it replaces the current one.
+const MAX_AUTHENTICATED: usize = 8;
 
 type Conn = LinkConn<TcpStream>;
 
@@ -46,22 +51,17 @@ pub async fn run(
     let notes_task = tokio::spawn(mom.clone().serve_notes(notes));
     let sampler = tokio::spawn(mom.clone().sample_loop());
     tokio::pin!(shutdown);
-    let limiter = pbs_proto::admission::Limiter::new(MAX_CONNECTIONS, MAX_PER_ADDR);
+    let gate = Gate::new(MAX_HANDSHAKING, MAX_AUTHENTICATED, MAX_AUTHENTICATED);
     loop {
         tokio::select! {
             () = &mut shutdown => break,
             accepted = listener.accept() => match accepted {
-                Ok((stream, peer)) => match limiter.admit(Some(&peer.ip())) {
-                    Ok(slot) => {
-                        let _ = stream.set_nodelay(true);
-                        let mom = mom.clone();
-                        tokio::spawn(async move {
-                            serve(mom, stream, peer).await;
-                            drop(slot);
-                        });
-                    }
-                    Err(why) => tracing::debug!("refused a connection from {peer}: {why}"),
-                },
+                Ok((stream, peer)) => {
+                    let entry = gate.enter(peer.ip());
+                    let _ = stream.set_nodelay(true);
+                    let mom = mom.clone();
+                    tokio::spawn(serve(mom, stream, peer, entry));
+                }
                 Err(e) => {
                     // Out of descriptors, usually: let some close before trying again.
                     tracing::warn!("accept failed: {e}");
@@ -110,17 +110,16 @@ async fn handshake(mom: &Mom, conn: &mut Conn, peer: SocketAddr) -> bool {
         let _ = send(conn, &HelloReply::Refused { code: Pbse::PROTOCOL.0, message }).await;
         return false;
     }
-    let key_file = &mom.config().key_file;
-    let key = match std::fs::read(key_file) {
-        Ok(key) if !key.is_empty() => key,
-        Ok(_) | Err(_) => {
-            tracing::error!("cannot read the cluster key {}", key_file.display());
-            let refused = HelloReply::Refused { code: Pbse::SYSTEM.0, message: "pbs_mom has no cluster key".into() };
+    let me = Role::Mom { node: mom.config().node_name.clone() };
+    let key = match pbs_proto::keys::load(&mom.config().key, &me) {
+        Ok(key) => key,
+        Err(e) => {
+            tracing::error!("{e}");
+            let refused = HelloReply::Refused { code: Pbse::SYSTEM.0, message: "pbs_mom has no usable key".into() };
             let _ = send(conn, &refused).await;
             return false;
         }
     };
-    let me = Role::Mom { node: mom.config().node_name.clone() };
     // Once the server has proved itself, its frames may be as large as what it accepted: a
     // launch carries a script of up to 16 MiB and the job's attributes besides.
     match pbs_proto::link::accept(conn, &key, &me, &hello, MAX_REPLY_FRAME_LEN).await {
@@ -135,12 +134,26 @@ async fn handshake(mom: &Mom, conn: &mut Conn, peer: SocketAddr) -> bool {
 }
 
 /// Serves one connection: handshake, then the link until either side ends it.
-async fn serve(mom: Arc<Mom>, stream: TcpStream, peer: SocketAddr) {
+async fn serve(mom: Arc<Mom>, stream: TcpStream, peer: SocketAddr, mut entry: Entry<IpAddr>) {
     // Before its handshake the peer is nobody: a few KiB per frame at most.
     let mut conn = Framed::new(stream, LinkCodec::unauthenticated());
-    if !handshake(&mom, &mut conn, peer).await {
-        return;
+    match entry.unless_evicted(handshake(&mom, &mut conn, peer)).await {
+        Some(true) => {}
+        Some(false) => return,
+        None => {
+            tracing::debug!("closed connection from {peer}: evicted in its handshake");
+            return;
+        }
     }
+    let _slot = match entry.authenticated() {
+        Ok(slot) => slot,
+        Err(why) => {
+            tracing::warn!("refused {peer}: {why}");
+            let refused = HelloReply::Refused { code: Pbse::NOCONNECTS.0, message: Pbse::NOCONNECTS.to_string() };
+            let _ = send(&mut conn, &refused).await;
+            return;
+        }
+    };
     // Bounded: see `LINK_QUEUE` for what happens when the server does not keep up.
     let (tx, mut rx) = mpsc::channel(crate::mom::LINK_QUEUE);
     let (close_tx, mut close_rx) = oneshot::channel::<()>();

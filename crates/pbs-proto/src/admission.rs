@@ -4,8 +4,17 @@
 //!
 //! A connection over a limit is refused at once rather than left in the listen backlog: a
 //! backlog is first come, first served, so one user who fills it would lock everyone out.
+//!
+//! TCP peers pass a [`Gate`]: a connection still in its handshake holds a place among a
+//! few, and when they are all taken the newest arrival takes the place of an older one
+//! (the oldest of the address holding the most), which is closed. Only a connection whose
+//! peer proved its key moves on to the pool of authenticated connections, which
+//! unauthenticated peers therefore never hold. A real daemon's handshake takes
+//! milliseconds; to keep one out, a peer without the key would have to open as many
+//! connections as there are places within those milliseconds, again and again, instead of
+//! opening them once and holding them.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::hash::Hash;
 use std::io;
 use std::pin::Pin;
@@ -14,7 +23,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 use tokio::time::{Instant, Sleep};
 
 /// Why a connection was not admitted.
@@ -88,6 +97,112 @@ impl<K: Eq + Hash + Clone> Limiter<K> {
     pub async fn drain(&self, timeout: Duration) {
         let all = u32::try_from(self.size).unwrap_or(u32::MAX);
         let _ = tokio::time::timeout(timeout, self.slots.acquire_many(all)).await;
+    }
+}
+
+/// Admission of peers that must authenticate: a few places for connections in their
+/// handshake, where the newest always gets in, and a [`Limiter`] for those that finished it.
+pub struct Gate<K> {
+    pending: Mutex<Pending<K>>,
+    pending_size: usize,
+    authenticated: Arc<Limiter<K>>,
+}
+
+/// The connections in their handshake, oldest first (by arrival number).
+struct Pending<K> {
+    next: u64,
+    /// Each connection's holder and the sender it watches: dropping the sender evicts it.
+    entries: BTreeMap<u64, (K, watch::Sender<()>)>,
+    per_holder: HashMap<K, usize>,
+}
+
+impl<K: Eq + Hash + Clone> Pending<K> {
+    fn remove(&mut self, id: u64) -> bool {
+        let Some((holder, _evict)) = self.entries.remove(&id) else { return false };
+        if let Some(count) = self.per_holder.get_mut(&holder) {
+            *count -= 1;
+            if *count == 0 {
+                self.per_holder.remove(&holder);
+            }
+        }
+        true
+    }
+
+    /// The connection to close for a newcomer: the oldest of the holder with the most, so
+    /// that one address flooding the gate evicts its own connections before anyone else's.
+    fn victim(&self) -> Option<u64> {
+        let most = self.per_holder.values().copied().max()?;
+        self.entries.iter().find(|(_, (holder, _))| self.per_holder.get(holder) == Some(&most)).map(|(&id, _)| id)
+    }
+}
+
+/// A connection in its handshake: its place at the [`Gate`], given back when it is
+/// dropped or authenticated.
+pub struct Entry<K: Eq + Hash + Clone> {
+    id: u64,
+    evicted: watch::Receiver<()>,
+    holder: K,
+    gate: Arc<Gate<K>>,
+}
+
+impl<K: Eq + Hash + Clone> Gate<K> {
+    /// `pending` places for connections in their handshake, and `authenticated`
+    /// connections at once after it, at most `per_holder` of those for one holder.
+    pub fn new(pending: usize, authenticated: usize, per_holder: usize) -> Arc<Gate<K>> {
+        Arc::new(Gate {
+            pending: Mutex::new(Pending { next: 0, entries: BTreeMap::new(), per_holder: HashMap::new() }),
+            pending_size: pending.max(1),
+            authenticated: Limiter::new(authenticated, per_holder),
+        })
+    }
+
+    /// A place for a new connection from `holder`, evicting an older one in its handshake
+    /// if every place is taken. Never refuses.
+    pub fn enter(self: &Arc<Self>, holder: K) -> Entry<K> {
+        let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
+        while pending.entries.len() >= self.pending_size {
+            let Some(victim) = pending.victim() else { break };
+            pending.remove(victim);
+        }
+        let id = pending.next;
+        pending.next += 1;
+        let (evict, evicted) = watch::channel(());
+        pending.entries.insert(id, (holder.clone(), evict));
+        *pending.per_holder.entry(holder.clone()).or_insert(0) += 1;
+        Entry { id, evicted, holder, gate: self.clone() }
+    }
+
+    /// Connections in their handshake now.
+    pub fn pending(&self) -> usize {
+        self.pending.lock().unwrap_or_else(PoisonError::into_inner).entries.len()
+    }
+
+    /// The pool of authenticated connections.
+    pub fn authenticated(&self) -> &Arc<Limiter<K>> {
+        &self.authenticated
+    }
+}
+
+impl<K: Eq + Hash + Clone> Entry<K> {
+    /// Runs `handshake` unless a newer connection takes this one's place first (`None`).
+    pub async fn unless_evicted<F: Future>(&mut self, handshake: F) -> Option<F::Output> {
+        tokio::select! {
+            out = handshake => Some(out),
+            // The sender is only ever dropped, never sent on: `changed` fails when it is.
+            _ = self.evicted.changed() => None,
+        }
+    }
+
+    /// The peer proved its key: leaves the handshake places for a slot among the
+    /// authenticated connections, or the refusal if those are all taken.
+    pub fn authenticated(self) -> Result<Permit<K>, Refusal> {
+        self.gate.authenticated.admit(Some(&self.holder))
+    }
+}
+
+impl<K: Eq + Hash + Clone> Drop for Entry<K> {
+    fn drop(&mut self) {
+        self.gate.pending.lock().unwrap_or_else(PoisonError::into_inner).remove(self.id);
     }
 }
 
@@ -214,6 +329,7 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for FrameDeadline<S> {
 
 #[cfg(test)]
 mod tests {
+    use futures::FutureExt;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     use super::*;
@@ -230,6 +346,61 @@ mod tests {
         assert_eq!(limiter.in_use(), 2);
         let _a3 = limiter.admit(Some(&1)).unwrap();
         assert_eq!(limiter.admit(Some(&3)).err(), Some(Refusal::Full(3)));
+    }
+
+    /// Whether `entry` was evicted (its handshake would be cut short).
+    async fn evicted(entry: &mut Entry<u32>) -> bool {
+        entry.unless_evicted(std::future::pending::<()>()).now_or_never().is_some()
+    }
+
+    #[tokio::test]
+    async fn a_newcomer_evicts_the_oldest_of_the_holder_with_the_most() {
+        let gate = Gate::<u32>::new(4, 2, 2);
+        // Holder 1 takes three places, holder 2 one.
+        let mut a = gate.enter(1);
+        let mut b = gate.enter(1);
+        let mut c = gate.enter(2);
+        let mut d = gate.enter(1);
+        assert_eq!(gate.pending(), 4);
+        // A fifth evicts holder 1's oldest, not holder 2's, though that is older than d.
+        let mut e = gate.enter(3);
+        assert!(evicted(&mut a).await);
+        for entry in [&mut b, &mut c, &mut d, &mut e] {
+            assert!(!evicted(entry).await);
+        }
+        assert_eq!(gate.pending(), 4);
+        // Now holders 1 (b, d) have the most: b goes.
+        let _f = gate.enter(4);
+        assert!(evicted(&mut b).await);
+        assert!(!evicted(&mut c).await);
+        // An evicted entry gives nothing back twice when it is dropped.
+        drop(a);
+        drop(b);
+        assert_eq!(gate.pending(), 4);
+    }
+
+    #[tokio::test]
+    async fn an_authenticated_connection_leaves_the_handshake_places_and_cannot_be_evicted() {
+        let gate = Gate::<u32>::new(2, 2, 2);
+        let real = gate.enter(9);
+        let slot = real.authenticated().unwrap();
+        assert_eq!(gate.pending(), 0);
+        assert_eq!(gate.authenticated().in_use(), 1);
+        // However many connections that never authenticate come and go, the slot stays.
+        let floods: Vec<_> = (0..100).map(|i| gate.enter(i)).collect();
+        assert_eq!(gate.pending(), 2);
+        assert_eq!(gate.authenticated().in_use(), 1);
+        drop(floods);
+        assert_eq!(gate.pending(), 0);
+        // A newcomer among a full set of idle ones still gets through its handshake.
+        let _idle: Vec<_> = (0..2).map(|i| gate.enter(100 + i)).collect();
+        let mut late = gate.enter(9);
+        assert!(!evicted(&mut late).await);
+        let second = late.authenticated().unwrap();
+        // The authenticated pool has its own limit, refused past it.
+        assert_eq!(gate.enter(9).authenticated().err(), Some(Refusal::HolderCap(2)));
+        drop((slot, second));
+        assert_eq!(gate.authenticated().in_use(), 0);
     }
 
     #[tokio::test(start_paused = true)]

@@ -8,6 +8,7 @@ pub mod admission;
 pub mod auth;
 pub mod budget;
 pub mod codec;
+pub mod keys;
 pub mod link;
 pub mod messages;
 pub mod mom;

@@ -86,8 +86,8 @@ impl From<LinkError> for FrameError {
     }
 }
 
-/// The name an end of a link is bound to in the handshake.
-fn role_tag(role: &Role) -> String {
+/// The name an end of a link is bound to in the handshake (and a derived key to its peer).
+pub(crate) fn role_tag(role: &Role) -> String {
     match role {
         Role::Client => "client".into(),
         Role::Scheduler => "scheduler".into(),
@@ -568,6 +568,28 @@ mod tests {
         let (_, first_fake) = Initiation::start(b"wrong", &Role::Server, &mom("n1")).unwrap();
         let (answer, _) = respond(b"wrong", &Role::Server, &mom("n1"), &first_fake).unwrap();
         assert!(matches!(initiation.finish(&answer), Err(LinkError::Proof(_))));
+    }
+
+    #[test]
+    fn a_mom_key_proves_nothing_towards_another_mom_or_the_server() {
+        let master = b"the master key";
+        let n1 = crate::keys::derive(master, &mom("n1"));
+        let n2 = crate::keys::derive(master, &mom("n2"));
+        // The server links to each mom with that node's key.
+        assert!(link(&n1, &n1, &Role::Server, &mom("n1")).is_ok());
+        // Root on n1 posing as the server to n2's mom, with n1's key or the master.
+        assert!(matches!(link(&n1, &n2, &Role::Server, &mom("n2")), Err(LinkError::Proof(_))));
+        assert!(matches!(link(master, &n2, &Role::Server, &mom("n2")), Err(LinkError::Proof(_))));
+        // Root on n1 listening on n2's port, answering the server's handshake for n2.
+        let (initiation, first) = Initiation::start(&n2, &Role::Server, &mom("n2")).unwrap();
+        assert!(respond(&n1, &Role::Server, &mom("n2"), &first).is_err());
+        let (_, own_first) = Initiation::start(&n1, &Role::Server, &mom("n2")).unwrap();
+        let (answer, _) = respond(&n1, &Role::Server, &mom("n2"), &own_first).unwrap();
+        assert!(matches!(initiation.finish(&answer), Err(LinkError::Proof(_))));
+        // Root on n1 posing as the scheduler.
+        let sched = crate::keys::derive(master, &Role::Scheduler);
+        assert!(matches!(link(&n1, &sched, &Role::Scheduler, &Role::Server), Err(LinkError::Proof(_))));
+        assert!(link(&sched, &sched, &Role::Scheduler, &Role::Server).is_ok());
     }
 
     #[test]

@@ -17,6 +17,7 @@ use std::path::PathBuf;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
 use std::time::{Duration, Instant};
 
+use pbs_core::conf::DaemonKey;
 use pbs_proto::link::{LinkError, Sealer};
 use pbs_proto::sched::{Action, FromSched, Snapshot, ToSched};
 use pbs_proto::{FrameError, Hello, HelloReply, MAX_REPLY_FRAME_LEN, Role, read_frame, write_frame};
@@ -49,8 +50,9 @@ impl std::fmt::Display for Target {
 pub struct DaemonConfig {
     /// The server.
     pub target: Target,
-    /// The cluster key file, for the authenticated handshake over TCP.
-    pub key_file: Option<PathBuf>,
+    /// Where the scheduler's key is, for the authenticated handshake over TCP: its own
+    /// file (`pbs_server --sched-key`), or the master on the server host.
+    pub key: Option<DaemonKey>,
     /// sched_config settings.
     pub sched_config: SchedConfig,
     /// First reconnection delay; doubles up to `max_backoff`.
@@ -63,10 +65,10 @@ pub struct DaemonConfig {
 
 impl DaemonConfig {
     /// Defaults for a target: backoff 0.5 s to 30 s, 60 s for the server to apply.
-    pub fn new(target: Target, key_file: Option<PathBuf>, sched_config: SchedConfig) -> DaemonConfig {
+    pub fn new(target: Target, key: Option<DaemonKey>, sched_config: SchedConfig) -> DaemonConfig {
         DaemonConfig {
             target,
-            key_file,
+            key,
             sched_config,
             min_backoff: Duration::from_millis(500),
             max_backoff: Duration::from_secs(30),
@@ -101,14 +103,9 @@ pub enum DaemonError {
     /// The server said something out of turn.
     #[error("protocol error: {0}")]
     Protocol(String),
-    /// The cluster key could not be read.
-    #[error("cluster key {path}: {source}")]
-    Key {
-        /// The key file.
-        path: String,
-        /// Why.
-        source: io::Error,
-    },
+    /// The scheduler's key could not be read, or may not be trusted.
+    #[error("{0}")]
+    Key(#[from] pbs_proto::keys::KeyError),
 }
 
 /// What wakes the loop.
@@ -317,10 +314,10 @@ impl Daemon {
     }
 
     fn read_key(&self) -> Result<Vec<u8>, DaemonError> {
-        let Some(path) = &self.config.key_file else {
+        let Some(source) = &self.config.key else {
             return Err(DaemonError::Protocol("the server asks for the cluster key and none is configured".into()));
         };
-        std::fs::read(path).map_err(|source| DaemonError::Key { path: path.display().to_string(), source })
+        Ok(pbs_proto::keys::load(source, &Role::Scheduler)?)
     }
 
     /// Opens the socket, says Hello as the scheduler (over TCP: the authenticated handshake,

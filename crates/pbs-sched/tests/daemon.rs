@@ -10,6 +10,7 @@ use std::net::TcpListener;
 use std::os::unix::net::UnixListener;
 use std::time::Duration;
 
+use pbs_core::conf::DaemonKey;
 use pbs_proto::sched::{Action, FromSched, SchedChange, SchedJob, SchedNode, SchedQueue, Snapshot, ToSched};
 use pbs_proto::{Attr, Hello, HelloReply, MAX_REPLY_FRAME_LEN, PROTOCOL_VERSION, Role, read_frame, write_frame};
 use pbs_sched::SchedConfig;
@@ -132,10 +133,11 @@ impl Peer {
 fn daemon_cycles_answers_qrun_and_reconnects() {
     let dir = tempfile::tempdir().unwrap();
     let socket = dir.path().join("server_sock");
-    let key_file = dir.path().join("cluster_key");
-    std::fs::write(&key_file, b"secret").unwrap();
+    let key_file = dir.path().join("sched.key");
+    pbs_proto::keys::write_key_file(&key_file, b"secret").unwrap();
     let listener = UnixListener::bind(&socket).unwrap();
-    let mut config = DaemonConfig::new(Target::Unix(socket.clone()), Some(key_file), SchedConfig::default());
+    let mut config =
+        DaemonConfig::new(Target::Unix(socket.clone()), Some(DaemonKey::Own(key_file)), SchedConfig::default());
     config.min_backoff = Duration::from_millis(20);
     config.max_backoff = Duration::from_millis(100);
     let daemon = Daemon::new(config);
@@ -202,23 +204,33 @@ fn daemon_cycles_answers_qrun_and_reconnects() {
 #[test]
 fn over_tcp_the_daemon_proves_the_key_for_its_role_and_seals_every_frame() {
     let dir = tempfile::tempdir().unwrap();
-    let key_file = dir.path().join("cluster_key");
-    std::fs::write(&key_file, b"secret").unwrap();
+    // The scheduler holds its own key, derived from a master only the server has.
+    let master = b"the master key";
+    let sched_key = pbs_proto::keys::derive(master, &Role::Scheduler);
+    let key_file = dir.path().join("sched.key");
+    pbs_proto::keys::write_key_file(&key_file, &sched_key).unwrap();
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap().to_string();
-    let mut config = DaemonConfig::new(Target::Tcp(addr), Some(key_file), SchedConfig::default());
+    let mut config = DaemonConfig::new(Target::Tcp(addr), Some(DaemonKey::Own(key_file)), SchedConfig::default());
     config.min_backoff = Duration::from_millis(20);
     config.max_backoff = Duration::from_millis(100);
     let daemon = Daemon::new(config);
     let stopper = daemon.stopper();
     let running = std::thread::spawn(move || daemon.run());
 
-    // A server with another key cannot complete the handshake: the daemon's proof fails.
-    let refused = Peer::accept_tcp(&listener, b"another key");
-    assert!(matches!(refused, Err(pbs_proto::link::LinkError::Proof(_))), "a proof under the wrong key was accepted");
-    drop(refused);
+    // A server with another key cannot complete the handshake: the daemon's proof fails;
+    // nor can one holding a mom's key or the master itself instead of the scheduler's.
+    for wrong in
+        [b"another key".to_vec(), pbs_proto::keys::derive(master, &Role::Mom { node: "n1".into() }), master.to_vec()]
+    {
+        let refused = Peer::accept_tcp(&listener, &wrong);
+        assert!(
+            matches!(refused, Err(pbs_proto::link::LinkError::Proof(_))),
+            "a proof under the wrong key was accepted"
+        );
+    }
     // The daemon retries; with the right key, everything after the handshake is sealed.
-    let mut peer = Peer::accept_tcp(&listener, b"secret").unwrap();
+    let mut peer = Peer::accept_tcp(&listener, &sched_key).unwrap();
     peer.send(&HelloReply::Welcome { version: PROTOCOL_VERSION, server_name: "svr".into() });
     peer.send(&ToSched::Snapshot { snapshot: Box::new(snapshot()), more: false });
     let Seen { run, .. } = peer.decisions();

@@ -1,9 +1,13 @@
 //! Who gets a connection: separate pools for local (Unix socket) and remote (TCP) peers, a
-//! cap per local uid and per remote address so one user cannot take every slot, a reserve
-//! for root, and the deadline a request has once its first byte arrived.
+//! cap per local uid so one user cannot take every slot, a reserve for root, and the
+//! deadline a request has once its first byte arrived. A TCP peer passes the
+//! `pbs_proto::admission::Gate`: places for connections in their handshake, where the
+//! newest evicts an older one, and a pool only peers that proved their key reach, so
+//! connections that will never authenticate cannot keep out the scheduler.
 //!
-//! A peer over its limit is answered `No free connections` (PBSE_NOCONNECTS) and closed,
-//! instead of waiting in the listen backlog where it would queue everyone behind it.
+//! A local peer over its limit, or an authenticated one when its pool is full, is answered
+//! `No free connections` (PBSE_NOCONNECTS) and closed, instead of waiting in the listen
+//! backlog where it would queue everyone behind it.
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -11,7 +15,7 @@ use std::time::Duration;
 
 use pbs_core::Pbse;
 use pbs_proto::HelloReply;
-use pbs_proto::admission::{FrameDeadline, Limiter, Permit, Refusal};
+use pbs_proto::admission::{FrameDeadline, Gate, Limiter, Permit, Refusal};
 use pbs_proto::codec::encode_frame;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpStream, UnixStream};
@@ -28,11 +32,15 @@ pub const MAX_PER_UID: usize = 256;
 /// Extra local connections only root may use once the local pool is full, so an
 /// administrator can always look and act.
 pub const ROOT_RESERVE: usize = 64;
-/// TCP connections served at once: only daemons (the scheduler, tools with the cluster
-/// key) get past the handshake, so this is small.
+/// Authenticated TCP connections served at once: only daemons (the scheduler, tools with
+/// its key) get past the handshake, so this is small.
 pub const MAX_REMOTE: usize = 512;
-/// TCP connections one address may hold.
+/// Authenticated TCP connections one address may hold.
 pub const MAX_PER_ADDR: usize = 64;
+/// TCP connections in their handshake at once; past this each new one evicts an older one
+/// (the oldest of the address holding the most). A scheduler's handshake is one round
+/// trip, so it is through long before 64 later connections push it out.
+pub const MAX_HANDSHAKING: usize = 64;
 /// How long a request (or a handshake message) may take to arrive once its first byte
 /// has: a peer that sends half a frame and stalls is dropped after this.
 pub const FRAME_DEADLINE: Duration = Duration::from_secs(10);
@@ -47,7 +55,7 @@ const REFUSAL_HELLO_MAX: usize = 4096;
 pub struct Admission {
     local: Arc<Limiter<u32>>,
     root: Arc<Limiter<u32>>,
-    remote: Arc<Limiter<IpAddr>>,
+    remote: Arc<Gate<IpAddr>>,
     refusing: Arc<Semaphore>,
 }
 
@@ -55,8 +63,6 @@ pub struct Admission {
 pub enum Slot {
     /// From the local pool or root's reserve.
     Local(Permit<u32>),
-    /// From the remote pool.
-    Remote(Permit<IpAddr>),
 }
 
 impl Default for Admission {
@@ -71,7 +77,7 @@ impl Admission {
         Admission {
             local: Limiter::new(MAX_LOCAL, MAX_PER_UID),
             root: Limiter::new(ROOT_RESERVE, ROOT_RESERVE),
-            remote: Limiter::new(MAX_REMOTE, MAX_PER_ADDR),
+            remote: Gate::new(MAX_HANDSHAKING, MAX_REMOTE, MAX_PER_ADDR),
             refusing: Arc::new(Semaphore::new(MAX_REFUSING)),
         }
     }
@@ -85,11 +91,6 @@ impl Admission {
         self.local.admit(Some(&uid)).map(Slot::Local)
     }
 
-    /// A slot for a TCP peer at `addr`.
-    pub fn admit_remote(&self, addr: IpAddr) -> Result<Slot, Refusal> {
-        self.remote.admit(Some(&addr)).map(Slot::Remote)
-    }
-
     /// Waits (up to `timeout`) for every connection to end.
     pub async fn drain(&self, timeout: Duration) {
         let until = tokio::time::Instant::now() + timeout;
@@ -97,7 +98,7 @@ impl Admission {
         let left = until.saturating_duration_since(tokio::time::Instant::now());
         self.root.drain(left).await;
         let left = until.saturating_duration_since(tokio::time::Instant::now());
-        self.remote.drain(left).await;
+        self.remote.authenticated().drain(left).await;
     }
 
     /// Serves an accepted local connection, or refuses it.
@@ -117,20 +118,17 @@ impl Admission {
         }
     }
 
-    /// Serves an accepted TCP connection, or refuses it.
+    /// Serves an accepted TCP connection: it takes a place among those in their handshake
+    /// (perhaps evicting an older one) and gets a slot once its peer has proved its key
+    /// (`net::serve`).
     pub fn accept_tcp(self: &Arc<Self>, server: &Arc<Server>, stream: TcpStream, addr: std::net::SocketAddr) {
-        match self.admit_remote(addr.ip()) {
-            Ok(slot) => {
-                let _ = stream.set_nodelay(true);
-                let server = server.clone();
-                tokio::spawn(async move {
-                    let stream = FrameDeadline::new(stream, FRAME_DEADLINE);
-                    net::serve(server, stream, net::Peer::Tcp(addr.to_string())).await;
-                    drop(slot);
-                });
-            }
-            Err(why) => self.refuse(stream, addr.to_string(), why),
-        }
+        let entry = self.remote.enter(addr.ip());
+        let _ = stream.set_nodelay(true);
+        let server = server.clone();
+        tokio::spawn(async move {
+            let stream = FrameDeadline::new(stream, FRAME_DEADLINE);
+            net::serve(server, stream, net::Peer::Tcp { addr: addr.to_string(), entry }).await;
+        });
     }
 
     /// Answers the peer's Hello with `No free connections` and closes, within a bounded
@@ -174,7 +172,7 @@ pub fn raise_fd_limit() {
     if soft < hard && setrlimit(Resource::RLIMIT_NOFILE, hard, hard).is_err() {
         tracing::warn!(object_type = "Server", "cannot raise the open files limit from {soft} to {hard}");
     }
-    let needed = (MAX_LOCAL + ROOT_RESERVE + MAX_REMOTE) as u64;
+    let needed = (MAX_LOCAL + ROOT_RESERVE + MAX_REMOTE + MAX_HANDSHAKING) as u64;
     let have = getrlimit(Resource::RLIMIT_NOFILE).map(|(soft, _)| soft).unwrap_or(soft);
     if have < needed + 1024 {
         tracing::warn!(

@@ -44,6 +44,6 @@ pub mod size_limits;
 pub mod state;
 pub mod store;
 
-pub use cluster_key::load_or_create_cluster_key;
+pub use cluster_key::{load_or_create_cluster_key, write_peer_key};
 pub use run::{Listeners, bind, run};
 pub use server::{Server, ServerConfig, ServerError};

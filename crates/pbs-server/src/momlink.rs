@@ -130,20 +130,22 @@ async fn link_loop(server: Arc<Server>, node: String, host: String, port: u16, m
 enum ConnectError {
     /// Nobody answered, or the connection broke: the mom is down.
     Unreachable(String),
-    /// Whoever answered did not prove the cluster key for this node's mom, or refused ours.
+    /// Whoever answered did not prove this node's key, or refused ours.
     Refused(String),
 }
 
 async fn connect(server: &Server, node: &str, host: &str, port: u16) -> Result<Conn, ConnectError> {
     use pbs_proto::link::LinkError;
-    let key = server.config.cluster_key.clone().ok_or_else(|| ConnectError::Refused("no cluster key".into()))?;
+    let master = server.config.cluster_key.as_deref().ok_or_else(|| ConnectError::Refused("no cluster key".into()))?;
+    let mom = Role::Mom { node: node.to_string() };
+    // This node's own key: a mom holding another node's key cannot answer for this one.
+    let key = pbs_proto::keys::derive(master, &mom);
     let attempt = async {
         let stream = TcpStream::connect((host, port)).await.map_err(|e| ConnectError::Unreachable(e.to_string()))?;
         let _ = stream.set_nodelay(true);
         let mut conn = Framed::new(stream, LinkCodec::unauthenticated());
         // The mom's proof must be for this node: a mom of another node, or anyone who
         // merely listens on this port, fails here.
-        let mom = Role::Mom { node: node.to_string() };
         match pbs_proto::link::connect(&mut conn, &key, &Role::Server, &mom, MAX_REPLY_FRAME_LEN).await {
             Ok(_) => Ok(conn),
             Err(e @ (LinkError::Io(_) | LinkError::Frame(pbs_proto::FrameError::Io(_)))) => {

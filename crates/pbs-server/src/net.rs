@@ -5,11 +5,13 @@
 //! A malformed frame gets an error reply and the connection goes on; an oversized or torn
 //! frame closes the connection. Nothing a peer sends can panic the server.
 
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
 use pbs_core::Pbse;
+use pbs_proto::admission::Entry;
 use pbs_proto::link::{LinkCodec, LinkConn};
 use pbs_proto::{Hello, HelloReply, MAX_REQUEST_FRAME_LEN, PROTOCOL_VERSION, Reply, Request, RequestFrame, Role};
 use serde::Serialize;
@@ -31,8 +33,14 @@ pub enum Peer {
         /// Peer gid.
         gid: u32,
     },
-    /// TCP, address for logs.
-    Tcp(String),
+    /// TCP: the address for logs, and the connection's place among those in their
+    /// handshake.
+    Tcp {
+        /// The peer's address.
+        addr: String,
+        /// Its place at the gate until it proves its key.
+        entry: Entry<IpAddr>,
+    },
 }
 
 type Conn<S> = LinkConn<S>;
@@ -98,38 +106,53 @@ pub async fn serve<S>(server: Arc<Server>, stream: S, peer: Peer)
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
-    // Before its handshake a TCP peer is nobody: it may send a few KiB, no more.
-    let codec = match peer {
-        // Root is the administrator: only other users' frames count against a budget.
-        Peer::Unix { uid: 0, .. } => LinkCodec::plain(MAX_REQUEST_FRAME_LEN),
-        Peer::Unix { uid, .. } => LinkCodec::plain(MAX_REQUEST_FRAME_LEN)
-            .with_budget(pbs_proto::budget::FrameBudget { budget: server.frame_budget.clone(), holder: uid }),
-        Peer::Tcp(_) => LinkCodec::unauthenticated(),
-    };
-    let mut conn = Framed::new(stream, codec);
-    let Some(hello) = recv_json::<S, Hello>(&mut conn).await else {
-        if let Peer::Tcp(addr) = &peer {
-            tracing::warn!(object_type = "Server", "Refused TCP peer {addr}: no valid Hello");
+    let (mut conn, hello, who, peer_name, _slot) = match peer {
+        Peer::Unix { uid, gid } => {
+            let codec = match uid {
+                // Root is the administrator: only other users' frames count against a budget.
+                0 => LinkCodec::plain(MAX_REQUEST_FRAME_LEN),
+                _ => LinkCodec::plain(MAX_REQUEST_FRAME_LEN)
+                    .with_budget(pbs_proto::budget::FrameBudget { budget: server.frame_budget.clone(), holder: uid }),
+            };
+            let mut conn = Framed::new(stream, codec);
+            let Some(hello) = read_hello(&mut conn, None).await else { return };
+            let who = Identity::from_uid_cached(uid, gid, &server.config.host);
+            (conn, hello, who, format!("uid {uid}"), None)
         }
-        let _ =
-            send(&mut conn, &HelloReply::Refused { code: Pbse::PROTOCOL.0, message: Pbse::PROTOCOL.to_string() }).await;
-        return;
-    };
-    if hello.version != PROTOCOL_VERSION {
-        let message = format!("protocol version {} is not supported (server speaks {PROTOCOL_VERSION})", hello.version);
-        let _ = send(&mut conn, &HelloReply::Refused { code: Pbse::PROTOCOL.0, message }).await;
-        return;
-    }
-    let (who, peer_name) = match peer {
-        Peer::Unix { uid, gid } => (Identity::from_uid_cached(uid, gid, &server.config.host), format!("uid {uid}")),
-        Peer::Tcp(addr) => match authenticate_daemon(&server, &mut conn, &hello).await {
-            Ok(()) => (Identity::daemon(&server.config.host), addr),
-            Err((code, why)) => {
-                tracing::warn!(object_type = "Server", "Refused TCP peer {addr}: {why}");
-                let _ = send(&mut conn, &HelloReply::Refused { code: code.0, message: code.to_string() }).await;
-                return;
-            }
-        },
+        Peer::Tcp { addr, mut entry } => {
+            // Before its handshake a TCP peer is nobody: it may send a few KiB, no more.
+            let mut conn = Framed::new(stream, LinkCodec::unauthenticated());
+            let handshake = async {
+                let hello = read_hello(&mut conn, Some(&addr)).await?;
+                match authenticate_daemon(&server, &mut conn, &hello).await {
+                    Ok(()) => Some(hello),
+                    Err((code, why)) => {
+                        tracing::warn!(object_type = "Server", "Refused TCP peer {addr}: {why}");
+                        let _ = send(&mut conn, &HelloReply::Refused { code: code.0, message: code.to_string() }).await;
+                        None
+                    }
+                }
+            };
+            let hello = match entry.unless_evicted(handshake).await {
+                Some(Some(hello)) => hello,
+                Some(None) => return,
+                None => {
+                    tracing::debug!(object_type = "Server", "Closed TCP peer {addr}: evicted in its handshake");
+                    return;
+                }
+            };
+            let slot = match entry.authenticated() {
+                Ok(slot) => slot,
+                Err(why) => {
+                    tracing::warn!(object_type = "Server", "Refused TCP peer {addr}: {why}");
+                    let refused =
+                        HelloReply::Refused { code: Pbse::NOCONNECTS.0, message: Pbse::NOCONNECTS.to_string() };
+                    let _ = send(&mut conn, &refused).await;
+                    return;
+                }
+            };
+            (conn, hello, Identity::daemon(&server.config.host), addr, Some(slot))
+        }
     };
     if !matches!(hello.role, Role::Client) && !who.daemon && who.uid != 0 {
         let _ = send(&mut conn, &HelloReply::Refused { code: Pbse::PERM.0, message: Pbse::PERM.to_string() }).await;
@@ -189,9 +212,31 @@ where
     }
 }
 
+/// Reads the Hello that opens every connection and checks its protocol version; on
+/// failure answers the refusal (and logs it for a TCP peer at `tcp_addr`).
+async fn read_hello<S>(conn: &mut Conn<S>, tcp_addr: Option<&str>) -> Option<Hello>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let Some(hello) = recv_json::<S, Hello>(conn).await else {
+        if let Some(addr) = tcp_addr {
+            tracing::warn!(object_type = "Server", "Refused TCP peer {addr}: no valid Hello");
+        }
+        let _ = send(conn, &HelloReply::Refused { code: Pbse::PROTOCOL.0, message: Pbse::PROTOCOL.to_string() }).await;
+        return None;
+    };
+    if hello.version != PROTOCOL_VERSION {
+        let message = format!("protocol version {} is not supported (server speaks {PROTOCOL_VERSION})", hello.version);
+        let _ = send(conn, &HelloReply::Refused { code: Pbse::PROTOCOL.0, message }).await;
+        return None;
+    }
+    Some(hello)
+}
+
 /// The TCP handshake: only the scheduler connects to the server over TCP (the server
-/// connects to its moms, never the other way), and it must prove the cluster key for a
-/// link from a scheduler to this server.
+/// connects to its moms, never the other way), and it must prove the scheduler's key
+/// (derived from the master, `pbs_proto::keys`) for a link from a scheduler to this
+/// server: a mom's key, which root on a compute node can read, does not do.
 async fn authenticate_daemon<S>(server: &Server, conn: &mut Conn<S>, hello: &Hello) -> Result<(), (Pbse, String)>
 where
     S: AsyncRead + AsyncWrite + Unpin,
@@ -202,7 +247,8 @@ where
     let Some(key) = &server.config.cluster_key else {
         return Err((Pbse::BADCRED, "the server has no cluster key".into()));
     };
-    pbs_proto::link::accept(conn, key, &Role::Server, hello, MAX_REQUEST_FRAME_LEN)
+    let key = pbs_proto::keys::derive(key, &Role::Scheduler);
+    pbs_proto::link::accept(conn, &key, &Role::Server, hello, MAX_REQUEST_FRAME_LEN)
         .await
         .map_err(|e| (Pbse::BADCRED, e.to_string()))
 }

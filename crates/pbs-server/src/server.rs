@@ -28,7 +28,8 @@ pub struct ServerConfig {
     pub home: PathBuf,
     /// The Unix socket local commands connect to.
     pub socket_path: PathBuf,
-    /// The cluster key daemons must prove over TCP; TCP is refused to everyone without it.
+    /// The master key, from which each TCP peer's key is derived (`pbs_proto::keys`); TCP is
+    /// refused to everyone without it.
     pub cluster_key: Option<Vec<u8>>,
 }
 
@@ -46,6 +47,9 @@ pub enum ServerError {
     /// The database could not be opened or read.
     #[error("{0}")]
     Store(#[from] crate::store::StoreError),
+    /// The master key file may not be trusted (its mode or owner), or is unreadable.
+    #[error("{0}")]
+    Key(#[from] pbs_proto::keys::KeyError),
     /// The first-start set-up could not be committed.
     #[error("cannot commit the initial set-up: {0}")]
     Init(#[from] CommitError),

@@ -20,7 +20,14 @@ pub const NOBODY: u32 = 65534;
 /// How long any expected frame may take.
 pub const WAIT: Duration = Duration::from_secs(20);
 
-const KEY: &[u8] = b"test-cluster-key-0123456789";
+/// The master key of the server these tests play: each mom holds only its node's key,
+/// derived from it.
+pub const MASTER: &[u8] = b"test-cluster-key-0123456789";
+
+/// The key of `node`'s mom, as the server derives it.
+pub fn node_key(node: &str) -> Vec<u8> {
+    pbs_proto::keys::derive(MASTER, &Role::Mom { node: node.to_string() })
+}
 
 /// A free TCP port on loopback (the kernel picks it; released at once).
 pub fn free_port() -> u16 {
@@ -49,12 +56,11 @@ impl TestMom {
         let work = dir.path().join("work");
         std::fs::create_dir(&work).expect("work dir");
         std::fs::set_permissions(&work, std::fs::Permissions::from_mode(0o1777)).expect("chmod work");
-        let key = dir.path().join("cluster_key");
-        std::fs::write(&key, KEY).expect("key");
-        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).expect("chmod key");
         // Unique, so that a mom of another test answering on our port is told apart.
         static MOMS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let node = format!("node{}-{}", std::process::id(), MOMS.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+        let key = dir.path().join("mom.key");
+        pbs_proto::keys::write_key_file(&key, &node_key(&node)).expect("key");
         let mut mom = TestMom { dir, child: None, port: 0, node };
         // A free port is released before the mom binds it, so a parallel test may take it
         // first: then our mom cannot listen and we try another port.
@@ -147,7 +153,7 @@ impl TestMom {
             if TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
                 // Another test's mom on this port refuses a link meant for our node: ours
                 // will fail to bind, which the check above sees.
-                if self.connect_with_key(KEY).is_ok() {
+                if self.connect_with_key(&node_key(&self.node)).is_ok() {
                     return true;
                 }
             }
@@ -171,7 +177,7 @@ impl TestMom {
 
     /// Connects as the server with the right key; the Welcome has been read.
     pub fn connect(&self) -> Link {
-        match self.connect_with_key(KEY) {
+        match self.connect_with_key(&node_key(&self.node)) {
             Ok(link) => link,
             Err(reply) => panic!("handshake refused: {reply:?}\n{}", self.log()),
         }
