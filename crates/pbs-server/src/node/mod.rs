@@ -109,8 +109,11 @@ pub fn node_status(state: &State, names: &[String], privilege: Privilege) -> Res
             if !rt.jobs.is_empty() {
                 let mut slots = Vec::new();
                 let mut index = 0u64;
+                // One slot per cpu a job holds here, never more than the node has: a
+                // qrun -H may have given a job more cpus than that.
+                let node_ncpus = available_ncpus(&avail).max(1);
                 for (_, id, ncpus) in &rt.jobs {
-                    for _ in 0..(*ncpus).max(1) {
+                    for _ in 0..(*ncpus).clamp(1, node_ncpus) {
                         slots.push(format!("{id}/{index}"));
                         index += 1;
                     }
