@@ -252,7 +252,7 @@ pub fn apply_resource_defaults(state: &mut State, queue_index: usize, list: &mut
     }
     let nodect = state.interner.intern("nodect");
     list.set(rl, Some(nodect), select.nodect().to_string());
-    // A sum that would wrap is refused: wrapped, `2:mem=4096pb` would pass a queue's
+    // A sum that would wrap is refused: wrapped, `2:mem=8192pb` (2^63 bytes each) would pass a queue's
     // `resources_max.mem` as `0b`.
     let too_large = |_| ReqError::attr(Pbse::BADATVAL, "Resource_List.select");
     for summed in ["ncpus", "ngpus", "mpiprocs"] {
