@@ -8,6 +8,7 @@ mod bounds;
 mod commands;
 mod conns;
 mod counts;
+mod deferred;
 mod durability;
 mod exec;
 mod faults;

@@ -148,7 +148,7 @@ fn read_config(state: &State) -> Option<Config> {
 fn array_counts(state: &State, job: &Job) -> (u64, u64) {
     let queued = crate::request::ids::indices(job, "array_indices_remaining").len() as u64;
     let active = state.subjobs_of(job.seq).filter(|j| !j.state.is_history()).count() as u64;
-    (queued + active, queued)
+    (queued.saturating_add(active), queued)
 }
 
 pub(crate) fn amounts(config: &Config, state: &State, list: &AttrList) -> Vec<f64> {
@@ -199,8 +199,8 @@ impl Tracker {
                 }
                 let Some(usage) = by_name.get_mut(name) else { continue };
                 if sign > 0.0 {
-                    usage.max += contribution.max;
-                    usage.queued += contribution.queued;
+                    usage.max = usage.max.saturating_add(contribution.max);
+                    usage.queued = usage.queued.saturating_add(contribution.queued);
                 } else {
                     usage.max = usage.max.saturating_sub(contribution.max);
                     usage.queued = usage.queued.saturating_sub(contribution.queued);

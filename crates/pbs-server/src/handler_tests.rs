@@ -106,6 +106,14 @@ impl Fixture {
         }
     }
 
+    /// A job submitted by alice with `qsub -a` for `at`.
+    fn deferred(&mut self, at: i64) -> (String, JobKey) {
+        let at = at.to_string();
+        let id = self.submit(&alice(), &[("Execution_Time", at.as_str())]);
+        let key = crate::jobkey::key_of(&id).unwrap_or(JobKey::job(u64::MAX));
+        (id, key)
+    }
+
     /// A job submitted by alice, run on n1 with `qrun -H`, and confirmed started.
     fn running_job(&mut self) -> (JobKey, String) {
         let id = self.submit(&alice(), &[]);
@@ -414,4 +422,77 @@ fn a_reconnecting_mom_is_reconciled_with_what_the_server_believes() {
     crate::mom_report::link_down(&mut f.state, "n1", f.now + 5);
     let rt = f.state.node_rt.get("n1").cloned().unwrap_or_default();
     assert_eq!((rt.up, rt.down_since), (false, Some(f.now + 5)));
+}
+
+/// `qsub -a`: the job waits in W with a timer entry, and at its execution time `due`
+/// makes it eligible as OpenPBS does (Q, substate 10, no Execution_Time, etime and mtime
+/// then), writes it, and tells the scheduler; before that time nothing happens.
+#[test]
+fn a_waiting_job_becomes_eligible_when_its_execution_time_falls_due() {
+    use crate::state::timers::Due;
+    let mut f = fixture();
+    let (_, key) = f.deferred(f.now + 10);
+    assert_eq!(f.job_state(key), Some(JobState::Waiting));
+    assert_eq!(f.state.timers.when(Due::ExecutionTime(key.seq)), Some(f.now + 10));
+    f.state.changes = Default::default();
+    assert!(crate::due::due(&mut f.state, f.now + 9).is_empty());
+    assert_eq!(f.job_state(key), Some(JobState::Waiting));
+    let effects = crate::due::due(&mut f.state, f.now + 10);
+    assert_eq!(writes(&effects), ["PutJob"]);
+    assert!(!effects.has_mom_work());
+    let job = f.state.jobs.get(&key.seq).expect("job");
+    assert_eq!((job.state, job.substate.0), (JobState::Queued, 10));
+    assert_eq!(job.get("Execution_Time", None), None);
+    assert_eq!(job.get("etime", None), Some((f.now + 10).to_string().as_str()));
+    assert_eq!(job.get("mtime", None), Some((f.now + 10).to_string().as_str()));
+    assert!(f.state.changes.jobs.contains_key(&key) && f.state.changes.cycle);
+}
+
+/// qalter -a moves the entry; a job held meanwhile, or deleted, is passed over when its
+/// old entry falls due; a released one gets its entry back.
+#[test]
+fn altered_held_and_deleted_waiting_jobs_follow_their_state() {
+    use crate::state::timers::Due;
+    let mut f = fixture();
+    let (id, key) = f.deferred(f.now + 10);
+    let later = (f.now + 100).to_string();
+    let (reply, _) = f.request(
+        &alice(),
+        Request::ModifyJob { ids: ids(&[&id]), attrs: vec![Attr::new("Execution_Time", later.as_str())] },
+    );
+    assert_eq!(reply.code, 0, "{reply:?}");
+    assert_eq!(f.state.timers.when(Due::ExecutionTime(key.seq)), Some(f.now + 100));
+    assert!(crate::due::due(&mut f.state, f.now + 50).is_empty());
+    f.request(&alice(), Request::HoldJob { ids: ids(&[&id]), hold_types: "u".into() });
+    assert!(crate::due::due(&mut f.state, f.now + 100).is_empty());
+    assert_eq!(f.job_state(key), Some(JobState::Held));
+    // Released before its time (the requests' now is the fixture's): W again, with its
+    // entry back, and eligible when it falls due.
+    f.request(&alice(), Request::ReleaseJob { ids: ids(&[&id]), hold_types: "u".into() });
+    assert_eq!(f.job_state(key), Some(JobState::Waiting));
+    assert_eq!(f.state.timers.when(Due::ExecutionTime(key.seq)), Some(f.now + 100));
+    assert_eq!(writes(&crate::due::due(&mut f.state, f.now + 100)), ["PutJob"]);
+    assert_eq!(f.job_state(key), Some(JobState::Queued));
+    let (other, other_key) = f.deferred(f.now + 100);
+    f.request(&alice(), Request::DeleteJob { ids: ids(&[&other]), force: false, purge_history: false });
+    assert!(crate::due::due(&mut f.state, f.now + 200).is_empty());
+    assert!(!f.state.jobs.contains_key(&other_key.seq));
+}
+
+/// The periodic entries set their own next, and a server's start sets an entry for every
+/// waiting job, one whose time passed while the server was down included.
+#[test]
+fn periodic_work_sets_its_next_entry_and_a_start_arms_every_waiting_job() {
+    use crate::state::timers::Due;
+    let mut f = fixture();
+    let (_, key) = f.deferred(f.now + 5);
+    f.state.timers = Default::default();
+    crate::due::start(&mut f.state, f.now + 60);
+    assert_eq!(f.state.timers.when(Due::ExecutionTime(key.seq)), Some(f.now + 5));
+    assert_eq!(f.state.timers.when(Due::NodeWatch), Some(f.now + 60 + crate::due::NODE_WATCH_EVERY));
+    let effects = crate::due::due(&mut f.state, f.now + 61);
+    assert_eq!(writes(&effects), ["PutJob"]);
+    assert_eq!(f.job_state(key), Some(JobState::Queued));
+    assert_eq!(f.state.timers.when(Due::NodeWatch), Some(f.now + 61 + crate::due::NODE_WATCH_EVERY));
+    assert_eq!(f.state.timers.when(Due::HistoryPurge), Some(f.now + 60 + crate::due::HISTORY_PURGE_EVERY));
 }

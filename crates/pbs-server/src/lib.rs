@@ -18,6 +18,7 @@ pub mod attrlist;
 pub mod cluster_key;
 pub mod criteria;
 pub mod dispatch;
+pub mod due;
 pub mod effects;
 pub mod entity_limits;
 pub mod error;

@@ -1,5 +1,6 @@
-//! Serving: binding the sockets, the accept loops, the periodic work (history purges and
-//! requeuing the jobs of failed nodes), and the orderly stop.
+//! Serving: binding the sockets, the accept loops, the one timer that hands what falls due
+//! to `due::due` (execution times, history purges, requeuing the jobs of failed nodes),
+//! and the orderly stop.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -50,8 +51,8 @@ fn resume_if_panicked(ended: Result<(), tokio::task::JoinError>) {
 pub async fn run(server: Arc<Server>, listeners: Listeners, shutdown: impl Future<Output = ()>) {
     crate::admission::raise_fd_limit();
     let admission = Arc::new(crate::admission::Admission::new());
-    let housekeeping = tokio::spawn(housekeeping(server.clone()));
-    let node_watch = tokio::spawn(node_watch(server.clone()));
+    crate::due::start(&mut server.lock(), chrono::Utc::now().timestamp());
+    let timer = tokio::spawn(timer(server.clone()));
     crate::momlink::sync(&server);
     // The accept loops run as tasks on the worker threads, not on the thread that called
     // `run` (`block_on`): a connection's task then starts on the worker that accepted it,
@@ -104,8 +105,7 @@ pub async fn run(server: Arc<Server>, listeners: Listeners, shutdown: impl Futur
     tcp_loop.abort();
     let _ = unix_loop.await;
     let _ = tcp_loop.await;
-    housekeeping.abort();
-    node_watch.abort();
+    timer.abort();
     crate::momlink::stop_all(&server);
     // Let connections that are mid-request get their reply out.
     admission.drain(Duration::from_secs(2)).await;
@@ -118,31 +118,19 @@ pub async fn run(server: Arc<Server>, listeners: Listeners, shutdown: impl Futur
     tracing::info!("Server shut down");
 }
 
-/// Periodic work: purging job history past `job_history_duration`.
-async fn housekeeping(server: Arc<Server>) {
-    let mut tick = tokio::time::interval(Duration::from_secs(30));
+/// The server's one timer: sleeps until the state's earliest timed entry (at most a
+/// second, so an entry set meanwhile waits no longer than that), then hands every entry
+/// that has fallen due to `due::due` and carries out its effects like a request's.
+async fn timer(server: Arc<Server>) {
     loop {
-        tick.tick().await;
+        let next = server.lock().timers.next();
+        let now_ms = chrono::Utc::now().timestamp_millis();
+        let wait_ms = next.map_or(1000, |t| t.saturating_mul(1000).saturating_sub(now_ms).clamp(0, 1000));
+        tokio::time::sleep(Duration::from_millis(u64::try_from(wait_ms).unwrap_or(0))).await;
         let mut state = server.lock();
-        let ops = crate::job::status::purge_history(&mut state, chrono::Utc::now().timestamp());
-        if !ops.is_empty() {
-            tracing::info!(n_jobs = ops.len(), "Purged expired job history");
-            // Nobody waits for a purge.
-            let _ = server.apply_effects(&mut state, Effects::ops(ops));
-        }
-    }
-}
-
-/// Every second: jobs on nodes that have been down longer than `node_fail_requeue`
-/// seconds are requeued (or finished if not rerunnable), as OpenPBS does; 0 disables it.
-async fn node_watch(server: Arc<Server>) {
-    let mut tick = tokio::time::interval(Duration::from_secs(1));
-    loop {
-        tick.tick().await;
-        let mut state = server.lock();
-        let effects = crate::job::run::requeue_from_failed_nodes(&mut state, chrono::Utc::now().timestamp());
+        let effects = crate::due::due(&mut state, chrono::Utc::now().timestamp());
         if !effects.is_empty() {
-            // Nobody waits for these: the moms hear once the requeues are on disk.
+            // Nobody waits for these: the moms hear once the changes are on disk.
             let _ = server.apply_effects(&mut state, effects);
         }
     }

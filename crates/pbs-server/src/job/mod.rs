@@ -3,6 +3,7 @@
 
 pub mod altrun;
 pub mod array;
+pub mod deferred;
 pub mod delete;
 pub mod faults;
 pub mod modify;

@@ -68,6 +68,7 @@ pub fn modify_jobs(state: &mut State, ctx: &Ctx<'_>, ids: &[String], attrs: &[At
         }
         let ops = vec![job.put_op(None)];
         crate::entity_limits::job_changed(state, seq);
+        crate::job::deferred::arm(state, seq);
         Ok(Effects { ops, to_moms: to_mom, launches: Vec::new() })
     })
 }
@@ -75,7 +76,7 @@ pub fn modify_jobs(state: &mut State, ctx: &Ctx<'_>, ids: &[String], attrs: &[At
 /// Puts a not-running job in Q, H or W from its holds and execution time.
 fn settle_queued_state(job: &mut Job, now: i64) {
     let held = job.get("Hold_Types", None).is_some_and(|h| h != "n");
-    let waiting = job.get("Execution_Time", None).and_then(|t| t.parse::<i64>().ok()).is_some_and(|t| t > now);
+    let waiting = crate::job::deferred::execution_time(job).is_some_and(|t| t > now);
     let new_state = if held {
         JobState::Held
     } else if waiting {
@@ -142,8 +143,11 @@ pub fn hold_jobs(
         if job.array {
             let mut ops = vec![job.put_op(None)];
             ops.extend(crate::job::array::refresh(state, seq, ctx.now));
+            crate::job::deferred::arm(state, seq);
             return Ok(ops);
         }
-        Ok(vec![job.put_op(None)])
+        let ops = vec![job.put_op(None)];
+        crate::job::deferred::arm(state, seq);
+        Ok(ops)
     })
 }

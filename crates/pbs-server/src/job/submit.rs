@@ -182,6 +182,7 @@ pub fn queue_job(
     let mut ops = vec![job.put_op(Some(script))];
     ops.extend(state.reserve_seq());
     state.jobs.insert(seq, job);
+    crate::job::deferred::arm(state, seq);
     Ok((id, ops))
 }
 

@@ -198,7 +198,7 @@ pub fn account(
     }
     for (vnode, resources) in per_node {
         let rt = state.node_rt.entry(vnode.clone()).or_default();
-        let ncpus: u64 = resources.iter().filter(|(r, _)| r == "ncpus").map(|(_, n)| n).sum();
+        let ncpus: u64 = resources.iter().filter(|(r, _)| r == "ncpus").map(|(_, n)| *n).fold(0, u64::saturating_add);
         for (resource, n) in resources {
             let slot = rt.assigned.entry(resource).or_insert(0);
             *slot = if hold { slot.saturating_add(n) } else { slot.saturating_sub(n) };

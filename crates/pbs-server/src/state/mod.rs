@@ -9,6 +9,7 @@ pub mod entity_usage;
 pub mod links;
 pub mod node_rt;
 pub mod sched_queue;
+pub mod timers;
 pub mod tracked;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
@@ -129,6 +130,8 @@ pub struct State {
     pub entity_limits: crate::state::entity_usage::Tracker,
     /// Launches handed to a mom link and suspended jobs by node (see `faults`).
     pub faults: crate::state::tracked::Tracked,
+    /// What falls due at a time (`timers`): execution times, the node watch, the purge.
+    pub timers: crate::state::timers::Timers,
 }
 
 /// Objects changed since the scheduler was last told, and whether a cycle is due.
@@ -253,6 +256,7 @@ impl State {
             arrays_to_refresh: BTreeSet::new(),
             entity_limits: Default::default(),
             faults: Default::default(),
+            timers: Default::default(),
         };
         let fresh = !loaded.meta.iter().any(|(k, _)| k == "initialized");
         for (key, value) in &loaded.meta {

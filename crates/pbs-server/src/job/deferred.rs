@@ -1,0 +1,57 @@
+//! Deferred start (`qsub -a`, `qalter -a`): a job whose `Execution_Time` is ahead waits in
+//! `W` (substate 30), and at that time becomes eligible as OpenPBS makes it: `Q` (substate
+//! 10), `Execution_Time` gone, `etime` and `mtime` the time it was reached. This happens
+//! whether or not the scheduler is scheduling; the job's entry in the state's timers
+//! (`state::timers`) brings it here, and a restart sets the entries again from the jobs.
+
+use pbs_core::JobState;
+
+use crate::state::timers::Due;
+use crate::state::{Job, State};
+use crate::store::StoreOp;
+
+/// A job's execution time, if it has one.
+pub fn execution_time(job: &Job) -> Option<i64> {
+    job.get("Execution_Time", None).and_then(|t| t.parse::<i64>().ok())
+}
+
+/// Sets the timer of job `seq` if it waits for its execution time; called wherever a job
+/// may enter `W` (submission, qalter, qrls) and at start for every job.
+pub fn arm(state: &mut State, seq: u64) {
+    let Some(job) = state.jobs.get(&seq) else { return };
+    if job.state != JobState::Waiting {
+        return;
+    }
+    if let Some(time) = execution_time(job) {
+        state.timers.set(Due::ExecutionTime(seq), time);
+    }
+}
+
+/// Sets the timers of every waiting job (at start: a time passed while the server was
+/// down falls due at once).
+pub fn arm_all(state: &mut State) {
+    let waiting: Vec<u64> = state.jobs.values().filter(|j| j.state == JobState::Waiting).map(|j| j.seq).collect();
+    for seq in waiting {
+        arm(state, seq);
+    }
+}
+
+/// Job `seq`'s execution time has come: if it still waits for it, it becomes eligible.
+pub fn reached(state: &mut State, seq: u64, now: i64) -> Vec<StoreOp> {
+    let Some(job) = state.jobs.get_mut(&seq) else { return Vec::new() };
+    // Altered, held, released or deleted since the entry was set: its state says what holds.
+    if job.state != JobState::Waiting || execution_time(job).is_some_and(|t| t > now) {
+        return Vec::new();
+    }
+    job.attrs.unset(job_idx!("Execution_Time"), None);
+    job.state = JobState::Queued;
+    job.substate = JobState::Queued.default_substate();
+    let stamp = now.to_string();
+    job.attrs.set(job_idx!("etime"), None, stamp.as_str());
+    job.attrs.set(job_idx!("mtime"), None, stamp.as_str());
+    let op = job.put_op(None);
+    let id = job.id(&state.server_name);
+    state.changes.jobs.insert(crate::jobkey::JobKey::job(seq), id);
+    state.changes.cycle = true;
+    vec![op]
+}
