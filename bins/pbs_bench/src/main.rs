@@ -165,6 +165,53 @@ impl Bench {
         Ok((clients * per_client) as f64 / started.elapsed().as_secs_f64())
     }
 
+    /// Submits `n` jobs that all wait for one execution time a few seconds ahead, then
+    /// measures from that time until every one is queued (what the server's timer event
+    /// and its commit take, and one status poll).
+    fn deferred_to_queued(&self, n: usize) -> Result<Duration> {
+        let clients = 16.min(n.max(1));
+        let at_secs =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_secs() + 3 + (n / 2000) as u64;
+        let mut threads = Vec::new();
+        for t in 0..clients {
+            let mut client = self.client()?;
+            let count = n / clients + usize::from(t < n % clients);
+            threads.push(std::thread::spawn(move || -> Result<()> {
+                for i in 0..count {
+                    let attrs = vec![
+                        Attr::new("Job_Name", format!("d{t}_{i}")),
+                        Attr::new("Execution_Time", at_secs.to_string()),
+                    ];
+                    client.submit(attrs, "#!/bin/sh\ntrue\n".into(), None)?;
+                }
+                Ok(())
+            }));
+        }
+        for thread in threads {
+            thread.join().map_err(|_| anyhow::anyhow!("submitter panicked"))??;
+        }
+        let at = std::time::UNIX_EPOCH + Duration::from_secs(at_secs);
+        if let Ok(ahead) = at.duration_since(std::time::SystemTime::now()) {
+            std::thread::sleep(ahead);
+        } else {
+            bail!("the submissions took past the execution time");
+        }
+        let mut client = self.client()?;
+        let queued =
+            || pbs_proto::Criterion { attr: "job_state".into(), op: pbs_proto::CompareOp::Eq, value: "Q".into() };
+        loop {
+            let ids = client.select(vec![queued()], false, false, false)?;
+            let since = std::time::SystemTime::now().duration_since(at).unwrap_or_default();
+            if ids.len() >= n {
+                return Ok(since);
+            }
+            if since > Duration::from_secs(60) {
+                bail!("{} of {n} jobs queued a minute after their time", ids.len());
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+
     /// Fills the server up to `total` jobs.
     fn fill_to(&self, total: usize) -> Result<()> {
         let have = self.count_jobs()?;
@@ -424,6 +471,7 @@ fn server_figures(args: &Args, bins: &Bins, figures: &mut Vec<Figure>) -> Result
     bench.stop_server();
     let kept = std::mem::take(&mut bench.figures);
     drop(bench);
+    let bench_bins = bins.clone();
     let mut bench = Bench::new(bins)?;
     bench.figures = kept;
     bench.start_server()?;
@@ -466,6 +514,24 @@ fn server_figures(args: &Args, bins: &Bins, figures: &mut Vec<Figure>) -> Result
         Some("< 3000"),
         format!("{recovered} of {n} jobs recovered"),
     );
+    bench.stop_server();
+
+    // Jobs that all wait for the same execution time, made eligible by one timer event.
+    let deferred = if args.smoke { 1000 } else { 10_000 };
+    let kept = std::mem::take(&mut bench.figures);
+    drop(bench);
+    let mut bench = Bench::new(bench_bins)?;
+    bench.figures = kept;
+    bench.start_server()?;
+    let attr = MgrAttr { name: "acl_roots".into(), op: MgrOp::Set, value: "root".into() };
+    bench.client()?.manager(MgrCommand::Set, MgrObject::Server, vec![], vec![attr])?;
+    let eligible = bench.deferred_to_queued(deferred);
+    let note = eligible
+        .as_ref()
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_else(|| format!("{deferred} jobs with one -a time: from that time until all are Q"));
+    bench.record("deferred_jobs_eligible", eligible.ok().map(ms), "ms", Some("< 100"), note);
     bench.stop_server();
 
     *figures = std::mem::take(&mut bench.figures);
