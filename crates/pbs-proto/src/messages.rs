@@ -249,7 +249,18 @@ macro_rules! per_job_ids {
             | Request::ReleaseJob { ids, .. }
             | Request::SignalJob { ids, .. }
             | Request::RerunJob { ids, .. } => Some(ids),
-            _ => None,
+            // Every kind is named, so a new one is decided on here before anything builds.
+            Request::QueueJob { .. }
+            | Request::StatusJob { .. }
+            | Request::SelectJobs { .. }
+            | Request::StatusServer { .. }
+            | Request::StatusQueue { .. }
+            | Request::StatusNode { .. }
+            | Request::StatusSched { .. }
+            | Request::StatusResource { .. }
+            | Request::StatusHook { .. }
+            | Request::RunJob { .. }
+            | Request::Manager { .. } => None,
         }
     };
 }

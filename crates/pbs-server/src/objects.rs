@@ -202,13 +202,13 @@ pub fn manager(
                     set_named(&mut list, kind, attr, &value, &mut state.interner);
                 }
                 apply_attrs(state, ctx, kind, &mut list, MgrCommand::Set, attrs)?;
-                state.named_mut(kind).push(Named { name: name.clone(), attrs: list });
+                named_list(state, kind)?.push(Named { name: name.clone(), attrs: list });
                 ops.push(state.named_op(kind, state.named(kind).len() - 1));
             }
             MgrCommand::Delete => {
                 let index = position.ok_or_else(|| (named.unknown)())?;
                 (named.may_delete)(state, name)?;
-                state.named_mut(kind).remove(index);
+                named_list(state, kind)?.remove(index);
                 ops.extend((named.deleted)(state, name));
                 ops.push(StoreOp::DeleteObject { kind: store_kind(kind), name: name.clone() });
             }
@@ -216,7 +216,9 @@ pub fn manager(
                 let index = position.ok_or_else(|| (named.unknown)())?;
                 let mut list = state.named(kind)[index].attrs.clone();
                 apply_attrs(state, ctx, kind, &mut list, command, attrs)?;
-                state.named_mut(kind)[index].attrs = list;
+                if let Some(object) = named_list(state, kind)?.get_mut(index) {
+                    object.attrs = list;
+                }
                 ops.push(state.named_op(kind, index));
                 ops.extend((named.changed)(state, name, attrs));
             }
@@ -504,6 +506,11 @@ pub fn server_status(state: &State, privilege: Privilege, filter: &[String]) -> 
             crate::privilege::hidden_resources(state, privilege),
         ),
     }
+}
+
+/// The list of a named kind's objects (every kind of `NAMED_KINDS` has one).
+fn named_list(state: &mut State, kind: ObjectKind) -> Result<&mut Vec<Named>, ReqError> {
+    state.named_mut(kind).ok_or_else(|| ReqError::new(Pbse::IVALREQ))
 }
 
 /// Status of queues, nodes, schedulers or hooks by name (all when `names` is empty).

@@ -65,21 +65,33 @@ pub fn check_job_total(list: &AttrList, last: &str) -> Result<(), ReqError> {
     Ok(())
 }
 
-/// Refuses a request that lists more than [`MAX_REQUEST_ATTRS`] attributes or more than
-/// [`pbs_proto::MAX_REQUEST_IDS`] job ids: `Invalid request`, before any of them is looked
-/// at.
+/// Refuses a request that lists more than [`MAX_REQUEST_ATTRS`] attributes, object names
+/// or criteria, or more than [`pbs_proto::MAX_REQUEST_IDS`] job ids: `Invalid request`,
+/// before any of them is looked at. (qstat's job ids are not bounded: a status is planned
+/// from them in one pass of lookups and listed in parts.)
 pub fn check_request(request: &Request) -> Result<(), ReqError> {
     if request.per_job_ids().is_some_and(|ids| ids.len() > pbs_proto::MAX_REQUEST_IDS) {
         return Err(ReqError::new(Pbse::IVALREQ));
     }
+    // Every kind is named, so a new one is given its lists here before the server builds.
     let count = match request {
         Request::QueueJob { attrs, .. } | Request::ModifyJob { attrs, .. } => attrs.len(),
-        Request::Manager { attrs, .. } => attrs.len(),
-        Request::StatusJob { attrs, .. } | Request::StatusServer { attrs } | Request::StatusQueue { attrs, .. } => {
-            attrs.len()
-        }
+        Request::Manager { attrs, names, .. } => attrs.len().max(names.len()),
+        Request::StatusJob { attrs, queues, .. } => attrs.len().max(queues.len()),
+        Request::StatusServer { attrs } => attrs.len(),
+        Request::StatusQueue { attrs, names } => attrs.len().max(names.len()),
+        Request::StatusNode { names }
+        | Request::StatusSched { names }
+        | Request::StatusResource { names }
+        | Request::StatusHook { names } => names.len(),
         Request::SelectJobs { criteria, .. } => criteria.len(),
-        _ => 0,
+        // Their ids are bounded above; qrun names one job.
+        Request::DeleteJob { .. }
+        | Request::HoldJob { .. }
+        | Request::ReleaseJob { .. }
+        | Request::SignalJob { .. }
+        | Request::RerunJob { .. }
+        | Request::RunJob { .. } => 0,
     };
     if count > MAX_REQUEST_ATTRS {
         return Err(ReqError::new(Pbse::IVALREQ));
@@ -116,6 +128,15 @@ mod tests {
         assert!(check_value(ObjectKind::Job, "Job_Name", &"n".repeat(230)).is_ok());
         assert!(check_value(ObjectKind::Job, "Job_Name", &"n".repeat(231)).is_err());
         assert_eq!(check_object_name(ObjectKind::Queue, "sixteen_letters_").unwrap_err().code, Pbse::QUENBIG);
+        // Lists of names and ids are bounded like attributes: a status of a million node
+        // names would look each up among every node.
+        let names: Vec<String> = (0..=MAX_REQUEST_ATTRS).map(|i| format!("n{i}")).collect();
+        let refused = |request: Request| check_request(&request).map_err(|e| e.code);
+        assert_eq!(refused(Request::StatusNode { names: names.clone() }), Err(Pbse::IVALREQ));
+        assert_eq!(refused(Request::StatusQueue { names: names.clone(), attrs: Vec::new() }), Err(Pbse::IVALREQ));
+        assert_eq!(refused(Request::StatusNode { names: names[1..].to_vec() }), Ok(()));
+        let ids: Vec<String> = (0..=pbs_proto::MAX_REQUEST_IDS).map(|i| i.to_string()).collect();
+        assert_eq!(refused(Request::HoldJob { ids, hold_types: "u".into() }), Err(Pbse::IVALREQ));
         assert!(check_object_name(ObjectKind::Queue, "fifteen_letters").is_ok());
     }
 }

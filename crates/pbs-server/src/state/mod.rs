@@ -297,7 +297,10 @@ impl State {
             let named = Named { name: name.clone(), attrs };
             match object_kind {
                 ObjectKind::Server => state.server = named.attrs,
-                kind => state.named_mut(kind).push(named),
+                kind => match state.named_mut(kind) {
+                    Some(list) => list.push(named),
+                    None => tracing::warn!(name = %name, "Ignoring a stored object of a kind kept elsewhere"),
+                },
             }
         }
         let records = loaded
@@ -385,23 +388,27 @@ impl State {
         }
     }
 
-    /// The objects of a kind (queues, nodes, schedulers, hooks).
-    pub fn named(&self, kind: ObjectKind) -> &Vec<Named> {
+    /// The objects of a kind (queues, nodes, schedulers, hooks); none for a kind that is
+    /// not kept as a list of named objects. Every kind is named here, so a new one must be
+    /// given its place (or none) before the server builds.
+    pub fn named(&self, kind: ObjectKind) -> &[Named] {
         match kind {
             ObjectKind::Queue => &self.queues,
             ObjectKind::Node => &self.nodes,
             ObjectKind::Sched => &self.scheds,
-            _ => &self.hooks,
+            ObjectKind::Hook => &self.hooks,
+            ObjectKind::Job | ObjectKind::Server | ObjectKind::Resource => &[],
         }
     }
 
-    /// Mutable access to the objects of a kind.
-    pub fn named_mut(&mut self, kind: ObjectKind) -> &mut Vec<Named> {
+    /// Mutable access to the objects of a kind kept as a list of named objects.
+    pub fn named_mut(&mut self, kind: ObjectKind) -> Option<&mut Vec<Named>> {
         match kind {
-            ObjectKind::Queue => &mut self.queues,
-            ObjectKind::Node => &mut self.nodes,
-            ObjectKind::Sched => &mut self.scheds,
-            _ => &mut self.hooks,
+            ObjectKind::Queue => Some(&mut self.queues),
+            ObjectKind::Node => Some(&mut self.nodes),
+            ObjectKind::Sched => Some(&mut self.scheds),
+            ObjectKind::Hook => Some(&mut self.hooks),
+            ObjectKind::Job | ObjectKind::Server | ObjectKind::Resource => None,
         }
     }
 
