@@ -24,39 +24,7 @@ use crate::mirror::Mirror;
 use crate::place::{Placed, SetView, can_fit_set, find_nodes, is_excl};
 use crate::resources::{ResId, UNSET, amount_of};
 use crate::walltime::{JOB_INFINITY, planned_duration, running_end};
-use crate::world::{Alloc, World};
-
-/// Whom a job counts against in run limits: owner, group and queue, and for a subjob
-/// its array's `max_run_subjobs`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Counted {
-    pub(crate) user: u32,
-    pub(crate) group: u32,
-    pub(crate) queue: String,
-    /// The array's sequence number, for a subjob.
-    pub(crate) array: Option<u64>,
-    /// Whether it counts against run limits: running, not yet exiting (the mirror's count).
-    pub(crate) limits: bool,
-}
-
-impl Counted {
-    /// A job as the mirror counts it: in run limits while running, against its array
-    /// while running or exiting.
-    pub(crate) fn of(job: &crate::mirror::Job) -> Counted {
-        Counted {
-            user: job.user,
-            group: job.group,
-            queue: job.view.queue.clone(),
-            array: job.array_slot(),
-            limits: job.running(),
-        }
-    }
-
-    /// A subjob of `parent` (or `parent` itself when `array` is `None`) once it runs.
-    pub(crate) fn run_of(parent: &crate::mirror::Job, array: Option<u64>) -> Counted {
-        Counted { array, limits: true, ..Counted::of(parent) }
-    }
-}
+use crate::world::{Alloc, Counted, World};
 
 /// A job that holds resources now and releases them at `end`.
 #[derive(Clone, Debug)]

@@ -26,7 +26,7 @@ use pbs_core::{IndexSet, JobId};
 use pbs_proto::Attr;
 use pbs_proto::sched::{Action, JobUpdate, RunDecision};
 
-use crate::calendar::{Calendar, Counted, Ending, end_of};
+use crate::calendar::{Calendar, Ending, end_of};
 use crate::config::PeriodPolicy;
 use crate::limits::{Entity, check_limits};
 use crate::mirror::{ArrayRole, Job, Mirror, QueueInfo, subjob_parent_id};
@@ -34,7 +34,7 @@ use crate::place::{SetView, can_fit_set, find_nodes};
 use crate::reason::{Failure, Reason, Status};
 use crate::resources::{UNSET, amount_of, exec_amount, format_amount};
 use crate::walltime::{JOB_INFINITY, planned_duration, shrink_range};
-use crate::world::{Alloc, World};
+use crate::world::{Alloc, Counted, World};
 
 /// What a cycle (or a qrun) decided.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

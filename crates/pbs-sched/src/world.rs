@@ -9,6 +9,38 @@ use crate::limits::RunCounts;
 use crate::mirror::{Mirror, Pending, add_amounts};
 use crate::resources::{Kind, ResId, UNSET, amount_of};
 
+/// Whom a job counts against in run limits: owner, group and queue, and for a subjob
+/// its array's `max_run_subjobs`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Counted {
+    pub(crate) user: u32,
+    pub(crate) group: u32,
+    pub(crate) queue: String,
+    /// The array's sequence number, for a subjob.
+    pub(crate) array: Option<u64>,
+    /// Whether it counts against run limits: running, not yet exiting (the mirror's count).
+    pub(crate) limits: bool,
+}
+
+impl Counted {
+    /// A job as the mirror counts it: in run limits while running, against its array
+    /// while running or exiting.
+    pub(crate) fn of(job: &crate::mirror::Job) -> Counted {
+        Counted {
+            user: job.user,
+            group: job.group,
+            queue: job.view.queue.clone(),
+            array: job.array_slot(),
+            limits: job.running(),
+        }
+    }
+
+    /// A subjob of `parent` (or `parent` itself when `array` is `None`) once it runs.
+    pub(crate) fn run_of(parent: &crate::mirror::Job, array: Option<u64>) -> Counted {
+        Counted { array, limits: true, ..Counted::of(parent) }
+    }
+}
+
 /// A set of nodes with the sums OpenPBS keeps for a placement set: how many nodes there
 /// are, how many are free, and per resource the available and assigned totals (a node that
 /// is not free counts its assigned amount as available: it has nothing more to give).
@@ -260,7 +292,7 @@ impl<'m> World<'m> {
 
     /// Adds (`sign` 1) or removes (-1) a job from the run-limit counts only: the
     /// calendar's view of who runs at some later time.
-    pub(crate) fn count_run(&mut self, counted: &crate::calendar::Counted, sign: i64) {
+    pub(crate) fn count_run(&mut self, counted: &Counted, sign: i64) {
         if counted.limits {
             self.server_counts.add(counted.user, counted.group, sign);
             if let Some(counts) = self.queue_counts.get_mut(counted.queue.as_str()) {

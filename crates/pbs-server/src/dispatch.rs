@@ -163,17 +163,17 @@ pub(crate) fn handle(state: &mut State, ctx: &Ctx<'_>, id: u64, request: Request
         Request::DeleteJob { ids, force, purge_history } => {
             per_id(crate::job::delete::delete_jobs(state, ctx, &ids, force, purge_history))
         }
-        Request::SignalJob { ids, signal } => per_id(crate::job::run::signal_jobs(state, ctx, &ids, &signal)),
-        Request::RerunJob { ids, force } => per_id(crate::job::run::rerun_jobs(state, ctx, &ids, force)),
+        Request::SignalJob { ids, signal } => per_id(crate::job::signal::signal_jobs(state, ctx, &ids, &signal)),
+        Request::RerunJob { ids, force } => per_id(crate::job::signal::rerun_jobs(state, ctx, &ids, force)),
         Request::HoldJob { ids, hold_types } => {
             per_id(crate::job::modify::hold_jobs(state, ctx, &ids, &hold_types, true))
         }
         Request::ReleaseJob { ids, hold_types } => {
             per_id(crate::job::modify::hold_jobs(state, ctx, &ids, &hold_types, false))
         }
-        Request::RunJob { id: job_id, exec_vnode } => match crate::job::run::qrun(state, ctx, &job_id, exec_vnode) {
-            Ok(crate::job::run::Qrun::Run(effects)) => Handled::Apply(Reply::ok(id, ReplyBody::None), effects),
-            Ok(crate::job::run::Qrun::AskScheduler(full_id)) => Handled::AskScheduler(full_id),
+        Request::RunJob { id: job_id, exec_vnode } => match crate::job::launch::qrun(state, ctx, &job_id, exec_vnode) {
+            Ok(crate::job::launch::Qrun::Run(effects)) => Handled::Apply(Reply::ok(id, ReplyBody::None), effects),
+            Ok(crate::job::launch::Qrun::AskScheduler(full_id)) => Handled::AskScheduler(full_id),
             Err(e) => fail(e),
         },
         Request::SelectJobs { criteria, history, subjobs, arrays_only } => {

@@ -29,7 +29,7 @@ pub fn due(state: &mut State, now: i64) -> Effects {
         match what {
             Due::ExecutionTime(seq) => effects.ops.extend(crate::job::deferred::reached(state, seq, now)),
             Due::NodeWatch => {
-                effects.merge(crate::job::run::requeue_from_failed_nodes(state, now));
+                effects.merge(crate::job::nodefail::requeue_from_failed_nodes(state, now));
                 state.timers.set(Due::NodeWatch, now + NODE_WATCH_EVERY);
             }
             Due::HistoryPurge => {

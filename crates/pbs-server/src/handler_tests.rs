@@ -120,7 +120,7 @@ impl Fixture {
         let (reply, effects) = self.request(&root(), Request::RunJob { id: id.clone(), exec_vnode: Some("n1".into()) });
         assert_eq!(reply.code, 0, "{reply:?}");
         assert_eq!(effects.launches.len(), 1);
-        let ops = crate::job::run::job_started(&mut self.state, "n1", &id, 42);
+        let ops = crate::job::end::job_started(&mut self.state, "n1", &id, 42);
         assert_eq!(writes(&Effects::ops(ops)), ["PutJob"]);
         (crate::jobkey::key_of(&id).unwrap_or(JobKey::job(u64::MAX)), id)
     }
@@ -267,7 +267,7 @@ fn a_run_writes_the_job_first_and_leaves_its_start_for_after_the_commit() {
 fn an_end_writes_the_job_then_tells_the_mom_to_forget_it() {
     let mut f = fixture();
     let (key, id) = f.running_job();
-    let effects = crate::job::run::job_ended(&mut f.state, "n1", &id, 0, &Usage::default(), f.now);
+    let effects = crate::job::end::job_ended(&mut f.state, "n1", &id, 0, &Usage::default(), f.now);
     assert_eq!(writes(&effects), ["DeleteJob"]);
     assert_eq!(frames(&effects), n1(&["ForgetJob"]));
     assert_eq!(f.job_state(key), None);
@@ -316,7 +316,7 @@ fn a_delete_before_the_launch_ends_the_job_and_forgets_it_after_the_commit() {
     assert_eq!(frames(&delete), n1(&["KillJob"]));
     // The run's commit is done: its delivery comes due.
     let delivery = Delivery { launches: run.launches, ..Delivery::default() };
-    let (now, follow) = crate::job::run::committed_delivery(&mut f.state, delivery, f.now);
+    let (now, follow) = crate::job::launch::committed_delivery(&mut f.state, delivery, f.now);
     assert!(now.is_empty(), "a start went out for a deleted job: {now:?}");
     assert_eq!(writes(&follow), ["DeleteJob"]);
     assert_eq!(frames(&follow), n1(&["ForgetJob"]));
@@ -331,7 +331,7 @@ fn a_rerun_kills_the_job_and_its_end_requeues_it_then_forgets_it() {
     assert_eq!(reply.code, 0);
     assert_eq!(writes(&effects), ["PutJob"]);
     assert_eq!(frames(&effects), n1(&["KillJob"]));
-    let effects = crate::job::run::job_ended(&mut f.state, "n1", &id, 271, &Usage::default(), f.now);
+    let effects = crate::job::end::job_ended(&mut f.state, "n1", &id, 271, &Usage::default(), f.now);
     assert_eq!(writes(&effects), ["PutJob"]);
     assert_eq!(frames(&effects), n1(&["ForgetJob"]));
     assert_eq!(f.job_state(key), Some(JobState::Queued));
@@ -362,8 +362,8 @@ fn a_node_down_too_long_requeues_its_jobs_and_forgets_them_after_the_commit() {
     let rt = f.state.node_rt.entry("n1".into()).or_default();
     rt.up = false;
     rt.down_since = Some(f.now);
-    assert!(crate::job::run::requeue_from_failed_nodes(&mut f.state, f.now + 309).is_empty());
-    let effects = crate::job::run::requeue_from_failed_nodes(&mut f.state, f.now + 310);
+    assert!(crate::job::nodefail::requeue_from_failed_nodes(&mut f.state, f.now + 309).is_empty());
+    let effects = crate::job::nodefail::requeue_from_failed_nodes(&mut f.state, f.now + 310);
     assert_eq!(writes(&effects), ["PutJob"]);
     assert_eq!(frames(&effects), n1(&["ForgetJob"]));
     assert_eq!(f.job_state(key), Some(JobState::Queued));

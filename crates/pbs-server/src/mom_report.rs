@@ -29,14 +29,14 @@ pub fn apply(state: &mut State, node: &str, report: FromMom, now: i64) -> Effect
             reconcile(state, node, &jobs, now)
         }
         FromMom::JobStarted { job_id, session_id } => {
-            Effects::ops(crate::job::run::job_started(state, node, &job_id, session_id))
+            Effects::ops(crate::job::end::job_started(state, node, &job_id, session_id))
         }
         FromMom::JobUsage { job_id, usage } => {
-            crate::job::run::job_usage(state, node, &job_id, &usage);
+            crate::job::end::job_usage(state, node, &job_id, &usage);
             Effects::default()
         }
         FromMom::JobEnded { job_id, exit_status, usage } => {
-            crate::job::run::job_ended(state, node, &job_id, exit_status, &usage, now)
+            crate::job::end::job_ended(state, node, &job_id, exit_status, &usage, now)
         }
         FromMom::SignalResult { job_id, signal, code } => {
             if code != 0 {
@@ -58,24 +58,24 @@ fn reconcile(state: &mut State, node: &str, held: &[MomJob], now: i64) -> Effect
     for job in held.iter().filter(|j| !j.sister) {
         match job.exit_status {
             Some(status) => {
-                effects.merge(crate::job::run::job_ended(state, node, &job.job_id, status, &job.usage, now))
+                effects.merge(crate::job::end::job_ended(state, node, &job.job_id, status, &job.usage, now))
             }
             None => {
-                let known = crate::job::run::jobs_on(state, node)
+                let known = crate::job::nodefail::jobs_on(state, node)
                     .into_iter()
                     .any(|key| Some(key) == crate::jobkey::key_of(&job.job_id));
                 if known {
                     if job.session_id > 0 {
-                        effects.ops.extend(crate::job::run::job_started(state, node, &job.job_id, job.session_id));
+                        effects.ops.extend(crate::job::end::job_started(state, node, &job.job_id, job.session_id));
                     }
-                    crate::job::run::job_usage(state, node, &job.job_id, &job.usage);
+                    crate::job::end::job_usage(state, node, &job.job_id, &job.usage);
                 } else {
                     effects.to_moms.push((node.to_string(), ToMom::ForgetJob { job_id: job.job_id.clone() }));
                 }
             }
         }
     }
-    for key in crate::job::run::jobs_on(state, node) {
+    for key in crate::job::nodefail::jobs_on(state, node) {
         let listed = held.iter().any(|j| !j.sister && crate::jobkey::key_of(&j.job_id) == Some(key));
         if !listed && crate::job::faults::lost_by_mom(state, key) {
             effects.merge(crate::job::faults::requeue_lost(state, key, now));
@@ -85,7 +85,7 @@ fn reconcile(state: &mut State, node: &str, held: &[MomJob], now: i64) -> Effect
 }
 
 /// A node's mom link closed: the node is down from `now` (its jobs are requeued once it
-/// stays down past `node_fail_requeue`, see `job::run::requeue_from_failed_nodes`).
+/// stays down past `node_fail_requeue`, see `job::nodefail::requeue_from_failed_nodes`).
 pub fn link_down(state: &mut State, node: &str, now: i64) {
     let rt = state.node_rt.entry(node.to_string()).or_default();
     if rt.up {

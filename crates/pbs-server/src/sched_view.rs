@@ -12,7 +12,7 @@ use tokio::sync::{mpsc, oneshot};
 use crate::attrlist::resolve;
 use crate::effects::Effects;
 use crate::error::ReqError;
-use crate::job::run::run_job;
+use crate::job::launch::run_job;
 use crate::jobkey::key_of;
 use crate::state::links::Links;
 use crate::state::{Job, State, idx};

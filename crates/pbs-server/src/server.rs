@@ -154,7 +154,7 @@ impl Server {
             State::from_loaded(loaded, &config.server_name, &config.host, &home.display().to_string());
         let created = !setup.is_empty();
         let mut ops = setup;
-        ops.extend(crate::job::run::recover(&mut state, chrono::Utc::now().timestamp()));
+        ops.extend(crate::job::nodefail::recover(&mut state, chrono::Utc::now().timestamp()));
         if !ops.is_empty() {
             store.commit(ops).await.unwrap_or(Err(CommitError::WriterGone))?;
         }
@@ -244,13 +244,13 @@ impl Server {
         Delivery { frames, launches, unreadable }
     }
 
-    /// Hands committed deliveries to the moms' links (see [`crate::job::run::committed_delivery`]);
+    /// Hands committed deliveries to the moms' links (see [`crate::job::launch::committed_delivery`]);
     /// what they change in turn is applied as new effects.
     fn deliver(self: &Arc<Self>, shared: &mut Shared, due: Vec<Delivery>) {
         let now = chrono::Utc::now().timestamp();
         let mut more = Effects::default();
         for delivery in due {
-            let (frames, follow) = crate::job::run::committed_delivery(&mut shared.state, delivery, now);
+            let (frames, follow) = crate::job::launch::committed_delivery(&mut shared.state, delivery, now);
             crate::state::links::send_frames(&mut shared.links, frames);
             more.merge(follow);
         }

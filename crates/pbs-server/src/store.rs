@@ -341,7 +341,7 @@ fn writer_loop(
             // Memory now holds changes the disk does not: serving on would show clients
             // jobs that a restart would not have. Stop, so a restart reloads what is durable.
             tracing::error!(error = %e, "Store commit failed; stopping the server");
-            crate::logging::flush();
+            pbs_log::flush();
             // A best-effort moment for the error replies to go out; the exit does not
             // depend on it.
             std::thread::sleep(std::time::Duration::from_millis(100));

@@ -10,6 +10,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+#[path = "support/file_graph.rs"]
+mod file_graph;
+
+use file_graph::{code, rust_files};
+
 /// The layers, lowest first. Add a new module to the layer it belongs to; moving one up
 /// to make this test pass is a design decision, to be explained in its commit.
 const LAYERS: &[(&str, &[&str])] = &[
@@ -35,32 +40,11 @@ fn src() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
 }
 
-/// The source files under `dir`, recursively.
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
-}
-
 /// The top-level module a file belongs to (`job/run.rs` is `job`'s).
 fn module_of(path: &Path) -> String {
     let relative = path.strip_prefix(src()).unwrap();
     let first = relative.components().next().unwrap().as_os_str().to_string_lossy().to_string();
     first.trim_end_matches(".rs").to_string()
-}
-
-/// Code without its test module and comments.
-fn code(text: &str) -> String {
-    let text = match text.find("#[cfg(test)]\nmod tests") {
-        Some(at) => &text[..at],
-        None => text,
-    };
-    text.lines().filter(|l| !l.trim_start().starts_with("//")).collect::<Vec<_>>().join("\n")
 }
 
 /// The modules `code` names through `crate::<name>`.
@@ -156,6 +140,12 @@ fn no_two_modules_use_each_other() {
             panic!("modules use each other: {}", cycle.join(" -> "));
         }
     }
+}
+
+#[test]
+fn no_two_files_use_each_other() {
+    let cycles = file_graph::cycles(&src(), &["lib.rs", "handler_tests.rs"]);
+    assert!(cycles.is_empty(), "files use each other:\n{}", cycles.join("\n"));
 }
 
 #[test]

@@ -206,7 +206,7 @@ pub struct SubjobTemplate {
 impl SubjobTemplate {
     /// The template of `parent`'s subjobs for this filter.
     pub fn new(state: &State, parent: &Job, filter: &StatusFilter) -> SubjobTemplate {
-        let mut view = crate::job::status::job_status(state, parent, filter);
+        let mut view = filter.job_status(state, parent);
         view.attrs.retain(|a| !ARRAY_ONLY.contains(&a.0.as_str()));
         SubjobTemplate { seq: parent.seq, remaining: indices(parent, "array_indices_remaining"), view }
     }
@@ -271,7 +271,7 @@ mod tests {
             ..Loaded::default()
         };
         let (mut state, _) = State::from_loaded(loaded, "srv", "host", "/nonexistent");
-        crate::job::run::recover(&mut state, 0);
+        crate::job::nodefail::recover(&mut state, 0);
         let count = state.jobs.get(&5).and_then(|j| j.get("array_state_count", None).map(str::to_string));
         assert_eq!(count.as_deref(), Some("Queued:10000000000 Running:0 Exiting:0 Expired:0"));
 

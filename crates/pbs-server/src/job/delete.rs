@@ -58,11 +58,11 @@ fn delete_one(
         // A running job ends through its mom: SIGTERM, SIGKILL after kill_delay, and
         // the end is recorded when the mom reports it; `-W force` does not wait.
         return Ok(if force {
-            crate::job::run::force_delete(state, key, ctx.now)
+            crate::job::end::force_delete(state, key, ctx.now)
         } else if state.ending.get(&key) == Some(&crate::state::EndReason::Delete) {
             Effects::default()
         } else {
-            crate::job::run::begin_end(state, key, crate::state::EndReason::Delete)
+            crate::job::end::begin_end(state, key, crate::state::EndReason::Delete)
         });
     }
     if job.state.is_history() {
@@ -106,9 +106,9 @@ fn delete_array(state: &mut State, seq: u64, force: bool, now: i64) -> Effects {
         .collect();
     for key in running {
         if force {
-            effects.merge(crate::job::run::force_delete(state, key, now));
+            effects.merge(crate::job::end::force_delete(state, key, now));
         } else if state.ending.get(&key) != Some(&crate::state::EndReason::Delete) {
-            effects.merge(crate::job::run::begin_end(state, key, crate::state::EndReason::Delete));
+            effects.merge(crate::job::end::begin_end(state, key, crate::state::EndReason::Delete));
         }
     }
     effects.ops.extend(crate::job::array::refresh(state, seq, now));

@@ -8,7 +8,7 @@ use pbs_core::{ExecVnode, JobState};
 use pbs_proto::mom::ToMom;
 
 use crate::effects::{Effects, Launch};
-use crate::job::run::mother_superior;
+use crate::job::running::mother_superior;
 use crate::jobkey::JobKey;
 use crate::state::{Job, State};
 use crate::store::StoreOp;
@@ -75,10 +75,10 @@ pub fn lost_by_mom(state: &State, key: JobKey) -> bool {
 }
 
 /// Ends a job's run that its mom does not have. A job whose start was never confirmed
-/// goes back to the queue, rerunnable or not (see [`crate::job::run::lost`]), with a comment in
+/// goes back to the queue, rerunnable or not (see [`crate::job::end::lost`]), with a comment in
 /// OpenPBS's form (`Not Running: PBS Error: <PBSE_NORELYMOM's text>`).
 pub fn requeue_lost(state: &mut State, key: JobKey, now: i64) -> Effects {
-    let failed_start = state.job(key).is_some_and(|j| j.substate == crate::job::run::SUBSTATE_PRERUN);
+    let failed_start = state.job(key).is_some_and(|j| j.substate == crate::job::running::SUBSTATE_PRERUN);
     if failed_start {
         set_comment(state, key, LAUNCH_LOST_COMMENT);
         if let Some(job) = state.job(key) {
@@ -87,7 +87,7 @@ pub fn requeue_lost(state: &mut State, key: JobKey, now: i64) -> Effects {
         }
     }
     state.faults.launched.remove(&key);
-    let mut effects = crate::job::run::lost(state, key, now);
+    let mut effects = crate::job::end::lost(state, key, now);
     if failed_start {
         hold_if_failing(state, key, now, &mut effects.ops);
     }
@@ -159,7 +159,7 @@ pub fn requeue_unreadable(state: &mut State, key: JobKey, now: i64) -> Effects {
         tracing::error!(object_type = "Job", object_name = id.as_str(), "cannot read the job script, job requeued");
     }
     set_comment(state, key, SCRIPT_UNREADABLE_COMMENT);
-    let mut effects = crate::job::run::lost(state, key, now);
+    let mut effects = crate::job::end::lost(state, key, now);
     hold_if_failing(state, key, now, &mut effects.ops);
     effects
 }
@@ -252,7 +252,7 @@ mod tests {
 
     #[test]
     fn a_launch_still_queued_on_its_link_is_not_lost_one_sent_is() {
-        let (mut state, key) = state_with_job(JobState::Running, crate::job::run::SUBSTATE_PRERUN);
+        let (mut state, key) = state_with_job(JobState::Running, crate::job::running::SUBSTATE_PRERUN);
         state.starting.insert(key);
         // Its RunJob still waits in the link's queue: it goes out after the reconciliation.
         assert!(!lost_by_mom(&state, key));
@@ -269,7 +269,7 @@ mod tests {
 
     #[test]
     fn launches_queued_on_a_replaced_link_are_lost_with_it() {
-        let (mut state, key) = state_with_job(JobState::Running, crate::job::run::SUBSTATE_PRERUN);
+        let (mut state, key) = state_with_job(JobState::Running, crate::job::running::SUBSTATE_PRERUN);
         state.starting.insert(key);
         link_replaced(&mut state, "n2");
         assert!(!lost_by_mom(&state, key));
@@ -279,7 +279,7 @@ mod tests {
 
     #[test]
     fn a_lost_launch_is_requeued_with_a_comment_even_if_not_rerunnable() {
-        let (mut state, key) = state_with_job(JobState::Running, crate::job::run::SUBSTATE_PRERUN);
+        let (mut state, key) = state_with_job(JobState::Running, crate::job::running::SUBSTATE_PRERUN);
         if let Some(job) = state.job_mut(key) {
             job.attrs.set(job_idx!("Rerunable"), None, "False");
         }
@@ -295,12 +295,12 @@ mod tests {
 
     #[test]
     fn a_job_whose_starts_keep_failing_is_held_after_twenty_runs() {
-        let (mut state, key) = state_with_job(JobState::Running, crate::job::run::SUBSTATE_PRERUN);
+        let (mut state, key) = state_with_job(JobState::Running, crate::job::running::SUBSTATE_PRERUN);
         requeue_unreadable(&mut state, key, 100);
         assert_eq!(state.job(key).map(|j| j.state), Some(JobState::Queued));
         if let Some(job) = state.job_mut(key) {
             job.state = JobState::Running;
-            job.substate = crate::job::run::SUBSTATE_PRERUN;
+            job.substate = crate::job::running::SUBSTATE_PRERUN;
             job.attrs.set(job_idx!("run_count"), None, "21");
             job.attrs.set(job_idx!("Hold_Types"), None, "u");
         }
@@ -334,13 +334,13 @@ mod tests {
     fn a_suspended_job_is_on_its_node_until_it_no_longer_is_suspended() {
         let (mut state, key) = state_with_job(JobState::Suspended, Substate::SUSPEND);
         note_suspended(&mut state, key, true);
-        assert_eq!(crate::job::run::jobs_on(&state, "n1"), vec![key]);
-        assert!(crate::job::run::jobs_on(&state, "n2").is_empty());
+        assert_eq!(crate::job::nodefail::jobs_on(&state, "n1"), vec![key]);
+        assert!(crate::job::nodefail::jobs_on(&state, "n2").is_empty());
         assert!(holds_suspended(&state, "n1") && !holds_suspended(&state, "n2"));
         if let Some(job) = state.job_mut(key) {
             job.state = JobState::Running;
         }
-        assert!(crate::job::run::jobs_on(&state, "n1").is_empty());
+        assert!(crate::job::nodefail::jobs_on(&state, "n1").is_empty());
         note_suspended(&mut state, key, false);
         assert!(state.faults.suspended.is_empty());
     }

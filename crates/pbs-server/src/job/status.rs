@@ -1,9 +1,8 @@
 //! Reading jobs: qstat (StatusJob) planned and listed part by part, qselect (SelectJobs), and
 //! the purge of expired history.
 
-use pbs_core::attr::ObjectKind;
 use pbs_core::{Duration, JobState, Pbse};
-use pbs_proto::{Attr, Criterion, IdError, StatusObject};
+use pbs_proto::{Criterion, IdError, StatusObject};
 
 use crate::criteria::Prepared;
 use crate::error::ReqError;
@@ -192,7 +191,7 @@ pub fn key_status(
     arrays: &mut Option<crate::job::array::SubjobTemplate>,
 ) -> Option<StatusObject> {
     match (key.index, state.job(key)) {
-        (_, Some(job)) => Some(job_status(state, job, filter)),
+        (_, Some(job)) => Some(filter.job_status(state, job)),
         (Some(index), None) => {
             if arrays.as_ref().is_none_or(|t| t.seq != key.seq) {
                 let parent = state.jobs.get(&key.seq)?;
@@ -202,57 +201,6 @@ pub fn key_status(
         }
         (None, None) => None,
     }
-}
-
-/// The status object of one job, attributes in report order, filtered by read privilege
-/// and the requested names.
-pub fn job_status(state: &State, job: &Job, filter: &StatusFilter) -> StatusObject {
-    let table = ObjectKind::Job.attributes();
-    let [state_idx, queue_idx, server_idx, _] = filter.computed;
-    let computed = |def: u8| -> String {
-        if def == state_idx {
-            job.state.letter().to_string()
-        } else if def == queue_idx {
-            job.queue.to_string()
-        } else if def == server_idx {
-            state.server_name.clone()
-        } else {
-            job.substate.to_string()
-        }
-    };
-    let hidden = crate::privilege::hidden_resources(state, filter.privilege);
-    let mut sorted_computed = filter.computed;
-    sorted_computed.sort_unstable();
-    let mut attrs = Vec::with_capacity(if filter.all { job.attrs.len() + 4 } else { 8 });
-    let mut push = |def: u8, resource: Option<&str>, value: &dyn Fn() -> String| {
-        let Some(d) = table.get(def as usize) else { return };
-        if !d.readable_by(filter.privilege) || !filter.wants(def, resource) {
-            return;
-        }
-        if resource.is_some_and(|r| hidden.iter().any(|h| h == r)) {
-            return;
-        }
-        let full = match resource {
-            Some(r) => format!("{}.{}", d.name, r),
-            None => d.name.to_string(),
-        };
-        attrs.push(Attr(full, value()));
-    };
-    let mut pending = sorted_computed.iter().peekable();
-    for stored in job.attrs.iter() {
-        while let Some(&&def) = pending.peek() {
-            if def > stored.def {
-                break;
-            }
-            push(def, None, &|| computed(def));
-            pending.next();
-        }
-        push(stored.def, stored.resource.as_deref(), &|| stored.value.to_string());
-    }
-    for &def in pending {
-        push(def, None, &|| computed(def));
-    }
-    StatusObject { name: job.id(&state.server_name), attrs }
 }
 
 /// Removes history jobs older than `job_history_duration` (default two weeks).

@@ -5,7 +5,7 @@
 //! `nodect`, `mpiprocs`, and custom resources with flag `q`. An entry stays once a job has
 //! used it, at zero when no running job holds it, as `qstat -Bf` shows it; sizes print in
 //! the finest unit a job asked in. Nothing is stored: a restart counts the running jobs
-//! again (`job::run::recover`).
+//! again (`job::nodefail::recover`).
 
 use pbs_core::Size;
 

@@ -1,9 +1,11 @@
-//! Which attributes a status request asks for, worked out once per request.
+//! Which attributes a status request asks for, worked out once per request, and a job's
+//! status object under it.
 
 use pbs_core::attr::{ObjectKind, Privilege, split_name};
-use pbs_proto::Attr;
+use pbs_proto::{Attr, StatusObject};
 
 use crate::attrlist::{AttrList, resolve};
+use crate::state::{Job, State};
 
 /// Whether a requested attribute list asks for `full` (a dotted name) or its base.
 pub fn wanted(filter: &[String], full: &str) -> bool {
@@ -80,4 +82,58 @@ pub(crate) fn filtered(
             wanted(filter, &full).then_some(Attr(full, value))
         })
         .collect()
+}
+
+impl StatusFilter {
+    /// The status object of one job, attributes in report order, filtered by read privilege
+    /// and the requested names.
+    pub fn job_status(&self, state: &State, job: &Job) -> StatusObject {
+        let filter = self;
+        let table = ObjectKind::Job.attributes();
+        let [state_idx, queue_idx, server_idx, _] = filter.computed;
+        let computed = |def: u8| -> String {
+            if def == state_idx {
+                job.state.letter().to_string()
+            } else if def == queue_idx {
+                job.queue.to_string()
+            } else if def == server_idx {
+                state.server_name.clone()
+            } else {
+                job.substate.to_string()
+            }
+        };
+        let hidden = crate::privilege::hidden_resources(state, filter.privilege);
+        let mut sorted_computed = filter.computed;
+        sorted_computed.sort_unstable();
+        let mut attrs = Vec::with_capacity(if filter.all { job.attrs.len() + 4 } else { 8 });
+        let mut push = |def: u8, resource: Option<&str>, value: &dyn Fn() -> String| {
+            let Some(d) = table.get(def as usize) else { return };
+            if !d.readable_by(filter.privilege) || !filter.wants(def, resource) {
+                return;
+            }
+            if resource.is_some_and(|r| hidden.iter().any(|h| h == r)) {
+                return;
+            }
+            let full = match resource {
+                Some(r) => format!("{}.{}", d.name, r),
+                None => d.name.to_string(),
+            };
+            attrs.push(Attr(full, value()));
+        };
+        let mut pending = sorted_computed.iter().peekable();
+        for stored in job.attrs.iter() {
+            while let Some(&&def) = pending.peek() {
+                if def > stored.def {
+                    break;
+                }
+                push(def, None, &|| computed(def));
+                pending.next();
+            }
+            push(stored.def, stored.resource.as_deref(), &|| stored.value.to_string());
+        }
+        for &def in pending {
+            push(def, None, &|| computed(def));
+        }
+        StatusObject { name: job.id(&state.server_name), attrs }
+    }
 }

@@ -1,0 +1,284 @@
+//! A running job's life as its mom reports it (start, usage, end), and its end on purpose
+//! (qdel, qrerun) or when it is lost: its nodes released, then requeued or finished.
+
+use pbs_core::attr::ObjectKind;
+use pbs_core::{ExecVnode, JobState, Substate};
+use pbs_proto::mom::{ToMom, Usage};
+
+use crate::effects::{Effects, MomFrames};
+use crate::job::running::{SUBSTATE_PRERUN, job_exclusive};
+use crate::jobkey::{JobKey, key_of};
+use crate::state::{EndReason, Job, State};
+use crate::store::StoreOp;
+
+/// Text of a Usage as `resources_used` values.
+fn usage_attrs(usage: &Usage) -> [(&'static str, String); 6] {
+    [
+        ("cpupercent", usage.cpupercent.to_string()),
+        ("cput", pbs_core::Duration::from_secs(usage.cput).to_string()),
+        ("mem", format!("{}kb", usage.mem_kb)),
+        ("ncpus", usage.ncpus.to_string()),
+        ("vmem", format!("{}kb", usage.vmem_kb)),
+        ("walltime", pbs_core::Duration::from_secs(usage.walltime).to_string()),
+    ]
+}
+
+fn set_usage(state: &mut State, key: JobKey, usage: &Usage) {
+    let names: Vec<(std::sync::Arc<str>, String)> =
+        usage_attrs(usage).into_iter().map(|(r, v)| (state.interner.intern(r), v)).collect();
+    if let Some(job) = state.job_mut(key) {
+        for (resource, value) in names {
+            job.attrs.set(job_idx!("resources_used"), Some(resource), value);
+        }
+    }
+}
+
+/// The job `job_id` whose mother superior is `node`, if it is running there.
+fn running_on(state: &State, node: &str, job_id: &str) -> Option<JobKey> {
+    let key = key_of(job_id)?;
+    let job = state.job(key)?;
+    if !matches!(job.state, JobState::Running | JobState::Suspended | JobState::Exiting) {
+        return None;
+    }
+    let exec: ExecVnode = job.get("exec_vnode", None)?.parse().ok()?;
+    (exec.vnodes().first() == Some(&node)).then_some(key)
+}
+
+/// The mom says the job's shell is running.
+pub fn job_started(state: &mut State, node: &str, job_id: &str, session_id: i64) -> Vec<StoreOp> {
+    let Some(key) = running_on(state, node, job_id) else { return Vec::new() };
+    state.starting.remove(&key);
+    let ncpus = state.job(key).and_then(|j| j.get("Resource_List", Some("ncpus"))).unwrap_or("1").to_string();
+    set_usage(state, key, &Usage { ncpus: ncpus.parse().unwrap_or(1), ..Usage::default() });
+    let Some(job) = state.job_mut(key) else { return Vec::new() };
+    if job.substate == SUBSTATE_PRERUN {
+        job.substate = Substate::RUNNING;
+    }
+    job.attrs.set(job_idx!("session_id"), None, session_id.to_string());
+    let ops = vec![job.put_op(None)];
+    state.changes.jobs.insert(key, job_id.to_string());
+    ops
+}
+
+/// A usage sample: kept in memory, written with the job's next change.
+pub fn job_usage(state: &mut State, node: &str, job_id: &str, usage: &Usage) {
+    if let Some(key) = running_on(state, node, job_id) {
+        set_usage(state, key, usage);
+    }
+}
+
+fn finish_comment(previous: Option<&str>, exit_status: i32) -> Option<String> {
+    let suffix = match exit_status {
+        0 => " and finished".to_string(),
+        -24 | -25 => " and exceeded resource ncpus".to_string(),
+        -26 => " and exceeded resource vmem".to_string(),
+        -27 => " and exceeded resource mem".to_string(),
+        -28 => " and exceeded resource cput".to_string(),
+        -29 => " and exceeded resource walltime".to_string(),
+        _ => " and failed".to_string(),
+    };
+    previous.filter(|c| c.starts_with("Job run at")).map(|c| format!("{c}{suffix}"))
+}
+
+/// Releases a job's hold on its nodes and returns ForgetJob frames for each of them.
+fn release(state: &mut State, key: JobKey, now: i64) -> MomFrames {
+    let Some(job) = state.job(key) else { return Vec::new() };
+    let job_id = job.id(&state.server_name);
+    let suspended = job.state == JobState::Suspended;
+    let Some(exec) = job.get("exec_vnode", None).and_then(|e| e.parse::<ExecVnode>().ok()) else {
+        return Vec::new();
+    };
+    if !suspended {
+        let exclusive = job_exclusive(state, job, &exec);
+        crate::node::account(state, key, &job_id, &exec, exclusive, false, now);
+    }
+    state.starting.remove(&key);
+    exec.vnodes().into_iter().map(|v| (v.to_string(), ToMom::ForgetJob { job_id: job_id.clone() })).collect()
+}
+
+/// Puts a job that was running back in the queue.
+fn requeue(state: &mut State, key: JobKey, now: i64) -> Vec<StoreOp> {
+    if key.index.is_some() {
+        return crate::job::array::requeue_subjob(state, key, now);
+    }
+    let server_name = state.server_name.clone();
+    let Some(job) = state.job_mut(key) else { return Vec::new() };
+    job.state = JobState::Queued;
+    job.substate = Substate::QUEUED;
+    for def in [job_idx!("exec_host"), job_idx!("exec_vnode"), job_idx!("session_id"), job_idx!("stime")] {
+        job.attrs.unset(def, None);
+    }
+    job.attrs.unset_all(job_idx!("resources_used"));
+    job.attrs.set(job_idx!("etime"), None, now.to_string());
+    job.attrs.set(job_idx!("mtime"), None, now.to_string());
+    let id = job.id(&server_name);
+    let ops = vec![job.put_op(None)];
+    state.changes.jobs.insert(key, id);
+    state.changes.cycle = true;
+    ops
+}
+
+/// Records a job's end: `Exit_status`, usage, comment; history or removal.
+fn finish(
+    state: &mut State,
+    key: JobKey,
+    exit_status: Option<i32>,
+    usage: Option<&Usage>,
+    deleted: bool,
+    now: i64,
+) -> Vec<StoreOp> {
+    if let Some(usage) = usage {
+        set_usage(state, key, usage);
+    }
+    let history = state.server_flag("job_history_enable", false);
+    let Some(job_id) = state.job(key).map(|j| j.id(&state.server_name)) else { return Vec::new() };
+    state.changes.jobs.insert(key, job_id.clone());
+    state.changes.cycle = true;
+    let Some(job) = state.job_mut(key) else { return Vec::new() };
+    if let Some(status) = exit_status {
+        job.attrs.set(job_idx!("Exit_status"), None, status.to_string());
+        if let Some(comment) = finish_comment(job.get("comment", None), status) {
+            job.attrs.set(job_idx!("comment"), None, comment);
+        }
+    }
+    tracing::info!(
+        object_type = "Job",
+        object_name = job_id.as_str(),
+        "Exit_status={} resources_used.cput={} resources_used.walltime={}",
+        exit_status.map(|s| s.to_string()).unwrap_or_default(),
+        job.get("resources_used", Some("cput")).unwrap_or("00:00:00"),
+        job.get("resources_used", Some("walltime")).unwrap_or("00:00:00"),
+    );
+    if let Some(index) = key.index {
+        // A finished subjob is expired (`X`); its record stays while history is kept.
+        job.state = JobState::Expired;
+        job.substate = Substate::FINISHED;
+        job.attrs.set(job_idx!("obittime"), None, now.to_string());
+        let op = job.put_op(None);
+        let record = state.subjobs.remove(&(key.seq, index));
+        let mut ops = match record {
+            Some(record) if history => {
+                state.finished_subjobs.insert((key.seq, index), record);
+                vec![op]
+            }
+            _ => vec![StoreOp::DeleteSubjob { seq: key.seq, index }],
+        };
+        ops.extend(crate::job::array::refresh_after_end(state, key.seq, now));
+        return ops;
+    }
+    if history {
+        job.state = JobState::Finished;
+        job.substate = if deleted {
+            Substate::TERMINATED
+        } else if exit_status.is_some_and(|s| s != 0) {
+            Substate::FAILED
+        } else {
+            Substate::FINISHED
+        };
+        let now = now.to_string();
+        job.attrs.set(job_idx!("mtime"), None, now.as_str());
+        job.attrs.set(job_idx!("obittime"), None, now.as_str());
+        job.attrs.set(job_idx!("history_timestamp"), None, now.as_str());
+        vec![job.put_op(None)]
+    } else if let Some(index) = key.index {
+        state.subjobs.remove(&(key.seq, index));
+        vec![StoreOp::DeleteSubjob { seq: key.seq, index }]
+    } else {
+        state.jobs.remove(&key.seq);
+        vec![StoreOp::DeleteJob { seq: key.seq }]
+    }
+}
+
+/// The mom says the job ended (or could not start).
+pub fn job_ended(state: &mut State, node: &str, job_id: &str, exit_status: i32, usage: &Usage, now: i64) -> Effects {
+    let Some(key) = running_on(state, node, job_id) else {
+        // Not ours (any more): let the mom drop it.
+        let forget = (node.to_string(), ToMom::ForgetJob { job_id: job_id.to_string() });
+        return Effects { to_moms: vec![forget], ..Effects::default() };
+    };
+    let reason = state.ending.remove(&key);
+    let frames = release(state, key, now);
+    // -3 (retry), -11 (rerun), -20 (mother superior lost): PBS ended it to run again.
+    let requeued = reason == Some(EndReason::Rerun) || matches!(exit_status, -3 | -11 | -20);
+    let ops = if requeued {
+        set_usage(state, key, usage);
+        requeue(state, key, now)
+    } else {
+        finish(state, key, Some(exit_status), Some(usage), reason == Some(EndReason::Delete), now)
+    };
+    Effects { ops, to_moms: frames, launches: Vec::new() }
+}
+
+/// `kill_delay` of the job's queue, else the server's, else 10 s as OpenPBS.
+fn kill_delay(state: &State, job: &Job) -> u32 {
+    let queue = state.queue_index(&job.queue).and_then(|i| {
+        state.queues[i].attrs.get_named(ObjectKind::Queue, "kill_delay", None).and_then(|v| v.parse().ok())
+    });
+    queue.or_else(|| state.server_attr("kill_delay", None).and_then(|v| v.parse().ok())).unwrap_or(10)
+}
+
+/// Starts ending a running job (qdel, qrerun): the mom kills it and reports the end.
+pub fn begin_end(state: &mut State, key: JobKey, reason: EndReason) -> Effects {
+    let Some(job) = state.job(key) else { return Effects::default() };
+    let delay = kill_delay(state, job);
+    let job_id = job.id(&state.server_name);
+    let suspended = job.state == JobState::Suspended;
+    let Some(exec) = job.get("exec_vnode", None).and_then(|e| e.parse::<ExecVnode>().ok()) else {
+        return Effects::default();
+    };
+    let Some(ms) = exec.vnodes().first().map(|v| v.to_string()) else { return Effects::default() };
+    let exclusive = job_exclusive(state, job, &exec);
+    let mut frames = Vec::new();
+    if suspended {
+        // A stopped session cannot act on SIGTERM: wake it first, and it holds its
+        // resources again until it ends.
+        frames.push((ms.clone(), ToMom::SignalJob { job_id: job_id.clone(), signal: "resume".into() }));
+        crate::node::account(state, key, &job_id, &exec, exclusive, true, chrono::Utc::now().timestamp());
+    }
+    frames.push((ms, ToMom::KillJob { job_id: job_id.clone(), kill_delay: delay }));
+    state.ending.insert(key, reason);
+    let Some(job) = state.job_mut(key) else { return Effects { to_moms: frames, ..Effects::default() } };
+    if reason == EndReason::Delete {
+        job.state = JobState::Exiting;
+        job.substate = Substate::EXITING;
+    } else if suspended {
+        job.state = JobState::Running;
+        job.substate = Substate::RUNNING;
+    }
+    let ops = vec![job.put_op(None)];
+    state.changes.jobs.insert(key, job_id);
+    Effects { ops, to_moms: frames, launches: Vec::new() }
+}
+
+/// Ends a running job without waiting for its mom (`qdel -W force`): resources are freed
+/// and the moms told to forget it.
+pub fn force_delete(state: &mut State, key: JobKey, now: i64) -> Effects {
+    state.ending.remove(&key);
+    let frames = release(state, key, now);
+    Effects { ops: finish(state, key, None, None, true, now), to_moms: frames, launches: Vec::new() }
+}
+
+/// A job whose mother superior was lost: requeued if rerunnable, else finished. A job
+/// whose start its mom never confirmed has not run, and is requeued either way.
+pub fn lost(state: &mut State, key: JobKey, now: i64) -> Effects {
+    state.ending.remove(&key);
+    let rerunnable = state.job(key).is_some_and(|j| {
+        j.substate == SUBSTATE_PRERUN || j.get("Rerunable", None).and_then(pbs_core::attr::parse_bool).unwrap_or(true)
+    });
+    let frames = release(state, key, now);
+    let ops = if rerunnable { requeue(state, key, now) } else { finish(state, key, Some(-20), None, false, now) };
+    Effects { ops, to_moms: frames, launches: Vec::new() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finish_comments_follow_openpbs() {
+        let run = Some("Job run at Sun Nov 22 at 20:35 on (vm:ncpus=1)");
+        assert_eq!(finish_comment(run, 0).unwrap(), "Job run at Sun Nov 22 at 20:35 on (vm:ncpus=1) and finished");
+        assert!(finish_comment(run, 1).unwrap().ends_with(" and failed"));
+        assert!(finish_comment(run, -29).unwrap().ends_with(" and exceeded resource walltime"));
+    }
+}

@@ -1,0 +1,376 @@
+//! Starting jobs (qrun and the scheduler's runs): checked, marked running with their
+//! resources held, and their launches handed to the moms once the run is committed.
+//!
+//! Everything here is a change to [`State`] made under its lock, returning the [`Effects`]
+//! to carry out once it is committed.
+
+use pbs_core::select::Select;
+use pbs_core::{ExecVnode, JobState, Pbse};
+use pbs_proto::mom::{JobLaunch, ToMom};
+
+use crate::effects::{Delivery, Effects, Launch, MomFrames};
+use crate::error::ReqError;
+use crate::job::end::{force_delete, lost};
+use crate::job::running::{SUBSTATE_PRERUN, job_exclusive};
+use crate::jobkey::JobKey;
+use crate::state::{EndReason, Job, State};
+
+/// Decodes `Variable_List` (`K=V,K2=V2`, commas and backslashes in values escaped).
+pub fn decode_variables(list: &str) -> Vec<(String, String)> {
+    let mut items = Vec::new();
+    let mut current = String::new();
+    let mut chars = list.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                if let Some(next) = chars.next() {
+                    current.push(next);
+                }
+            }
+            ',' => items.push(std::mem::take(&mut current)),
+            other => current.push(other),
+        }
+    }
+    if !current.is_empty() {
+        items.push(current);
+    }
+    items
+        .into_iter()
+        .filter_map(|item| item.split_once('=').map(|(k, v)| (k.to_string(), v.to_string())))
+        .filter(|(k, _)| !k.is_empty())
+        .collect()
+}
+
+fn unescape_xml(text: &str) -> String {
+    text.replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", "\"").replace("&apos;", "'").replace("&amp;", "&")
+}
+
+/// The texts between `<tag>` and `</tag>`, in order (`executable`, `argument_list`).
+fn jsdl_values(text: &str, tag: &str) -> Vec<String> {
+    let open = format!("<{tag}>");
+    let close = format!("</{tag}>");
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(start) = rest.find(&open) {
+        let after = &rest[start + open.len()..];
+        let Some(end) = after.find(&close) else { break };
+        out.push(unescape_xml(&after[..end]));
+        rest = &after[end + close.len()..];
+    }
+    out
+}
+
+/// A job's select: as stored, else one chunk of `ncpus=1`.
+fn select_of(job: &Job) -> Select {
+    let parsed = job.get("Resource_List", Some("select")).and_then(|s| s.parse::<Select>().ok());
+    match parsed {
+        Some(select) if !select.chunks().is_empty() => select,
+        _ => Select::single(vec![("ncpus".to_string(), "1".to_string())]),
+    }
+}
+
+/// The chunks of a select one by one, each repeated its count, made as they are taken:
+/// walked only as far as an exec_vnode reaches, never expanded.
+fn each_chunk(select: &Select) -> impl Iterator<Item = &pbs_core::select::Chunk> {
+    select.chunks().iter().flat_map(|chunk| std::iter::repeat_n(chunk, chunk.count().max(1) as usize))
+}
+
+/// Whether the vnodes an exec_vnode names can ever hold the job's chunks and processes
+/// (`pbs_core::capacity`): checked before anything is made per chunk or per process, so
+/// `select=4000000000:ncpus=0` or `mpiprocs=2000000000` costs nothing here.
+fn check_capacity(state: &State, select: &Select, exec: &ExecVnode) -> Result<(), ReqError> {
+    let names: std::collections::HashSet<&str> = exec.parts().map(|p| p.vnode.as_str()).collect();
+    let ncpus: u64 = state
+        .nodes
+        .iter()
+        .filter(|n| names.contains(n.name.as_str()))
+        .map(|n| crate::node::available_ncpus(&crate::node::available(state, n)))
+        .fold(0, u64::saturating_add);
+    let slots = pbs_core::capacity::Slots::of(names.len() as u64, ncpus);
+    pbs_core::capacity::Counts::of(select).check(slots).map_err(|e| {
+        tracing::info!(object_type = "Job", "Refused a run: {e}");
+        ReqError::new(Pbse::RESCUNAV)
+    })
+}
+
+/// Completes an exec_vnode given as bare names (`qrun -H n1+n2`): each chunk of the job's
+/// select goes to the named vnodes in turn, with the chunk's consumable resources.
+fn complete_exec(state: &State, select: &Select, exec: ExecVnode) -> ExecVnode {
+    if exec.parts().any(|p| !p.resources.is_empty()) {
+        return exec;
+    }
+    let names: Vec<String> = exec.parts().map(|p| p.vnode.clone()).collect();
+    let mut out = ExecVnode::default();
+    for (i, chunk) in each_chunk(select).enumerate() {
+        let vnode = names[i % names.len().max(1)].clone();
+        let resources = chunk
+            .resources()
+            .iter()
+            .filter(|(r, _)| crate::node::consumable(state, r))
+            .map(|(r, v)| (r.clone(), v.clone()))
+            .collect();
+        out.chunks.push(vec![pbs_core::execvnode::VnodePart { vnode, resources }]);
+    }
+    out
+}
+
+fn run_comment(exec_vnode: &str) -> String {
+    format!("Job run at {} on {exec_vnode}", chrono::Local::now().format("%a %b %d at %H:%M"))
+}
+
+/// What a qrun does once its rules pass.
+pub enum Qrun {
+    /// `-H`: the job runs where asked, with these effects.
+    Run(Effects),
+    /// No `-H`: the scheduler places the job (its full id).
+    AskScheduler(String),
+}
+
+/// RunJob (qrun): operators and managers only; the job (or a subjob, `12[3]`, from its
+/// array's remaining indices) must be queued. With `-H` the job starts here and now.
+pub fn qrun(
+    state: &mut State,
+    ctx: &crate::request::Ctx<'_>,
+    job_id: &str,
+    exec_vnode: Option<String>,
+) -> Result<Qrun, ReqError> {
+    if ctx.privilege < pbs_core::Privilege::Operator {
+        return Err(ReqError::new(Pbse::PERM));
+    }
+    let key = crate::request::ids::run_key(state, job_id)?;
+    let queued = match (key.index, state.job(key)) {
+        (_, Some(job)) => job.state == JobState::Queued && !job.array,
+        (Some(index), None) => state.jobs.get(&key.seq).is_some_and(|parent| {
+            matches!(parent.state, JobState::Queued | JobState::Begun)
+                && crate::request::ids::indices(parent, "array_indices_remaining").contains(index)
+        }),
+        (None, None) => false,
+    };
+    if !queued {
+        return Err(ReqError::new(Pbse::BADSTATE));
+    }
+    match exec_vnode {
+        Some(exec_vnode) => {
+            let mut effects = run_job(state, key, &exec_vnode, ctx.now)?;
+            effects.ops.extend(crate::job::array::settle(state, ctx.now));
+            Ok(Qrun::Run(effects))
+        }
+        None => Ok(Qrun::AskScheduler(match key.index {
+            Some(index) => pbs_core::JobId::subjob(key.seq, index, &state.server_name).to_string(),
+            None => state.job(key).map(|j| j.id(&state.server_name)).unwrap_or_default(),
+        })),
+    }
+}
+
+/// Every vnode must exist, be up and not offline.
+fn check_nodes(state: &State, exec: &ExecVnode) -> Result<(), ReqError> {
+    for name in exec.vnodes() {
+        let node = state.nodes.iter().find(|n| n.name == name).ok_or_else(|| ReqError::new(Pbse::UNKNODE))?;
+        let up = state.node_rt.get(name).is_some_and(|rt| rt.up);
+        if !up || crate::node::is_offline(node) {
+            return Err(ReqError::new(Pbse::RESCUNAV));
+        }
+    }
+    Ok(())
+}
+
+/// Starts a queued job on `exec_vnode`: checks, marks it running, holds its resources.
+/// Returns the store operations and the launches to send once they are committed; for a
+/// subjob, the caller adds [`crate::job::array::settle`]'s operations.
+pub fn run_job(state: &mut State, key: JobKey, exec_vnode: &str, now: i64) -> Result<Effects, ReqError> {
+    let parsed: ExecVnode = exec_vnode.parse().map_err(|_| ReqError::new(Pbse::BADNODESPEC))?;
+    if let Some(index) = key.index {
+        // A queued subjob has no record until it starts.
+        if state.job(key).is_none() {
+            check_nodes(state, &parsed)?;
+            crate::job::array::materialize(state, key.seq, index, now)?;
+        }
+    }
+    let job = state.job(key).ok_or_else(|| ReqError::new(Pbse::UNKJOBID))?;
+    if job.state != JobState::Queued || job.array {
+        return Err(ReqError::new(Pbse::BADSTATE));
+    }
+    let select = select_of(job);
+    check_capacity(state, &select, &parsed)?;
+    let exec = complete_exec(state, &select, parsed);
+    check_nodes(state, &exec)?;
+    let exclusive = job_exclusive(state, job, &exec);
+    let exec_text = exec.to_string();
+    let job_id = job.id(&state.server_name);
+    // A run_count a user set near the top of its range stays there.
+    let run_count = job.get("run_count", None).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0).saturating_add(1);
+    let run_count = u32::try_from(run_count).unwrap_or(u32::MAX);
+    crate::node::account(state, key, &job_id, &exec, exclusive, true, now);
+    let Some(job) = state.job_mut(key) else { return Err(ReqError::new(Pbse::UNKJOBID)) };
+    job.state = JobState::Running;
+    job.substate = SUBSTATE_PRERUN;
+    job.attrs.set(job_idx!("exec_host"), None, exec.exec_host());
+    job.attrs.set(job_idx!("exec_vnode"), None, exec_text.as_str());
+    job.attrs.set(job_idx!("stime"), None, now.to_string());
+    job.attrs.set(job_idx!("run_count"), None, run_count.to_string());
+    job.attrs.set(job_idx!("comment"), None, run_comment(&exec_text));
+    job.attrs.unset(job_idx!("Exit_status"), None);
+    let ops = vec![job.put_op(None)];
+    if key.index.is_some() {
+        // Brought up to date once per batch of starts: see `job::array::settle`.
+        state.arrays_to_refresh.insert(key.seq);
+    }
+    state.starting.insert(key);
+    state.changes.jobs.insert(key, job_id.clone());
+    let launches = launches(state, key, &select, &exec, run_count);
+    tracing::info!(object_type = "Job", object_name = job_id.as_str(), "Job run on {exec_text}");
+    Ok(Effects { ops, to_moms: Vec::new(), launches })
+}
+
+fn launches(state: &State, key: JobKey, select: &Select, exec: &ExecVnode, run_count: u32) -> Vec<Launch> {
+    let Some(job) = state.job(key) else { return Vec::new() };
+    let get = |name: &str| job.get(name, None).unwrap_or("").to_string();
+    // One line per process of each chunk, on its first vnode; [`check_capacity`] has held
+    // the processes to what the job's vnodes have.
+    let mut nodefile = Vec::new();
+    let mut wanted = each_chunk(select);
+    for chunk in &exec.chunks {
+        let mpiprocs = wanted.next().map_or(1, pbs_core::capacity::chunk_mpiprocs);
+        if let Some(first) = chunk.first() {
+            nodefile.extend(std::iter::repeat_n(first.vnode.clone(), mpiprocs as usize));
+        }
+    }
+    let first_chunk = select.chunks().first().map(|c| c.resources().to_vec()).unwrap_or_default();
+    let chunk_value =
+        |name: &str| -> Option<u32> { first_chunk.iter().find(|(r, _)| r == name).and_then(|(_, v)| v.parse().ok()) };
+    let ms_ncpus = exec
+        .chunks
+        .first()
+        .and_then(|c| c.first())
+        .and_then(|p| p.get("ncpus"))
+        .and_then(|v| v.parse().ok())
+        .or_else(|| chunk_value("ncpus"))
+        .unwrap_or(1);
+    let duration = |name: &str| {
+        job.get("Resource_List", Some(name)).and_then(|v| v.parse::<pbs_core::Duration>().ok()).map(|d| d.as_secs())
+    };
+    let executable =
+        job.get("executable", None).and_then(|e| jsdl_values(e, "jsdl-hpcpa:Executable").into_iter().next());
+    let arguments = job.get("argument_list", None).map(|a| jsdl_values(a, "jsdl-hpcpa:Argument")).unwrap_or_default();
+    let mother_superior = exec.vnodes().first().map(|v| v.to_string()).unwrap_or_default();
+    let shell = job.get("Shell_Path_List", None).and_then(|list| shell_for(list, &mother_superior));
+    let (uid, root_allowed) = crate::launch_owner::owner(state, job);
+    let base = JobLaunch {
+        job_id: job.id(&state.server_name),
+        job_name: get("Job_Name"),
+        user: get("euser"),
+        uid,
+        root_allowed,
+        group: get("egroup"),
+        queue: job.queue.to_string(),
+        sister: false,
+        script: String::new(),
+        executable,
+        arguments,
+        shell,
+        variables: decode_variables(job.get("Variable_List", None).unwrap_or("")),
+        output_path: get("Output_Path"),
+        error_path: get("Error_Path"),
+        join_path: job.get("Join_Path", None).unwrap_or("n").to_string(),
+        keep_files: job.get("Keep_Files", None).unwrap_or("n").to_string(),
+        umask: job.get("umask", None).map(str::to_string),
+        nodefile,
+        ncpus: ms_ncpus,
+        ompthreads: chunk_value("ompthreads").unwrap_or(ms_ncpus),
+        walltime: duration("walltime"),
+        cput: duration("cput"),
+        mem: job.get("Resource_List", Some("mem")).and_then(crate::node::amount),
+        array_index: job.get("array_index", None).map(str::to_string),
+        array_id: job.get("array_id", None).map(str::to_string),
+        account: job.get("Account_Name", None).map(str::to_string),
+        run_count,
+    };
+    exec.vnodes()
+        .into_iter()
+        .enumerate()
+        .map(|(i, vnode)| {
+            let mut launch = base.clone();
+            if i > 0 {
+                launch.sister = true;
+                launch.ncpus = exec
+                    .parts()
+                    .filter(|p| p.vnode == vnode)
+                    .filter_map(|p| p.get("ncpus").and_then(|v| v.parse::<u32>().ok()))
+                    .sum();
+            }
+            Launch { key, node: vnode.to_string(), launch }
+        })
+        .collect()
+}
+
+/// The shell of `-S path[@host],...` for `host`: its own entry, else the one without a host.
+fn shell_for(list: &str, host: &str) -> Option<String> {
+    let entries: Vec<&str> = list.split(',').map(str::trim).filter(|e| !e.is_empty()).collect();
+    let own = entries.iter().find_map(|e| e.split_once('@').filter(|(_, h)| *h == host).map(|(p, _)| p));
+    own.or_else(|| entries.iter().copied().find(|e| !e.contains('@'))).map(str::to_string)
+}
+
+/// What goes to the moms of a delivery whose commit is done: its frames, then each start
+/// whose job is still running that start. A job deleted or requeued before its start went
+/// out ends here, since no mom knows it; a start whose script could not be read is
+/// requeued. Returns the frames to send now and the effects of those ends.
+pub fn committed_delivery(state: &mut State, delivery: Delivery, now: i64) -> (MomFrames, Effects) {
+    let Delivery { mut frames, launches, unreadable } = delivery;
+    let mut follow = Effects::default();
+    let mut settled = Vec::new();
+    for launch in launches {
+        match state.ending.get(&launch.key).copied() {
+            None if state.job(launch.key).is_some_and(|j| j.state == JobState::Running) => {
+                // Never a start without its script: the job goes back to the queue.
+                if unreadable.contains(&launch.key) {
+                    if !settled.contains(&launch.key) {
+                        settled.push(launch.key);
+                        follow.merge(crate::job::faults::requeue_unreadable(state, launch.key, now));
+                    }
+                    continue;
+                }
+                frames.push((launch.node, ToMom::RunJob { launch: Box::new(launch.launch) }));
+            }
+            Some(reason) if !settled.contains(&launch.key) => {
+                settled.push(launch.key);
+                follow.merge(match reason {
+                    EndReason::Rerun => lost(state, launch.key, now),
+                    EndReason::Delete => force_delete(state, launch.key, now),
+                });
+            }
+            _ => {}
+        }
+    }
+    (frames, follow)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn variables_decode_escaped_commas() {
+        let vars = decode_variables(r"PBS_O_HOME=/root,A=x\,y,B=,PBS_O_WORKDIR=/tmp");
+        assert_eq!(
+            vars,
+            vec![
+                ("PBS_O_HOME".to_string(), "/root".to_string()),
+                ("A".to_string(), "x,y".to_string()),
+                ("B".to_string(), String::new()),
+                ("PBS_O_WORKDIR".to_string(), "/tmp".to_string()),
+            ]
+        );
+    }
+    #[test]
+    fn shell_path_list_prefers_the_host_entry() {
+        assert_eq!(shell_for("/bin/sh", "n1").as_deref(), Some("/bin/sh"));
+        assert_eq!(shell_for("/bin/csh@n2,/bin/bash@n1,/bin/sh", "n1").as_deref(), Some("/bin/bash"));
+        assert_eq!(shell_for("/bin/csh@n2,/bin/sh", "n1").as_deref(), Some("/bin/sh"));
+        assert_eq!(shell_for("/bin/csh@n2", "n1"), None);
+    }
+    #[test]
+    fn jsdl_lists() {
+        let args = "<jsdl-hpcpa:Argument>1</jsdl-hpcpa:Argument><jsdl-hpcpa:Argument>a&amp;b</jsdl-hpcpa:Argument>";
+        assert_eq!(jsdl_values(args, "jsdl-hpcpa:Argument"), vec!["1", "a&b"]);
+    }
+}
