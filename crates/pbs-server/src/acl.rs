@@ -11,6 +11,7 @@ use pbs_proto::{IdError, MgrOp, Reply, ReplyBody, Request};
 
 use crate::error::ReqError;
 use crate::identity::Identity;
+use crate::request::Ctx;
 use crate::state::State;
 
 /// The server ACLs every request passes (OpenPBS's `process_request` and
@@ -58,7 +59,8 @@ pub fn root_allowed(state: &State, who: &Identity) -> bool {
 /// against the submitting host (PBSE_BADHOST), the user ACL against the job owner and the
 /// group ACL against every group of the job's user (PBSE_PERM). Managers are held to them
 /// too, as in OpenPBS (only a manager's qmove passes them).
-pub fn check_queue(state: &State, queue_index: usize, who: &Identity) -> Result<(), ReqError> {
+pub fn check_queue(state: &State, queue_index: usize, ctx: &Ctx<'_>) -> Result<(), ReqError> {
+    let who = ctx.who;
     let Some(queue) = state.queues.get(queue_index) else {
         return Err(ReqError::new(Pbse::UNKQUE));
     };
@@ -80,7 +82,7 @@ pub fn check_queue(state: &State, queue_index: usize, who: &Identity) -> Result<
     if flag(const { ObjectKind::Queue.index_of("acl_group_enable") })
         && !acl::check_group(
             attr(const { ObjectKind::Queue.index_of("acl_groups") }),
-            &groups_of(&who.user, &who.group),
+            if ctx.groups.is_empty() { std::slice::from_ref(&who.group) } else { ctx.groups },
         )
     {
         return Err(ReqError::new(Pbse::PERM));
@@ -88,14 +90,22 @@ pub fn check_queue(state: &State, queue_index: usize, who: &Identity) -> Result<
     Ok(())
 }
 
-/// Every group `user` is in (its primary group `primary` first). Read from the system
-/// databases, only when a queue's group ACL is enabled, as OpenPBS does.
-fn groups_of(user: &str, primary: &str) -> Vec<String> {
-    let mut groups = vec![primary.to_string()];
-    let Ok(Some(entry)) = nix::unistd::User::from_name(user) else {
+/// Groups by user name, reused as long as the names of connecting peers.
+static GROUPS: crate::identity::TtlCache<String, Vec<String>> =
+    crate::identity::TtlCache::new(crate::identity::NAME_TTL);
+
+/// Every group `who` is in (its primary group first), through a short-lived cache: read
+/// from the system databases, which may be a directory service, so never under the state
+/// lock (the dispatch looks them up before it, for a submission).
+pub fn groups_of(who: &Identity) -> Vec<String> {
+    if let Some(groups) = GROUPS.get(who.user.as_str()) {
+        return groups;
+    }
+    let mut groups = vec![who.group.clone()];
+    let Ok(Some(entry)) = nix::unistd::User::from_name(&who.user) else {
         return groups;
     };
-    let Ok(name) = std::ffi::CString::new(user) else {
+    let Ok(name) = std::ffi::CString::new(who.user.as_str()) else {
         return groups;
     };
     for gid in nix::unistd::getgrouplist(&name, entry.gid).unwrap_or_default() {
@@ -105,6 +115,7 @@ fn groups_of(user: &str, primary: &str) -> Vec<String> {
             }
         }
     }
+    GROUPS.insert(who.user.clone(), groups.clone());
     groups
 }
 

@@ -72,11 +72,13 @@ pub async fn dispatch(server: &Arc<Server>, who: &Identity, id: u64, mut request
     if let Err(e) = crate::size_limits::check_request(&request) {
         return Response::Reply(Reply::error(id, e.code.0, e.message));
     }
-    // Outside the lock: a request naming one job many times is handled as naming it once.
+    // Outside the lock: a request naming one job many times is handled as naming it once,
+    // and a submitter's groups (which a directory service may be slow to give) are known.
     let repeats = crate::request::ids::Repeats::drop_from(&mut request);
+    let groups = if matches!(request, Request::QueueJob { .. }) { crate::acl::groups_of(who) } else { Vec::new() };
     // The one point where a request may wait before the state is locked: queuejob and
     // modifyjob hooks run here, on the request as it came, before anything is decided.
-    let (reply, applied) = match handle_locked(server, who, id, request) {
+    let (reply, applied) = match handle_locked(server, who, &groups, id, request) {
         Locked::Applied(reply, applied) => (reply, applied),
         Locked::Respond(Response::Reply(mut reply)) => {
             repeats.restore(&mut reply);
@@ -117,12 +119,12 @@ enum Locked {
 
 /// The part of a request under the state lock: checks, the handler, and the start of its
 /// effects.
-fn handle_locked(server: &Arc<Server>, who: &Identity, id: u64, request: Request) -> Locked {
+fn handle_locked(server: &Arc<Server>, who: &Identity, groups: &[String], id: u64, request: Request) -> Locked {
     let mut guard = server.lock();
     #[cfg(debug_assertions)]
     crate::dispatch::test_panic(&request);
     let shared = &mut *guard;
-    let ctx = server.ctx(shared, who);
+    let ctx = Ctx { groups, ..server.ctx(shared, who) };
     if let Err(e) = crate::acl::check_request(shared, who, ctx.privilege) {
         return Locked::Respond(Response::Reply(crate::acl::refusal(id, &request, e)));
     }

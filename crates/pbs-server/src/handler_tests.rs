@@ -90,7 +90,7 @@ impl Fixture {
     fn request(&mut self, who: &Identity, request: Request) -> (Reply, Effects) {
         let privilege =
             who.privilege(self.state.server_attr("managers", None), self.state.server_attr("operators", None));
-        let ctx = Ctx { who, privilege, now: self.now };
+        let ctx = Ctx { who, privilege, now: self.now, groups: &[] };
         match handle(&mut self.state, &ctx, 1, request) {
             Handled::Apply(reply, effects) => (reply, effects),
             _ => panic!("expected a reply with effects"),
@@ -227,7 +227,7 @@ fn a_selection_with_many_criteria_looks_at_few_jobs_per_lock() {
         .map(|i| pbs_proto::Criterion { attr: "Priority".into(), op: pbs_proto::CompareOp::Ne, value: i.to_string() })
         .collect();
     let who = alice();
-    let ctx = Ctx { who: &who, privilege: Privilege::User, now: f.now };
+    let ctx = Ctx { who: &who, privilege: Privilege::User, now: f.now, groups: &[] };
     let mut selection = crate::job::status::Selection::new(&criteria, false, false, false);
     let mut ids = Vec::new();
     selection.step(&f.state, &ctx, &mut ids);
@@ -380,7 +380,7 @@ fn requests_that_change_nothing_have_no_effects() {
     // A status and a selection are given part by part after the lock, through the same
     // dispatch.
     let who = alice();
-    let ctx = Ctx { who: &who, privilege: Privilege::User, now: f.now };
+    let ctx = Ctx { who: &who, privilege: Privilege::User, now: f.now, groups: &[] };
     let status =
         Request::StatusJob { ids: Vec::new(), queues: Vec::new(), attrs: Vec::new(), history: false, subjobs: false };
     assert!(matches!(handle(&mut f.state, &ctx, 1, status), Handled::Parts(ReplyParts::JobStatus(_))));

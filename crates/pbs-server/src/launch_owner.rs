@@ -2,6 +2,10 @@
 //! `euser`, and whether `acl_roots` allows the job to run as root. The mom refuses a launch
 //! whose owner has another uid on its host, and runs nothing as uid 0 without the
 //! permission (see `pbs_mom`'s `owner` module).
+//!
+//! Under the state lock a run only notes whether `acl_roots` names the owner; the uid is
+//! looked up once the run is committed, off the lock ([`resolve`]), since the password
+//! database may be a directory service.
 
 use crate::identity::{NAME_TTL, TtlCache};
 use crate::state::{Job, State};
@@ -9,11 +13,17 @@ use crate::state::{Job, State};
 /// Uids by user name, reused as long as the names of connecting peers ([`NAME_TTL`]).
 static UIDS: TtlCache<String, u32> = TtlCache::new(NAME_TTL);
 
-/// The owner fields of a job's launch: (uid, root_allowed).
-pub fn owner(state: &State, job: &Job) -> (Option<u32>, bool) {
-    let uid = uid_of(job.get("euser", None).unwrap_or(""));
-    let root_allowed = uid == Some(0) && root_allowed(state, job.get("Job_Owner", None).unwrap_or(""));
-    (uid, root_allowed)
+/// Whether `acl_roots` names the job's owner: the launch's `root_allowed` until
+/// [`resolve`] also knows the owner is uid 0. No lookup: called under the state lock.
+pub fn root_named(state: &State, job: &Job) -> bool {
+    root_allowed(state, job.get("Job_Owner", None).unwrap_or(""))
+}
+
+/// Fills a launch's owner uid from its user, and keeps `root_allowed` only for uid 0.
+/// Reads the password database: never under the state lock.
+pub fn resolve(launch: &mut pbs_proto::mom::JobLaunch) {
+    launch.uid = uid_of(&launch.user);
+    launch.root_allowed = launch.root_allowed && launch.uid == Some(0);
 }
 
 /// Whether `acl_roots` names the owner (`user@host`), as it did when the server accepted

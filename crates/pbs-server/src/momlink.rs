@@ -11,7 +11,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures::{SinkExt, StreamExt};
+use futures::StreamExt;
 use pbs_proto::link::{LinkCodec, LinkConn};
 use pbs_proto::mom::{FromMom, ToMom};
 use pbs_proto::{MAX_REPLY_FRAME_LEN, Role};
@@ -159,11 +159,6 @@ async fn connect(server: &Server, node: &str, host: &str, port: u16) -> Result<C
         .map_err(|_| ConnectError::Unreachable("timed out".to_string()))?
 }
 
-async fn send<T: serde::Serialize>(conn: &mut Conn, message: &T) -> Result<(), String> {
-    let bytes = serde_json::to_vec(message).map_err(|e| e.to_string())?;
-    conn.send(bytes::Bytes::from(bytes)).await.map_err(|e| e.to_string())
-}
-
 async fn serve(server: &Arc<Server>, node: &str, mut conn: Conn, rx: &mut mpsc::Receiver<ToMom>) {
     let mut ping = tokio::time::interval(PING_INTERVAL);
     let mut last_heard = Instant::now();
@@ -193,7 +188,7 @@ async fn serve(server: &Arc<Server>, node: &str, mut conn: Conn, rx: &mut mpsc::
                 if !crate::job::faults::leaving(&mut server.lock(), node, &frame) {
                     continue;
                 }
-                if send(&mut conn, &frame).await.is_err() {
+                if pbs_proto::link::send(&mut conn, &frame).await.is_err() {
                     return;
                 }
             }
@@ -202,7 +197,7 @@ async fn serve(server: &Arc<Server>, node: &str, mut conn: Conn, rx: &mut mpsc::
                     tracing::warn!(object_type = "Node", object_name = node, "mom silent, dropping the link");
                     return;
                 }
-                if send(&mut conn, &ToMom::Ping).await.is_err() {
+                if pbs_proto::link::send(&mut conn, &ToMom::Ping).await.is_err() {
                     return;
                 }
             }

@@ -180,7 +180,7 @@ impl Server {
     /// The request context of `who` against the current state.
     pub fn ctx<'a>(&self, state: &State, who: &'a Identity) -> Ctx<'a> {
         let privilege = who.privilege(state.server_attr("managers", None), state.server_attr("operators", None));
-        Ctx { who, privilege, now: chrono::Utc::now().timestamp() }
+        Ctx { who, privilege, now: chrono::Utc::now().timestamp(), groups: &[] }
     }
 
     /// Carries out `effects` of a change just made to `state` (whose lock the caller
@@ -226,22 +226,39 @@ impl Server {
         Applied::Delivery(waiter)
     }
 
-    /// Reads the scripts the starts among `launches` need (outside the state lock).
-    async fn with_scripts(&self, frames: crate::effects::MomFrames, mut launches: Vec<Launch>) -> Delivery {
-        let wanted: Vec<u64> =
-            launches.iter().filter(|l| !l.launch.sister && l.launch.executable.is_none()).map(|l| l.key.seq).collect();
-        let mut unreadable = Default::default();
-        if !wanted.is_empty() {
-            let path = self.db_path();
-            let scripts = tokio::task::spawn_blocking(move || Store::read_scripts(&path, &wanted)).await;
-            let scripts = match scripts {
-                Ok(Ok(scripts)) => Ok(scripts),
-                Ok(Err(e)) => Err(e.to_string()),
-                Err(e) => Err(e.to_string()),
-            };
-            unreadable = crate::job::faults::fill_scripts(&mut launches, scripts);
+    /// Reads the scripts the starts among `launches` need, and looks up their owners'
+    /// uids, on a blocking thread outside the state lock.
+    async fn with_scripts(&self, frames: crate::effects::MomFrames, launches: Vec<Launch>) -> Delivery {
+        if launches.is_empty() {
+            return Delivery { frames, launches, unreadable: Default::default() };
         }
-        Delivery { frames, launches, unreadable }
+        let path = self.db_path();
+        let prepared = tokio::task::spawn_blocking(move || {
+            let mut launches = launches;
+            for launch in &mut launches {
+                crate::launch_owner::resolve(&mut launch.launch);
+            }
+            let wanted: Vec<u64> = launches
+                .iter()
+                .filter(|l| !l.launch.sister && l.launch.executable.is_none())
+                .map(|l| l.key.seq)
+                .collect();
+            let mut unreadable = Default::default();
+            if !wanted.is_empty() {
+                let scripts = Store::read_scripts(&path, &wanted).map_err(|e| e.to_string());
+                unreadable = crate::job::faults::fill_scripts(&mut launches, scripts);
+            }
+            (launches, unreadable)
+        })
+        .await;
+        match prepared {
+            Ok((launches, unreadable)) => Delivery { frames, launches, unreadable },
+            // The blocking task panicked: nothing starts, and the panic hook ends the server.
+            Err(e) => {
+                tracing::error!(object_type = "Server", "preparing job starts failed: {e}");
+                Delivery { frames, launches: Vec::new(), unreadable: Default::default() }
+            }
+        }
     }
 
     /// Hands committed deliveries to the moms' links (see [`crate::job::launch::committed_delivery`]);

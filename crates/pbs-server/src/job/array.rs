@@ -65,7 +65,7 @@ pub fn materialize(state: &mut State, seq: u64, index: u64, now: i64) -> Result<
     parent.attrs.set(job_idx!("array_indices_remaining"), None, remaining.to_string());
     if began {
         parent.attrs.set(job_idx!("stime"), None, now.to_string());
-        let when = chrono::Local::now().format("%a %b %d at %H:%M");
+        let when = crate::job::running::comment_time(now);
         parent.attrs.set(job_idx!("comment"), None, format!("Job Array Began at {when}"));
     }
     state.subjobs.insert((seq, index), subjob);

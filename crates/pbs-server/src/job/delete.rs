@@ -62,7 +62,7 @@ fn delete_one(
         } else if state.ending.get(&key) == Some(&crate::state::EndReason::Delete) {
             Effects::default()
         } else {
-            crate::job::end::begin_end(state, key, crate::state::EndReason::Delete)
+            crate::job::end::begin_end(state, key, crate::state::EndReason::Delete, ctx.now)
         });
     }
     if job.state.is_history() {
@@ -108,7 +108,7 @@ fn delete_array(state: &mut State, seq: u64, force: bool, now: i64) -> Effects {
         if force {
             effects.merge(crate::job::end::force_delete(state, key, now));
         } else if state.ending.get(&key) != Some(&crate::state::EndReason::Delete) {
-            effects.merge(crate::job::end::begin_end(state, key, crate::state::EndReason::Delete));
+            effects.merge(crate::job::end::begin_end(state, key, crate::state::EndReason::Delete, now));
         }
     }
     effects.ops.extend(crate::job::array::refresh(state, seq, now));

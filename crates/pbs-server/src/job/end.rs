@@ -218,7 +218,7 @@ fn kill_delay(state: &State, job: &Job) -> u32 {
 }
 
 /// Starts ending a running job (qdel, qrerun): the mom kills it and reports the end.
-pub fn begin_end(state: &mut State, key: JobKey, reason: EndReason) -> Effects {
+pub fn begin_end(state: &mut State, key: JobKey, reason: EndReason, now: i64) -> Effects {
     let Some(job) = state.job(key) else { return Effects::default() };
     let delay = kill_delay(state, job);
     let job_id = job.id(&state.server_name);
@@ -233,7 +233,7 @@ pub fn begin_end(state: &mut State, key: JobKey, reason: EndReason) -> Effects {
         // A stopped session cannot act on SIGTERM: wake it first, and it holds its
         // resources again until it ends.
         frames.push((ms.clone(), ToMom::SignalJob { job_id: job_id.clone(), signal: "resume".into() }));
-        crate::node::account(state, key, &job_id, &exec, exclusive, true, chrono::Utc::now().timestamp());
+        crate::node::account(state, key, &job_id, &exec, exclusive, true, now);
     }
     frames.push((ms, ToMom::KillJob { job_id: job_id.clone(), kill_delay: delay }));
     state.ending.insert(key, reason);

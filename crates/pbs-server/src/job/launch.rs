@@ -114,8 +114,8 @@ fn complete_exec(state: &State, select: &Select, exec: ExecVnode) -> ExecVnode {
     out
 }
 
-fn run_comment(exec_vnode: &str) -> String {
-    format!("Job run at {} on {exec_vnode}", chrono::Local::now().format("%a %b %d at %H:%M"))
+fn run_comment(exec_vnode: &str, now: i64) -> String {
+    format!("Job run at {} on {exec_vnode}", crate::job::running::comment_time(now))
 }
 
 /// What a qrun does once its rules pass.
@@ -208,7 +208,7 @@ pub fn run_job(state: &mut State, key: JobKey, exec_vnode: &str, now: i64) -> Re
     job.attrs.set(job_idx!("exec_vnode"), None, exec_text.as_str());
     job.attrs.set(job_idx!("stime"), None, now.to_string());
     job.attrs.set(job_idx!("run_count"), None, run_count.to_string());
-    job.attrs.set(job_idx!("comment"), None, run_comment(&exec_text));
+    job.attrs.set(job_idx!("comment"), None, run_comment(&exec_text, now));
     job.attrs.unset(job_idx!("Exit_status"), None);
     let ops = vec![job.put_op(None)];
     if key.index.is_some() {
@@ -254,12 +254,13 @@ fn launches(state: &State, key: JobKey, select: &Select, exec: &ExecVnode, run_c
     let arguments = job.get("argument_list", None).map(|a| jsdl_values(a, "jsdl-hpcpa:Argument")).unwrap_or_default();
     let mother_superior = exec.vnodes().first().map(|v| v.to_string()).unwrap_or_default();
     let shell = job.get("Shell_Path_List", None).and_then(|list| shell_for(list, &mother_superior));
-    let (uid, root_allowed) = crate::launch_owner::owner(state, job);
+    // The uid is looked up once the run is committed, off the lock (`launch_owner`).
+    let root_allowed = crate::launch_owner::root_named(state, job);
     let base = JobLaunch {
         job_id: job.id(&state.server_name),
         job_name: get("Job_Name"),
         user: get("euser"),
-        uid,
+        uid: None,
         root_allowed,
         group: get("egroup"),
         queue: job.queue.to_string(),

@@ -37,3 +37,12 @@ pub(crate) fn job_exclusive(state: &State, job: &Job, exec: &ExecVnode) -> bool 
         }
     })
 }
+
+/// `now` as OpenPBS's comments write a time (`Wed Nov 25 at 13:26`), in local time.
+pub(crate) fn comment_time(now: i64) -> String {
+    chrono::DateTime::from_timestamp(now, 0)
+        .unwrap_or_default()
+        .with_timezone(&chrono::Local)
+        .format("%a %b %d at %H:%M")
+        .to_string()
+}

@@ -115,6 +115,6 @@ pub fn rerun_jobs(
             return Err(ReqError::new(Pbse::NORERUN));
         }
         let ms_up = mother_superior(job).and_then(|ms| state.node_rt.get(&ms)).is_some_and(|rt| rt.up);
-        Ok(if force && !ms_up { lost(state, key, ctx.now) } else { begin_end(state, key, EndReason::Rerun) })
+        Ok(if force && !ms_up { lost(state, key, ctx.now) } else { begin_end(state, key, EndReason::Rerun, ctx.now) })
     })
 }

@@ -36,7 +36,7 @@ pub fn queue_job(
     if !queue_flag("enabled") {
         return Err(ReqError::new(Pbse::QUNOENB));
     }
-    crate::acl::check_queue(state, queue_index, ctx.who)?;
+    crate::acl::check_queue(state, queue_index, ctx)?;
     if ctx.who.uid == 0 && !ctx.who.daemon && !crate::acl::root_allowed(state, ctx.who) {
         return Err(ReqError::new(Pbse::BADUSER));
     }

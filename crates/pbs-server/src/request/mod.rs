@@ -26,6 +26,9 @@ pub struct Ctx<'a> {
     pub privilege: Privilege,
     /// Seconds since the epoch.
     pub now: i64,
+    /// Every group of the requester, looked up before the state lock for a submission
+    /// (a queue's group ACL needs them); empty otherwise.
+    pub groups: &'a [String],
 }
 
 /// Finds a job by a full or short id; errors as OpenPBS replies them.
