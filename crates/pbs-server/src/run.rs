@@ -128,10 +128,18 @@ async fn timer(server: Arc<Server>) {
         let wait_ms = next.map_or(1000, |t| t.saturating_mul(1000).saturating_sub(now_ms).clamp(0, 1000));
         tokio::time::sleep(Duration::from_millis(u64::try_from(wait_ms).unwrap_or(0))).await;
         let mut state = server.lock();
+        let started = std::time::Instant::now();
         let effects = crate::due::due(&mut state, chrono::Utc::now().timestamp());
         if !effects.is_empty() {
+            let writes = effects.ops.len();
             // Nobody waits for these: the moms hear once the changes are on disk.
             let _ = server.apply_effects(&mut state, effects);
+            drop(state);
+            tracing::info!(
+                object_type = "Server",
+                "Timer event: {writes} writes, {} us under the lock",
+                started.elapsed().as_micros()
+            );
         }
     }
 }
