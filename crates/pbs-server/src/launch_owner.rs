@@ -22,8 +22,24 @@ pub fn root_named(state: &State, job: &Job) -> bool {
 /// Fills a launch's owner uid from its user, and keeps `root_allowed` only for uid 0.
 /// Reads the password database: never under the state lock.
 pub fn resolve(launch: &mut pbs_proto::mom::JobLaunch) {
-    launch.uid = uid_of(&launch.user);
-    launch.root_allowed = launch.root_allowed && launch.uid == Some(0);
+    set_uid(launch, uid_of(&launch.user));
+}
+
+/// [`resolve`] from the cache alone; whether it could (a miss needs [`resolve`], on a
+/// thread that may block).
+pub fn resolve_cached(launch: &mut pbs_proto::mom::JobLaunch) -> bool {
+    match UIDS.get(launch.user.as_str()) {
+        Some(uid) => {
+            set_uid(launch, Some(uid));
+            true
+        }
+        None => false,
+    }
+}
+
+fn set_uid(launch: &mut pbs_proto::mom::JobLaunch, uid: Option<u32>) {
+    launch.uid = uid;
+    launch.root_allowed = launch.root_allowed && uid == Some(0);
 }
 
 /// Whether `acl_roots` names the owner (`user@host`), as it did when the server accepted

@@ -228,14 +228,21 @@ impl Server {
 
     /// Reads the scripts the starts among `launches` need, and looks up their owners'
     /// uids, on a blocking thread outside the state lock.
-    async fn with_scripts(&self, frames: crate::effects::MomFrames, launches: Vec<Launch>) -> Delivery {
-        if launches.is_empty() {
+    async fn with_scripts(&self, frames: crate::effects::MomFrames, mut launches: Vec<Launch>) -> Delivery {
+        // Owners seen in the last seconds need no thread that may block, nor do starts of
+        // a program (`qsub --`), which have no script to read.
+        let mut unresolved = false;
+        for launch in &mut launches {
+            unresolved |= !crate::launch_owner::resolve_cached(&mut launch.launch);
+        }
+        let scripts_wanted = launches.iter().any(|l| !l.launch.sister && l.launch.executable.is_none());
+        if !unresolved && !scripts_wanted {
             return Delivery { frames, launches, unreadable: Default::default() };
         }
         let path = self.db_path();
         let prepared = tokio::task::spawn_blocking(move || {
             let mut launches = launches;
-            for launch in &mut launches {
+            for launch in launches.iter_mut().filter(|l| l.launch.uid.is_none()) {
                 crate::launch_owner::resolve(&mut launch.launch);
             }
             let wanted: Vec<u64> = launches
