@@ -496,3 +496,36 @@ fn periodic_work_sets_its_next_entry_and_a_start_arms_every_waiting_job() {
     assert_eq!(f.state.timers.when(Due::NodeWatch), Some(f.now + 61 + crate::due::NODE_WATCH_EVERY));
     assert_eq!(f.state.timers.when(Due::HistoryPurge), Some(f.now + 60 + crate::due::HISTORY_PURGE_EVERY));
 }
+
+/// qmgr through the dispatch: a manager's change writes the object and tells the
+/// scheduler of the objects; a user's is refused and changes nothing; the other statuses
+/// answer with their objects and no effects, hooks' to managers only.
+#[test]
+fn qmgr_and_object_statuses_through_the_dispatch() {
+    use pbs_proto::{MgrAttr, MgrCommand, MgrObject, MgrOp};
+    let mut f = fixture();
+    let create = |names: &[&str]| Request::Manager {
+        command: MgrCommand::Create,
+        object: MgrObject::Queue,
+        names: names.iter().map(|n| n.to_string()).collect(),
+        attrs: vec![MgrAttr { name: "queue_type".into(), op: MgrOp::Set, value: "Execution".into() }],
+    };
+    let (reply, effects) = f.request(&alice(), create(&["q1"]));
+    assert_eq!((reply.code, effects.is_empty()), (15007, true), "{reply:?}");
+    f.state.changes = Default::default();
+    let (reply, effects) = f.request(&root(), create(&["q1"]));
+    assert_eq!(reply.code, 0, "{reply:?}");
+    assert_eq!(writes(&effects), ["PutObject"]);
+    assert!(!effects.has_mom_work());
+    assert!(f.state.changes.objects, "the scheduler hears of a changed object");
+    for (who, request, code) in [
+        (alice(), Request::StatusQueue { names: vec!["q1".into()], attrs: Vec::new() }, 0),
+        (alice(), Request::StatusSched { names: Vec::new() }, 0),
+        (alice(), Request::StatusResource { names: Vec::new() }, 0),
+        (alice(), Request::StatusHook { names: Vec::new() }, 15007),
+        (root(), Request::StatusHook { names: Vec::new() }, 0),
+    ] {
+        let (reply, effects) = f.request(&who, request);
+        assert_eq!((reply.code, effects.is_empty()), (code, true), "{reply:?}");
+    }
+}
