@@ -17,6 +17,7 @@ mod job_values;
 mod keys;
 mod limits;
 mod links;
+mod mom_answers;
 mod mom_privilege;
 mod nodes_cli;
 mod protocol;

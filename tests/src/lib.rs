@@ -452,6 +452,11 @@ impl Cluster {
     }
 
     /// Kills the mom of `node` with SIGKILL; its jobs' shepherds live on.
+    /// The pid of `node`'s mom, while it runs.
+    pub fn mom_pid(&self, node: &str) -> Option<u32> {
+        self.moms.iter().find(|m| m.node == node).and_then(|m| m.child.as_ref()).map(Child::id)
+    }
+
     pub fn kill_mom(&mut self, node: &str) {
         if let Some(mom) = self.moms.iter_mut().find(|m| m.node == node) {
             if let Some(mut child) = mom.child.take() {

@@ -400,9 +400,9 @@ impl Mom {
                 self.run_job(*launch);
                 None
             }
-            ToMom::SignalJob { job_id, signal } => {
+            ToMom::SignalJob { job_id, signal, ask } => {
                 let code = self.signal_job(&job_id, &signal);
-                Some(FromMom::SignalResult { job_id, signal, code })
+                Some(FromMom::SignalResult { job_id, signal, code, ask })
             }
             ToMom::KillJob { job_id, kill_delay } => {
                 self.kill_request(&job_id, kill_delay);

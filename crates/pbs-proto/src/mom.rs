@@ -36,6 +36,10 @@ pub enum ToMom {
         job_id: String,
         /// The signal.
         signal: String,
+        /// The server's number for the request waiting on the answer (0: nobody waits),
+        /// echoed in [`FromMom::SignalResult`].
+        #[serde(default)]
+        ask: u64,
     },
     /// Ends a running job (qdel, qrerun, node failure handling): SIGTERM to the session,
     /// then SIGKILL after `kill_delay` seconds if anything is left. The mom then reports
@@ -226,6 +230,9 @@ pub enum FromMom {
         signal: String,
         /// PBSE code, 0 on success (15001 unknown job, 15013 bad signal...).
         code: u32,
+        /// The `ask` of the [`ToMom::SignalJob`] answered.
+        #[serde(default)]
+        ask: u64,
     },
     /// Answer to [`ToMom::Ping`].
     Pong,

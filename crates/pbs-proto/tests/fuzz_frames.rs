@@ -153,10 +153,11 @@ fn from_mom() -> impl Strategy<Value = FromMom> {
             exit_status,
             usage
         }),
-        (text(), text(), any::<u32>()).prop_map(|(job_id, signal, code)| FromMom::SignalResult {
+        (text(), text(), any::<u32>(), any::<u64>()).prop_map(|(job_id, signal, code, ask)| FromMom::SignalResult {
             job_id,
             signal,
-            code
+            code,
+            ask
         }),
         Just(FromMom::Pong),
     ]
@@ -177,7 +178,7 @@ fn to_mom() -> impl Strategy<Value = ToMom> {
                 })
             }
         ),
-        (text(), text()).prop_map(|(job_id, signal)| ToMom::SignalJob { job_id, signal }),
+        (text(), text(), any::<u64>()).prop_map(|(job_id, signal, ask)| ToMom::SignalJob { job_id, signal, ask }),
         (text(), any::<u32>()).prop_map(|(job_id, kill_delay)| ToMom::KillJob { job_id, kill_delay }),
         text().prop_map(|job_id| ToMom::ForgetJob { job_id }),
         Just(ToMom::Ping),

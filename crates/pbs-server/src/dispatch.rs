@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use pbs_core::Pbse;
 use pbs_core::attr::ObjectKind;
+use pbs_proto::mom::ToMom;
 use pbs_proto::{Reply, ReplyBody, Request, StatusObject};
 use tokio::sync::oneshot;
 
@@ -65,6 +66,15 @@ pub(crate) enum Handled {
     Parts(ReplyParts),
     /// A qrun for the scheduler to place (the job's full id).
     AskScheduler(String),
+    /// A qsig whose answer waits for the moms'.
+    AskMoms(AskingMoms),
+}
+
+/// A qsig waiting for its moms: the ids as the request gave them (for the answer's
+/// order), what was refused at once, and what each mom is asked.
+pub(crate) struct AskingMoms {
+    pub(crate) ids: Vec<String>,
+    pub(crate) asks: crate::job::signal::SignalAsks,
 }
 
 /// Handles one request from `who` and gives its response.
@@ -85,6 +95,11 @@ pub async fn dispatch(server: &Arc<Server>, who: &Identity, id: u64, mut request
             return Response::Reply(reply);
         }
         Locked::Respond(response) => return response,
+        Locked::AwaitMoms { ask, answered, asking, applied } => {
+            let mut reply = answer_from_moms(server, id, ask, answered, asking, applied).await;
+            repeats.restore(&mut reply);
+            return Response::Reply(reply);
+        }
         Locked::Wait(waiter) => {
             let result = match tokio::time::timeout(QRUN_TIMEOUT, waiter).await {
                 Ok(Ok(result)) => result,
@@ -107,6 +122,47 @@ pub async fn dispatch(server: &Arc<Server>, who: &Identity, id: u64, mut request
     })
 }
 
+/// How long a request waits for a mom's answer: one that has not answered by then fails
+/// its own items (`Server could not connect to MOM`), never the whole request.
+const MOM_ANSWER_DEADLINE: Duration = Duration::from_secs(10);
+
+/// Waits for the moms' answers to a request (or the deadline), then applies them under
+/// the lock like any handler's outcome and gives the reply once that is committed.
+async fn answer_from_moms(
+    server: &Arc<Server>,
+    id: u64,
+    ask: u64,
+    answered: oneshot::Receiver<()>,
+    asking: AskingMoms,
+    sent: Applied,
+) -> Reply {
+    let _ = sent.done().await;
+    let _ = tokio::time::timeout(MOM_ANSWER_DEADLINE, answered).await;
+    let AskingMoms { ids, asks } = asking;
+    let (errors, applied) = {
+        let mut guard = server.lock();
+        let shared = &mut *guard;
+        let codes: Vec<u32> = crate::state::links::close_ask(&mut shared.links, ask)
+            .into_iter()
+            .map(|code| code.unwrap_or(Pbse::NORELYMOM.0))
+            .collect();
+        let now = chrono::Utc::now().timestamp();
+        let (mut errors, effects) = crate::job::signal::answered(&mut shared.state, now, &asks.asks, &codes);
+        errors.extend(asks.errors);
+        // In the request's order, as every per-id answer.
+        errors.sort_by_key(|e| ids.iter().position(|i| *i == e.id).unwrap_or(usize::MAX));
+        (errors, server.apply_effects(shared, effects))
+    };
+    match applied.done().await {
+        Ok(()) => {
+            let code = errors.last().map(|e| e.code).unwrap_or(0);
+            let message = errors.last().map(|e| e.message.clone()).unwrap_or_default();
+            Reply { id, code, message, body: ReplyBody::PerId(errors), more: false }
+        }
+        Err(e) => Reply::error(id, Pbse::SYSTEM.0, format!("{}{e}", Pbse::SYSTEM)),
+    }
+}
+
 /// Where a request stands when the state lock is released.
 enum Locked {
     /// Its reply, once its effects are carried out.
@@ -115,6 +171,9 @@ enum Locked {
     Respond(Response),
     /// A qrun waiting for the scheduler.
     Wait(oneshot::Receiver<Result<(), ReqError>>),
+    /// A request waiting for moms' answers (request number `ask`), its frames handed on
+    /// by `applied`.
+    AwaitMoms { ask: u64, answered: oneshot::Receiver<()>, asking: AskingMoms, applied: Applied },
 }
 
 /// The part of a request under the state lock: checks, the handler, and the start of its
@@ -131,6 +190,21 @@ fn handle_locked(server: &Arc<Server>, who: &Identity, groups: &[String], id: u6
     match handle(&mut shared.state, &ctx, id, request) {
         Handled::Apply(reply, effects) => Locked::Applied(reply, server.apply_effects(shared, effects)),
         Handled::Parts(parts) => Locked::Respond(Response::Parts(parts)),
+        Handled::AskMoms(asking) => {
+            let asked = asking.asks.asks.iter().map(|a| (a.node.clone(), a.job_id.clone())).collect();
+            let (ask, answered) = crate::state::links::open_ask(&mut shared.links, asked);
+            let frames = asking
+                .asks
+                .asks
+                .iter()
+                .map(|a| {
+                    let frame = ToMom::SignalJob { job_id: a.job_id.clone(), signal: a.signal.clone(), ask };
+                    (a.node.clone(), frame)
+                })
+                .collect();
+            let applied = server.apply_effects(shared, Effects { to_moms: frames, ..Effects::default() });
+            Locked::AwaitMoms { ask, answered, asking, applied }
+        }
         Handled::AskScheduler(full_id) => match crate::sched_view::ask_scheduler(&mut shared.links, full_id) {
             Ok(waiter) => Locked::Wait(waiter),
             Err(e) => Locked::Respond(Response::Reply(Reply::error(id, e.code.0, e.message))),
@@ -165,7 +239,14 @@ pub(crate) fn handle(state: &mut State, ctx: &Ctx<'_>, id: u64, request: Request
         Request::DeleteJob { ids, force, purge_history } => {
             per_id(crate::job::delete::delete_jobs(state, ctx, &ids, force, purge_history))
         }
-        Request::SignalJob { ids, signal } => per_id(crate::job::signal::signal_jobs(state, ctx, &ids, &signal)),
+        Request::SignalJob { ids, signal } => {
+            let asks = crate::job::signal::signal_jobs(state, ctx, &ids, &signal);
+            if asks.asks.is_empty() {
+                per_id((asks.errors, Effects::default()))
+            } else {
+                Handled::AskMoms(AskingMoms { ids, asks })
+            }
+        }
         Request::RerunJob { ids, force } => per_id(crate::job::signal::rerun_jobs(state, ctx, &ids, force)),
         Request::HoldJob { ids, hold_types } => {
             per_id(crate::job::modify::hold_jobs(state, ctx, &ids, &hold_types, true))

@@ -5,7 +5,7 @@
 //! A handler gets the state alone, with no link to send on: its frames go out only
 //! through `Server::apply_effects`, after the commit.
 
-use pbs_core::{JobState, Privilege};
+use pbs_core::{JobState, Pbse, Privilege};
 use pbs_proto::mom::{ToMom, Usage};
 use pbs_proto::{Attr, Reply, ReplyBody, Request};
 
@@ -338,19 +338,36 @@ fn a_rerun_kills_the_job_and_its_end_requeues_it_then_forgets_it() {
 }
 
 #[test]
-fn suspend_and_resume_write_the_job_then_signal_its_mom() {
+fn suspend_and_resume_change_the_job_only_once_its_mom_has_answered() {
     let mut f = fixture();
     let (key, id) = f.running_job();
-    let (reply, effects) = f.request(&root(), Request::SignalJob { ids: ids(&[&id]), signal: "suspend".into() });
-    assert_eq!(reply.code, 0);
-    assert_eq!((writes(&effects), frames(&effects)), (vec!["PutJob"], n1(&["SignalJob"])));
-    assert_eq!(f.job_state(key), Some(JobState::Suspended));
-    let (_, effects) = f.request(&root(), Request::SignalJob { ids: ids(&[&id]), signal: "resume".into() });
-    assert_eq!((writes(&effects), frames(&effects)), (vec!["PutJob"], n1(&["SignalJob"])));
+    let ask = |f: &mut Fixture, who: &Identity, signal: &str| {
+        let privilege = who.privilege(f.state.server_attr("managers", None), f.state.server_attr("operators", None));
+        let ctx = Ctx { who, privilege, now: f.now, groups: &[] };
+        match handle(&mut f.state, &ctx, 1, Request::SignalJob { ids: ids(&[&id]), signal: signal.into() }) {
+            Handled::AskMoms(asking) => Ok(asking.asks),
+            Handled::Apply(reply, effects) => Err((reply.code, effects.is_empty())),
+            _ => panic!("a qsig asks its moms or is refused"),
+        }
+    };
+    // The mom is asked; nothing changes until it answers.
+    let asks = ask(&mut f, &root(), "suspend").expect("asks");
+    let sent: Vec<(&str, &str)> = asks.asks.iter().map(|a| (a.node.as_str(), a.signal.as_str())).collect();
+    assert_eq!((sent, asks.errors.len()), (vec![("n1", "suspend")], 0));
     assert_eq!(f.job_state(key), Some(JobState::Running));
-    // Only operators and managers suspend.
-    let (reply, effects) = f.request(&alice(), Request::SignalJob { ids: ids(&[&id]), signal: "suspend".into() });
-    assert_eq!((reply.code, effects.is_empty()), (pbs_core::Pbse::PERM.0, true));
+    // A mom that refuses (or never answers) leaves the job as it was, and says why.
+    let (errors, effects) = crate::job::signal::answered(&mut f.state, f.now, &asks.asks, &[Pbse::NORELYMOM.0]);
+    assert_eq!((errors.len(), errors[0].code, effects.is_empty()), (1, Pbse::NORELYMOM.0, true));
+    assert_eq!(f.job_state(key), Some(JobState::Running));
+    // Confirmed: the job is suspended and written.
+    let (errors, effects) = crate::job::signal::answered(&mut f.state, f.now, &asks.asks, &[0]);
+    assert_eq!((errors.len(), writes(&effects)), (0, vec!["PutJob"]));
+    assert_eq!(f.job_state(key), Some(JobState::Suspended));
+    let asks = ask(&mut f, &root(), "resume").expect("asks");
+    let (_, effects) = crate::job::signal::answered(&mut f.state, f.now, &asks.asks, &[0]);
+    assert_eq!((writes(&effects), f.job_state(key)), (vec!["PutJob"], Some(JobState::Running)));
+    // Only operators and managers suspend; a refused request asks nothing.
+    assert_eq!(ask(&mut f, &alice(), "suspend").err(), Some((Pbse::PERM.0, true)));
 }
 
 /// A node down past `node_fail_requeue`: its jobs are requeued, and its mom hears to

@@ -38,7 +38,7 @@ pub fn apply(state: &mut State, node: &str, report: FromMom, now: i64) -> Effect
         FromMom::JobEnded { job_id, exit_status, usage } => {
             crate::job::end::job_ended(state, node, &job_id, exit_status, &usage, now)
         }
-        FromMom::SignalResult { job_id, signal, code } => {
+        FromMom::SignalResult { job_id, signal, code, .. } => {
             if code != 0 {
                 tracing::warn!(
                     object_type = "Job",
@@ -50,6 +50,24 @@ pub fn apply(state: &mut State, node: &str, report: FromMom, now: i64) -> Effect
         }
         FromMom::Pong => Effects::default(),
     }
+}
+
+/// A suspend or resume a mom carried out after the request that asked for it had given up
+/// (its mom did not answer in time): that request failed and the job kept its state, so
+/// the mom is asked to undo it.
+pub fn late_signal(node: &str, job_id: &str, signal: &str) -> Effects {
+    let undo = match signal {
+        "suspend" => "resume",
+        "resume" => "suspend",
+        _ => return Effects::default(),
+    };
+    tracing::warn!(
+        object_type = "Job",
+        object_name = job_id,
+        "{node} answered {signal} after its request had failed: asking it to {undo}"
+    );
+    let frame = ToMom::SignalJob { job_id: job_id.to_string(), signal: undo.to_string(), ask: 0 };
+    Effects { to_moms: vec![(node.to_string(), frame)], ..Effects::default() }
 }
 
 /// Matches what a reconnecting mom holds with what the server believes runs there.

@@ -208,6 +208,17 @@ async fn serve(server: &Arc<Server>, node: &str, mut conn: Conn, rx: &mut mpsc::
 /// Applies one report from a node's mom (see `mom_report`); nobody waits for its effects.
 fn handle(server: &Arc<Server>, node: &str, report: FromMom) {
     let mut shared = server.lock();
-    let effects = crate::mom_report::apply(&mut shared, node, report, chrono::Utc::now().timestamp());
+    // An answer a request waits for goes to it; the report is then applied as any other.
+    // One that came after its request gave up is undone, since that request failed.
+    let mut undo = Effects::default();
+    if let FromMom::SignalResult { job_id, signal, code, ask } = &report
+        && *ask != 0
+        && !crate::state::links::answer(&mut shared.links, *ask, node, job_id, *code)
+        && *code == 0
+    {
+        undo = crate::mom_report::late_signal(node, job_id, signal);
+    }
+    let mut effects = crate::mom_report::apply(&mut shared, node, report, chrono::Utc::now().timestamp());
+    effects.merge(undo);
     let _ = server.apply_effects(&mut shared, effects);
 }

@@ -374,12 +374,15 @@ impl Link {
 
     /// The code of the SignalResult for `job_id`.
     pub fn signal(&mut self, job_id: &str, signal: &str) -> u32 {
-        self.send(&ToMom::SignalJob { job_id: job_id.to_string(), signal: signal.to_string() });
+        self.send(&ToMom::SignalJob { job_id: job_id.to_string(), signal: signal.to_string(), ask: 7 });
         match self.wait_for(
             &format!("SignalResult {job_id} {signal}"),
             |f| matches!(f, FromMom::SignalResult { job_id: j, signal: s, .. } if j == job_id && s == signal),
         ) {
-            FromMom::SignalResult { code, .. } => code,
+            FromMom::SignalResult { code, ask, .. } => {
+                assert_eq!(ask, 7, "the mom echoes the request's number");
+                code
+            }
             _ => unreachable!(),
         }
     }

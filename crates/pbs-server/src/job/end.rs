@@ -232,7 +232,7 @@ pub fn begin_end(state: &mut State, key: JobKey, reason: EndReason, now: i64) ->
     if suspended {
         // A stopped session cannot act on SIGTERM: wake it first, and it holds its
         // resources again until it ends.
-        frames.push((ms.clone(), ToMom::SignalJob { job_id: job_id.clone(), signal: "resume".into() }));
+        frames.push((ms.clone(), ToMom::SignalJob { job_id: job_id.clone(), signal: "resume".into(), ask: 0 }));
         crate::node::account(state, key, &job_id, &exec, exclusive, true, now);
     }
     frames.push((ms, ToMom::KillJob { job_id: job_id.clone(), kill_delay: delay }));

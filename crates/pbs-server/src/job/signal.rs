@@ -2,7 +2,6 @@
 
 use pbs_core::{ExecVnode, JobState, Pbse, Substate};
 use pbs_proto::IdError;
-use pbs_proto::mom::ToMom;
 
 use crate::effects::Effects;
 use crate::error::ReqError;
@@ -56,38 +55,99 @@ fn valid_signal(signal: &str) -> bool {
     SIGNALS.contains(&name)
 }
 
-/// SignalJob (qsig) over several ids: `suspend` and `resume` (operators and managers
-/// only) stop and continue the whole job and release and take back its resources; any
-/// other signal goes to the job's session.
-pub fn signal_jobs(
-    state: &mut State,
-    ctx: &crate::request::Ctx<'_>,
-    ids: &[String],
-    signal: &str,
-) -> (Vec<IdError>, Effects) {
+/// A signal a qsig sends to a job's mother superior, whose answer the request waits for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SignalAsk {
+    /// The id as the request named it (a range names several jobs).
+    pub id: String,
+    /// The job signalled.
+    pub key: JobKey,
+    /// Its full id, as the mom knows it.
+    pub job_id: String,
+    /// Its mother superior's node.
+    pub node: String,
+    /// What is sent: a signal, `suspend` or `resume`.
+    pub signal: String,
+}
+
+/// What a qsig asks of the moms, and the ids refused before asking.
+#[derive(Debug, Default)]
+pub struct SignalAsks {
+    /// Ids refused by the server.
+    pub errors: Vec<IdError>,
+    /// One signal per job, each to its mother superior.
+    pub asks: Vec<SignalAsk>,
+}
+
+/// SignalJob (qsig) over several ids: checks each (`suspend` and `resume` are for
+/// operators and managers only) and asks each job's mother superior to deliver the
+/// signal. Nothing changes until the moms answer ([`answered`]): a job is suspended only
+/// once its mom has stopped it.
+pub fn signal_jobs(state: &mut State, ctx: &crate::request::Ctx<'_>, ids: &[String], signal: &str) -> SignalAsks {
     let signal = signal.trim().to_string();
-    crate::request::per_key(state, ctx, ids, crate::request::ids::RangeRule::Running, |state, ctx, key| {
-        let job = state.job(key).ok_or_else(|| ReqError::new(Pbse::UNKJOBID))?;
-        if job.state.is_history() {
-            return Err(ReqError::new(Pbse::HISTJOBID));
+    let mut out = SignalAsks::default();
+    // One id at a time, so each ask is answered under the id the request gave.
+    for id in ids {
+        let mut asks = Vec::new();
+        let (errors, _) = crate::request::per_key(
+            state,
+            ctx,
+            std::slice::from_ref(id),
+            crate::request::ids::RangeRule::Running,
+            |state, ctx, key| {
+                let job = state.job(key).ok_or_else(|| ReqError::new(Pbse::UNKJOBID))?;
+                if job.state.is_history() {
+                    return Err(ReqError::new(Pbse::HISTJOBID));
+                }
+                let lower = signal.to_ascii_lowercase();
+                let admin = lower == "suspend" || lower == "resume";
+                if admin && ctx.privilege < pbs_core::Privilege::Operator {
+                    return Err(ReqError::new(Pbse::PERM));
+                }
+                if !admin && !valid_signal(&signal) {
+                    return Err(ReqError::new(Pbse::UNKSIG));
+                }
+                if !matches!(job.state, JobState::Running | JobState::Suspended) || state.starting.contains(&key) {
+                    return Err(ReqError::new(Pbse::BADSTATE));
+                }
+                let wanted = if lower == "suspend" { JobState::Running } else { JobState::Suspended };
+                if admin && job.state != wanted {
+                    return Err(ReqError::new(Pbse::BADSTATE));
+                }
+                let node = mother_superior(job).ok_or_else(|| ReqError::new(Pbse::BADSTATE))?;
+                let job_id = job.id(&state.server_name);
+                let sent = if admin { lower } else { signal.clone() };
+                asks.push(SignalAsk { id: id.clone(), key, job_id, node, signal: sent });
+                Ok(Effects::default())
+            },
+        );
+        out.errors.extend(errors);
+        out.asks.extend(asks);
+    }
+    out
+}
+
+/// The moms' answers to a qsig's asks (`codes` in the asks' order; no answer in time is
+/// `PBSE_NORELYMOM`): a suspend or resume a mom carried out changes the job now; any
+/// refusal is that id's error, and the job stays as it was.
+pub fn answered(state: &mut State, now: i64, asks: &[SignalAsk], codes: &[u32]) -> (Vec<IdError>, Effects) {
+    let mut errors = Vec::new();
+    let mut effects = Effects::default();
+    for (ask, &code) in asks.iter().zip(codes) {
+        let outcome = match code {
+            0 => match ask.signal.as_str() {
+                "suspend" => suspend_resume(state, ask.key, true, now),
+                "resume" => suspend_resume(state, ask.key, false, now),
+                _ => Ok(Vec::new()),
+            },
+            code => Err(ReqError::new(Pbse(code))),
+        };
+        match outcome {
+            Ok(ops) => effects.ops.extend(ops),
+            Err(e) => errors.push(IdError { id: ask.id.clone(), code: e.code.0, message: e.message }),
         }
-        let lower = signal.to_ascii_lowercase();
-        let admin = lower == "suspend" || lower == "resume";
-        if admin && ctx.privilege < pbs_core::Privilege::Operator {
-            return Err(ReqError::new(Pbse::PERM));
-        }
-        if !admin && !valid_signal(&signal) {
-            return Err(ReqError::new(Pbse::UNKSIG));
-        }
-        if !matches!(job.state, JobState::Running | JobState::Suspended) || state.starting.contains(&key) {
-            return Err(ReqError::new(Pbse::BADSTATE));
-        }
-        let ms = mother_superior(job).ok_or_else(|| ReqError::new(Pbse::BADSTATE))?;
-        let job_id = job.id(&state.server_name);
-        let ops = if admin { suspend_resume(state, key, lower == "suspend", ctx.now)? } else { Vec::new() };
-        let sent = if admin { lower } else { signal.clone() };
-        Ok(Effects { ops, to_moms: vec![(ms, ToMom::SignalJob { job_id, signal: sent })], launches: Vec::new() })
-    })
+    }
+    (errors, effects)
 }
 
 /// RerunJob (qrerun) over several ids: operators and managers requeue running jobs;

@@ -1,6 +1,7 @@
-//! The live links: the scheduler's change stream, each node's mom frame queue, and the
-//! `qrun` requests waiting for the scheduler. They sit beside the state under its lock (see
-//! `server::Shared`), not in it: handlers get the state alone, so they cannot send.
+//! The live links: the scheduler's change stream, each node's mom frame queue, the `qrun`
+//! requests waiting for the scheduler, and the requests waiting for moms' answers. They
+//! sit beside the state under its lock (see `server::Shared`), not in it: handlers get the
+//! state alone, so they cannot send.
 
 use std::collections::HashMap;
 
@@ -21,6 +22,52 @@ pub struct Links {
     pub qruns: HashMap<u64, oneshot::Sender<Result<(), ReqError>>>,
     /// The next `qrun` correlation number.
     pub next_qrun: u64,
+    /// Requests waiting for moms' answers, by the number their frames carry.
+    pub asks: HashMap<u64, PendingAsk>,
+    /// The last number given to a request waiting for moms (0 is never one).
+    pub last_ask: u64,
+}
+
+/// A request that sent frames to one or more moms and waits until every one has answered,
+/// or its deadline passed (the waiting side then takes what came).
+#[derive(Debug)]
+pub struct PendingAsk {
+    /// Each (node, job id) asked, with the answer once it came.
+    answers: Vec<(String, String, Option<u32>)>,
+    /// Told once every answer is in.
+    done: Option<oneshot::Sender<()>>,
+}
+
+/// Opens a request waiting for the answers of `(node, job id)` pairs: its number, for
+/// its frames, and what is told once every answer is in.
+pub fn open_ask(links: &mut Links, asked: Vec<(String, String)>) -> (u64, oneshot::Receiver<()>) {
+    links.last_ask = links.last_ask.wrapping_add(1).max(1);
+    let (tx, rx) = oneshot::channel();
+    let answers = asked.into_iter().map(|(node, job)| (node, job, None)).collect();
+    links.asks.insert(links.last_ask, PendingAsk { answers, done: Some(tx) });
+    (links.last_ask, rx)
+}
+
+/// Records a mom's answer to request `ask` for `job_id`; whether a request was waiting
+/// for it (one that comes after its request gave up, or from another node, is not taken).
+pub fn answer(links: &mut Links, ask: u64, node: &str, job_id: &str, code: u32) -> bool {
+    let Some(pending) = links.asks.get_mut(&ask) else { return false };
+    let Some(slot) = pending.answers.iter_mut().find(|(n, j, got)| n == node && j == job_id && got.is_none()) else {
+        return false;
+    };
+    slot.2 = Some(code);
+    if pending.answers.iter().all(|(_, _, got)| got.is_some())
+        && let Some(done) = pending.done.take()
+    {
+        let _ = done.send(());
+    }
+    true
+}
+
+/// Closes request `ask`: each asked pair's answer in the order asked, `None` where none
+/// came.
+pub fn close_ask(links: &mut Links, ask: u64) -> Vec<Option<u32>> {
+    links.asks.remove(&ask).map(|p| p.answers.into_iter().map(|(_, _, got)| got).collect()).unwrap_or_default()
 }
 
 /// Frames that may wait for one node's mom. They are queued under the state lock, where
