@@ -142,10 +142,9 @@ async fn answer_from_moms(
     let (errors, applied) = {
         let mut guard = server.lock();
         let shared = &mut *guard;
-        let codes: Vec<u32> = crate::state::links::close_ask(&mut shared.links, ask)
-            .into_iter()
-            .map(|code| code.unwrap_or(Pbse::NORELYMOM.0))
-            .collect();
+        let mut answers = crate::state::links::close_ask(&mut shared.links, ask).into_iter();
+        // An item without an answer (none came in time) fails on its own.
+        let codes: Vec<u32> = asks.asks.iter().map(|_| answers.next().flatten().unwrap_or(Pbse::NORELYMOM.0)).collect();
         let now = chrono::Utc::now().timestamp();
         let (mut errors, effects) = crate::job::signal::answered(&mut shared.state, now, &asks.asks, &codes);
         errors.extend(asks.errors);
