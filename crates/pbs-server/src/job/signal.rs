@@ -1,4 +1,5 @@
-//! qsig and qrerun: signals to running jobs, suspend and resume, and requeuing them.
+//! qsig and qrerun: signals to running jobs (asked of their moms, applied once they
+//! answered), suspend and resume, and requeuing them.
 
 use pbs_core::{ExecVnode, JobState, Pbse, Substate};
 use pbs_proto::IdError;
