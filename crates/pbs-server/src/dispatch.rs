@@ -148,10 +148,13 @@ async fn answer_from_moms(
         let now = chrono::Utc::now().timestamp();
         let (mut errors, effects) = crate::job::signal::answered(&mut shared.state, now, &asks.asks, &codes);
         errors.extend(asks.errors);
-        // In the request's order, as every per-id answer.
-        errors.sort_by_key(|e| ids.iter().position(|i| *i == e.id).unwrap_or(usize::MAX));
         (errors, server.apply_effects(shared, effects))
     };
+    // In the request's order, as every per-id answer.
+    let order: std::collections::HashMap<&str, usize> =
+        ids.iter().enumerate().rev().map(|(i, id)| (id.as_str(), i)).collect();
+    let mut errors = errors;
+    errors.sort_by_key(|e| order.get(e.id.as_str()).copied().unwrap_or(usize::MAX));
     match applied.done().await {
         Ok(()) => {
             let code = errors.last().map(|e| e.code).unwrap_or(0);
