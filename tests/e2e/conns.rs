@@ -221,13 +221,7 @@ fn idle_connections_do_not_keep_a_restarted_server_from_its_mom() {
 fn idle_connections_from_many_addresses_do_not_keep_the_scheduler_out() {
     let cluster = Cluster::start();
     let key_file = cluster.dir().join("sched.key");
-    let made = Command::new(pbs_e2e::bin_dir().join("pbs_server"))
-        .env("PBS_CONF_FILE", cluster.conf_path())
-        .arg("--sched-key")
-        .arg(&key_file)
-        .output()
-        .expect("pbs_server --sched-key");
-    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    cluster.write_sched_key(&key_file).expect("pbs_server --sched-key");
     let key = pbs_proto::keys::read_key_file(&key_file).expect("the scheduler's key");
     let idle = idle_connections(cluster.port(), 8, 64);
     let mut writer = TcpStream::connect(("127.0.0.1", cluster.port())).expect("connect");

@@ -69,13 +69,7 @@ fn key_files_others_may_read_or_write_are_refused_with_the_reason() {
 
     // A remote scheduler's key that its group may write.
     let sched_key = cluster.dir().join("sched.key");
-    let made = Command::new(bin_dir().join("pbs_server"))
-        .env("PBS_CONF_FILE", cluster.conf_path())
-        .arg("--sched-key")
-        .arg(&sched_key)
-        .output()
-        .expect("pbs_server --sched-key");
-    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    cluster.write_sched_key(&sched_key).expect("pbs_server --sched-key");
     chmod(&sched_key, 0o620);
     let sched_conf = cluster.dir().join("sched.conf");
     std::fs::write(

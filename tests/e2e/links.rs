@@ -195,10 +195,7 @@ fn a_fake_mom_without_the_key_is_refused_and_logged() {
     let mut answer = Vec::new();
     link::accept_blocking(&mut answer, b"a guessed key", &Role::Mom { node: "fake".into() }, &own).expect("answer");
     from_server.write_all(&answer).expect("answer");
-    let address = format!("127.0.0.1:{port}");
-    wait_until("the refused mom logged with its address", STEP, || {
-        cluster.server_stderr().lines().any(|l| l.contains("Refused the mom link") && l.contains(&address))
-    });
+    wait_refused_mom_logged(&cluster, port);
     assert_ne!(cluster.node_attr("fake", "state").as_deref(), Some("free"));
 }
 
@@ -212,13 +209,7 @@ fn the_scheduler_over_an_authenticated_tcp_link_runs_jobs() {
     cluster.qmgr("set server job_history_enable = True");
     cluster.add_mom("n1");
     let key = cluster.dir().join("sched.key");
-    let made = std::process::Command::new(pbs_e2e::bin_dir().join("pbs_server"))
-        .env("PBS_CONF_FILE", cluster.conf_path())
-        .arg("--sched-key")
-        .arg(&key)
-        .output()
-        .expect("pbs_server --sched-key");
-    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    cluster.write_sched_key(&key).expect("pbs_server --sched-key");
     let conf = cluster.dir().join("tcp-sched.conf");
     let home = cluster.dir().join("tcp-sched-home");
     std::fs::write(&conf, format!("PBS_HOME={}\nPBS_CLUSTER_KEY_FILE={}\n", home.display(), key.display()))
@@ -266,10 +257,7 @@ fn one_nodes_key_cannot_be_linked_to_as_another_node() {
     let (own, _) = link::hello(&n1_key, &Role::Server, &n2).expect("hello");
     link::accept_blocking(&mut answer, &n1_key, &n2, &own).expect("answer");
     from_server.write_all(&answer).expect("answer");
-    let address = format!("127.0.0.1:{port}");
-    wait_until("the refused mom logged with its address", STEP, || {
-        cluster.server_stderr().lines().any(|l| l.contains("Refused the mom link") && l.contains(&address))
-    });
+    wait_refused_mom_logged(&cluster, port);
     assert_ne!(cluster.node_attr("n2", "state").as_deref(), Some("free"));
 }
 
@@ -296,4 +284,12 @@ fn one_nodes_key_cannot_pose_as_the_server_to_another_nodes_mom() {
     // The real server's link was not replaced: it still answers the server's pings.
     std::thread::sleep(Duration::from_secs(2));
     assert_eq!(cluster.node_attr("n2", "state").as_deref(), Some("free"), "{}", cluster.logs());
+}
+
+/// Waits until the server has logged refusing the mom link to `port`, with its address.
+fn wait_refused_mom_logged(cluster: &Cluster, port: u16) {
+    let address = format!("127.0.0.1:{port}");
+    wait_until("the refused mom logged with its address", STEP, || {
+        cluster.server_stderr().lines().any(|l| l.contains("Refused the mom link") && l.contains(&address))
+    });
 }

@@ -369,13 +369,21 @@ impl Cluster {
     /// Has the server write the key of `node`'s mom to `file`, as an admin does
     /// (`pbs_server --mom-key`): what `pbs_server` printed to stderr, if it failed.
     pub fn write_mom_key(&self, node: &str, file: &Path) -> Result<(), String> {
+        self.write_key(&["--mom-key", node], file)
+    }
+
+    /// Has the server write a remote scheduler's key to `file` (`pbs_server --sched-key`).
+    pub fn write_sched_key(&self, file: &Path) -> Result<(), String> {
+        self.write_key(&["--sched-key"], file)
+    }
+
+    fn write_key(&self, args: &[&str], file: &Path) -> Result<(), String> {
         let out = Command::new(self.bins.join("pbs_server"))
             .env("PBS_CONF_FILE", self.conf_path())
-            .arg("--mom-key")
-            .arg(node)
+            .args(args)
             .arg(file)
             .output()
-            .expect("run pbs_server --mom-key");
+            .expect("run pbs_server to write a key");
         if out.status.success() { Ok(()) } else { Err(String::from_utf8_lossy(&out.stderr).into_owned()) }
     }
 
