@@ -96,7 +96,6 @@ pub(crate) struct ChunkReq {
 #[derive(Clone, Debug)]
 pub(crate) struct Request {
     pub(crate) chunks: Vec<ChunkReq>,
-    pub(crate) total_chunks: u32,
     /// Chunks and processes, held to what nodes have before any is placed.
     pub(crate) counts: pbs_core::capacity::Counts,
     pub(crate) arrangement: Arrangement,
@@ -705,7 +704,6 @@ impl Mirror {
     fn build_request(&mut self, job: &SchedJob) -> Request {
         let mut request = Request {
             chunks: Vec::new(),
-            total_chunks: 0,
             counts: pbs_core::capacity::Counts::default(),
             arrangement: Arrangement::Pack,
             sharing: PlaceSharing::Default,
@@ -759,7 +757,6 @@ impl Mirror {
                             },
                         }
                     }
-                    request.total_chunks = request.total_chunks.saturating_add(chunk.count());
                     request.chunks.push(req);
                 }
             }

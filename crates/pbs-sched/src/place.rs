@@ -76,7 +76,7 @@ pub(crate) fn can_fit_set(w: &World<'_>, set: &SetView<'_>, req: &Request, total
     if count == 0 {
         return Err(no_nodes());
     }
-    if matches!(req.arrangement, Arrangement::Scatter | Arrangement::VScatter) && count < req.total_chunks {
+    if matches!(req.arrangement, Arrangement::Scatter | Arrangement::VScatter) && u64::from(count) < req.counts.chunks {
         return Err(no_nodes());
     }
     for &(id, wanted) in &req.select_totals {
@@ -267,7 +267,7 @@ fn first_ineligible(w: &World<'_>, req: &Request, nodes: &[u32]) -> Option<Reaso
 /// Searches `nodes` for the job according to its place.
 fn search(w: &World<'_>, req: &Request, nodes: &[u32]) -> Result<Vec<Alloc>, Option<Reason>> {
     match req.arrangement {
-        Arrangement::Pack if req.total_chunks > 1 => {
+        Arrangement::Pack if req.counts.chunks > 1 => {
             // All chunks on one host: try the hosts in node order, keep the first failure.
             let mut hosts: Vec<(&str, Vec<u32>)> = Vec::new();
             for &slot in nodes {
