@@ -12,12 +12,16 @@ use crate::jobkey::JobKey;
 use crate::state::{EndReason, State};
 use crate::store::StoreOp;
 
+/// The state a job must be in to be suspended (`suspend`) or resumed.
+fn state_before(suspend: bool) -> JobState {
+    if suspend { JobState::Running } else { JobState::Suspended }
+}
+
 /// Suspends (`suspend = true`) or resumes a running job: its ncpus and other consumables
 /// are released while it is stopped and taken again when it continues, as OpenPBS does.
 pub fn suspend_resume(state: &mut State, key: JobKey, suspend: bool, now: i64) -> Result<Vec<StoreOp>, ReqError> {
     let job = state.job(key).ok_or_else(|| ReqError::new(Pbse::UNKJOBID))?;
-    let wanted = if suspend { JobState::Running } else { JobState::Suspended };
-    if job.state != wanted {
+    if job.state != state_before(suspend) {
         return Err(ReqError::new(Pbse::BADSTATE));
     }
     let exec: ExecVnode =
@@ -111,8 +115,7 @@ pub fn signal_jobs(state: &mut State, ctx: &crate::request::Ctx<'_>, ids: &[Stri
                 if !matches!(job.state, JobState::Running | JobState::Suspended) || state.starting.contains(&key) {
                     return Err(ReqError::new(Pbse::BADSTATE));
                 }
-                let wanted = if lower == "suspend" { JobState::Running } else { JobState::Suspended };
-                if admin && job.state != wanted {
+                if admin && job.state != state_before(lower == "suspend") {
                     return Err(ReqError::new(Pbse::BADSTATE));
                 }
                 let node = mother_superior(job).ok_or_else(|| ReqError::new(Pbse::BADSTATE))?;
