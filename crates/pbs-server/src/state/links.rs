@@ -32,8 +32,13 @@ pub struct Links {
 /// or its deadline passed (the waiting side then takes what came).
 #[derive(Debug)]
 pub struct PendingAsk {
-    /// Each (node, job id) asked, with the answer once it came.
-    answers: Vec<(String, String, Option<u32>)>,
+    /// Each item's answer once it came, in the order asked.
+    answers: Vec<Option<u32>>,
+    /// Where each (node, job id) is among `answers` (a job a request names twice is
+    /// asked twice), so an answer costs a lookup, not a walk of the request.
+    slots: HashMap<(String, String), Vec<usize>>,
+    /// Items still without an answer.
+    missing: usize,
     /// Told once every answer is in.
     done: Option<oneshot::Sender<()>>,
 }
@@ -43,8 +48,13 @@ pub struct PendingAsk {
 pub fn open_ask(links: &mut Links, asked: Vec<(String, String)>) -> (u64, oneshot::Receiver<()>) {
     links.last_ask = links.last_ask.wrapping_add(1).max(1);
     let (tx, rx) = oneshot::channel();
-    let answers = asked.into_iter().map(|(node, job)| (node, job, None)).collect();
-    links.asks.insert(links.last_ask, PendingAsk { answers, done: Some(tx) });
+    let mut slots: HashMap<(String, String), Vec<usize>> = HashMap::new();
+    for (i, pair) in asked.into_iter().enumerate() {
+        slots.entry(pair).or_default().push(i);
+    }
+    let missing = slots.values().map(Vec::len).sum();
+    let pending = PendingAsk { answers: vec![None; missing], slots, missing, done: Some(tx) };
+    links.asks.insert(links.last_ask, pending);
     (links.last_ask, rx)
 }
 
@@ -52,11 +62,14 @@ pub fn open_ask(links: &mut Links, asked: Vec<(String, String)>) -> (u64, onesho
 /// for it (one that comes after its request gave up, or from another node, is not taken).
 pub fn answer(links: &mut Links, ask: u64, node: &str, job_id: &str, code: u32) -> bool {
     let Some(pending) = links.asks.get_mut(&ask) else { return false };
-    let Some(slot) = pending.answers.iter_mut().find(|(n, j, got)| n == node && j == job_id && got.is_none()) else {
+    let Some(i) = pending.slots.get_mut(&(node.to_string(), job_id.to_string())).and_then(Vec::pop) else {
         return false;
     };
-    slot.2 = Some(code);
-    if pending.answers.iter().all(|(_, _, got)| got.is_some())
+    if let Some(slot) = pending.answers.get_mut(i) {
+        *slot = Some(code);
+    }
+    pending.missing = pending.missing.saturating_sub(1);
+    if pending.missing == 0
         && let Some(done) = pending.done.take()
     {
         let _ = done.send(());
@@ -67,7 +80,7 @@ pub fn answer(links: &mut Links, ask: u64, node: &str, job_id: &str, code: u32) 
 /// Closes request `ask`: each asked pair's answer in the order asked, `None` where none
 /// came.
 pub fn close_ask(links: &mut Links, ask: u64) -> Vec<Option<u32>> {
-    links.asks.remove(&ask).map(|p| p.answers.into_iter().map(|(_, _, got)| got).collect()).unwrap_or_default()
+    links.asks.remove(&ask).map(|p| p.answers).unwrap_or_default()
 }
 
 /// Frames that may wait for one node's mom. They are queued under the state lock, where
@@ -100,5 +113,32 @@ pub fn send_frames(links: &mut Links, frames: MomFrames) {
             }
             None => tracing::warn!(object_type = "Node", object_name = node.as_str(), "no link to this node's mom"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_fill_their_items_and_wake_the_request_once_all_are_in() {
+        let mut links = Links::default();
+        let pair = |n: &str, j: &str| (n.to_string(), j.to_string());
+        // The same job asked twice (two ranges naming it) is two items.
+        let (ask, mut done) = open_ask(&mut links, vec![pair("n1", "1.s"), pair("n2", "2.s"), pair("n1", "1.s")]);
+        assert!(answer(&mut links, ask, "n1", "1.s", 0));
+        assert!(!answer(&mut links, ask, "n3", "1.s", 0), "another node's answer is not taken");
+        assert!(answer(&mut links, ask, "n1", "1.s", 15001));
+        assert!(done.try_recv().is_err(), "one item still waits");
+        assert!(!answer(&mut links, ask, "n1", "1.s", 0), "no third item");
+        assert!(answer(&mut links, ask, "n2", "2.s", 0));
+        assert!(done.try_recv().is_ok());
+        let mut codes = close_ask(&mut links, ask);
+        codes.sort();
+        assert_eq!(codes, vec![Some(0), Some(0), Some(15001)]);
+        assert!(!answer(&mut links, ask, "n2", "2.s", 0), "a late answer is not taken");
+        // Unanswered items come back empty.
+        let (ask, _) = open_ask(&mut links, vec![pair("n1", "1.s")]);
+        assert_eq!(close_ask(&mut links, ask), vec![None]);
     }
 }
