@@ -56,12 +56,7 @@ impl<K: Eq + Hash> Drop for Permit<K> {
     fn drop(&mut self) {
         let Some(holder) = self.holder.take() else { return };
         let mut held = self.limiter.held.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(count) = held.get_mut(&holder) {
-            *count -= 1;
-            if *count == 0 {
-                held.remove(&holder);
-            }
-        }
+        release(&mut held, &holder);
     }
 }
 
@@ -100,6 +95,16 @@ impl<K: Eq + Hash + Clone> Limiter<K> {
     }
 }
 
+/// Gives back one of `holder`'s places in a count of places per holder.
+fn release<K: Eq + Hash>(counts: &mut HashMap<K, usize>, holder: &K) {
+    if let Some(count) = counts.get_mut(holder) {
+        *count = count.saturating_sub(1);
+        if *count == 0 {
+            counts.remove(holder);
+        }
+    }
+}
+
 /// Admission of peers that must authenticate: a few places for connections in their
 /// handshake, where the newest always gets in, and a [`Limiter`] for those that finished it.
 pub struct Gate<K> {
@@ -119,12 +124,7 @@ struct Pending<K> {
 impl<K: Eq + Hash + Clone> Pending<K> {
     fn remove(&mut self, id: u64) -> bool {
         let Some((holder, _evict)) = self.entries.remove(&id) else { return false };
-        if let Some(count) = self.per_holder.get_mut(&holder) {
-            *count -= 1;
-            if *count == 0 {
-                self.per_holder.remove(&holder);
-            }
-        }
+        release(&mut self.per_holder, &holder);
         true
     }
 
@@ -173,7 +173,8 @@ impl<K: Eq + Hash + Clone> Gate<K> {
     }
 
     /// Connections in their handshake now.
-    pub fn pending(&self) -> usize {
+    #[cfg(test)]
+    fn pending(&self) -> usize {
         self.pending.lock().unwrap_or_else(PoisonError::into_inner).entries.len()
     }
 
