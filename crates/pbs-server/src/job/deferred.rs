@@ -6,13 +6,14 @@
 
 use pbs_core::JobState;
 
+use crate::attrlist::AttrList;
+use crate::state::State;
 use crate::state::timers::Due;
-use crate::state::{Job, State};
 use crate::store::StoreOp;
 
-/// A job's execution time, if it has one.
-pub fn execution_time(job: &Job) -> Option<i64> {
-    job.get("Execution_Time", None).and_then(|t| t.parse::<i64>().ok())
+/// A job's execution time (of its attributes), if it has one.
+pub fn execution_time(attrs: &AttrList) -> Option<i64> {
+    attrs.get(job_idx!("Execution_Time"), None).and_then(|t| t.parse::<i64>().ok())
 }
 
 /// Sets the timer of job `seq` if it waits for its execution time; called wherever a job
@@ -22,7 +23,7 @@ pub fn arm(state: &mut State, seq: u64) {
     if job.state != JobState::Waiting {
         return;
     }
-    if let Some(time) = execution_time(job) {
+    if let Some(time) = execution_time(&job.attrs) {
         state.timers.set(Due::ExecutionTime(seq), time);
     }
 }
@@ -40,7 +41,7 @@ pub fn arm_all(state: &mut State) {
 pub fn reached(state: &mut State, seq: u64, now: i64) -> Vec<StoreOp> {
     let Some(job) = state.jobs.get_mut(&seq) else { return Vec::new() };
     // Altered, held, released or deleted since the entry was set: its state says what holds.
-    if job.state != JobState::Waiting || execution_time(job).is_some_and(|t| t > now) {
+    if job.state != JobState::Waiting || execution_time(&job.attrs).is_some_and(|t| t > now) {
         return Vec::new();
     }
     job.attrs.unset(job_idx!("Execution_Time"), None);

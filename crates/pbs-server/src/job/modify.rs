@@ -76,7 +76,7 @@ pub fn modify_jobs(state: &mut State, ctx: &Ctx<'_>, ids: &[String], attrs: &[At
 /// Puts a not-running job in Q, H or W from its holds and execution time.
 fn settle_queued_state(job: &mut Job, now: i64) {
     let held = job.get("Hold_Types", None).is_some_and(|h| h != "n");
-    let waiting = crate::job::deferred::execution_time(job).is_some_and(|t| t > now);
+    let waiting = crate::job::deferred::execution_time(&job.attrs).is_some_and(|t| t > now);
     let new_state = if held {
         JobState::Held
     } else if waiting {

@@ -149,7 +149,7 @@ pub fn queue_job(
     }
 
     let hold = list.get(job_idx!("Hold_Types"), None).unwrap_or("n");
-    let exec_time = list.get(job_idx!("Execution_Time"), None).and_then(|v| v.parse::<i64>().ok());
+    let exec_time = crate::job::deferred::execution_time(&list);
     let job_state = if hold != "n" {
         JobState::Held
     } else if exec_time.is_some_and(|t| t > ctx.now) {
