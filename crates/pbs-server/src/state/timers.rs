@@ -61,12 +61,14 @@ impl Timers {
     }
 
     /// Entries waiting.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    fn len(&self) -> usize {
         self.by_time.len()
     }
 
     /// Whether none waits.
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    fn is_empty(&self) -> bool {
         self.by_time.is_empty()
     }
 }
