@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use pbs_proto::mom::{JobLaunch, ToMom};
 
 use crate::jobkey::JobKey;
-use crate::store::StoreOp;
+use crate::store::{CommitError, StoreOp};
 
 /// Frames for moms, by node name.
 pub type MomFrames = Vec<(String, ToMom)>;
@@ -77,6 +77,26 @@ pub struct Delivery {
     pub launches: Vec<Launch>,
     /// Jobs among `launches` whose script could not be read: they must not start.
     pub unreadable: std::collections::HashSet<JobKey>,
+    /// Who waits for this delivery to be handed to the links: told only then, so a reply
+    /// never goes out before the frames of its own change, even when those wait behind
+    /// an earlier commit's.
+    pub notify: Option<Notify>,
+}
+
+/// A waiter for a delivery, and what its commit gave.
+#[derive(Debug)]
+pub struct Notify {
+    /// The waiter.
+    pub waiter: tokio::sync::oneshot::Sender<Result<(), CommitError>>,
+    /// Whether the commit before the delivery succeeded.
+    pub committed: Result<(), CommitError>,
+}
+
+impl Notify {
+    /// Tells the waiter the delivery is out.
+    pub fn send(self) {
+        let _ = self.waiter.send(self.committed);
+    }
 }
 
 /// Puts the mom work of effects in commit order: each effects value with mom work takes a

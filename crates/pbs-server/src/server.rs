@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::oneshot;
 
-use crate::effects::{Delivery, Effects, Launch, Outbox};
+use crate::effects::{Delivery, Effects, Launch, Notify, Outbox};
 use crate::identity::Identity;
 use crate::request::Ctx;
 use crate::state::State;
@@ -213,15 +213,14 @@ impl Server {
                 None => Ok(()),
             };
             // A failed commit still takes its turn, empty, so later deliveries go out.
-            let delivery = match &committed {
+            let mut delivery = match &committed {
                 Ok(()) => server.with_scripts(to_moms, launches).await,
                 Err(_) => Delivery::default(),
             };
+            delivery.notify = Some(Notify { waiter: done, committed });
             let mut shared = server.lock();
             let due = shared.outbox.complete(ticket, delivery);
             server.deliver(&mut shared, due);
-            drop(shared);
-            let _ = done.send(committed);
         });
         Applied::Delivery(waiter)
     }
@@ -237,7 +236,7 @@ impl Server {
         }
         let scripts_wanted = launches.iter().any(|l| !l.launch.sister && l.launch.executable.is_none());
         if !unresolved && !scripts_wanted {
-            return Delivery { frames, launches, unreadable: Default::default() };
+            return Delivery { frames, launches, ..Delivery::default() };
         }
         let path = self.db_path();
         let prepared = tokio::task::spawn_blocking(move || {
@@ -259,11 +258,11 @@ impl Server {
         })
         .await;
         match prepared {
-            Ok((launches, unreadable)) => Delivery { frames, launches, unreadable },
+            Ok((launches, unreadable)) => Delivery { frames, launches, unreadable, notify: None },
             // The blocking task panicked: nothing starts, and the panic hook ends the server.
             Err(e) => {
                 tracing::error!(object_type = "Server", "preparing job starts failed: {e}");
-                Delivery { frames, launches: Vec::new(), unreadable: Default::default() }
+                Delivery { frames, ..Delivery::default() }
             }
         }
     }
@@ -273,9 +272,13 @@ impl Server {
     fn deliver(self: &Arc<Self>, shared: &mut Shared, due: Vec<Delivery>) {
         let now = chrono::Utc::now().timestamp();
         let mut more = Effects::default();
-        for delivery in due {
+        for mut delivery in due {
+            let notify = delivery.notify.take();
             let (frames, follow) = crate::job::launch::committed_delivery(&mut shared.state, delivery, now);
             crate::state::links::send_frames(&mut shared.links, frames);
+            if let Some(notify) = notify {
+                notify.send();
+            }
             more.merge(follow);
         }
         if !more.is_empty() {
@@ -303,5 +306,132 @@ fn lock(state: &Mutex<Shared>) -> MutexGuard<'_, Shared> {
             pbs_log::flush();
             std::process::abort();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! `apply_effects` with a recording store and recording links, as HyperQueue tests its
+    //! reactor through a recording `Comm`: no socket, no SQLite, and every step's order seen.
+
+    use std::sync::mpsc::Receiver;
+
+    use pbs_proto::mom::ToMom;
+    use pbs_proto::sched::ToSched;
+    use tokio::sync::mpsc;
+
+    use super::*;
+    use crate::store::{Ack, StoreOp};
+
+    struct Recording {
+        server: Arc<Server>,
+        commits: Receiver<(Vec<StoreOp>, Ack)>,
+        sched: mpsc::Receiver<ToSched>,
+        mom: mpsc::Receiver<ToMom>,
+    }
+
+    fn recording() -> Recording {
+        let (store, commits) = Store::recording();
+        let (state, _) = State::from_loaded(Default::default(), "svr", "host", "/nonexistent");
+        let mut links = Links::default();
+        let (sched_tx, sched, _) = crate::state::sched_queue::SchedSender::new();
+        links.sched = Some(sched_tx);
+        let (mom_tx, mom) = mpsc::channel(16);
+        links.moms.insert("n1".into(), mom_tx);
+        let config = ServerConfig {
+            server_name: "svr".into(),
+            host: "host".into(),
+            home: "/nonexistent".into(),
+            socket_path: "/nonexistent/socket".into(),
+            cluster_key: None,
+        };
+        let server = Server {
+            config,
+            state: Mutex::new(Shared { state, links, outbox: Outbox::default() }),
+            store,
+            mom_tasks: Mutex::new(HashMap::new()),
+            frame_budget: pbs_proto::budget::ByteBudget::new(MAX_BYTES_IN_FLIGHT_PER_UID),
+        };
+        Recording { server: Arc::new(server), commits, sched, mom }
+    }
+
+    /// A change to job `seq`: its write, its mom's frame, and a mark for the scheduler.
+    fn change(server: &Arc<Server>, seq: u64) -> Applied {
+        let mut shared = server.lock();
+        shared.state.changes.cycle = true;
+        let mut effects = Effects::ops(vec![StoreOp::DeleteJob { seq }]);
+        effects.to_moms.push(("n1".into(), ToMom::ForgetJob { job_id: format!("{seq}.svr") }));
+        server.apply_effects(&mut shared, effects)
+    }
+
+    /// Lets every other task of this single-threaded runtime run until it waits.
+    async fn settle() {
+        for _ in 0..16 {
+            tokio::task::yield_now().await;
+        }
+    }
+
+    fn forgotten(mom: &mut mpsc::Receiver<ToMom>) -> Vec<String> {
+        std::iter::from_fn(|| mom.try_recv().ok())
+            .map(|frame| match frame {
+                ToMom::ForgetJob { job_id } => job_id,
+                other => format!("{other:?}"),
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn the_commit_is_queued_and_the_scheduler_told_before_any_mom_hears_and_the_reply_waits_for_both() {
+        let Recording { server, commits, mut sched, mut mom } = recording();
+        let applied = tokio::spawn(change(&server, 7).done());
+
+        // Under the lock already: the writes are queued and the scheduler has its changes.
+        let (ops, ack) = commits.try_recv().expect("the writes are queued at once");
+        assert_eq!(ops, vec![StoreOp::DeleteJob { seq: 7 }]);
+        assert!(matches!(sched.try_recv(), Ok(ToSched::Changes { cycle: true, .. })), "the scheduler is told at once");
+
+        // Nothing reaches the mom, and no reply may go, until the commit is acknowledged.
+        settle().await;
+        assert!(forgotten(&mut mom).is_empty(), "a mom heard of a change that is not on disk");
+        assert!(!applied.is_finished(), "the reply would precede the commit");
+
+        ack.send(Ok(())).expect("the test holds the waiter");
+        applied.await.expect("no panic").expect("committed");
+        assert_eq!(forgotten(&mut mom), ["7.svr"], "the reply went out before its frames");
+    }
+
+    #[tokio::test]
+    async fn frames_follow_commit_order_and_a_reply_waits_for_its_own_frames() {
+        let Recording { server, commits, sched: _sched, mut mom } = recording();
+        let first = tokio::spawn(change(&server, 1).done());
+        let second = tokio::spawn(change(&server, 2).done());
+        let (_, first_ack) = commits.try_recv().expect("first commit");
+        let (_, second_ack) = commits.try_recv().expect("second commit");
+
+        // The second commit is seen first: its frames wait for the first's, and so does
+        // its reply.
+        second_ack.send(Ok(())).expect("waiter");
+        settle().await;
+        assert!(forgotten(&mut mom).is_empty(), "a later change reached the mom before an earlier one");
+        assert!(!second.is_finished(), "a reply went out before its frames were handed on");
+
+        first_ack.send(Ok(())).expect("waiter");
+        first.await.expect("no panic").expect("committed");
+        second.await.expect("no panic").expect("committed");
+        assert_eq!(forgotten(&mut mom), ["1.svr", "2.svr"]);
+    }
+
+    #[tokio::test]
+    async fn a_failed_commit_sends_nothing_and_fails_its_reply_but_does_not_hold_later_frames() {
+        let Recording { server, commits, sched: _sched, mut mom } = recording();
+        let first = tokio::spawn(change(&server, 1).done());
+        let second = tokio::spawn(change(&server, 2).done());
+        let (_, first_ack) = commits.try_recv().expect("first commit");
+        let (_, second_ack) = commits.try_recv().expect("second commit");
+        first_ack.send(Err(CommitError::Database("disk full".into()))).expect("waiter");
+        second_ack.send(Ok(())).expect("waiter");
+        assert!(first.await.expect("no panic").is_err());
+        second.await.expect("no panic").expect("committed");
+        assert_eq!(forgotten(&mut mom), ["2.svr"]);
     }
 }

@@ -138,7 +138,8 @@ pub enum CommitError {
 /// The answer to a [`Store::commit`].
 pub type CommitAck = oneshot::Receiver<Result<(), CommitError>>;
 
-type Ack = oneshot::Sender<Result<(), CommitError>>;
+/// How the writer tells a commit's waiter it is done.
+pub(crate) type Ack = oneshot::Sender<Result<(), CommitError>>;
 
 /// Handle to the writer thread.
 #[derive(Clone)]
@@ -221,6 +222,14 @@ impl Store {
             .spawn(move || writer_loop(conn, rx, poke, &wal_long))
             .map_err(|_| StoreError::WriterGone)?;
         Ok((Store { tx }, loaded))
+    }
+
+    /// A store without a database whose commits go to the returned receiver: a test
+    /// sees each commit as it is queued, and acknowledges it (or not) when it chooses.
+    #[cfg(test)]
+    pub(crate) fn recording() -> (Store, mpsc::Receiver<(Vec<StoreOp>, Ack)>) {
+        let (tx, rx) = mpsc::channel();
+        (Store { tx }, rx)
     }
 
     /// Queues changes; the receiver fires once they are committed. Call it while holding

@@ -191,3 +191,61 @@ fn the_checks_see_arrows() {
     let sample = "use crate::state::State;\nfn f() { crate::job::run::lost(); }\n// crate::comment::not\n";
     assert_eq!(arrows(&code(sample)), ["job", "state"].iter().map(|s| s.to_string()).collect());
 }
+
+/// What code under the state lock may not name: the disk, the network, processes, the
+/// clock, or tasks. Handlers take `now` from their caller and return effects; whatever
+/// waits is done by the dispatch, `server` or the transport, outside the lock.
+const IO_AND_CLOCK: &[&str] = &[
+    "std::fs",
+    "fs::",
+    "File::",
+    "std::net",
+    "std::process",
+    "Command::new",
+    "std::env::var",
+    "Utc::now",
+    "Local::now",
+    "SystemTime::now",
+    "Instant::now",
+    "tokio::time",
+    "tokio::task",
+    "tokio::fs",
+    "tokio::net",
+    "tokio::spawn",
+    "nix::",
+    "libc::",
+];
+
+/// Layers whose code runs under the state lock.
+const UNDER_THE_LOCK: &[&str] = &["state", "request", "domain"];
+
+/// Files of those layers that may name one of [`IO_AND_CLOCK`], and why: each is called
+/// by the dispatch or `server` outside the lock, never by a handler.
+const LOOKUPS_OUTSIDE_THE_LOCK: &[(&str, &str)] = &[
+    // `groups_of`: a submitter's groups, resolved by the dispatch before it locks.
+    ("acl.rs", "nix::"),
+    // `resolve`: a job owner's uid, looked up by `Server::with_scripts` on a blocking thread.
+    ("launch_owner.rs", "nix::"),
+];
+
+#[test]
+fn code_under_the_state_lock_does_no_io_and_reads_no_clock() {
+    let mut files = Vec::new();
+    rust_files(&src(), &mut files);
+    let mut wrong = Vec::new();
+    for file in files {
+        let module = module_of(&file);
+        let Some((_, layer)) = layer_of(&module) else { continue };
+        if !UNDER_THE_LOCK.contains(&layer) {
+            continue;
+        }
+        let relative = file.strip_prefix(src()).unwrap().to_string_lossy().to_string();
+        let code = code(&std::fs::read_to_string(&file).unwrap());
+        for name in IO_AND_CLOCK {
+            if code.contains(name) && !LOOKUPS_OUTSIDE_THE_LOCK.contains(&(relative.as_str(), *name)) {
+                wrong.push(format!("{relative} names `{name}`: take it as an argument or return an effect"));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}

@@ -316,7 +316,7 @@ fn shell_for(list: &str, host: &str) -> Option<String> {
 /// out ends here, since no mom knows it; a start whose script could not be read is
 /// requeued. Returns the frames to send now and the effects of those ends.
 pub fn committed_delivery(state: &mut State, delivery: Delivery, now: i64) -> (MomFrames, Effects) {
-    let Delivery { mut frames, launches, unreadable } = delivery;
+    let Delivery { mut frames, launches, unreadable, notify: _ } = delivery;
     let mut follow = Effects::default();
     let mut settled = Vec::new();
     for launch in launches {
