@@ -38,6 +38,12 @@ fn refused() -> Vec<(&'static str, String, u32)> {
         v("stageout", "out@host"),
         v("array_indices_submitted", "1,3"),
         v("array_indices_submitted", "5-5"),
+        v("depend", "afterok:"),
+        v("depend", "no such thing"),
+        v("depend", "afterok:1[2]"),
+        v("depend", "afterok:1,"),
+        v("Output_Path", " out"),
+        v("Error_Path", ""),
         v("Job_Name", ""),
         ("Job_Name", "x".repeat(237), JOBNBIG),
     ]
@@ -111,4 +117,9 @@ fn values_as_qsub_sends_them_are_kept() {
     assert!(errors.is_empty(), "{errors:?}");
     assert_eq!(c.job_attr(&id, "Keep_Files").as_deref(), Some("oed"));
     assert_eq!(c.job_attr(&id, "Checkpoint").as_deref(), Some("c=10"));
+    // A dependency a raw client names by number is kept as qsub would have sent it.
+    let seq = id.split('.').next().expect("a sequence number");
+    let attrs = vec![Attr::new("Hold_Types", "u"), Attr::new("depend", format!("afterok:{seq}").as_str())];
+    let second = c.client().submit(attrs, "true\n".into(), None).expect("a dependency on a job");
+    assert_eq!(c.job_attr(&second, "depend"), Some(format!("afterok:{id}")));
 }

@@ -1,13 +1,14 @@
 //! What the job commands share about their command lines: GNU getopt(3)'s scanning (with
 //! its messages), the client side of OpenPBS's job attribute checks (`illegal -X value`:
 //! the rewriting that depends on the submitter, the rest being `pbs_core::jobattr`'s), and
-//! the parsers behind them (`-l` lists, `-W` pairs, `-a` dates, paths, dependency lists).
+//! the parsers behind them (`-l` lists, `-W` pairs, `-a` dates); paths and dependency lists
+//! are read by `pbs_core::jobpath` and `pbs_core::depend`, which the server shares.
 //!
 //! Everything here is pure so the exact OpenPBS rules can be tested without a server.
 
 use chrono::{Datelike, Local, NaiveDate, NaiveDateTime, TimeZone, Timelike};
 use pbs_core::Pbse;
-use pbs_core::jobattr;
+use pbs_core::{depend, jobattr, jobpath};
 
 /// A command line or option value OpenPBS rejects before talking to the server: `message`
 /// is printed after `<cmd>: `, then the usage text if `usage`, and the command exits with
@@ -171,8 +172,10 @@ pub fn verify_attr(name: &str, value: &str, env: &VerifyEnv<'_>) -> Result<Strin
         return Ok(value.to_string());
     }
     match base {
-        "depend" => expand_depend(value, env.server).map_err(|_| Pbse::BADATVAL),
-        "Error_Path" | "Output_Path" => prepare_path(value, env.host, env.cwd, env.is_dir).ok_or(Pbse::BADATVAL),
+        "depend" => depend::expand(value, env.server).map_err(|_| Pbse::BADATVAL),
+        "Error_Path" | "Output_Path" => {
+            jobpath::prepare_path(value, env.host, env.cwd, env.is_dir).ok_or(Pbse::BADATVAL)
+        }
         _ => jobattr::check_job_value(base, value).map(|()| value.to_string()),
     }
 }
@@ -448,135 +451,6 @@ pub fn cvtdate_at(text: &str, now: NaiveDateTime) -> Option<i64> {
     Local.from_local_datetime(&when).earliest().map(|t| t.timestamp())
 }
 
-/// `prepare_path`: `[host:]path` to `host:/absolute/path`. A relative path is taken from
-/// `cwd` (unless a host was given); an existing directory gets a trailing `/` so the server
-/// appends the default file name. `None` if it does not parse.
-pub fn prepare_path(path_in: &str, local_host: &str, cwd: &str, is_dir: &dyn Fn(&str) -> bool) -> Option<String> {
-    let chars: Vec<char> = path_in.chars().collect();
-    let mut c = chars.iter().take_while(|ch| ch.is_whitespace()).count();
-    if c == chars.len() {
-        return None;
-    }
-    let host_given = path_in.contains(':');
-    let mut host = String::new();
-    if host_given {
-        while c < chars.len() && chars[c] != ':' {
-            let ch = chars[c];
-            if ch.is_ascii_alphanumeric() || matches!(ch, '.' | '-' | '_') {
-                host.push(ch);
-            } else {
-                break;
-            }
-            c += 1;
-        }
-    }
-    let mut path = String::new();
-    if chars.get(c) == Some(&':') || c == 0 {
-        if chars.get(c) == Some(&':') {
-            c += 1;
-        }
-        while c < chars.len() && (chars[c] == ' ' || chars[c].is_ascii_graphic() || !chars[c].is_ascii()) {
-            path.push(chars[c]);
-            c += 1;
-        }
-    }
-    if c != chars.len() || (path.is_empty() && host.is_empty()) {
-        return None;
-    }
-    if !path.is_empty() && !path.ends_with('/') && is_dir(&path) {
-        path.push('/');
-    }
-    let host = if host.is_empty() { local_host } else { host.as_str() };
-    let mut out = format!("{host}:");
-    if !path.starts_with('/') && !host_given {
-        out.push_str(cwd);
-        out.push('/');
-    }
-    out.push_str(&path);
-    Some(out)
-}
-
-/// Why a dependency list is refused.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum DependError {
-    /// Bad syntax.
-    Syntax,
-    /// A dependency on a subjob or a range of subjobs (OpenPBS prints a line about it).
-    Subjob,
-}
-
-/// The dependency types OpenPBS knows; `on` and `synccount` take a count, the others job ids.
-const DEPEND_TYPES: &[&str] = &[
-    "on",
-    "synccount",
-    "after",
-    "afterok",
-    "afternotok",
-    "afterany",
-    "before",
-    "beforeok",
-    "beforenotok",
-    "beforeany",
-    "syncwith",
-    "runone",
-];
-
-/// `parse_depend_list`: `type:id[:id...][,type:id...]`, job ids completed with the server
-/// name (`afterok:12` -> `afterok:12.server`).
-pub fn expand_depend(list: &str, server: &str) -> Result<String, DependError> {
-    if list.is_empty() || list.trim_end().ends_with(',') {
-        return Err(DependError::Syntax);
-    }
-    let mut out = Vec::new();
-    for item in list.split(',') {
-        out.push(expand_depend_item(item.trim(), server)?);
-    }
-    Ok(out.join(","))
-}
-
-fn expand_depend_item(item: &str, server: &str) -> Result<String, DependError> {
-    // Colons escaped with a backslash belong to the token.
-    let mut tokens: Vec<String> = Vec::new();
-    let mut current = String::new();
-    let mut prev = '\0';
-    for ch in item.chars() {
-        if ch == ':' && prev != '\\' {
-            tokens.push(std::mem::take(&mut current));
-        } else {
-            current.push(ch);
-        }
-        prev = ch;
-    }
-    tokens.push(current);
-    if tokens.len() < 2 || tokens.iter().any(String::is_empty) {
-        return Err(DependError::Syntax);
-    }
-    let kind = DEPEND_TYPES.iter().position(|t| *t == tokens[0]).ok_or(DependError::Syntax)?;
-    let mut out = vec![tokens[0].clone()];
-    for token in &tokens[1..] {
-        if kind < 2 {
-            out.push(token.clone());
-            continue;
-        }
-        let (id, at) = match token.split_once('@') {
-            Some((id, at)) => (id, Some(at)),
-            None => (token.as_str(), None),
-        };
-        let parsed: pbs_core::JobId = id.parse().map_err(|_| DependError::Syntax)?;
-        if matches!(parsed.array(), pbs_core::ArrayPart::Index(_) | pbs_core::ArrayPart::Range(_)) {
-            return Err(DependError::Subjob);
-        }
-        let default = at.unwrap_or(server);
-        let mut full = parsed.with_server(default).to_string();
-        if let Some(at) = at {
-            full.push('@');
-            full.push_str(at);
-        }
-        out.push(full);
-    }
-    Ok(out.join(":"))
-}
-
 /// `check_op` of qselect: an optional leading `.op.` (`.gt.1200`). An unknown operator
 /// means equality but is still skipped, as OpenPBS does.
 pub fn split_select_op(text: &str) -> (pbs_proto::CompareOp, &str) {
@@ -719,34 +593,6 @@ mod tests {
         assert_eq!(at("202612311200").as_deref(), Some("2026-12-31 12:00:00"));
         for bad in ["12", "2460", "1299", "tomorrow", "1200.5", "13011200", "321200", ""] {
             assert_eq!(at(bad), None, "{bad}");
-        }
-    }
-
-    #[test]
-    fn paths() {
-        let dir = |p: &str| p == "/tmp" || p == "outdir";
-        let check = |input: &str, expected: Option<&str>| {
-            assert_eq!(prepare_path(input, "h", "/home/u", &dir).as_deref(), expected, "{input}");
-        };
-        check("out.txt", Some("h:/home/u/out.txt"));
-        check("/tmp", Some("h:/tmp/"));
-        check("outdir", Some("h:/home/u/outdir/"));
-        check("other:/x/y", Some("other:/x/y"));
-        check("other:rel", Some("other:rel"));
-        check("/a/b:c", Some("h:/a/b:c"));
-        check("", None);
-        check(" out", None);
-    }
-
-    #[test]
-    fn dependencies() {
-        assert_eq!(expand_depend("afterok:12", "srv").as_deref(), Ok("afterok:12.srv"));
-        assert_eq!(expand_depend("afterok:12:13.o,before:4", "srv").as_deref(), Ok("afterok:12.srv:13.o,before:4.srv"));
-        assert_eq!(expand_depend("afterany:12[]", "srv").as_deref(), Ok("afterany:12[].srv"));
-        assert_eq!(expand_depend("on:2", "srv").as_deref(), Ok("on:2"));
-        assert_eq!(expand_depend("afterok:12[1]", "srv"), Err(DependError::Subjob));
-        for bad in ["afterok", "afterok:", "nope:1", "afterok:1,", "afterok::1", "afterok:abc"] {
-            assert_eq!(expand_depend(bad, "srv"), Err(DependError::Syntax), "{bad}");
         }
     }
 

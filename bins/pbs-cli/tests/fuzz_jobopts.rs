@@ -3,8 +3,8 @@
 //! every job attribute check. None panics; a dependency list, once expanded, is canonical.
 
 use pbs_cli::jobopts::{
-    VerifyEnv, cvtdate_at, expand_depend, getopt, parse_destination, parse_equal_pairs, parse_resource_list,
-    split_select_op, verify_attr,
+    VerifyEnv, cvtdate_at, getopt, parse_destination, parse_equal_pairs, parse_resource_list, split_select_op,
+    verify_attr,
 };
 use pbs_core::jobattr::check_array_range;
 use proptest::collection::vec;
@@ -46,7 +46,7 @@ proptest! {
 
     #[test]
     fn no_user_text_panics(text in hostile()) {
-        let _ = expand_depend(&text, "srv");
+        let _ = pbs_core::depend::expand(&text, "srv");
         let _ = parse_resource_list(&text);
         let _ = parse_equal_pairs(&text);
         let _ = check_array_range(&text);
@@ -67,8 +67,8 @@ proptest! {
     #[test]
     fn dependency_lists_expand_once(items in vec(depend_item(), 1..4)) {
         let list = items.join(",");
-        let expanded = expand_depend(&list, "srv").map_err(|e| TestCaseError::fail(format!("{list}: {e:?}")))?;
-        let again = expand_depend(&expanded, "srv").map_err(|e| TestCaseError::fail(format!("{expanded}: {e:?}")))?;
+        let expanded = pbs_core::depend::expand(&list, "srv").map_err(|e| TestCaseError::fail(format!("{list}: {e:?}")))?;
+        let again = pbs_core::depend::expand(&expanded, "srv").map_err(|e| TestCaseError::fail(format!("{expanded}: {e:?}")))?;
         prop_assert_eq!(&again, &expanded);
         prop_assert_eq!(expanded.split(',').count(), items.len());
     }

@@ -4,8 +4,9 @@
 //! sends, with the same PBSE codes; and the one table of the qsub, qalter and qselect
 //! option letters.
 //!
-//! What depends on the submitter (relative paths completed with its host and directory,
-//! dependency lists completed with its default server) stays with the commands.
+//! Paths and dependency lists are read by `crate::jobpath` and `crate::depend`: the
+//! commands complete them (a relative path with the submitter's host and directory, ids
+//! with its default server) and the server refuses what those readings refuse.
 
 use std::collections::HashSet;
 
@@ -15,7 +16,7 @@ use crate::attr::parse_bool;
 /// Checks one value of job attribute `base` (no `.resource` part) as OpenPBS's commands
 /// check it before sending: `BADATVAL` for an illegal value, `JOBNBIG` for a long
 /// `Job_Name`. The name is matched as spelled in the attribute table; attributes without a
-/// rule here (resources, paths, `depend`, `Variable_List`, ...) pass.
+/// rule here (resources, `Variable_List`, ...) pass.
 pub fn check_job_value(base: &str, value: &str) -> Result<(), Pbse> {
     let valid = match base {
         "Job_Name" => return check_job_name(value),
@@ -36,6 +37,9 @@ pub fn check_job_value(base: &str, value: &str) -> Result<(), Pbse> {
         "stagein" | "stageout" => check_stage_list(value),
         "array_indices_submitted" => check_array_range(value),
         "tolerate_node_failures" => matches!(value, "all" | "job_start" | "none"),
+        // The server completes ids without a server name with its own.
+        "depend" => crate::depend::DependList::parse(value, "server").is_ok(),
+        "Output_Path" | "Error_Path" => crate::jobpath::is_valid(value),
         _ => true,
     };
     if valid { Ok(()) } else { Err(Pbse::BADATVAL) }
@@ -453,8 +457,14 @@ mod tests {
         assert_eq!(check("tolerate_node_failures", "some"), bad);
         assert_eq!(check("Shell_Path_List", "sh"), bad);
         assert_eq!(check("array_indices_submitted", "1,3"), bad);
-        // Left to the commands (they depend on the submitter) or to the server.
-        for name in ["Output_Path", "Error_Path", "depend", "Variable_List", "max_run_subjobs", "Account_Name"] {
+        // Read as the commands read them, whoever sends them.
+        assert_eq!(check("depend", "!! anything"), bad);
+        assert_eq!(check("depend", "afterok:"), bad);
+        assert_eq!(check("depend", "afterok:12.s"), Ok(()));
+        assert_eq!(check("Output_Path", " out"), bad);
+        assert_eq!(check("Error_Path", "h:/tmp/err file"), Ok(()));
+        // Left to the server.
+        for name in ["Variable_List", "max_run_subjobs", "Account_Name"] {
             assert_eq!(check(name, "!! anything"), Ok(()), "{name}");
         }
     }

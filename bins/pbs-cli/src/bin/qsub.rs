@@ -744,7 +744,7 @@ fn verify(attrs: Vec<Attr>, inputs: &Inputs<'_>) -> Result<Vec<Attr>, Failure> {
             Ok(value) => out.push(Attr(name, value)),
             Err(code) => {
                 if name == "depend"
-                    && jobopts::expand_depend(&value, &inputs.server) == Err(jobopts::DependError::Subjob)
+                    && pbs_core::depend::expand(&value, &inputs.server) == Err(pbs_core::depend::DependError::Subjob)
                 {
                     notes.push_str("cannot have dependancy on subjob or range\n");
                 }

@@ -59,7 +59,12 @@ pub fn check_job_attr(
     if resource.is_some() {
         return Err(ReqError::attr(Pbse::NOATTR, name));
     }
-    let canonical = normalize_value(def.atype, value).ok_or_else(|| ReqError::attr(Pbse::BADATVAL, name))?;
+    let mut canonical = normalize_value(def.atype, value).ok_or_else(|| ReqError::attr(Pbse::BADATVAL, name))?;
+    if def.name == "depend" {
+        // As qsub sends it: every id with its server.
+        canonical = pbs_core::depend::expand(&canonical, &state.server_name)
+            .map_err(|_| ReqError::attr(Pbse::BADATVAL, name))?;
+    }
     // The server's own rules, beyond qsub's.
     let valid = match def.name {
         "max_run_subjobs" => canonical.parse::<i64>().is_ok_and(|n| n >= 0),
