@@ -19,6 +19,7 @@ pub mod pbse;
 pub mod range;
 pub mod resource;
 pub mod select;
+pub mod sharing;
 pub mod size;
 pub mod state;
 pub mod walltime;

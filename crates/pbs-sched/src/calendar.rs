@@ -21,7 +21,9 @@
 use std::collections::HashMap;
 
 use crate::mirror::Mirror;
-use crate::place::{Placed, SetView, can_fit_set, find_nodes, is_excl};
+use pbs_core::sharing::is_excl;
+
+use crate::place::{Placed, SetView, can_fit_set, find_nodes};
 use crate::resources::{ResId, UNSET, amount_of};
 use crate::walltime::{JOB_INFINITY, planned_duration, running_end};
 use crate::world::{Alloc, Counted, World};

@@ -12,6 +12,7 @@ use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use pbs_core::select::{Arrangement, Place, Select, Sharing as PlaceSharing};
+use pbs_core::sharing::{NodeSharing, is_excl};
 use pbs_core::{ExecVnode, IndexSet, JobId};
 use pbs_proto::Attr;
 use pbs_proto::sched::{Action, RunDecision, SchedChange, SchedJob, SchedNode, SchedQueue, Snapshot};
@@ -19,30 +20,6 @@ use pbs_proto::sched::{Action, RunDecision, SchedChange, SchedJob, SchedNode, Sc
 use crate::config::SchedConfig;
 use crate::limits::{RunCounts, RunLimits};
 use crate::resources::{Kind, ResId, ResourceTable, UNSET, amount_of, parse_amount, set_amount};
-
-/// A node's `sharing` attribute.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum NodeSharing {
-    DefaultShared,
-    DefaultExcl,
-    DefaultExclhost,
-    IgnoreExcl,
-    ForceExcl,
-    ForceExclhost,
-}
-
-impl NodeSharing {
-    fn parse(text: &str) -> NodeSharing {
-        match text.trim() {
-            "default_excl" => NodeSharing::DefaultExcl,
-            "default_exclhost" => NodeSharing::DefaultExclhost,
-            "ignore_excl" => NodeSharing::IgnoreExcl,
-            "force_excl" => NodeSharing::ForceExcl,
-            "force_exclhost" => NodeSharing::ForceExclhost,
-            _ => NodeSharing::DefaultShared,
-        }
-    }
-}
 
 /// A node as the policy needs it.
 #[derive(Clone, Debug)]
@@ -485,12 +462,10 @@ impl Mirror {
             }
             allocs.push((node, taken));
         }
-        let exclusive = matches!(request.sharing, PlaceSharing::Excl | PlaceSharing::ExclHost)
-            || allocs.iter().any(|(n, _)| {
-                self.nodes[*n as usize]
-                    .as_ref()
-                    .is_some_and(|node| matches!(node.sharing, NodeSharing::ForceExcl | NodeSharing::ForceExclhost))
-            });
+        // The rule the placement used, per node (`ignore_excl` and `default_excl` count).
+        let exclusive = allocs
+            .iter()
+            .any(|(n, _)| self.nodes[*n as usize].as_ref().is_some_and(|node| is_excl(request.sharing, node.sharing)));
         let pending = Pending {
             frame,
             allocs,

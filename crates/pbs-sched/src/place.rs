@@ -6,33 +6,13 @@
 //! The search only reads the cycle state; the caller books what it returns, so a failed
 //! search needs no undo.
 
-use pbs_core::select::{Arrangement, Sharing as PlaceSharing};
+use pbs_core::select::Arrangement;
+use pbs_core::sharing::{is_excl, is_exclhost};
 
-use crate::mirror::{NodeSharing, Request, Wanted};
+use crate::mirror::{Request, Wanted};
 use crate::reason::{Failure, Reason};
 use crate::resources::{ResId, UNSET, amount_of, format_amount};
 use crate::world::{Alloc, World};
-
-/// Whether a node is used exclusively by a job with this placement (OpenPBS `is_excl`).
-pub(crate) fn is_excl(place: PlaceSharing, node: NodeSharing) -> bool {
-    match node {
-        NodeSharing::ForceExcl | NodeSharing::ForceExclhost => return true,
-        NodeSharing::IgnoreExcl => return false,
-        _ => {}
-    }
-    match place {
-        PlaceSharing::Excl | PlaceSharing::ExclHost => true,
-        PlaceSharing::Shared => false,
-        PlaceSharing::Default => matches!(node, NodeSharing::DefaultExcl | NodeSharing::DefaultExclhost),
-    }
-}
-
-/// Whether the whole host goes to the job (OpenPBS's `do_exclhost` in eval_placement).
-pub(crate) fn is_exclhost(place: PlaceSharing, node: NodeSharing) -> bool {
-    node == NodeSharing::ForceExclhost
-        || (node == NodeSharing::DefaultExclhost && !matches!(place, PlaceSharing::Excl | PlaceSharing::Shared))
-        || place == PlaceSharing::ExclHost
-}
 
 /// The sums of a node set, as the quick test reads them.
 pub(crate) struct SetView<'a> {
@@ -377,24 +357,4 @@ fn search_groups(w: &World<'_>, req: &Request, nodes: &[u32], group: ResId) -> R
         return search(w, req, nodes);
     }
     Err(last_err)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sharing_combines_as_openpbs() {
-        use NodeSharing as N;
-        use PlaceSharing as P;
-        assert!(!is_excl(P::Default, N::DefaultShared));
-        assert!(is_excl(P::Excl, N::DefaultShared));
-        assert!(is_excl(P::Default, N::DefaultExcl));
-        assert!(!is_excl(P::Shared, N::DefaultExcl));
-        assert!(is_excl(P::Shared, N::ForceExcl));
-        assert!(!is_excl(P::Excl, N::IgnoreExcl));
-        assert!(is_exclhost(P::Default, N::DefaultExclhost));
-        assert!(!is_exclhost(P::Excl, N::DefaultExclhost));
-        assert!(is_exclhost(P::ExclHost, N::DefaultShared));
-    }
 }

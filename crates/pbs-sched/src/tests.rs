@@ -412,6 +412,22 @@ fn runs_in_flight_stay_booked() {
     assert!(again.updates().next().is_none());
 }
 
+#[test]
+fn a_run_in_flight_holds_its_node_by_the_same_sharing_rule_as_placement() {
+    // On an `ignore_excl` node a `place=excl` job holds nothing exclusively, before the
+    // server confirms its run as after.
+    let mut nodes = vec![node("n1", 4, "4gb")];
+    nodes[0].sharing = "ignore_excl".into();
+    let s = snap(vec![queue("workq", 0, &[])], nodes, vec![job(1, "workq", "1:ncpus=1", "excl")]);
+    let mut m = mirror(s);
+    let first = cycle(&m, 0);
+    assert_eq!(exec_of(&first, "1.svr"), Some("(n1:ncpus=1)"));
+    m.note_sent(1, &first.actions);
+    m.apply(SchedChange::Job { job: Box::new(job(2, "workq", "1:ncpus=1", "pack")) });
+    let again = cycle(&m, 0);
+    assert_eq!(exec_of(&again, "2.svr"), Some("(n1:ncpus=1)"), "{:?}", again.updates().collect::<Vec<_>>());
+}
+
 /// Builds the same state twice: from a snapshot plus changes, and from a snapshot of
 /// the result; both must decide the same.
 #[test]

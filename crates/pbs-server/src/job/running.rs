@@ -2,7 +2,8 @@
 //! a running job's mother superior, and whether its run holds its nodes exclusively.
 
 use pbs_core::attr::ObjectKind;
-use pbs_core::select::{Place, Sharing};
+use pbs_core::select::Place;
+use pbs_core::sharing::{NodeSharing, is_excl};
 use pbs_core::{ExecVnode, Substate};
 
 use crate::state::{Job, State};
@@ -16,25 +17,20 @@ pub(crate) fn mother_superior(job: &Job) -> Option<String> {
     exec.vnodes().first().map(|v| v.to_string())
 }
 
-/// Whether a run on `exec` holds its nodes exclusively: node `sharing` against the
-/// job's `place`.
+/// Whether a run on `exec` holds its nodes exclusively (`pbs_core::sharing`, the rule the
+/// scheduler placed it by): any of them held so holds them all, as the scheduler's mirror
+/// books a pending run.
 pub(crate) fn job_exclusive(state: &State, job: &Job, exec: &ExecVnode) -> bool {
     let place = job.get("Resource_List", Some("place")).and_then(|p| p.parse::<Place>().ok()).unwrap_or_default();
-    let excl_place = matches!(place.sharing, Sharing::Excl | Sharing::ExclHost);
-    let shared_place = place.sharing == Sharing::Shared;
     exec.vnodes().iter().any(|name| {
         let sharing = state
             .nodes
             .iter()
             .find(|n| n.name == *name)
             .and_then(|n| n.attrs.get_named(ObjectKind::Node, "sharing", None))
-            .unwrap_or("default_shared");
-        match sharing {
-            "force_excl" | "force_exclhost" => true,
-            "ignore_excl" => false,
-            "default_excl" | "default_exclhost" => !shared_place,
-            _ => excl_place,
-        }
+            .map(NodeSharing::parse)
+            .unwrap_or_default();
+        is_excl(place.sharing, sharing)
     })
 }
 
