@@ -458,15 +458,7 @@ pub fn split_select_op(text: &str) -> (pbs_proto::CompareOp, &str) {
     if !text.starts_with('.') {
         return (CompareOp::Eq, text);
     }
-    let op = match text.get(1..3) {
-        Some("eq") => CompareOp::Eq,
-        Some("ne") => CompareOp::Ne,
-        Some("ge") => CompareOp::Ge,
-        Some("gt") => CompareOp::Gt,
-        Some("le") => CompareOp::Le,
-        Some("lt") => CompareOp::Lt,
-        _ => CompareOp::Eq,
-    };
+    let op = text.get(1..3).and_then(CompareOp::from_word).unwrap_or(CompareOp::Eq);
     (op, text.get(4..).unwrap_or(""))
 }
 

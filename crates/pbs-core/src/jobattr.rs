@@ -30,7 +30,7 @@ pub fn check_job_value(base: &str, value: &str) -> Result<(), Pbse> {
         "Join_Path" => matches!(value, "oe" | "eo" | "n"),
         "Keep_Files" => check_keep(value),
         "Mail_Points" => check_mail_points(value),
-        "Priority" => is_long(value) && PRIORITY.contains(&atoi(value)),
+        "Priority" => is_long(value) && PRIORITY.contains(&crate::cnum::atol(value)),
         "Rerunable" | "release_nodes_on_stageout" | "array" => parse_bool(value).is_some(),
         "Remove_Files" => !value.is_empty() && value.chars().all(|c| c == 'o' || c == 'e'),
         "sandbox" => ["HOME", "O_WORKDIR", "PRIVATE"].iter().any(|s| s.eq_ignore_ascii_case(value)),
@@ -72,21 +72,6 @@ pub fn check_job_name_length(name: &str) -> Result<(), Pbse> {
         return Err(Pbse::JOBNBIG);
     }
     Ok(())
-}
-
-/// C's `atoi`: leading blanks, optional sign, digits; anything else stops it.
-pub fn atoi(text: &str) -> i64 {
-    let t = text.trim_start();
-    let (neg, digits) = match t.as_bytes().first() {
-        Some(b'-') => (true, &t[1..]),
-        Some(b'+') => (false, &t[1..]),
-        _ => (false, t),
-    };
-    let mut n: i64 = 0;
-    for b in digits.bytes().take_while(u8::is_ascii_digit) {
-        n = n.saturating_mul(10).saturating_add(i64::from(b - b'0'));
-    }
-    if neg { -n } else { n }
 }
 
 /// OpenPBS's long check: leading blanks, an optionally signed decimal number and nothing
@@ -426,7 +411,6 @@ mod tests {
     fn numbers() {
         assert!(is_long("12") && is_long(" -3") && is_long("+0") && is_long("022"));
         assert!(!is_long("") && !is_long("-") && !is_long("1 ") && !is_long("1x"));
-        assert_eq!((atoi(" 42x"), atoi("-7"), atoi("x")), (42, -7, 0));
     }
 
     #[test]

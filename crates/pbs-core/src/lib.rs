@@ -6,6 +6,7 @@
 pub mod acl;
 pub mod attr;
 pub mod capacity;
+pub mod cnum;
 pub mod conf;
 pub mod defaults;
 pub mod depend;
@@ -22,6 +23,7 @@ pub mod select;
 pub mod sharing;
 pub mod size;
 pub mod state;
+pub mod variables;
 pub mod walltime;
 
 pub use attr::{AttrDef, AttrType, ObjectKind, Privilege};

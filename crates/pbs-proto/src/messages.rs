@@ -336,6 +336,21 @@ pub enum CompareOp {
     Le,
 }
 
+impl CompareOp {
+    /// The operator a qselect word names (`eq ne gt ge lt le`).
+    pub fn from_word(word: &str) -> Option<CompareOp> {
+        Some(match word {
+            "eq" => CompareOp::Eq,
+            "ne" => CompareOp::Ne,
+            "gt" => CompareOp::Gt,
+            "ge" => CompareOp::Ge,
+            "lt" => CompareOp::Lt,
+            "le" => CompareOp::Le,
+            _ => return None,
+        })
+    }
+}
+
 /// The qmgr verbs that change things.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

@@ -154,6 +154,20 @@ fn a_submission_writes_the_job_and_tells_the_scheduler() {
 }
 
 #[test]
+fn a_submission_reads_its_variables_as_the_job_will_start_with_them() {
+    let mut f = fixture();
+    let attrs = vec![Attr::new("Job_Name", "first"), Attr::new("Variable_List", r"PBS_O_WORKDIR=/w/a\,b,X=1")];
+    let (reply, _) = f.request(&alice(), Request::QueueJob { attrs, script: "true\n".into(), destination: None });
+    assert_eq!(reply.code, 0, "{reply:?}");
+    let job = f.state.jobs.get(&0).expect("the job");
+    // The escaped comma is part of the directory, as the job's environment will have it.
+    assert_eq!(job.get("Output_Path", None), Some("host:/w/a,b/first.o0"));
+    let variables = pbs_core::variables::decode(job.get("Variable_List", None).unwrap_or(""));
+    assert_eq!(variables[0], ("PBS_O_WORKDIR".to_string(), "/w/a,b".to_string()));
+    assert!(variables.iter().any(|(k, v)| k == "PBS_O_QUEUE" && v == "workq"));
+}
+
+#[test]
 fn an_alter_writes_the_job_and_a_running_job_hears_its_new_limits_after() {
     let mut f = fixture();
     let id = f.submit(&alice(), &[("Resource_List.walltime", "01:00:00")]);

@@ -127,14 +127,8 @@ fn resource_criteria(list: &str, out: &mut Vec<Criterion>) -> Result<(), String>
         let Some((resource, tail)) = rest.split_once('.') else {
             return bad(rest);
         };
-        let op = match tail.get(..2) {
-            Some("eq") => CompareOp::Eq,
-            Some("ne") => CompareOp::Ne,
-            Some("ge") => CompareOp::Ge,
-            Some("gt") => CompareOp::Gt,
-            Some("le") => CompareOp::Le,
-            Some("lt") => CompareOp::Lt,
-            _ => return bad(rest),
+        let Some(op) = tail.get(..2).and_then(CompareOp::from_word) else {
+            return bad(rest);
         };
         // The operator is followed by one separator character (`.`).
         let after = tail.get(3..).unwrap_or("");

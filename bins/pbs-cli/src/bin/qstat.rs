@@ -687,12 +687,11 @@ fn split_job_operand(operand: &str) -> Option<(JobId, Option<&str>)> {
 }
 
 /// `-E` order: by server, sequence number, then array index.
-fn sort_key(operand: &str) -> (String, u64, u64) {
+fn sort_key(operand: &str) -> (String, i64, i64) {
     let (id, at_server) = operand.split_once('@').unwrap_or((operand, ""));
     let (head, server) = id.split_once('.').unwrap_or((id, at_server));
     let (seq, index) = head.split_once('[').unwrap_or((head, ""));
-    let number = |s: &str| s.bytes().take_while(u8::is_ascii_digit).fold(0u64, |n, b| n * 10 + u64::from(b - b'0'));
-    (server.to_string(), number(seq), number(index))
+    (server.to_string(), pbs_core::cnum::atol(seq), pbs_core::cnum::atol(index))
 }
 
 /// `queue`, `queue@server`, `@server` -> (queue, server); `None` if malformed.

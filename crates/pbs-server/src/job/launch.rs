@@ -15,32 +15,6 @@ use crate::job::running::{SUBSTATE_PRERUN, job_exclusive};
 use crate::jobkey::JobKey;
 use crate::state::{EndReason, Job, State};
 
-/// Decodes `Variable_List` (`K=V,K2=V2`, commas and backslashes in values escaped).
-pub fn decode_variables(list: &str) -> Vec<(String, String)> {
-    let mut items = Vec::new();
-    let mut current = String::new();
-    let mut chars = list.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            '\\' => {
-                if let Some(next) = chars.next() {
-                    current.push(next);
-                }
-            }
-            ',' => items.push(std::mem::take(&mut current)),
-            other => current.push(other),
-        }
-    }
-    if !current.is_empty() {
-        items.push(current);
-    }
-    items
-        .into_iter()
-        .filter_map(|item| item.split_once('=').map(|(k, v)| (k.to_string(), v.to_string())))
-        .filter(|(k, _)| !k.is_empty())
-        .collect()
-}
-
 fn unescape_xml(text: &str) -> String {
     text.replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", "\"").replace("&apos;", "'").replace("&amp;", "&")
 }
@@ -269,7 +243,7 @@ fn launches(state: &State, key: JobKey, select: &Select, exec: &ExecVnode, run_c
         executable,
         arguments,
         shell,
-        variables: decode_variables(job.get("Variable_List", None).unwrap_or("")),
+        variables: pbs_core::variables::decode(job.get("Variable_List", None).unwrap_or("")),
         output_path: get("Output_Path"),
         error_path: get("Error_Path"),
         join_path: job.get("Join_Path", None).unwrap_or("n").to_string(),
@@ -349,19 +323,6 @@ pub fn committed_delivery(state: &mut State, delivery: Delivery, now: i64) -> (M
 mod tests {
     use super::*;
 
-    #[test]
-    fn variables_decode_escaped_commas() {
-        let vars = decode_variables(r"PBS_O_HOME=/root,A=x\,y,B=,PBS_O_WORKDIR=/tmp");
-        assert_eq!(
-            vars,
-            vec![
-                ("PBS_O_HOME".to_string(), "/root".to_string()),
-                ("A".to_string(), "x,y".to_string()),
-                ("B".to_string(), String::new()),
-                ("PBS_O_WORKDIR".to_string(), "/tmp".to_string()),
-            ]
-        );
-    }
     #[test]
     fn shell_path_list_prefers_the_host_entry() {
         assert_eq!(shell_for("/bin/sh", "n1").as_deref(), Some("/bin/sh"));

@@ -107,15 +107,15 @@ pub fn queue_job(
     // One pass over the variables: with -V they are the submitter's whole environment.
     let given = list.get(job_idx!("Variable_List"), None).unwrap_or("");
     let (mut workdir, mut has_queue, mut has_host) = (None, false, false);
-    for (key, value) in given.split(',').filter_map(|item| item.split_once('=')) {
-        match key {
+    for (key, value) in pbs_core::variables::decode(given) {
+        match key.as_str() {
             "PBS_O_WORKDIR" if workdir.is_none() => workdir = Some(value),
             "PBS_O_QUEUE" => has_queue = true,
             "PBS_O_HOST" => has_host = true,
             _ => {}
         }
     }
-    let workdir = workdir.unwrap_or_default().to_string();
+    let workdir = workdir.unwrap_or_default();
     if !(has_queue && has_host) {
         let mut variables = given.to_string();
         for (key, value, present) in [("PBS_O_QUEUE", queue_name.as_str(), has_queue), ("PBS_O_HOST", &host, has_host)]

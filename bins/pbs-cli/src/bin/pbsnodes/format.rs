@@ -4,6 +4,7 @@
 //! one-line summaries of `-S`.
 
 use pbs_cli::timefmt::ctime;
+use pbs_core::cnum::atol;
 use pbs_proto::StatusObject;
 
 use crate::json;
@@ -13,17 +14,6 @@ use crate::text::{field, push_visible};
 /// The node attributes OpenPBS prints in ctime(3) form (they travel as epoch seconds).
 fn is_time(name: &str) -> bool {
     matches!(name, "last_state_change_time" | "last_used_time")
-}
-
-/// `atol`: the leading integer of `text`, 0 if there is none.
-fn atol(text: &str) -> i64 {
-    let t = text.trim_start();
-    let b = t.as_bytes();
-    let mut end = usize::from(matches!(b.first(), Some(b'-' | b'+')));
-    while end < b.len() && b[end].is_ascii_digit() {
-        end += 1;
-    }
-    t[..end].parse().unwrap_or(0)
 }
 
 /// One node in the default format (OpenPBS's `prt_node`).

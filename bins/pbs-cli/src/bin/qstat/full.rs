@@ -9,8 +9,8 @@ use std::collections::HashMap;
 use pbs_cli::timefmt::{ctime, is_time_attribute};
 use pbs_proto::StatusObject;
 
-use crate::jobs::atol;
 use crate::text::{escape_feeds, push_visible};
+use pbs_core::cnum::atol;
 
 /// Which objects are shown: decides the title and some details of the layout.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -5,6 +5,7 @@
 use std::borrow::Cow;
 
 use chrono::{Datelike, Local, TimeZone};
+use pbs_core::cnum::atol;
 use pbs_proto::StatusObject;
 
 use crate::text::{before, left, left_cut, push_visible, right, right_cut, star};
@@ -181,22 +182,7 @@ pub(crate) fn short_id(id: &str) -> &str {
 
 /// `hh:mm:ss` (or fewer fields) in seconds, reading each field like `atol`.
 fn seconds(text: &str) -> i64 {
-    text.split(':').fold(0, |acc, part| acc * 60 + atol(part))
-}
-
-/// C's `atol`: leading blanks, an optional sign, then digits; 0 if there are none.
-pub(crate) fn atol(text: &str) -> i64 {
-    let text = text.trim_start();
-    let (negative, digits) = match text.as_bytes().first() {
-        Some(b'-') => (true, &text[1..]),
-        Some(b'+') => (false, &text[1..]),
-        _ => (false, text),
-    };
-    let mut value: i64 = 0;
-    for b in digits.bytes().take_while(u8::is_ascii_digit) {
-        value = value.wrapping_mul(10).wrapping_add(i64::from(b - b'0'));
-    }
-    if negative { -value } else { value }
+    text.split(':').fold(0, |acc, part| acc.saturating_mul(60).saturating_add(atol(part)))
 }
 
 /// The `-p` column: share of subjobs done for an array, else the larger of cput and walltime

@@ -2,7 +2,9 @@
 
 use pbs_proto::StatusObject;
 
-use crate::jobs::{SizeUnit, atol, convert_size};
+use pbs_core::cnum::atol;
+
+use crate::jobs::{SizeUnit, convert_size};
 use crate::text::{left, left_cut, right, right_cut, star};
 
 /// Width of the count columns (`NUML`).
