@@ -294,5 +294,13 @@ fn qrun_runs_a_job_where_and_when_asked() {
     // Without -H the scheduler places it, even with scheduling off.
     c.run("qrun", &[&other]).ok();
     assert_eq!(c.job_attr(&other, "exec_vnode").as_deref(), Some("(n1:ncpus=1)"), "{}", c.logs());
-    c.run("qdel", &[&id, &other]).ok();
+    // One the scheduler cannot place hears why, and stays queued.
+    let big = submit(&c, &["-l", "select=1:ncpus=2"], "sleep 60\n");
+    let refused = c.run("qrun", &[&big]);
+    assert_eq!(refused.code, 2, "{refused:?}");
+    assert_eq!(refused.stderr, format!("qrun: Resource temporarily unavailable {big}\n"));
+    assert_eq!(c.job_attr(&big, "job_state").as_deref(), Some("Q"));
+    let comment = c.job_attr(&big, "comment").unwrap_or_default();
+    assert!(comment.starts_with("Not Running: "), "{comment}");
+    c.run("qdel", &[&id, &other, &big]).ok();
 }

@@ -20,6 +20,7 @@ use crate::request::Ctx;
 use crate::request::filter::StatusFilter;
 use crate::server::{Applied, Server};
 use crate::state::State;
+use crate::state::links::Asked;
 
 /// How long `qrun` waits for the scheduler to place a job.
 const QRUN_TIMEOUT: Duration = Duration::from_secs(60);
@@ -100,11 +101,11 @@ pub async fn dispatch(server: &Arc<Server>, who: &Identity, id: u64, mut request
             repeats.restore(&mut reply);
             return Response::Reply(reply);
         }
-        Locked::Wait(waiter) => {
-            let result = match tokio::time::timeout(QRUN_TIMEOUT, waiter).await {
-                Ok(Ok(result)) => result,
-                _ => Err(ReqError::new(Pbse::NOSCHEDULER)),
-            };
+        Locked::AwaitScheduler { ask, answered } => {
+            let _ = tokio::time::timeout(QRUN_TIMEOUT, answered).await;
+            let answers = crate::state::links::close_ask(&mut server.lock().links, ask);
+            // No answer in time: the scheduler did not take the request.
+            let result = answers.into_iter().next().flatten().unwrap_or_else(|| Err(ReqError::new(Pbse::NOSCHEDULER)));
             return Response::Reply(match result {
                 Ok(()) => Reply::ok(id, ReplyBody::None),
                 Err(e) => Reply::error(id, e.code.0, e.message),
@@ -144,7 +145,15 @@ async fn answer_from_moms(
         let shared = &mut *guard;
         let mut answers = crate::state::links::close_ask(&mut shared.links, ask).into_iter();
         // An item without an answer (none came in time) fails on its own.
-        let codes: Vec<u32> = asks.asks.iter().map(|_| answers.next().flatten().unwrap_or(Pbse::NORELYMOM.0)).collect();
+        let codes: Vec<u32> = asks
+            .asks
+            .iter()
+            .map(|_| match answers.next().flatten() {
+                Some(Ok(())) => 0,
+                Some(Err(e)) => e.code.0,
+                None => Pbse::NORELYMOM.0,
+            })
+            .collect();
         let now = chrono::Utc::now().timestamp();
         let (mut errors, effects) = crate::job::signal::answered(&mut shared.state, now, &asks.asks, &codes);
         errors.extend(asks.errors);
@@ -171,8 +180,8 @@ enum Locked {
     Applied(Reply, Applied),
     /// Answered already.
     Respond(Response),
-    /// A qrun waiting for the scheduler.
-    Wait(oneshot::Receiver<Result<(), ReqError>>),
+    /// A qrun waiting for the scheduler's answer (request number `ask`).
+    AwaitScheduler { ask: u64, answered: oneshot::Receiver<()> },
     /// A request waiting for moms' answers (request number `ask`), its frames handed on
     /// by `applied`.
     AwaitMoms { ask: u64, answered: oneshot::Receiver<()>, asking: AskingMoms, applied: Applied },
@@ -193,7 +202,12 @@ fn handle_locked(server: &Arc<Server>, who: &Identity, groups: &[String], id: u6
         Handled::Apply(reply, effects) => Locked::Applied(reply, server.apply_effects(shared, effects)),
         Handled::Parts(parts) => Locked::Respond(Response::Parts(parts)),
         Handled::AskMoms(asking) => {
-            let asked = asking.asks.asks.iter().map(|a| (a.node.clone(), a.job_id.clone())).collect();
+            let asked = asking
+                .asks
+                .asks
+                .iter()
+                .map(|a| Asked::Mom { node: a.node.clone(), job_id: a.job_id.clone() })
+                .collect();
             let (ask, answered) = crate::state::links::open_ask(&mut shared.links, asked);
             let frames = asking
                 .asks
@@ -208,7 +222,7 @@ fn handle_locked(server: &Arc<Server>, who: &Identity, groups: &[String], id: u6
             Locked::AwaitMoms { ask, answered, asking, applied }
         }
         Handled::AskScheduler(full_id) => match crate::sched_view::ask_scheduler(&mut shared.links, full_id) {
-            Ok(waiter) => Locked::Wait(waiter),
+            Ok((ask, answered)) => Locked::AwaitScheduler { ask, answered },
             Err(e) => Locked::Respond(Response::Reply(Reply::error(id, e.code.0, e.message))),
         },
     }

@@ -21,6 +21,7 @@ use tokio_util::codec::Framed;
 
 use crate::effects::Effects;
 use crate::server::{MomLinkTask, Server};
+use crate::state::links::Asked;
 
 /// How often an idle link is probed.
 const PING_INTERVAL: Duration = Duration::from_secs(5);
@@ -213,7 +214,12 @@ fn handle(server: &Arc<Server>, node: &str, report: FromMom) {
     let mut undo = Effects::default();
     if let FromMom::SignalResult { job_id, signal, code, ask } = &report
         && *ask != 0
-        && !crate::state::links::answer(&mut shared.links, *ask, node, job_id, *code)
+        && !crate::state::links::answer(
+            &mut shared.links,
+            *ask,
+            &Asked::Mom { node: node.to_string(), job_id: job_id.clone() },
+            crate::state::links::mom_outcome(*code),
+        )
         && *code == 0
     {
         undo = crate::mom_report::late_signal(node, job_id, signal);

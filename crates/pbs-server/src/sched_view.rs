@@ -14,24 +14,22 @@ use crate::effects::Effects;
 use crate::error::ReqError;
 use crate::job::launch::run_job;
 use crate::jobkey::key_of;
-use crate::state::links::Links;
+use crate::state::links::{Asked, Links, open_ask};
 use crate::state::{Job, State, idx};
 use crate::store::StoreOp;
 
-/// Asks the connected scheduler to place `full_id` now; the receiver gets the outcome once
-/// the run is committed (or why it could not be placed).
-pub fn ask_scheduler(links: &mut Links, full_id: String) -> Result<oneshot::Receiver<Result<(), ReqError>>, ReqError> {
+/// Asks the connected scheduler to place `full_id` now, as one item of a waiting request
+/// (`state::links`): the request's number, carried by the frame and the scheduler's
+/// answer, and what is told once the answer is in (see `schedlink::apply`).
+pub fn ask_scheduler(links: &mut Links, full_id: String) -> Result<(u64, oneshot::Receiver<()>), ReqError> {
     if links.sched.is_none() {
         return Err(ReqError::new(Pbse::NOSCHEDULER));
     }
-    links.next_qrun += 1;
-    let number = links.next_qrun;
-    let (tx, rx) = oneshot::channel();
-    links.qruns.insert(number, tx);
+    let (ask, answered) = open_ask(links, vec![Asked::Scheduler { job_id: full_id.clone() }]);
     if let Some(sched) = links.sched.as_mut() {
-        let _ = sched.send(ToSched::RunNow { qrun: number, job_id: full_id });
+        let _ = sched.send(ToSched::RunNow { qrun: ask, job_id: full_id });
     }
-    Ok(rx)
+    Ok((ask, answered))
 }
 
 /// The scheduler's view of a job.

@@ -91,9 +91,7 @@ where
         let mut state = server.lock();
         if state.links.sched.as_ref().is_some_and(|current| current.is(&tx)) {
             state.links.sched = None;
-            for (_, waiter) in state.links.qruns.drain() {
-                let _ = waiter.send(Err(ReqError::new(Pbse::NOSCHEDULER)));
-            }
+            crate::state::links::answer_all_of_scheduler(&mut state.links, &Err(ReqError::new(Pbse::NOSCHEDULER)));
         }
     }
     tracing::info!(object_type = "Server", "Scheduler disconnected");
@@ -124,12 +122,11 @@ fn apply(
     let state = &mut *guard;
     let now = chrono::Utc::now().timestamp();
     let (errors, effects) = crate::sched_view::apply_decisions(state, actions, now);
-    let mut answer = None;
-    if let Some(number) = qrun {
-        if let Some(waiter) = state.links.qruns.remove(&number) {
-            answer = Some((waiter, crate::sched_view::qrun_outcome(state, actions, &errors)));
-        }
-    }
+    // The qrun this answers, if it still waits, and what it hears.
+    let answer = qrun.and_then(|ask| {
+        let asked = crate::state::links::asked_of_scheduler(&state.links, ask).into_iter().next()?;
+        Some((ask, asked, crate::sched_view::qrun_outcome(state, actions, &errors)))
+    });
     let applied = server.apply_effects(state, effects);
     // Through the link's queue, behind the changes just flushed (or held); a link that has
     // been replaced meanwhile gets nothing.
@@ -138,10 +135,12 @@ fn apply(
     }
     drop(guard);
     // A qrun hears once its job's run is committed and its start handed to the mom.
-    if let Some((waiter, result)) = answer {
+    if let Some((ask, asked, result)) = answer {
+        let server = server.clone();
         tokio::spawn(async move {
             let committed = applied.done().await;
-            let _ = waiter.send(committed.map_err(|_| ReqError::new(Pbse::SYSTEM)).and(result));
+            let outcome = committed.map_err(|_| ReqError::new(Pbse::SYSTEM)).and(result);
+            crate::state::links::answer(&mut server.lock().links, ask, &asked, outcome);
         });
     }
 }

@@ -1,5 +1,5 @@
-//! The live links: the scheduler's change stream, each node's mom frame queue, the `qrun`
-//! requests waiting for the scheduler, and the requests waiting for moms' answers. They
+//! The live links: the scheduler's change stream, each node's mom frame queue, and the
+//! requests waiting for answers from moms or the scheduler. They
 //! sit beside the state under its lock (see `server::Shared`), not in it: handlers get the
 //! state alone, so they cannot send.
 
@@ -18,39 +18,57 @@ pub struct Links {
     pub sched: Option<crate::state::sched_queue::SchedSender>,
     /// Frames to each node's mom (queued while its link is down, up to [`MOM_QUEUE`]).
     pub moms: HashMap<String, mpsc::Sender<ToMom>>,
-    /// `qrun` requests waiting for the scheduler's placement.
-    pub qruns: HashMap<u64, oneshot::Sender<Result<(), ReqError>>>,
-    /// The next `qrun` correlation number.
-    pub next_qrun: u64,
-    /// Requests waiting for moms' answers, by the number their frames carry.
+    /// Requests waiting for answers from moms or the scheduler, by the number their
+    /// frames carry.
     pub asks: HashMap<u64, PendingAsk>,
-    /// The last number given to a request waiting for moms (0 is never one).
+    /// The last number given to a waiting request (0 is never one).
     pub last_ask: u64,
 }
 
-/// A request that sent frames to one or more moms and waits until every one has answered,
-/// or its deadline passed (the waiting side then takes what came).
+/// Who is asked one item of a waiting request, and about which job.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Asked {
+    /// A node's mom (qsig's signals, later preemption's suspends, runjob hooks).
+    Mom {
+        /// The node.
+        node: String,
+        /// The job.
+        job_id: String,
+    },
+    /// The scheduler (qrun's placement).
+    Scheduler {
+        /// The job.
+        job_id: String,
+    },
+}
+
+/// What one item of a waiting request was answered.
+pub type Outcome = Result<(), ReqError>;
+
+/// A request that sent frames to moms or the scheduler and waits until each has answered,
+/// or its deadline passed (the waiting side then takes what came: an item without an
+/// answer fails on its own, never the whole request).
 #[derive(Debug)]
 pub struct PendingAsk {
     /// Each item's answer once it came, in the order asked.
-    answers: Vec<Option<u32>>,
-    /// Where each (node, job id) is among `answers` (a job a request names twice is
-    /// asked twice), so an answer costs a lookup, not a walk of the request.
-    slots: HashMap<(String, String), Vec<usize>>,
+    answers: Vec<Option<Outcome>>,
+    /// Where each asked item is among `answers` (a job a request names twice is asked
+    /// twice), so an answer costs a lookup, not a walk of the request.
+    slots: HashMap<Asked, Vec<usize>>,
     /// Items still without an answer.
     missing: usize,
     /// Told once every answer is in.
     done: Option<oneshot::Sender<()>>,
 }
 
-/// Opens a request waiting for the answers of `(node, job id)` pairs: its number, for
-/// its frames, and what is told once every answer is in.
-pub fn open_ask(links: &mut Links, asked: Vec<(String, String)>) -> (u64, oneshot::Receiver<()>) {
+/// Opens a request waiting for the answers of `asked`: its number, for its frames, and
+/// what is told once every answer is in.
+pub fn open_ask(links: &mut Links, asked: Vec<Asked>) -> (u64, oneshot::Receiver<()>) {
     links.last_ask = links.last_ask.wrapping_add(1).max(1);
     let (tx, rx) = oneshot::channel();
-    let mut slots: HashMap<(String, String), Vec<usize>> = HashMap::new();
-    for (i, pair) in asked.into_iter().enumerate() {
-        slots.entry(pair).or_default().push(i);
+    let mut slots: HashMap<Asked, Vec<usize>> = HashMap::new();
+    for (i, item) in asked.into_iter().enumerate() {
+        slots.entry(item).or_default().push(i);
     }
     let missing = slots.values().map(Vec::len).sum();
     let pending = PendingAsk { answers: vec![None; missing], slots, missing, done: Some(tx) };
@@ -58,15 +76,13 @@ pub fn open_ask(links: &mut Links, asked: Vec<(String, String)>) -> (u64, onesho
     (links.last_ask, rx)
 }
 
-/// Records a mom's answer to request `ask` for `job_id`; whether a request was waiting
-/// for it (one that comes after its request gave up, or from another node, is not taken).
-pub fn answer(links: &mut Links, ask: u64, node: &str, job_id: &str, code: u32) -> bool {
+/// Records the answer to item `asked` of request `ask`; whether a request was waiting for
+/// it (one that comes after its request gave up, or from another node, is not taken).
+pub fn answer(links: &mut Links, ask: u64, asked: &Asked, outcome: Outcome) -> bool {
     let Some(pending) = links.asks.get_mut(&ask) else { return false };
-    let Some(i) = pending.slots.get_mut(&(node.to_string(), job_id.to_string())).and_then(Vec::pop) else {
-        return false;
-    };
+    let Some(i) = pending.slots.get_mut(asked).and_then(Vec::pop) else { return false };
     if let Some(slot) = pending.answers.get_mut(i) {
-        *slot = Some(code);
+        *slot = Some(outcome);
     }
     pending.missing = pending.missing.saturating_sub(1);
     if pending.missing == 0
@@ -77,10 +93,36 @@ pub fn answer(links: &mut Links, ask: u64, node: &str, job_id: &str, code: u32) 
     true
 }
 
-/// Closes request `ask`: each asked pair's answer in the order asked, `None` where none
+/// The items of request `ask` still waiting for the scheduler (what a `qrun` asked it).
+pub fn asked_of_scheduler(links: &Links, ask: u64) -> Vec<Asked> {
+    let Some(pending) = links.asks.get(&ask) else { return Vec::new() };
+    pending
+        .slots
+        .iter()
+        .filter(|(asked, waiting)| matches!(asked, Asked::Scheduler { .. }) && !waiting.is_empty())
+        .map(|(asked, _)| asked.clone())
+        .collect()
+}
+
+/// Answers every item still waiting for the scheduler with `outcome` (its link is gone).
+pub fn answer_all_of_scheduler(links: &mut Links, outcome: &Outcome) {
+    let asks: Vec<u64> = links.asks.keys().copied().collect();
+    for ask in asks {
+        for asked in asked_of_scheduler(links, ask) {
+            while answer(links, ask, &asked, outcome.clone()) {}
+        }
+    }
+}
+
+/// Closes request `ask`: each asked item's answer in the order asked, `None` where none
 /// came.
-pub fn close_ask(links: &mut Links, ask: u64) -> Vec<Option<u32>> {
+pub fn close_ask(links: &mut Links, ask: u64) -> Vec<Option<Outcome>> {
     links.asks.remove(&ask).map(|p| p.answers).unwrap_or_default()
+}
+
+/// What a mom's numeric answer (a PBSE code, 0 for success) means to its item.
+pub fn mom_outcome(code: u32) -> Outcome {
+    if code == 0 { Ok(()) } else { Err(ReqError::new(pbs_core::Pbse(code))) }
 }
 
 /// Frames that may wait for one node's mom. They are queued under the state lock, where
@@ -123,22 +165,39 @@ mod tests {
     #[test]
     fn answers_fill_their_items_and_wake_the_request_once_all_are_in() {
         let mut links = Links::default();
-        let pair = |n: &str, j: &str| (n.to_string(), j.to_string());
+        let mom = |n: &str, j: &str| Asked::Mom { node: n.to_string(), job_id: j.to_string() };
+        let code = |o: &Option<Outcome>| o.as_ref().map(|o| o.as_ref().map_or_else(|e| e.code.0, |()| 0));
         // The same job asked twice (two ranges naming it) is two items.
-        let (ask, mut done) = open_ask(&mut links, vec![pair("n1", "1.s"), pair("n2", "2.s"), pair("n1", "1.s")]);
-        assert!(answer(&mut links, ask, "n1", "1.s", 0));
-        assert!(!answer(&mut links, ask, "n3", "1.s", 0), "another node's answer is not taken");
-        assert!(answer(&mut links, ask, "n1", "1.s", 15001));
+        let (ask, mut done) = open_ask(&mut links, vec![mom("n1", "1.s"), mom("n2", "2.s"), mom("n1", "1.s")]);
+        assert!(answer(&mut links, ask, &mom("n1", "1.s"), mom_outcome(0)));
+        assert!(!answer(&mut links, ask, &mom("n3", "1.s"), mom_outcome(0)), "another node's answer is not taken");
+        assert!(answer(&mut links, ask, &mom("n1", "1.s"), mom_outcome(15001)));
         assert!(done.try_recv().is_err(), "one item still waits");
-        assert!(!answer(&mut links, ask, "n1", "1.s", 0), "no third item");
-        assert!(answer(&mut links, ask, "n2", "2.s", 0));
+        assert!(!answer(&mut links, ask, &mom("n1", "1.s"), mom_outcome(0)), "no third item");
+        assert!(answer(&mut links, ask, &mom("n2", "2.s"), mom_outcome(0)));
         assert!(done.try_recv().is_ok());
-        let mut codes = close_ask(&mut links, ask);
+        let mut codes: Vec<_> = close_ask(&mut links, ask).iter().map(code).collect();
         codes.sort();
         assert_eq!(codes, vec![Some(0), Some(0), Some(15001)]);
-        assert!(!answer(&mut links, ask, "n2", "2.s", 0), "a late answer is not taken");
+        assert!(!answer(&mut links, ask, &mom("n2", "2.s"), mom_outcome(0)), "a late answer is not taken");
         // Unanswered items come back empty.
-        let (ask, _) = open_ask(&mut links, vec![pair("n1", "1.s")]);
-        assert_eq!(close_ask(&mut links, ask), vec![None]);
+        let (ask, _) = open_ask(&mut links, vec![mom("n1", "1.s")]);
+        assert_eq!(close_ask(&mut links, ask).iter().map(code).collect::<Vec<_>>(), vec![None]);
+    }
+
+    #[test]
+    fn a_scheduler_gone_answers_its_items_and_leaves_the_moms_items_waiting() {
+        let mut links = Links::default();
+        let qrun = Asked::Scheduler { job_id: "1.s".into() };
+        let signal = Asked::Mom { node: "n1".into(), job_id: "2.s".into() };
+        let (first, mut first_done) = open_ask(&mut links, vec![qrun.clone()]);
+        let (second, mut second_done) = open_ask(&mut links, vec![signal]);
+        assert_eq!(asked_of_scheduler(&links, first), vec![qrun]);
+        answer_all_of_scheduler(&mut links, &Err(ReqError::new(pbs_core::Pbse::NOSCHEDULER)));
+        assert!(first_done.try_recv().is_ok());
+        assert!(second_done.try_recv().is_err());
+        let answers = close_ask(&mut links, first);
+        assert!(matches!(answers.as_slice(), [Some(Err(e))] if e.code == pbs_core::Pbse::NOSCHEDULER));
+        assert_eq!(close_ask(&mut links, second).len(), 1);
     }
 }
