@@ -242,10 +242,7 @@ pub(crate) fn handle(state: &mut State, ctx: &Ctx<'_>, id: u64, request: Request
             match crate::job::submit::queue_job(state, ctx, &attrs, script, destination.as_deref()) {
                 Ok((job_id, ops)) => {
                     log_queued(state, ctx.who, &job_id);
-                    if let Some(key) = crate::jobkey::key_of(&job_id) {
-                        state.changes.jobs.insert(key, job_id.clone());
-                        state.changes.cycle = true;
-                    }
+                    state.changes.cycle = true;
                     Handled::Apply(Reply::ok(id, ReplyBody::JobId(job_id)), Effects::ops(ops))
                 }
                 Err(e) => fail(e),

@@ -92,7 +92,11 @@ impl Fixture {
             who.privilege(self.state.server_attr("managers", None), self.state.server_attr("operators", None));
         let ctx = Ctx { who, privilege, now: self.now, groups: &[] };
         match handle(&mut self.state, &ctx, 1, request) {
-            Handled::Apply(reply, effects) => (reply, effects),
+            Handled::Apply(reply, effects) => {
+                // As `apply_effects` does before the commit: written jobs are marked.
+                crate::sched_view::note_written(&mut self.state, &effects.ops);
+                (reply, effects)
+            }
             _ => panic!("expected a reply with effects"),
         }
     }
@@ -469,6 +473,7 @@ fn a_waiting_job_becomes_eligible_when_its_execution_time_falls_due() {
     assert!(crate::due::due(&mut f.state, f.now + 9).is_empty());
     assert_eq!(f.job_state(key), Some(JobState::Waiting));
     let effects = crate::due::due(&mut f.state, f.now + 10);
+    crate::sched_view::note_written(&mut f.state, &effects.ops);
     assert_eq!(writes(&effects), ["PutJob"]);
     assert!(!effects.has_mom_work());
     let job = f.state.jobs.get(&key.seq).expect("job");

@@ -114,3 +114,15 @@ pub fn link_down(state: &mut State, node: &str, now: i64) {
     }
     state.changes.nodes.insert(node.to_string());
 }
+
+/// A node's mom link was replaced (its `Mom` or `Port` changed) or its node deleted: what
+/// the old link carried is forgotten, and the node is down until the new link comes up.
+pub fn link_replaced(state: &mut State, node: &str, now: i64) {
+    crate::job::faults::link_replaced(state, node);
+    if state.nodes.iter().any(|n| n.name == node) {
+        link_down(state, node, now);
+    } else {
+        state.node_rt.remove(node);
+        state.changes.nodes.insert(node.to_string());
+    }
+}

@@ -64,13 +64,7 @@ pub fn sync(server: &Arc<Server>) {
         }
         let mut state = server.lock();
         state.links.moms.remove(&name);
-        crate::job::faults::link_replaced(&mut state, &name);
-        if !state.nodes.iter().any(|n| n.name == name) {
-            state.node_rt.remove(&name);
-        } else {
-            crate::mom_report::link_down(&mut state, &name, now());
-        }
-        state.changes.nodes.insert(name.clone());
+        crate::mom_report::link_replaced(&mut state, &name, now());
         let _ = server.apply_effects(&mut state, Effects::default());
     }
     for (name, host, port) in wanted {

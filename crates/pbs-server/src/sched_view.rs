@@ -107,6 +107,36 @@ pub fn snapshot(state: &State) -> Snapshot {
     }
 }
 
+/// Marks every job `ops` write as changed for the scheduler: a job whose record is
+/// written is a job the scheduler hears of, with no mark to place by hand. Called by
+/// `apply_effects` before the commit. Removals, nodes, objects and `cycle` stay marked
+/// where they happen: a removed job's id is gone from the state by then, node states are
+/// not stored, and whether a change may let a job run is a decision, not a write.
+pub fn note_written(state: &mut State, ops: &[StoreOp]) {
+    for op in ops {
+        let key = match op {
+            StoreOp::PutJob { seq, .. } => crate::jobkey::JobKey::job(*seq),
+            StoreOp::PutSubjob { seq, index, .. } => crate::jobkey::JobKey::subjob(*seq, *index),
+            StoreOp::DeleteJob { .. }
+            | StoreOp::DeleteSubjob { .. }
+            | StoreOp::PutObject { .. }
+            | StoreOp::DeleteObject { .. }
+            | StoreOp::SetMeta { .. } => continue,
+        };
+        if state.changes.jobs.contains_key(&key) {
+            continue;
+        }
+        let id = match key.index {
+            Some(index) => pbs_core::JobId::subjob(key.seq, index, &state.server_name).to_string(),
+            None => match state.jobs.get(&key.seq) {
+                Some(job) => job.id(&state.server_name),
+                None => continue,
+            },
+        };
+        state.changes.jobs.insert(key, id);
+    }
+}
+
 /// Sends what changed to the scheduler (if one is connected) and clears the record.
 /// Called under the state lock after every change, so the scheduler sees changes in the
 /// order they were made.
@@ -240,7 +270,6 @@ fn apply_update(state: &mut State, update: &JobUpdate) -> Result<Vec<StoreOp>, R
         }
     }
     let ops = vec![job.put_op(None)];
-    state.changes.jobs.insert(key, update.job_id.clone());
     Ok(ops)
 }
 

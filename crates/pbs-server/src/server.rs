@@ -193,6 +193,7 @@ impl Server {
     /// change a crash lost. A mom hears of nothing until it is on disk.
     pub fn apply_effects(self: &Arc<Self>, shared: &mut Shared, effects: Effects) -> Applied {
         let Effects { ops, to_moms, launches } = effects;
+        crate::sched_view::note_written(&mut shared.state, &ops);
         let ack = (!ops.is_empty()).then(|| self.store.commit(ops));
         crate::sched_view::flush(&mut shared.state, &mut shared.links);
         if to_moms.is_empty() && launches.is_empty() {
@@ -419,6 +420,35 @@ mod tests {
         first.await.expect("no panic").expect("committed");
         second.await.expect("no panic").expect("committed");
         assert_eq!(forgotten(&mut mom), ["1.svr", "2.svr"]);
+    }
+
+    #[tokio::test]
+    async fn the_scheduler_hears_of_every_job_a_commit_writes_without_a_mark() {
+        let Recording { server, commits: _commits, mut sched, mom: _mom } = recording();
+        let applied = {
+            let mut shared = server.lock();
+            let who = crate::identity::Identity::daemon("host");
+            let ctx = Ctx { who: &who, privilege: pbs_core::Privilege::Manager, now: 1000, groups: &[] };
+            let submit = pbs_proto::Request::QueueJob {
+                attrs: vec![pbs_proto::Attr::new("Hold_Types", "u")],
+                script: "true\n".into(),
+                destination: None,
+            };
+            let crate::dispatch::Handled::Apply(_, effects) =
+                crate::dispatch::handle(&mut shared.state, &ctx, 1, submit)
+            else {
+                panic!("a submission is answered with effects");
+            };
+            // Nothing marked by hand: the write alone must tell the scheduler.
+            shared.state.changes = Default::default();
+            server.apply_effects(&mut shared, effects)
+        };
+        drop(applied);
+        let Ok(ToSched::Changes { changes, .. }) = sched.try_recv() else { panic!("the scheduler heard nothing") };
+        assert!(
+            changes.iter().any(|c| matches!(c, pbs_proto::sched::SchedChange::Job { job } if job.id == "0.svr")),
+            "{changes:?}"
+        );
     }
 
     #[tokio::test]

@@ -51,8 +51,6 @@ pub fn reached(state: &mut State, seq: u64, now: i64) -> Vec<StoreOp> {
     job.attrs.set(job_idx!("etime"), None, stamp.as_str());
     job.attrs.set(job_idx!("mtime"), None, stamp.as_str());
     let op = job.put_op(None);
-    let id = job.id(&state.server_name);
-    state.changes.jobs.insert(crate::jobkey::JobKey::job(seq), id);
     state.changes.cycle = true;
     vec![op]
 }

@@ -55,9 +55,7 @@ pub fn job_started(state: &mut State, node: &str, job_id: &str, session_id: i64)
         job.substate = Substate::RUNNING;
     }
     job.attrs.set(job_idx!("session_id"), None, session_id.to_string());
-    let ops = vec![job.put_op(None)];
-    state.changes.jobs.insert(key, job_id.to_string());
-    ops
+    vec![job.put_op(None)]
 }
 
 /// A usage sample: kept in memory, written with the job's next change.
@@ -101,7 +99,6 @@ fn requeue(state: &mut State, key: JobKey, now: i64) -> Vec<StoreOp> {
     if key.index.is_some() {
         return crate::job::array::requeue_subjob(state, key, now);
     }
-    let server_name = state.server_name.clone();
     let Some(job) = state.job_mut(key) else { return Vec::new() };
     job.state = JobState::Queued;
     job.substate = Substate::QUEUED;
@@ -111,9 +108,7 @@ fn requeue(state: &mut State, key: JobKey, now: i64) -> Vec<StoreOp> {
     job.attrs.unset_all(job_idx!("resources_used"));
     job.attrs.set(job_idx!("etime"), None, now.to_string());
     job.attrs.set(job_idx!("mtime"), None, now.to_string());
-    let id = job.id(&server_name);
     let ops = vec![job.put_op(None)];
-    state.changes.jobs.insert(key, id);
     state.changes.cycle = true;
     ops
 }
@@ -246,7 +241,6 @@ pub fn begin_end(state: &mut State, key: JobKey, reason: EndReason, now: i64) ->
         job.substate = Substate::RUNNING;
     }
     let ops = vec![job.put_op(None)];
-    state.changes.jobs.insert(key, job_id);
     Effects { ops, to_moms: frames, launches: Vec::new() }
 }
 

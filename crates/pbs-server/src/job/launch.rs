@@ -190,7 +190,6 @@ pub fn run_job(state: &mut State, key: JobKey, exec_vnode: &str, now: i64) -> Re
         state.arrays_to_refresh.insert(key.seq);
     }
     state.starting.insert(key);
-    state.changes.jobs.insert(key, job_id.clone());
     let launches = launches(state, key, &select, &exec, run_count);
     tracing::info!(object_type = "Job", object_name = job_id.as_str(), "Job run on {exec_text}");
     Ok(Effects { ops, to_moms: Vec::new(), launches })

@@ -39,7 +39,6 @@ pub fn suspend_resume(state: &mut State, key: JobKey, suspend: bool, now: i64) -
     }
     job.attrs.set(job_idx!("mtime"), None, now.to_string());
     let ops = vec![job.put_op(None)];
-    state.changes.jobs.insert(key, job_id);
     state.changes.cycle = true;
     crate::job::faults::note_suspended(state, key, suspend);
     Ok(ops)
