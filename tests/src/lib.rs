@@ -392,6 +392,12 @@ impl Cluster {
     pub fn add_mom(&mut self, node: &str) {
         let home = self.dir.path().join(format!("mom-{node}"));
         std::fs::create_dir_all(&home).expect("mom home");
+        // Each cluster's jobs get their TMPDIR under its own directory: clusters run in
+        // parallel and all number their first job 0, so a shared /var/tmp/pbs.0.vm would be
+        // removed by one cluster's job end while another's job uses it.
+        let tmpdir = home.join("tmp");
+        std::fs::create_dir_all(&tmpdir).expect("mom tmpdir");
+        std::fs::set_permissions(&tmpdir, std::os::unix::fs::PermissionsExt::from_mode(0o1777)).expect("tmpdir mode");
         let key = self.mom_key_path(node);
         if !key.exists() {
             self.write_mom_key(node, &key).expect("the node's key");
@@ -402,11 +408,12 @@ impl Cluster {
         for _ in 0..5 {
             let port = free_port();
             let conf = format!(
-                "PBS_SERVER={}\nPBS_HOME={}\nPBS_BATCH_SERVICE_PORT={}\nPBS_MOM_SERVICE_PORT={port}\nPBS_MOM_NODE_NAME={node}\nPBS_CLUSTER_KEY_FILE={}\nPBS_MOM_SAMPLE_SECS=1\n",
+                "PBS_SERVER={}\nPBS_HOME={}\nPBS_BATCH_SERVICE_PORT={}\nPBS_MOM_SERVICE_PORT={port}\nPBS_MOM_NODE_NAME={node}\nPBS_CLUSTER_KEY_FILE={}\nPBS_MOM_SAMPLE_SECS=1\nPBS_TMPDIR={}\n",
                 self.host,
                 home.display(),
                 self.port,
-                key.display()
+                key.display(),
+                tmpdir.display()
             );
             std::fs::write(self.mom_conf_path(node), conf).expect("write mom conf");
             if let Some(mom) = self.moms.iter_mut().find(|m| m.node == node) {

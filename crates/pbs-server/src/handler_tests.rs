@@ -565,3 +565,66 @@ fn qmgr_and_object_statuses_through_the_dispatch() {
         assert_eq!((reply.code, effects.is_empty()), (code, true), "{reply:?}");
     }
 }
+
+/// The kind of a request, by an exhaustive match: a new kind does not build until it is
+/// named here, and then [`every_request_kind_has_a_handler_test`] wants a test of it.
+fn kind_of(request: &Request) -> &'static str {
+    match request {
+        Request::QueueJob { .. } => "QueueJob",
+        Request::StatusJob { .. } => "StatusJob",
+        Request::SelectJobs { .. } => "SelectJobs",
+        Request::ModifyJob { .. } => "ModifyJob",
+        Request::DeleteJob { .. } => "DeleteJob",
+        Request::HoldJob { .. } => "HoldJob",
+        Request::ReleaseJob { .. } => "ReleaseJob",
+        Request::StatusServer { .. } => "StatusServer",
+        Request::StatusQueue { .. } => "StatusQueue",
+        Request::StatusNode { .. } => "StatusNode",
+        Request::StatusSched { .. } => "StatusSched",
+        Request::StatusResource { .. } => "StatusResource",
+        Request::StatusHook { .. } => "StatusHook",
+        Request::RunJob { .. } => "RunJob",
+        Request::SignalJob { .. } => "SignalJob",
+        Request::RerunJob { .. } => "RerunJob",
+        Request::Manager { .. } => "Manager",
+    }
+}
+
+#[test]
+fn every_request_kind_has_a_handler_test() {
+    let samples = [
+        Request::QueueJob { attrs: Vec::new(), script: String::new(), destination: None },
+        Request::StatusJob { ids: Vec::new(), queues: Vec::new(), attrs: Vec::new(), history: false, subjobs: false },
+        Request::SelectJobs { criteria: Vec::new(), history: false, subjobs: false, arrays_only: false },
+        Request::ModifyJob { ids: Vec::new(), attrs: Vec::new() },
+        Request::DeleteJob { ids: Vec::new(), force: false, purge_history: false },
+        Request::HoldJob { ids: Vec::new(), hold_types: String::new() },
+        Request::ReleaseJob { ids: Vec::new(), hold_types: String::new() },
+        Request::StatusServer { attrs: Vec::new() },
+        Request::StatusQueue { names: Vec::new(), attrs: Vec::new() },
+        Request::StatusNode { names: Vec::new() },
+        Request::StatusSched { names: Vec::new() },
+        Request::StatusResource { names: Vec::new() },
+        Request::StatusHook { names: Vec::new() },
+        Request::RunJob { id: String::new(), exec_vnode: None },
+        Request::SignalJob { ids: Vec::new(), signal: String::new() },
+        Request::RerunJob { ids: Vec::new(), force: false },
+        Request::Manager {
+            command: pbs_proto::MgrCommand::Set,
+            object: pbs_proto::MgrObject::Server,
+            names: Vec::new(),
+            attrs: Vec::new(),
+        },
+    ];
+    // The tests above this one, where each kind must be sent through the dispatch.
+    let source = include_str!("handler_tests.rs");
+    let tests = &source[..source.find("fn kind_of(").unwrap_or(source.len())];
+    let mut untested: Vec<&str> =
+        samples.iter().map(kind_of).filter(|kind| !tests.contains(&format!("Request::{kind} {{"))).collect();
+    untested.dedup();
+    assert!(untested.is_empty(), "request kinds without a handler test: {untested:?}");
+    let mut kinds: Vec<&str> = samples.iter().map(kind_of).collect();
+    kinds.sort_unstable();
+    kinds.dedup();
+    assert_eq!(kinds.len(), samples.len(), "a sample per kind");
+}
