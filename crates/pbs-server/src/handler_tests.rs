@@ -566,6 +566,31 @@ fn qmgr_and_object_statuses_through_the_dispatch() {
     }
 }
 
+/// A run's placement is parsed once, when the run is decided, and again only when the
+/// server reads its jobs back at a restart; a requeue takes it away with its text.
+#[test]
+fn a_running_job_keeps_its_placement_parsed_across_a_restart_and_loses_it_when_requeued() {
+    let mut f = fixture();
+    let (key, _) = f.running_job();
+    let job = f.state.job(key).expect("the job");
+    assert_eq!(job.placement().map(|e| e.to_string()), Some("(n1:ncpus=1)".to_string()));
+    assert_eq!(job.get("exec_vnode", None), Some("(n1:ncpus=1)"));
+    assert_eq!(job.mother_superior(), Some("n1"));
+    // Read back from its stored record, as at a restart.
+    let StoreOp::PutJob { record, .. } = job.put_op(None) else { panic!("a job's record") };
+    let text = record.text().expect("a record").to_string();
+    let loaded = crate::store::Loaded { jobs: vec![(key.seq, text)], ..Default::default() };
+    let (restarted, _) = State::from_loaded(loaded, "svr", "host", "/nonexistent");
+    let again = restarted.job(key).expect("the job read back");
+    assert_eq!(again.placement(), job.placement());
+    // A requeue (the node failed) takes the placement away with its attributes.
+    let effects = crate::job::end::lost(&mut f.state, key, f.now);
+    assert!(!effects.ops.is_empty());
+    let job = f.state.job(key).expect("the job");
+    assert_eq!(job.state, JobState::Queued);
+    assert_eq!((job.placement(), job.get("exec_vnode", None), job.get("exec_host", None)), (None, None, None));
+}
+
 /// The kind of a request, by an exhaustive match: a new kind does not build until it is
 /// named here, and then [`every_request_kind_has_a_handler_test`] wants a test of it.
 fn kind_of(request: &Request) -> &'static str {

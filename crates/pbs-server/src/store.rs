@@ -40,7 +40,7 @@ impl Record {
     }
 
     /// The text to store.
-    fn text(&self) -> Result<&str, StoreError> {
+    pub(crate) fn text(&self) -> Result<&str, StoreError> {
         self.0.as_deref().map_err(|e| StoreError::Encode(e.clone()))
     }
 }

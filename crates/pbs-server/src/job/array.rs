@@ -59,6 +59,7 @@ pub fn materialize(state: &mut State, seq: u64, index: u64, now: i64) -> Result<
         substate: Substate::QUEUED,
         queue: parent.queue.clone(),
         attrs,
+        placement: None,
     };
     let began = parent.state == JobState::Queued;
     let Some(parent) = state.jobs.get_mut(&seq) else { return Err(ReqError::new(Pbse::UNKJOBID)) };

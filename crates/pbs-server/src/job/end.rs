@@ -2,7 +2,7 @@
 //! (qdel, qrerun) or when it is lost: its nodes released, then requeued or finished.
 
 use pbs_core::attr::ObjectKind;
-use pbs_core::{ExecVnode, JobState, Substate};
+use pbs_core::{JobState, Substate};
 use pbs_proto::mom::{ToMom, Usage};
 
 use crate::effects::{Effects, MomFrames};
@@ -40,8 +40,7 @@ fn running_on(state: &State, node: &str, job_id: &str) -> Option<JobKey> {
     if !matches!(job.state, JobState::Running | JobState::Suspended | JobState::Exiting) {
         return None;
     }
-    let exec: ExecVnode = job.get("exec_vnode", None)?.parse().ok()?;
-    (exec.vnodes().first() == Some(&node)).then_some(key)
+    (job.mother_superior() == Some(node)).then_some(key)
 }
 
 /// The mom says the job's shell is running.
@@ -83,9 +82,7 @@ fn release(state: &mut State, key: JobKey, now: i64) -> MomFrames {
     let Some(job) = state.job(key) else { return Vec::new() };
     let job_id = job.id(&state.server_name);
     let suspended = job.state == JobState::Suspended;
-    let Some(exec) = job.get("exec_vnode", None).and_then(|e| e.parse::<ExecVnode>().ok()) else {
-        return Vec::new();
-    };
+    let Some(exec) = job.placement() else { return Vec::new() };
     if !suspended {
         let exclusive = job_exclusive(state, job, &exec);
         crate::node::account(state, key, &job_id, &exec, exclusive, false, now);
@@ -102,7 +99,8 @@ fn requeue(state: &mut State, key: JobKey, now: i64) -> Vec<StoreOp> {
     let Some(job) = state.job_mut(key) else { return Vec::new() };
     job.state = JobState::Queued;
     job.substate = Substate::QUEUED;
-    for def in [job_idx!("exec_host"), job_idx!("exec_vnode"), job_idx!("session_id"), job_idx!("stime")] {
+    job.set_placement(None);
+    for def in [job_idx!("session_id"), job_idx!("stime")] {
         job.attrs.unset(def, None);
     }
     job.attrs.unset_all(job_idx!("resources_used"));
@@ -218,9 +216,7 @@ pub fn begin_end(state: &mut State, key: JobKey, reason: EndReason, now: i64) ->
     let delay = kill_delay(state, job);
     let job_id = job.id(&state.server_name);
     let suspended = job.state == JobState::Suspended;
-    let Some(exec) = job.get("exec_vnode", None).and_then(|e| e.parse::<ExecVnode>().ok()) else {
-        return Effects::default();
-    };
+    let Some(exec) = job.placement() else { return Effects::default() };
     let Some(ms) = exec.vnodes().first().map(|v| v.to_string()) else { return Effects::default() };
     let exclusive = job_exclusive(state, job, &exec);
     let mut frames = Vec::new();

@@ -4,7 +4,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use pbs_core::{ExecVnode, JobState};
+use pbs_core::JobState;
 use pbs_proto::mom::ToMom;
 
 use crate::effects::{Effects, Launch};
@@ -165,8 +165,7 @@ pub fn requeue_unreadable(state: &mut State, key: JobKey, now: i64) -> Effects {
 }
 
 fn vnodes(job: &Job) -> Vec<String> {
-    let exec: Option<ExecVnode> = job.get("exec_vnode", None).and_then(|e| e.parse().ok());
-    exec.map(|e| e.vnodes().into_iter().map(str::to_string).collect()).unwrap_or_default()
+    job.placement.as_deref().map(|e| e.vnodes().into_iter().map(str::to_string).collect()).unwrap_or_default()
 }
 
 /// Records that `key` was suspended (`true`) on its nodes, or resumed.
@@ -233,9 +232,11 @@ mod tests {
             substate,
             queue: "workq".into(),
             attrs: AttrList::default(),
+            placement: None,
         };
         job.attrs.set(job_idx!("run_count"), None, "2");
-        job.attrs.set(job_idx!("exec_vnode"), None, "(n1:ncpus=1)");
+        let exec: pbs_core::ExecVnode = "(n1:ncpus=1)".parse().expect("an exec_vnode");
+        job.set_placement(Some(std::sync::Arc::new(exec)));
         state.jobs.insert(7, job);
         (state, JobKey::job(7))
     }

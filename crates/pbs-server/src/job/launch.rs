@@ -166,7 +166,7 @@ pub fn run_job(state: &mut State, key: JobKey, exec_vnode: &str, now: i64) -> Re
     }
     let select = select_of(job);
     check_capacity(state, &select, &parsed)?;
-    let exec = complete_exec(state, &select, parsed);
+    let exec = std::sync::Arc::new(complete_exec(state, &select, parsed));
     check_nodes(state, &exec)?;
     let exclusive = job_exclusive(state, job, &exec);
     let exec_text = exec.to_string();
@@ -178,12 +178,11 @@ pub fn run_job(state: &mut State, key: JobKey, exec_vnode: &str, now: i64) -> Re
     let Some(job) = state.job_mut(key) else { return Err(ReqError::new(Pbse::UNKJOBID)) };
     job.state = JobState::Running;
     job.substate = SUBSTATE_PRERUN;
-    job.attrs.set(job_idx!("exec_host"), None, exec.exec_host());
-    job.attrs.set(job_idx!("exec_vnode"), None, exec_text.as_str());
     job.attrs.set(job_idx!("stime"), None, now.to_string());
     job.attrs.set(job_idx!("run_count"), None, run_count.to_string());
     job.attrs.set(job_idx!("comment"), None, run_comment(&exec_text, now));
     job.attrs.unset(job_idx!("Exit_status"), None);
+    job.set_placement(Some(exec.clone()));
     let ops = vec![job.put_op(None)];
     if key.index.is_some() {
         // Brought up to date once per batch of starts: see `job::array::settle`.

@@ -44,13 +44,7 @@ pub fn jobs_on(state: &State, node: &str) -> Vec<JobKey> {
         .map(|rt| rt.jobs.iter().map(|(key, _, _)| *key).collect::<Vec<_>>())
         .unwrap_or_default()
         .into_iter()
-        .filter(|key| {
-            state
-                .job(*key)
-                .and_then(|j| j.get("exec_vnode", None))
-                .and_then(|e| e.parse::<ExecVnode>().ok())
-                .is_some_and(|e| e.vnodes().first() == Some(&node))
-        })
+        .filter(|key| state.job(*key).and_then(Job::mother_superior) == Some(node))
         .collect();
     keys.extend(crate::job::faults::suspended_on(state, node));
     keys
@@ -59,15 +53,12 @@ pub fn jobs_on(state: &State, node: &str) -> Vec<JobKey> {
 /// Rebuilds what running jobs hold on nodes, and the arrays' counts, after a restart;
 /// returns what must be written if an array turns out to be done.
 pub fn recover(state: &mut State, now: i64) -> Vec<StoreOp> {
-    let running: Vec<(JobKey, String, ExecVnode)> = state
+    let running: Vec<(JobKey, String, std::sync::Arc<ExecVnode>)> = state
         .jobs
         .values()
         .chain(state.subjobs.values())
         .filter(|j| matches!(j.state, JobState::Running | JobState::Exiting))
-        .filter_map(|j| {
-            let exec: ExecVnode = j.get("exec_vnode", None)?.parse().ok()?;
-            Some((j.key(), j.id(&state.server_name), exec))
-        })
+        .filter_map(|j| Some((j.key(), j.id(&state.server_name), j.placement()?)))
         .collect();
     for (key, id, exec) in running {
         let exclusive = state.job(key).is_some_and(|j| job_exclusive(state, j, &exec));

@@ -13,8 +13,7 @@ pub const SUBSTATE_PRERUN: Substate = Substate(41);
 
 /// The mother superior's node of a running job.
 pub(crate) fn mother_superior(job: &Job) -> Option<String> {
-    let exec: ExecVnode = job.get("exec_vnode", None)?.parse().ok()?;
-    exec.vnodes().first().map(|v| v.to_string())
+    job.mother_superior().map(str::to_string)
 }
 
 /// Whether a run on `exec` holds its nodes exclusively (`pbs_core::sharing`, the rule the

@@ -1,7 +1,7 @@
 //! qsig and qrerun: signals to running jobs (asked of their moms, applied once they
 //! answered), suspend and resume, and requeuing them.
 
-use pbs_core::{ExecVnode, JobState, Pbse, Substate};
+use pbs_core::{JobState, Pbse, Substate};
 use pbs_proto::IdError;
 
 use crate::effects::Effects;
@@ -24,8 +24,7 @@ pub fn suspend_resume(state: &mut State, key: JobKey, suspend: bool, now: i64) -
     if job.state != state_before(suspend) {
         return Err(ReqError::new(Pbse::BADSTATE));
     }
-    let exec: ExecVnode =
-        job.get("exec_vnode", None).and_then(|e| e.parse().ok()).ok_or_else(|| ReqError::new(Pbse::BADSTATE))?;
+    let exec = job.placement().ok_or_else(|| ReqError::new(Pbse::BADSTATE))?;
     let job_id = job.id(&state.server_name);
     let exclusive = job_exclusive(state, job, &exec);
     crate::node::account(state, key, &job_id, &exec, exclusive, !suspend, now);

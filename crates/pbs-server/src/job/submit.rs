@@ -177,6 +177,7 @@ pub fn queue_job(
         substate: job_state.default_substate(),
         queue,
         attrs: list,
+        placement: None,
     };
     let id = job.id(&state.server_name);
     let mut ops = vec![job.put_op(Some(script))];

@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use pbs_core::attr::{ObjectKind, bool_text};
 use pbs_core::resource::{ResourceDef, ResourceRegistry};
-use pbs_core::{JobState, Substate};
+use pbs_core::{ExecVnode, JobState, Substate};
 use serde::{Deserialize, Serialize};
 
 use crate::attrlist::{AttrList, Interner, resolve};
@@ -54,6 +54,10 @@ pub struct Job {
     pub queue: Arc<str>,
     /// All other attributes.
     pub attrs: AttrList,
+    /// Where a job runs: its `exec_vnode`, parsed once when it is set
+    /// ([`Job::set_placement`]) or loaded, and read by every event of its run (start, end,
+    /// node failure, signals, restart) instead of being parsed again.
+    pub placement: Option<Arc<ExecVnode>>,
 }
 
 /// A job's stored record as read back, written by [`Job::to_record`]. Its `seq` and
@@ -177,6 +181,31 @@ impl Job {
     /// A job attribute by base name (and resource).
     pub fn get(&self, name: &str, resource: Option<&str>) -> Option<&str> {
         self.attrs.get_named(ObjectKind::Job, name, resource)
+    }
+
+    /// Where it runs (its parsed `exec_vnode`), if it was placed.
+    pub fn placement(&self) -> Option<Arc<ExecVnode>> {
+        self.placement.clone()
+    }
+
+    /// The node of its mother superior (the first of its placement).
+    pub fn mother_superior(&self) -> Option<&str> {
+        self.placement.as_deref().and_then(|exec| exec.vnodes().first().copied())
+    }
+
+    /// Places it on `exec` (its `exec_vnode` and `exec_host`), or takes both away.
+    pub fn set_placement(&mut self, exec: Option<Arc<ExecVnode>>) {
+        match &exec {
+            Some(exec) => {
+                self.attrs.set(job_idx!("exec_host"), None, exec.exec_host());
+                self.attrs.set(job_idx!("exec_vnode"), None, exec.to_string());
+            }
+            None => {
+                self.attrs.unset(job_idx!("exec_host"), None);
+                self.attrs.unset(job_idx!("exec_vnode"), None);
+            }
+        }
+        self.placement = exec;
     }
 
     /// The owner's user name (`euser`).
@@ -321,6 +350,10 @@ impl State {
                         state: job_state,
                         substate: Substate(rec.substate),
                         queue,
+                        placement: attrs
+                            .get(job_idx!("exec_vnode"), None)
+                            .and_then(|e| e.parse::<ExecVnode>().ok())
+                            .map(Arc::new),
                         attrs,
                     };
                     match index {
