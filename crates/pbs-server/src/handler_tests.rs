@@ -573,7 +573,7 @@ fn a_running_job_keeps_its_placement_parsed_across_a_restart_and_loses_it_when_r
     let mut f = fixture();
     let (key, _) = f.running_job();
     let job = f.state.job(key).expect("the job");
-    assert_eq!(job.placement().map(|e| e.to_string()), Some("(n1:ncpus=1)".to_string()));
+    assert_eq!(job.placement().map(|p| (p.exec.to_string(), p.exclusive)), Some(("(n1:ncpus=1)".to_string(), false)));
     assert_eq!(job.get("exec_vnode", None), Some("(n1:ncpus=1)"));
     assert_eq!(job.mother_superior(), Some("n1"));
     // Read back from its stored record, as at a restart.
@@ -589,6 +589,35 @@ fn a_running_job_keeps_its_placement_parsed_across_a_restart_and_loses_it_when_r
     let job = f.state.job(key).expect("the job");
     assert_eq!(job.state, JobState::Queued);
     assert_eq!((job.placement(), job.get("exec_vnode", None), job.get("exec_host", None)), (None, None, None));
+}
+
+/// Whether a run holds its nodes exclusively is decided once, at the run: a node whose
+/// `sharing` changes while the job is suspended does not make its resumption share a node
+/// its run took whole.
+#[test]
+fn a_resumed_run_holds_its_node_as_its_run_did_whatever_the_node_became() {
+    let mut f = fixture();
+    let id = f.submit(&alice(), &[("Resource_List.place", "excl")]);
+    let (reply, _) = f.request(&root(), Request::RunJob { id: id.clone(), exec_vnode: Some("n1".into()) });
+    assert_eq!(reply.code, 0, "{reply:?}");
+    let key = crate::jobkey::key_of(&id).expect("a key");
+    assert_eq!(f.state.job(key).and_then(|j| j.placement()).map(|p| p.exclusive), Some(true));
+    assert!(f.state.node_rt["n1"].exclusive);
+    crate::job::signal::suspend_resume(&mut f.state, key, true, f.now).expect("suspended");
+    assert!(!f.state.node_rt["n1"].exclusive, "a suspended job holds nothing");
+    crate::state::set_named(
+        &mut f.state.nodes[0].attrs,
+        pbs_core::ObjectKind::Node,
+        "sharing",
+        "ignore_excl",
+        &mut f.state.interner,
+    );
+    crate::job::signal::suspend_resume(&mut f.state, key, false, f.now).expect("resumed");
+    assert!(f.state.node_rt["n1"].exclusive, "the resumed run shares the node its run took whole");
+    // Its end gives back what it holds.
+    let effects = crate::job::end::lost(&mut f.state, key, f.now);
+    assert!(!effects.ops.is_empty());
+    assert!(!f.state.node_rt["n1"].exclusive && f.state.node_rt["n1"].assigned.is_empty());
 }
 
 /// The kind of a request, by an exhaustive match: a new kind does not build until it is

@@ -6,7 +6,7 @@ use pbs_core::{JobState, Substate};
 use pbs_proto::mom::{ToMom, Usage};
 
 use crate::effects::{Effects, MomFrames};
-use crate::job::running::{SUBSTATE_PRERUN, job_exclusive};
+use crate::job::running::SUBSTATE_PRERUN;
 use crate::jobkey::{JobKey, key_of};
 use crate::state::{EndReason, Job, State};
 use crate::store::StoreOp;
@@ -82,13 +82,12 @@ fn release(state: &mut State, key: JobKey, now: i64) -> MomFrames {
     let Some(job) = state.job(key) else { return Vec::new() };
     let job_id = job.id(&state.server_name);
     let suspended = job.state == JobState::Suspended;
-    let Some(exec) = job.placement() else { return Vec::new() };
+    let Some(placement) = job.placement() else { return Vec::new() };
     if !suspended {
-        let exclusive = job_exclusive(state, job, &exec);
-        crate::node::account(state, key, &job_id, &exec, exclusive, false, now);
+        crate::node::account(state, key, &job_id, &placement.exec, placement.exclusive, false, now);
     }
     state.starting.remove(&key);
-    exec.vnodes().into_iter().map(|v| (v.to_string(), ToMom::ForgetJob { job_id: job_id.clone() })).collect()
+    placement.exec.vnodes().into_iter().map(|v| (v.to_string(), ToMom::ForgetJob { job_id: job_id.clone() })).collect()
 }
 
 /// Puts a job that was running back in the queue.
@@ -216,15 +215,14 @@ pub fn begin_end(state: &mut State, key: JobKey, reason: EndReason, now: i64) ->
     let delay = kill_delay(state, job);
     let job_id = job.id(&state.server_name);
     let suspended = job.state == JobState::Suspended;
-    let Some(exec) = job.placement() else { return Effects::default() };
-    let Some(ms) = exec.vnodes().first().map(|v| v.to_string()) else { return Effects::default() };
-    let exclusive = job_exclusive(state, job, &exec);
+    let Some(placement) = job.placement() else { return Effects::default() };
+    let Some(ms) = job.mother_superior().map(str::to_string) else { return Effects::default() };
     let mut frames = Vec::new();
     if suspended {
         // A stopped session cannot act on SIGTERM: wake it first, and it holds its
         // resources again until it ends.
         frames.push((ms.clone(), ToMom::SignalJob { job_id: job_id.clone(), signal: "resume".into(), ask: 0 }));
-        crate::node::account(state, key, &job_id, &exec, exclusive, true, now);
+        crate::node::account(state, key, &job_id, &placement.exec, placement.exclusive, true, now);
     }
     frames.push((ms, ToMom::KillJob { job_id: job_id.clone(), kill_delay: delay }));
     state.ending.insert(key, reason);

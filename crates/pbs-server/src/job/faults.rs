@@ -165,7 +165,7 @@ pub fn requeue_unreadable(state: &mut State, key: JobKey, now: i64) -> Effects {
 }
 
 fn vnodes(job: &Job) -> Vec<String> {
-    job.placement.as_deref().map(|e| e.vnodes().into_iter().map(str::to_string).collect()).unwrap_or_default()
+    job.placement.as_deref().map(|p| p.exec.vnodes().into_iter().map(str::to_string).collect()).unwrap_or_default()
 }
 
 /// Records that `key` was suspended (`true`) on its nodes, or resumed.
@@ -236,7 +236,7 @@ mod tests {
         };
         job.attrs.set(job_idx!("run_count"), None, "2");
         let exec: pbs_core::ExecVnode = "(n1:ncpus=1)".parse().expect("an exec_vnode");
-        job.set_placement(Some(std::sync::Arc::new(exec)));
+        job.set_placement(Some(std::sync::Arc::new(crate::state::Placement { exec, exclusive: false })));
         state.jobs.insert(7, job);
         (state, JobKey::job(7))
     }

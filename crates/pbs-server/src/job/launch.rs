@@ -11,7 +11,7 @@ use pbs_proto::mom::{JobLaunch, ToMom};
 use crate::effects::{Delivery, Effects, Launch, MomFrames};
 use crate::error::ReqError;
 use crate::job::end::{force_delete, lost};
-use crate::job::running::{SUBSTATE_PRERUN, job_exclusive};
+use crate::job::running::SUBSTATE_PRERUN;
 use crate::jobkey::JobKey;
 use crate::state::{EndReason, Job, State};
 
@@ -166,9 +166,9 @@ pub fn run_job(state: &mut State, key: JobKey, exec_vnode: &str, now: i64) -> Re
     }
     let select = select_of(job);
     check_capacity(state, &select, &parsed)?;
-    let exec = std::sync::Arc::new(complete_exec(state, &select, parsed));
+    let exec = complete_exec(state, &select, parsed);
     check_nodes(state, &exec)?;
-    let exclusive = job_exclusive(state, job, &exec);
+    let exclusive = state.runs_exclusively(job.get("Resource_List", Some("place")), &exec);
     let exec_text = exec.to_string();
     let job_id = job.id(&state.server_name);
     // A run_count a user set near the top of its range stays there.
@@ -182,14 +182,16 @@ pub fn run_job(state: &mut State, key: JobKey, exec_vnode: &str, now: i64) -> Re
     job.attrs.set(job_idx!("run_count"), None, run_count.to_string());
     job.attrs.set(job_idx!("comment"), None, run_comment(&exec_text, now));
     job.attrs.unset(job_idx!("Exit_status"), None);
-    job.set_placement(Some(exec.clone()));
+    let placement = std::sync::Arc::new(crate::state::Placement { exec, exclusive });
+    job.set_placement(Some(placement.clone()));
+    let exec = &placement.exec;
     let ops = vec![job.put_op(None)];
     if key.index.is_some() {
         // Brought up to date once per batch of starts: see `job::array::settle`.
         state.arrays_to_refresh.insert(key.seq);
     }
     state.starting.insert(key);
-    let launches = launches(state, key, &select, &exec, run_count);
+    let launches = launches(state, key, &select, exec, run_count);
     tracing::info!(object_type = "Job", object_name = job_id.as_str(), "Job run on {exec_text}");
     Ok(Effects { ops, to_moms: Vec::new(), launches })
 }

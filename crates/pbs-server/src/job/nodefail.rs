@@ -1,12 +1,11 @@
 //! Jobs on failed nodes, requeued once a node has been down longer than
 //! `node_fail_requeue`, and the running jobs' resources counted again at a restart.
 
-use pbs_core::{ExecVnode, JobState};
+use pbs_core::JobState;
 
 use crate::effects::Effects;
-use crate::job::running::job_exclusive;
 use crate::jobkey::JobKey;
-use crate::state::{Job, State};
+use crate::state::{Job, Placement, State};
 use crate::store::StoreOp;
 
 /// Jobs on nodes down longer than `node_fail_requeue` seconds (default 310; 0 disables it)
@@ -53,16 +52,15 @@ pub fn jobs_on(state: &State, node: &str) -> Vec<JobKey> {
 /// Rebuilds what running jobs hold on nodes, and the arrays' counts, after a restart;
 /// returns what must be written if an array turns out to be done.
 pub fn recover(state: &mut State, now: i64) -> Vec<StoreOp> {
-    let running: Vec<(JobKey, String, std::sync::Arc<ExecVnode>)> = state
+    let running: Vec<(JobKey, String, std::sync::Arc<Placement>)> = state
         .jobs
         .values()
         .chain(state.subjobs.values())
         .filter(|j| matches!(j.state, JobState::Running | JobState::Exiting))
         .filter_map(|j| Some((j.key(), j.id(&state.server_name), j.placement()?)))
         .collect();
-    for (key, id, exec) in running {
-        let exclusive = state.job(key).is_some_and(|j| job_exclusive(state, j, &exec));
-        crate::node::account(state, key, &id, &exec, exclusive, true, now);
+    for (key, id, placement) in running {
+        crate::node::account(state, key, &id, &placement.exec, placement.exclusive, true, now);
     }
     let suspended: Vec<JobKey> = state
         .jobs

@@ -7,7 +7,7 @@ use pbs_proto::IdError;
 use crate::effects::Effects;
 use crate::error::ReqError;
 use crate::job::end::{begin_end, lost};
-use crate::job::running::{job_exclusive, mother_superior};
+use crate::job::running::mother_superior;
 use crate::jobkey::JobKey;
 use crate::state::{EndReason, State};
 use crate::store::StoreOp;
@@ -24,10 +24,9 @@ pub fn suspend_resume(state: &mut State, key: JobKey, suspend: bool, now: i64) -
     if job.state != state_before(suspend) {
         return Err(ReqError::new(Pbse::BADSTATE));
     }
-    let exec = job.placement().ok_or_else(|| ReqError::new(Pbse::BADSTATE))?;
+    let placement = job.placement().ok_or_else(|| ReqError::new(Pbse::BADSTATE))?;
     let job_id = job.id(&state.server_name);
-    let exclusive = job_exclusive(state, job, &exec);
-    crate::node::account(state, key, &job_id, &exec, exclusive, !suspend, now);
+    crate::node::account(state, key, &job_id, &placement.exec, placement.exclusive, !suspend, now);
     let Some(job) = state.job_mut(key) else { return Err(ReqError::new(Pbse::UNKJOBID)) };
     if suspend {
         job.state = JobState::Suspended;

@@ -57,7 +57,18 @@ pub struct Job {
     /// Where a job runs: its `exec_vnode`, parsed once when it is set
     /// ([`Job::set_placement`]) or loaded, and read by every event of its run (start, end,
     /// node failure, signals, restart) instead of being parsed again.
-    pub placement: Option<Arc<ExecVnode>>,
+    pub placement: Option<Arc<Placement>>,
+}
+
+/// Where a running job is, as decided when it was run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Placement {
+    /// Its vnodes and the amounts taken on each (`exec_vnode`).
+    pub exec: ExecVnode,
+    /// Whether it holds its nodes exclusively (`pbs_core::sharing`, decided once at the
+    /// run): its end, suspension and resumption give back exactly what its run took, even
+    /// if a node's `sharing` or its `place` changed meanwhile.
+    pub exclusive: bool,
 }
 
 /// A job's stored record as read back, written by [`Job::to_record`]. Its `seq` and
@@ -183,29 +194,29 @@ impl Job {
         self.attrs.get_named(ObjectKind::Job, name, resource)
     }
 
-    /// Where it runs (its parsed `exec_vnode`), if it was placed.
-    pub fn placement(&self) -> Option<Arc<ExecVnode>> {
+    /// Where it runs, if it was placed.
+    pub fn placement(&self) -> Option<Arc<Placement>> {
         self.placement.clone()
     }
 
     /// The node of its mother superior (the first of its placement).
     pub fn mother_superior(&self) -> Option<&str> {
-        self.placement.as_deref().and_then(|exec| exec.vnodes().first().copied())
+        self.placement.as_deref().and_then(|p| p.exec.vnodes().first().copied())
     }
 
-    /// Places it on `exec` (its `exec_vnode` and `exec_host`), or takes both away.
-    pub fn set_placement(&mut self, exec: Option<Arc<ExecVnode>>) {
-        match &exec {
-            Some(exec) => {
-                self.attrs.set(job_idx!("exec_host"), None, exec.exec_host());
-                self.attrs.set(job_idx!("exec_vnode"), None, exec.to_string());
+    /// Places it (its `exec_vnode` and `exec_host`), or takes both away.
+    pub fn set_placement(&mut self, placement: Option<Arc<Placement>>) {
+        match &placement {
+            Some(placement) => {
+                self.attrs.set(job_idx!("exec_host"), None, placement.exec.exec_host());
+                self.attrs.set(job_idx!("exec_vnode"), None, placement.exec.to_string());
             }
             None => {
                 self.attrs.unset(job_idx!("exec_host"), None);
                 self.attrs.unset(job_idx!("exec_vnode"), None);
             }
         }
-        self.placement = exec;
+        self.placement = placement;
     }
 
     /// The owner's user name (`euser`).
@@ -350,10 +361,7 @@ impl State {
                         state: job_state,
                         substate: Substate(rec.substate),
                         queue,
-                        placement: attrs
-                            .get(job_idx!("exec_vnode"), None)
-                            .and_then(|e| e.parse::<ExecVnode>().ok())
-                            .map(Arc::new),
+                        placement: state.placement_of(&attrs),
                         attrs,
                     };
                     match index {
@@ -602,5 +610,32 @@ impl StateCounts {
             "Transit:{} Queued:{} Held:{} Waiting:{} Running:{} Exiting:{} Begun:{} ",
             self.transit, self.queued, self.held, self.waiting, self.running, self.exiting, self.begun
         )
+    }
+}
+
+impl State {
+    /// Whether a job with `place` holds the vnodes of `exec` exclusively: node `sharing`
+    /// against the job's `place` (`pbs_core::sharing`), any of them held so holds them
+    /// all, as the scheduler's mirror books a run in flight.
+    pub fn runs_exclusively(&self, place: Option<&str>, exec: &ExecVnode) -> bool {
+        let place = place.and_then(|p| p.parse::<pbs_core::Place>().ok()).unwrap_or_default();
+        exec.vnodes().iter().any(|name| {
+            let sharing = self
+                .nodes
+                .iter()
+                .find(|n| n.name == *name)
+                .and_then(|n| n.attrs.get_named(ObjectKind::Node, "sharing", None))
+                .map(pbs_core::sharing::NodeSharing::parse)
+                .unwrap_or_default();
+            pbs_core::sharing::is_excl(place.sharing, sharing)
+        })
+    }
+
+    /// The placement a job's stored attributes name (read back at a start).
+    fn placement_of(&self, attrs: &AttrList) -> Option<Arc<Placement>> {
+        let exec: ExecVnode = attrs.get(job_idx!("exec_vnode"), None)?.parse().ok()?;
+        let place = attrs.get_named(ObjectKind::Job, "Resource_List", Some("place"));
+        let exclusive = self.runs_exclusively(place, &exec);
+        Some(Arc::new(Placement { exec, exclusive }))
     }
 }
