@@ -154,6 +154,94 @@ pub struct VerifyEnv<'a> {
     pub is_dir: &'a dyn Fn(&str) -> bool,
 }
 
+/// The options qsub and qalter share whose value is their attribute's (`-A -e -j -k -m -M
+/// -N -o -p -P -R -S -u`), declared once for both: which attribute each sets and how its
+/// value is read is the option table's (`pbs_core::jobattr::OPTION_LETTERS`), so a command
+/// sets them by walking the table (see [`PlainOptions::attributes`]), never letter by letter.
+#[derive(clap::Args, Debug, Default, Clone, PartialEq, Eq)]
+pub struct PlainOptions {
+    #[arg(short = 'A', allow_hyphen_values = true)]
+    account: Option<String>,
+    #[arg(short = 'e', allow_hyphen_values = true)]
+    error_path: Option<String>,
+    #[arg(short = 'j', allow_hyphen_values = true)]
+    join: Option<String>,
+    #[arg(short = 'k', allow_hyphen_values = true)]
+    keep: Option<String>,
+    #[arg(short = 'm', allow_hyphen_values = true)]
+    mail_points: Option<String>,
+    #[arg(short = 'M', allow_hyphen_values = true)]
+    mail_users: Option<String>,
+    #[arg(short = 'N', allow_hyphen_values = true)]
+    name: Option<String>,
+    #[arg(short = 'o', allow_hyphen_values = true)]
+    output_path: Option<String>,
+    #[arg(short = 'p', allow_hyphen_values = true)]
+    priority: Option<String>,
+    #[arg(short = 'P', allow_hyphen_values = true)]
+    project: Option<String>,
+    #[arg(short = 'R', allow_hyphen_values = true)]
+    remove_files: Option<String>,
+    #[arg(short = 'S', allow_hyphen_values = true)]
+    shell: Option<String>,
+    #[arg(short = 'u', allow_hyphen_values = true)]
+    user_list: Option<String>,
+}
+
+impl PlainOptions {
+    fn slot(&mut self, letter: char) -> Option<&mut Option<String>> {
+        Some(match letter {
+            'A' => &mut self.account,
+            'e' => &mut self.error_path,
+            'j' => &mut self.join,
+            'k' => &mut self.keep,
+            'm' => &mut self.mail_points,
+            'M' => &mut self.mail_users,
+            'N' => &mut self.name,
+            'o' => &mut self.output_path,
+            'p' => &mut self.priority,
+            'P' => &mut self.project,
+            'R' => &mut self.remove_files,
+            'S' => &mut self.shell,
+            'u' => &mut self.user_list,
+            _ => return None,
+        })
+    }
+
+    /// Takes `-letter value` of a getopt scan (a later value wins, as clap reads it);
+    /// whether the letter is one of these.
+    pub fn take(&mut self, letter: char, value: &Option<String>) -> bool {
+        match self.slot(letter) {
+            Some(slot) => {
+                slot.clone_from(value);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The value given for `-letter` (read through [`PlainOptions::slot`], the one place
+    /// that names the fields: these are a dozen short strings on a command line).
+    pub fn value(&self, letter: char) -> Option<String> {
+        self.clone().slot(letter)?.take()
+    }
+
+    /// The attributes `command` (qsub or qalter) sets from these options, in the option
+    /// table's order, each value read as the table says.
+    pub fn attributes(&self, command: jobattr::Command) -> Vec<(char, &'static str, String)> {
+        jobattr::plain_options(command)
+            .filter_map(|option| {
+                let value = self.value(option.letter)?;
+                let value = match option.value {
+                    jobattr::OptionValue::TrimStart => value.trim_start().to_string(),
+                    jobattr::OptionValue::AsGiven | jobattr::OptionValue::OwnRule => value,
+                };
+                Some((option.letter, option.attribute, value))
+            })
+            .collect()
+    }
+}
+
 /// Checks one job attribute as OpenPBS's client library does before sending it, and
 /// returns the value to send (paths and dependency lists are rewritten into their full
 /// form here; every other value is checked by [`jobattr::check_job_value`], as the server
@@ -586,6 +674,36 @@ mod tests {
         for bad in ["12", "2460", "1299", "tomorrow", "1200.5", "13011200", "321200", ""] {
             assert_eq!(at(bad), None, "{bad}");
         }
+    }
+
+    #[test]
+    fn plain_options_are_the_tables() {
+        use jobattr::Command::{Qalter, Qsub};
+        // Every plain option of the table has its field, and nothing else has one.
+        for command in [Qsub, Qalter] {
+            for option in jobattr::plain_options(command) {
+                let mut plain = PlainOptions::default();
+                assert!(plain.take(option.letter, &Some(" v".into())), "-{} has no field", option.letter);
+                assert_eq!(plain.value(option.letter).as_deref(), Some(" v"));
+            }
+        }
+        let mut plain = PlainOptions::default();
+        for letter in ['a', 'c', 'h', 'l', 'r', 'W', 'q', 'J'] {
+            assert!(!plain.take(letter, &Some("x".into())), "-{letter} has a rule of its own");
+        }
+        for (letter, value) in [('N', "job"), ('p', " 5"), ('m', " abe"), ('e', " /x"), ('A', "acct")] {
+            plain.take(letter, &Some(value.into()));
+        }
+        let attrs = plain.attributes(Qalter);
+        let expected = [
+            ('A', "Account_Name", "acct"),
+            ('e', "Error_Path", " /x"),
+            ('m', "Mail_Points", "abe"),
+            ('N', "Job_Name", "job"),
+            ('p', "Priority", "5"),
+        ];
+        let expected: Vec<(char, &str, String)> = expected.iter().map(|(l, a, v)| (*l, *a, v.to_string())).collect();
+        assert_eq!(attrs, expected);
     }
 
     #[test]

@@ -230,6 +230,18 @@ pub enum Command {
     Qselect,
 }
 
+/// How qsub and qalter turn an option's value into its attribute's value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OptionValue {
+    /// The value as given.
+    AsGiven,
+    /// The value without its leading blanks, as OpenPBS's commands read these.
+    TrimStart,
+    /// By a rule of the command's own: a date (`-a`), a flag or a choice (`-h`, `-r`, `-c`),
+    /// a list (`-l`, `-J`), `name=value` pairs (`-W`), a destination (`-q`).
+    OwnRule,
+}
+
 /// One option letter of the job commands and the job attribute it stands for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct OptionLetter {
@@ -239,6 +251,8 @@ pub struct OptionLetter {
     pub attribute: &'static str,
     /// Whether qsub, qalter and qselect (in this order) take it.
     pub commands: [bool; 3],
+    /// How qsub and qalter read its value.
+    pub value: OptionValue,
 }
 
 impl OptionLetter {
@@ -249,7 +263,12 @@ impl OptionLetter {
 }
 
 const fn letter(letter: char, attribute: &'static str, commands: [bool; 3]) -> OptionLetter {
-    OptionLetter { letter, attribute, commands }
+    OptionLetter { letter, attribute, commands, value: OptionValue::OwnRule }
+}
+
+/// A letter whose value is its attribute's (`value` says whether leading blanks go).
+const fn plain(letter: char, attribute: &'static str, value: OptionValue) -> OptionLetter {
+    OptionLetter { letter, attribute, commands: SUBMIT_ALTER, value }
 }
 
 const ALL: [bool; 3] = [true, true, true];
@@ -263,27 +282,27 @@ const SELECT: [bool; 3] = [false, false, true];
 /// PBSE text instead).
 pub const OPTION_LETTERS: &[OptionLetter] = &[
     letter('a', "Execution_Time", ALL),
-    letter('A', "Account_Name", ALL),
-    letter('P', "project", ALL),
+    OptionLetter { value: OptionValue::AsGiven, ..letter('A', "Account_Name", ALL) },
+    OptionLetter { value: OptionValue::AsGiven, ..letter('P', "project", ALL) },
     letter('c', "Checkpoint", ALL),
-    letter('e', "Error_Path", SUBMIT_ALTER),
+    plain('e', "Error_Path", OptionValue::AsGiven),
     letter('h', "Hold_Types", ALL),
     letter('I', "interactive", SUBMIT),
-    letter('j', "Join_Path", SUBMIT_ALTER),
+    plain('j', "Join_Path", OptionValue::AsGiven),
     letter('J', "array_indices_submitted", SUBMIT),
-    letter('k', "Keep_Files", SUBMIT_ALTER),
+    plain('k', "Keep_Files", OptionValue::AsGiven),
     letter('l', "Resource_List", ALL),
-    letter('m', "Mail_Points", SUBMIT_ALTER),
-    letter('M', "Mail_Users", SUBMIT_ALTER),
-    letter('N', "Job_Name", ALL),
-    letter('o', "Output_Path", SUBMIT_ALTER),
-    letter('p', "Priority", ALL),
+    plain('m', "Mail_Points", OptionValue::TrimStart),
+    plain('M', "Mail_Users", OptionValue::AsGiven),
+    OptionLetter { value: OptionValue::AsGiven, ..letter('N', "Job_Name", ALL) },
+    plain('o', "Output_Path", OptionValue::AsGiven),
+    OptionLetter { value: OptionValue::TrimStart, ..letter('p', "Priority", ALL) },
     letter('q', "queue", SELECT),
     letter('r', "Rerunable", ALL),
-    letter('R', "Remove_Files", SUBMIT_ALTER),
+    plain('R', "Remove_Files", OptionValue::AsGiven),
     letter('s', "job_state", SELECT),
-    letter('S', "Shell_Path_List", SUBMIT_ALTER),
-    letter('u', "User_List", SUBMIT_ALTER),
+    plain('S', "Shell_Path_List", OptionValue::AsGiven),
+    plain('u', "User_List", OptionValue::AsGiven),
     letter('u', "Job_Owner", SELECT),
     letter('W', "depend", SUBMIT_ALTER),
     letter('W', "stagein", SUBMIT_ALTER),
@@ -304,6 +323,12 @@ pub const OPTION_LETTERS: &[OptionLetter] = &[
 /// table), as in its `illegal -X value` message.
 pub fn option_letter(command: Command, attribute: &str) -> Option<char> {
     OPTION_LETTERS.iter().find(|o| o.used_by(command) && o.attribute == attribute).map(|o| o.letter)
+}
+
+/// The options of `command` (qsub or qalter) whose value is their attribute's, in the
+/// table's order: the commands read them through this, not letter by letter.
+pub fn plain_options(command: Command) -> impl Iterator<Item = &'static OptionLetter> {
+    OPTION_LETTERS.iter().filter(move |o| o.used_by(command) && o.value != OptionValue::OwnRule)
 }
 
 /// The attribute option `-letter` of `command` stands for; none for `-W`, which sets many.

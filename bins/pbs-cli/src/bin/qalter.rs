@@ -4,7 +4,7 @@
 
 use std::process::ExitCode;
 
-use pbs_cli::jobopts::{self, Scan, VerifyEnv};
+use pbs_cli::jobopts::{self, PlainOptions, Scan, VerifyEnv};
 use pbs_core::{Pbse, jobattr};
 use pbs_proto::{Attr, Request};
 
@@ -20,47 +20,24 @@ const USAGE: &str = "usage: qalter [-a date_time] [-A account_string] [-c interv
 const OPTSTRING: &str = "a:A:c:e:h:j:k:l:m:M:N:o:p:r:R:S:u:W:P:";
 
 /// The options, as clap declares them; filled from the getopt scan (see [`Args::from_scan`]).
+/// Those whose value is their attribute's are qsub's too ([`PlainOptions`]).
 #[derive(clap::Parser, Debug, Default, PartialEq, Eq)]
 #[command(name = "qalter", disable_help_flag = true, disable_version_flag = true, args_override_self = true)]
 struct Args {
     #[arg(short = 'a', allow_hyphen_values = true)]
     execution_time: Option<String>,
-    #[arg(short = 'A', allow_hyphen_values = true)]
-    account: Option<String>,
     #[arg(short = 'c', allow_hyphen_values = true)]
     checkpoint: Option<String>,
-    #[arg(short = 'e', allow_hyphen_values = true)]
-    error_path: Option<String>,
     #[arg(short = 'h', allow_hyphen_values = true)]
     holds: Option<String>,
-    #[arg(short = 'j', allow_hyphen_values = true)]
-    join: Option<String>,
-    #[arg(short = 'k', allow_hyphen_values = true)]
-    keep: Option<String>,
     #[arg(short = 'l', allow_hyphen_values = true)]
     resources: Vec<String>,
-    #[arg(short = 'm', allow_hyphen_values = true)]
-    mail_points: Option<String>,
-    #[arg(short = 'M', allow_hyphen_values = true)]
-    mail_users: Option<String>,
-    #[arg(short = 'N', allow_hyphen_values = true)]
-    name: Option<String>,
-    #[arg(short = 'o', allow_hyphen_values = true)]
-    output_path: Option<String>,
-    #[arg(short = 'p', allow_hyphen_values = true)]
-    priority: Option<String>,
-    #[arg(short = 'P', allow_hyphen_values = true)]
-    project: Option<String>,
     #[arg(short = 'r', allow_hyphen_values = true)]
     rerunable: Option<String>,
-    #[arg(short = 'R', allow_hyphen_values = true)]
-    remove_files: Option<String>,
-    #[arg(short = 'S', allow_hyphen_values = true)]
-    shell: Option<String>,
-    #[arg(short = 'u', allow_hyphen_values = true)]
-    user_list: Option<String>,
     #[arg(short = 'W', allow_hyphen_values = true)]
     extended: Vec<String>,
+    #[command(flatten)]
+    plain: PlainOptions,
     /// Job ids.
     jobs: Vec<String>,
 }
@@ -70,27 +47,17 @@ impl Args {
     fn from_scan(scan: &Scan) -> Args {
         let mut args = Args { jobs: scan.operands.clone(), ..Args::default() };
         for opt in &scan.options {
+            if args.plain.take(opt.letter, &opt.value) {
+                continue;
+            }
             let value = opt.value.clone();
             let single = |slot: &mut Option<String>| *slot = value.clone();
             match opt.letter {
                 'a' => single(&mut args.execution_time),
-                'A' => single(&mut args.account),
                 'c' => single(&mut args.checkpoint),
-                'e' => single(&mut args.error_path),
                 'h' => single(&mut args.holds),
-                'j' => single(&mut args.join),
-                'k' => single(&mut args.keep),
                 'l' => args.resources.extend(value.clone()),
-                'm' => single(&mut args.mail_points),
-                'M' => single(&mut args.mail_users),
-                'N' => single(&mut args.name),
-                'o' => single(&mut args.output_path),
-                'p' => single(&mut args.priority),
-                'P' => single(&mut args.project),
                 'r' => single(&mut args.rerunable),
-                'R' => single(&mut args.remove_files),
-                'S' => single(&mut args.shell),
-                'u' => single(&mut args.user_list),
                 'W' => args.extended.extend(value.clone()),
                 _ => {}
             }
@@ -144,88 +111,77 @@ fn plan(prog: &str, argv: &[String], ctx: &Context<'_>) -> Result<Plan, Refusal>
     let args = Args::from_scan(&scan);
     let mut attrs: Vec<Attr> = Vec::new();
     let mut push = |name: &str, value: &str| attrs.push(Attr::new(name, value));
-    if let Some(value) = &args.execution_time {
-        match jobopts::cvtdate(value) {
-            Some(epoch) => push("Execution_Time", &epoch.to_string()),
-            None => errors.push("qalter: illegal -a value".to_string()),
+    let plain = args.plain.attributes(jobattr::Command::Qalter);
+    // In the option table's order: the plain options as it says, the others by their rules.
+    let mut letters: Vec<char> = Vec::new();
+    for option in jobattr::OPTION_LETTERS.iter().filter(|o| o.used_by(jobattr::Command::Qalter)) {
+        if letters.contains(&option.letter) {
+            continue;
         }
-    }
-    if let Some(value) = &args.account {
-        push("Account_Name", value);
-    }
-    if let Some(value) = &args.project {
-        push("project", value);
-    }
-    if let Some(value) = &args.checkpoint {
-        let value = value.trim_start();
-        if value == "u" {
-            errors.push("qalter: illegal -c value".to_string());
-        } else {
-            push("Checkpoint", value);
+        letters.push(option.letter);
+        if let Some((_, attribute, value)) = plain.iter().find(|(letter, _, _)| *letter == option.letter) {
+            push(attribute, value);
+            continue;
         }
-    }
-    if let Some(value) = &args.error_path {
-        push("Error_Path", value);
-    }
-    if let Some(value) = &args.holds {
-        push("Hold_Types", value.trim_start());
-    }
-    if let Some(value) = &args.join {
-        push("Join_Path", value);
-    }
-    if let Some(value) = &args.keep {
-        push("Keep_Files", value);
-    }
-    for list in &args.resources {
-        match jobopts::parse_resource_list(list) {
-            Ok(pairs) => {
-                for (resource, value) in pairs {
-                    push(&format!("Resource_List.{resource}"), &value);
+        match option.letter {
+            'a' => {
+                if let Some(value) = &args.execution_time {
+                    match jobopts::cvtdate(value) {
+                        Some(epoch) => push("Execution_Time", &epoch.to_string()),
+                        None => errors.push("qalter: illegal -a value".to_string()),
+                    }
                 }
             }
-            Err(e) => errors.push(format!("qalter: {}", jobopts::resource_list_message(list, &e))),
-        }
-    }
-    if let Some(value) = &args.mail_points {
-        push("Mail_Points", value.trim_start());
-    }
-    if let Some(value) = &args.mail_users {
-        push("Mail_Users", value);
-    }
-    if let Some(value) = &args.name {
-        push("Job_Name", value);
-    }
-    if let Some(value) = &args.output_path {
-        push("Output_Path", value);
-    }
-    if let Some(value) = &args.priority {
-        push("Priority", value.trim_start());
-    }
-    if let Some(value) = &args.rerunable {
-        if matches!(value.as_str(), "y" | "n") {
-            push("Rerunable", value);
-        } else {
-            errors.push("qalter: illegal -r value".to_string());
-        }
-    }
-    if let Some(value) = &args.remove_files {
-        push("Remove_Files", value);
-    }
-    if let Some(value) = &args.shell {
-        push("Shell_Path_List", value);
-    }
-    if let Some(value) = &args.user_list {
-        push("User_List", value);
-    }
-    for value in &args.extended {
-        let value = value.trim_start();
-        match jobopts::parse_equal_pairs(value).filter(|_| !value.is_empty()) {
-            Some(pairs) => {
-                for (key, value) in pairs {
-                    push(&key, &value);
+            'c' => {
+                if let Some(value) = &args.checkpoint {
+                    let value = value.trim_start();
+                    if value == "u" {
+                        errors.push("qalter: illegal -c value".to_string());
+                    } else {
+                        push("Checkpoint", value);
+                    }
                 }
             }
-            None => errors.push("qalter: illegal -W value".to_string()),
+            'h' => {
+                if let Some(value) = &args.holds {
+                    push("Hold_Types", value.trim_start());
+                }
+            }
+            'l' => {
+                for list in &args.resources {
+                    match jobopts::parse_resource_list(list) {
+                        Ok(pairs) => {
+                            for (resource, value) in pairs {
+                                push(&format!("Resource_List.{resource}"), &value);
+                            }
+                        }
+                        Err(e) => errors.push(format!("qalter: {}", jobopts::resource_list_message(list, &e))),
+                    }
+                }
+            }
+            'r' => {
+                if let Some(value) = &args.rerunable {
+                    if matches!(value.as_str(), "y" | "n") {
+                        push("Rerunable", value);
+                    } else {
+                        errors.push("qalter: illegal -r value".to_string());
+                    }
+                }
+            }
+            'W' => {
+                for value in &args.extended {
+                    let value = value.trim_start();
+                    match jobopts::parse_equal_pairs(value).filter(|_| !value.is_empty()) {
+                        Some(pairs) => {
+                            for (key, value) in pairs {
+                                push(&key, &value);
+                            }
+                        }
+                        None => errors.push("qalter: illegal -W value".to_string()),
+                    }
+                }
+            }
+            _ => {}
         }
     }
     if !errors.is_empty() || args.jobs.is_empty() {

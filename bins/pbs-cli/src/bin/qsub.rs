@@ -15,7 +15,7 @@ mod script;
 use std::io::{IsTerminal, Read};
 use std::process::ExitCode;
 
-use pbs_cli::jobopts::{self, Scan, VerifyEnv};
+use pbs_cli::jobopts::{self, PlainOptions, Scan, VerifyEnv};
 use pbs_core::{Pbse, jobattr};
 use pbs_proto::Attr;
 
@@ -52,15 +52,11 @@ struct Args {
     /// Execution time, `[[[[CC]YY]MM]DD]hhmm[.SS]`.
     #[arg(short = 'a', allow_hyphen_values = true)]
     execution_time: Option<String>,
-    #[arg(short = 'A', allow_hyphen_values = true)]
-    account: Option<String>,
     #[arg(short = 'c', allow_hyphen_values = true)]
     checkpoint: Option<String>,
     /// Directive prefix (default `#PBS`, or `PBS_DPREFIX`).
     #[arg(short = 'C', allow_hyphen_values = true)]
     directive_prefix: Option<String>,
-    #[arg(short = 'e', allow_hyphen_values = true)]
-    error_path: Option<String>,
     /// Foreground: accepted; this qsub never forks a helper.
     #[arg(short = 'f')]
     foreground: bool,
@@ -70,37 +66,15 @@ struct Args {
     /// Interactive job: not supported.
     #[arg(short = 'I')]
     interactive: bool,
-    #[arg(short = 'j', allow_hyphen_values = true)]
-    join: Option<String>,
     /// Array `X-Y[:Z][%N]`.
     #[arg(short = 'J', allow_hyphen_values = true)]
     array: Option<String>,
-    #[arg(short = 'k', allow_hyphen_values = true)]
-    keep: Option<String>,
     #[arg(short = 'l', allow_hyphen_values = true)]
     resources: Vec<String>,
-    #[arg(short = 'm', allow_hyphen_values = true)]
-    mail_points: Option<String>,
-    #[arg(short = 'M', allow_hyphen_values = true)]
-    mail_users: Option<String>,
-    #[arg(short = 'N', allow_hyphen_values = true)]
-    name: Option<String>,
-    #[arg(short = 'o', allow_hyphen_values = true)]
-    output_path: Option<String>,
-    #[arg(short = 'p', allow_hyphen_values = true)]
-    priority: Option<String>,
-    #[arg(short = 'P', allow_hyphen_values = true)]
-    project: Option<String>,
     #[arg(short = 'q', allow_hyphen_values = true)]
     queue: Option<String>,
     #[arg(short = 'r', allow_hyphen_values = true)]
     rerunable: Option<String>,
-    #[arg(short = 'R', allow_hyphen_values = true)]
-    remove_files: Option<String>,
-    #[arg(short = 'S', allow_hyphen_values = true)]
-    shell: Option<String>,
-    #[arg(short = 'u', allow_hyphen_values = true)]
-    user_list: Option<String>,
     #[arg(short = 'v', allow_hyphen_values = true)]
     variables: Option<String>,
     /// Export the whole environment.
@@ -114,6 +88,9 @@ struct Args {
     /// Do not print the job id.
     #[arg(short = 'z')]
     quiet: bool,
+    /// The options whose value is their attribute's, qalter's too.
+    #[command(flatten)]
+    plain: PlainOptions,
     #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
     operands: Vec<String>,
 }
@@ -123,32 +100,22 @@ impl Args {
     fn from_scan(scan: &Scan) -> Args {
         let mut args = Args::default();
         for opt in &scan.options {
+            if args.plain.take(opt.letter, &opt.value) {
+                continue;
+            }
             let value = opt.value.clone();
             let single = |slot: &mut Option<String>| *slot = value.clone();
             match opt.letter {
                 'a' => single(&mut args.execution_time),
-                'A' => single(&mut args.account),
                 'c' => single(&mut args.checkpoint),
                 'C' => single(&mut args.directive_prefix),
-                'e' => single(&mut args.error_path),
                 'f' => args.foreground = true,
                 'h' => args.hold = true,
                 'I' => args.interactive = true,
-                'j' => single(&mut args.join),
                 'J' => single(&mut args.array),
-                'k' => single(&mut args.keep),
                 'l' => args.resources.extend(value.clone()),
-                'm' => single(&mut args.mail_points),
-                'M' => single(&mut args.mail_users),
-                'N' => single(&mut args.name),
-                'o' => single(&mut args.output_path),
-                'p' => single(&mut args.priority),
-                'P' => single(&mut args.project),
                 'q' => single(&mut args.queue),
                 'r' => single(&mut args.rerunable),
-                'R' => single(&mut args.remove_files),
-                'S' => single(&mut args.shell),
-                'u' => single(&mut args.user_list),
                 'v' => single(&mut args.variables),
                 'V' => args.export_all = true,
                 'W' => args.extended.extend(value.clone()),
@@ -235,27 +202,16 @@ struct Inputs<'a> {
 /// Per-option priority of the value set so far (OpenPBS's `x_opt` variables).
 #[derive(Debug, Default)]
 struct Levels {
+    /// The options whose value is their attribute's, by letter.
+    plain: std::collections::BTreeMap<char, u8>,
     a: u8,
-    account: u8,
-    project: u8,
     c: u8,
     prefix: u8,
-    e: u8,
     h: u8,
     interactive: u8,
-    j: u8,
     array: u8,
-    k: u8,
-    m: u8,
-    mail_users: u8,
-    name: u8,
-    o: u8,
-    p: u8,
     q: u8,
     r: u8,
-    remove: u8,
-    shell: u8,
-    users: u8,
     v: u8,
     export: u8,
     quiet: u8,
@@ -317,155 +273,200 @@ impl Job {
         let mut errors = Vec::new();
         let lv = &mut self.lv;
         let mut set: Vec<(&str, String)> = Vec::new();
-        if let Some(value) = &args.execution_time {
-            if gate(&mut lv.a, pass) {
-                match jobopts::cvtdate(value) {
-                    Some(epoch) => set.push(("Execution_Time", epoch.to_string())),
-                    None => errors.push("qsub: illegal -a value".to_string()),
-                }
-            }
-        }
-        if let Some(value) = &args.account {
-            if gate(&mut lv.account, pass) {
-                set.push(("Account_Name", value.clone()));
-            }
-        }
-        if let Some(value) = &args.project {
-            if gate(&mut lv.project, pass) {
-                set.push(("project", value.clone()));
-            }
-        }
-        if let Some(value) = &args.checkpoint {
-            if gate(&mut lv.c, pass) {
-                let value = value.trim_start();
-                if value == "u" {
-                    errors.push("qsub: illegal -c value".to_string());
-                } else {
-                    set.push(("Checkpoint", value.to_string()));
-                }
-            }
-        }
         if let Some(value) = &args.directive_prefix {
             if gate(&mut lv.prefix, pass) {
                 self.prefix = Some(value.clone());
             }
         }
-        if let Some(value) = &args.error_path {
-            if gate(&mut lv.e, pass) {
-                set.push(("Error_Path", value.clone()));
-            }
-        }
-        if args.hold && gate(&mut lv.h, pass) {
-            set.push(("Hold_Types", "u".to_string()));
-        }
-        if args.interactive {
-            if lv.array != 0 {
-                errors.push(INTER_ARRAY.to_string());
-            } else if gate(&mut lv.interactive, pass) {
-                self.interactive = true;
-            }
-        }
-        if let Some(value) = &args.join {
-            if gate(&mut lv.j, pass) {
-                set.push(("Join_Path", value.clone()));
-            }
-        }
-        if let Some(value) = &args.rerunable {
-            if gate(&mut lv.r, pass) {
-                match value.as_str() {
-                    "n" if lv.array != 0 => errors.push(NO_RERUN_ARRAY.to_string()),
-                    "y" | "n" => {
-                        self.rerunable = value.chars().next();
-                        set.push(("Rerunable", value.clone()));
-                    }
-                    _ => errors.push("qsub: illegal -r value".to_string()),
-                }
-            }
-        }
-        if let Some(value) = &args.array {
-            if self.interactive {
-                errors.push(INTER_ARRAY.to_string());
-            } else if self.rerunable.unwrap_or('y') != 'y' {
-                errors.push(NO_RERUN_ARRAY.to_string());
-            } else if gate(&mut lv.array, pass) {
-                let (range, limit) = match value.split_once('%') {
-                    Some((range, limit)) => (range, Some(limit)),
-                    None => (value.as_str(), None),
-                };
-                set.push(("array_indices_submitted", range.to_string()));
-                if let Some(limit) = limit {
-                    if self.max_run_set {
-                        errors.push(MULTIPLE_MAX_RUN.to_string());
-                    } else {
-                        self.max_run_set = true;
-                        set.push(("max_run_subjobs", limit.to_string()));
-                    }
-                }
-            }
-        }
-        if let Some(value) = &args.keep {
-            if gate(&mut lv.k, pass) {
-                set.push(("Keep_Files", value.clone()));
-            }
-        }
-        for list in &args.resources {
-            match jobopts::parse_resource_list(list) {
-                Ok(pairs) => {
-                    for (resource, value) in pairs {
-                        let name = format!("Resource_List.{resource}");
-                        // Directives only add resources not given before.
-                        let taken = pass != CMDLINE && self.attrs.iter().any(|a| a.0 == name);
-                        if !taken {
-                            self.attrs.push(Attr::new(name, value));
-                        }
-                    }
-                }
-                Err(e) => errors.push(format!("qsub: {}", jobopts::resource_list_message(list, &e))),
-            }
-        }
-        if let Some(value) = &args.mail_points {
-            if gate(&mut lv.m, pass) {
-                set.push(("Mail_Points", value.trim_start().to_string()));
-            }
-        }
-        if let Some(value) = &args.mail_users {
-            if gate(&mut lv.mail_users, pass) {
-                set.push(("Mail_Users", value.clone()));
-            }
-        }
-        if let Some(value) = &args.name {
-            if gate(&mut lv.name, pass) {
-                set.push(("Job_Name", value.clone()));
-            }
-        }
-        if let Some(value) = &args.output_path {
-            if gate(&mut lv.o, pass) {
-                set.push(("Output_Path", value.clone()));
-            }
-        }
-        if let Some(value) = &args.priority {
-            if gate(&mut lv.p, pass) {
-                set.push(("Priority", value.trim_start().to_string()));
-            }
-        }
+        // `-q` names a destination, not an attribute: qselect's `-q` is the table's.
         if let Some(value) = &args.queue {
             if gate(&mut lv.q, pass) {
                 self.destination = value.clone();
             }
         }
-        if let Some(value) = &args.remove_files {
-            if gate(&mut lv.remove, pass) {
-                set.push(("Remove_Files", value.clone()));
+        // In the option table's order: the plain options as it says, the others by their
+        // rules (a later line of lower priority does not override, see `gate`).
+        let plain = args.plain.attributes(jobattr::Command::Qsub);
+        let mut letters: Vec<char> = Vec::new();
+        for option in jobattr::OPTION_LETTERS.iter().filter(|o| o.used_by(jobattr::Command::Qsub)) {
+            if letters.contains(&option.letter) {
+                continue;
             }
-        }
-        if let Some(value) = &args.shell {
-            if gate(&mut lv.shell, pass) {
-                set.push(("Shell_Path_List", value.clone()));
+            letters.push(option.letter);
+            if let Some((letter, attribute, value)) = plain.iter().find(|(letter, _, _)| *letter == option.letter) {
+                if gate(lv.plain.entry(*letter).or_default(), pass) {
+                    set.push((attribute, value.clone()));
+                }
+                continue;
             }
-        }
-        if let Some(value) = &args.user_list {
-            if gate(&mut lv.users, pass) {
-                set.push(("User_List", value.clone()));
+            match option.letter {
+                'a' => {
+                    if let Some(value) = &args.execution_time {
+                        if gate(&mut lv.a, pass) {
+                            match jobopts::cvtdate(value) {
+                                Some(epoch) => set.push(("Execution_Time", epoch.to_string())),
+                                None => errors.push("qsub: illegal -a value".to_string()),
+                            }
+                        }
+                    }
+                }
+                'c' => {
+                    if let Some(value) = &args.checkpoint {
+                        if gate(&mut lv.c, pass) {
+                            let value = value.trim_start();
+                            if value == "u" {
+                                errors.push("qsub: illegal -c value".to_string());
+                            } else {
+                                set.push(("Checkpoint", value.to_string()));
+                            }
+                        }
+                    }
+                }
+                'h' if args.hold && gate(&mut lv.h, pass) => set.push(("Hold_Types", "u".to_string())),
+                'I' if args.interactive => {
+                    if lv.array != 0 {
+                        errors.push(INTER_ARRAY.to_string());
+                    } else if gate(&mut lv.interactive, pass) {
+                        self.interactive = true;
+                    }
+                }
+                'J' => {
+                    if let Some(value) = &args.array {
+                        if self.interactive {
+                            errors.push(INTER_ARRAY.to_string());
+                        } else if self.rerunable.unwrap_or('y') != 'y' {
+                            errors.push(NO_RERUN_ARRAY.to_string());
+                        } else if gate(&mut lv.array, pass) {
+                            let (range, limit) = match value.split_once('%') {
+                                Some((range, limit)) => (range, Some(limit)),
+                                None => (value.as_str(), None),
+                            };
+                            set.push(("array_indices_submitted", range.to_string()));
+                            if let Some(limit) = limit {
+                                if self.max_run_set {
+                                    errors.push(MULTIPLE_MAX_RUN.to_string());
+                                } else {
+                                    self.max_run_set = true;
+                                    set.push(("max_run_subjobs", limit.to_string()));
+                                }
+                            }
+                        }
+                    }
+                }
+                'l' => {
+                    for list in &args.resources {
+                        match jobopts::parse_resource_list(list) {
+                            Ok(pairs) => {
+                                for (resource, value) in pairs {
+                                    let name = format!("Resource_List.{resource}");
+                                    // Directives only add resources not given before.
+                                    let taken = pass != CMDLINE && self.attrs.iter().any(|a| a.0 == name);
+                                    if !taken {
+                                        self.attrs.push(Attr::new(name, value));
+                                    }
+                                }
+                            }
+                            Err(e) => errors.push(format!("qsub: {}", jobopts::resource_list_message(list, &e))),
+                        }
+                    }
+                }
+                'r' => {
+                    if let Some(value) = &args.rerunable {
+                        if gate(&mut lv.r, pass) {
+                            match value.as_str() {
+                                "n" if lv.array != 0 => errors.push(NO_RERUN_ARRAY.to_string()),
+                                "y" | "n" => {
+                                    self.rerunable = value.chars().next();
+                                    set.push(("Rerunable", value.clone()));
+                                }
+                                _ => errors.push("qsub: illegal -r value".to_string()),
+                            }
+                        }
+                    }
+                }
+                'W' => {
+                    for value in &args.extended {
+                        let value = value.trim_start();
+                        if value.is_empty() {
+                            errors.push(BAD_W.to_string());
+                            continue;
+                        }
+                        let Some(pairs) = jobopts::parse_equal_pairs(value) else {
+                            errors.push(BAD_W.to_string());
+                            continue;
+                        };
+                        for (key, value) in pairs {
+                            let gated = |level: &mut u8| gate(level, pass);
+                            match key.as_str() {
+                                "depend" if gated(&mut lv.depend) => set.push(("depend", value)),
+                                "stagein" if gated(&mut lv.stagein) => set.push(("stagein", value)),
+                                "stageout" if gated(&mut lv.stageout) => set.push(("stageout", value)),
+                                "sandbox" if gated(&mut lv.sandbox) => set.push(("sandbox", value)),
+                                "group_list" if gated(&mut lv.group_list) => set.push(("group_list", value)),
+                                "tolerate_node_failures" if gated(&mut lv.tolerate) => {
+                                    set.push(("tolerate_node_failures", value))
+                                }
+                                "cred" if gated(&mut lv.cred) => set.push(("cred", value)),
+                                "depend"
+                                | "stagein"
+                                | "stageout"
+                                | "sandbox"
+                                | "group_list"
+                                | "tolerate_node_failures"
+                                | "cred" => {}
+                                "interactive" => {
+                                    if lv.interactive <= pass {
+                                        if lv.array != 0 {
+                                            errors.push(INTER_ARRAY.to_string());
+                                            break;
+                                        }
+                                        if value.eq_ignore_ascii_case("true") {
+                                            lv.interactive = pass;
+                                            self.interactive = true;
+                                        } else if !value.eq_ignore_ascii_case("false") {
+                                            errors.push(BAD_W.to_string());
+                                            break;
+                                        }
+                                    }
+                                }
+                                "block" => {
+                                    if lv.block <= pass {
+                                        if value.eq_ignore_ascii_case("true") {
+                                            lv.block = pass;
+                                            self.block = true;
+                                        } else if !value.eq_ignore_ascii_case("false") {
+                                            errors.push(BAD_W.to_string());
+                                            break;
+                                        }
+                                    }
+                                }
+                                "reserve_start" | "reserve_end" => {
+                                    let level =
+                                        if key == "reserve_start" { &mut lv.resv_start } else { &mut lv.resv_end };
+                                    if gate(level, pass) {
+                                        match jobopts::cvtdate(&value) {
+                                            Some(epoch) => self.attrs.push(Attr::new(key.as_str(), epoch.to_string())),
+                                            None => {
+                                                errors.push(BAD_W.to_string());
+                                                break;
+                                            }
+                                        }
+                                    }
+                                }
+                                "max_run_subjobs" => {
+                                    if self.max_run_set {
+                                        errors.push(MULTIPLE_MAX_RUN.to_string());
+                                        break;
+                                    }
+                                    self.max_run_set = true;
+                                    set.push(("max_run_subjobs", value));
+                                }
+                                _ => self.attrs.push(Attr::new(key.as_str(), value)),
+                            }
+                        }
+                    }
+                }
+                _ => {}
             }
         }
         if let Some(value) = &args.variables {
@@ -478,83 +479,6 @@ impl Job {
         }
         if args.export_all && gate(&mut lv.export, pass) {
             self.export_all = true;
-        }
-        for value in &args.extended {
-            let value = value.trim_start();
-            if value.is_empty() {
-                errors.push(BAD_W.to_string());
-                continue;
-            }
-            let Some(pairs) = jobopts::parse_equal_pairs(value) else {
-                errors.push(BAD_W.to_string());
-                continue;
-            };
-            for (key, value) in pairs {
-                let gated = |level: &mut u8| gate(level, pass);
-                match key.as_str() {
-                    "depend" if gated(&mut lv.depend) => set.push(("depend", value)),
-                    "stagein" if gated(&mut lv.stagein) => set.push(("stagein", value)),
-                    "stageout" if gated(&mut lv.stageout) => set.push(("stageout", value)),
-                    "sandbox" if gated(&mut lv.sandbox) => set.push(("sandbox", value)),
-                    "group_list" if gated(&mut lv.group_list) => set.push(("group_list", value)),
-                    "tolerate_node_failures" if gated(&mut lv.tolerate) => set.push(("tolerate_node_failures", value)),
-                    "cred" if gated(&mut lv.cred) => set.push(("cred", value)),
-                    "depend"
-                    | "stagein"
-                    | "stageout"
-                    | "sandbox"
-                    | "group_list"
-                    | "tolerate_node_failures"
-                    | "cred" => {}
-                    "interactive" => {
-                        if lv.interactive <= pass {
-                            if lv.array != 0 {
-                                errors.push(INTER_ARRAY.to_string());
-                                break;
-                            }
-                            if value.eq_ignore_ascii_case("true") {
-                                lv.interactive = pass;
-                                self.interactive = true;
-                            } else if !value.eq_ignore_ascii_case("false") {
-                                errors.push(BAD_W.to_string());
-                                break;
-                            }
-                        }
-                    }
-                    "block" => {
-                        if lv.block <= pass {
-                            if value.eq_ignore_ascii_case("true") {
-                                lv.block = pass;
-                                self.block = true;
-                            } else if !value.eq_ignore_ascii_case("false") {
-                                errors.push(BAD_W.to_string());
-                                break;
-                            }
-                        }
-                    }
-                    "reserve_start" | "reserve_end" => {
-                        let level = if key == "reserve_start" { &mut lv.resv_start } else { &mut lv.resv_end };
-                        if gate(level, pass) {
-                            match jobopts::cvtdate(&value) {
-                                Some(epoch) => self.attrs.push(Attr::new(key.as_str(), epoch.to_string())),
-                                None => {
-                                    errors.push(BAD_W.to_string());
-                                    break;
-                                }
-                            }
-                        }
-                    }
-                    "max_run_subjobs" => {
-                        if self.max_run_set {
-                            errors.push(MULTIPLE_MAX_RUN.to_string());
-                            break;
-                        }
-                        self.max_run_set = true;
-                        set.push(("max_run_subjobs", value));
-                    }
-                    _ => self.attrs.push(Attr::new(key.as_str(), value)),
-                }
-            }
         }
         if args.x11 && gate(&mut lv.x11, pass) && (inputs.getenv)("DISPLAY").is_none() {
             errors.push("qsub: DISPLAY not set".to_string());
@@ -577,7 +501,7 @@ impl Job {
         if errors.is_empty() && self.lv.array == 0 && mail_j {
             return Err(Failure::new("qsub: mail option 'j' can not be used without array job", 1));
         }
-        if self.lv.shell == 0 {
+        if self.lv.plain.get(&'S').copied().unwrap_or(0) == 0 {
             if let Some(shell) = (inputs.getenv)("PBS_SHELL") {
                 self.set("Shell_Path_List", shell);
             }
@@ -676,13 +600,13 @@ fn finish(started: Started, script_text: String, inputs: &Inputs<'_>) -> Result<
                     command[1..].iter().map(|a| format!("<jsdl-hpcpa:Argument>{a}</jsdl-hpcpa:Argument>")).collect();
                 job.set("argument_list", list);
             }
-            if job.lv.name == 0 {
+            if job.lv.plain.get(&'N').copied().unwrap_or(0) == 0 {
                 job.set("Job_Name", "STDIN");
             }
             command_script(command)
         }
         Source::Script(_) | Source::Stdin => {
-            if job.lv.name == 0 {
+            if job.lv.plain.get(&'N').copied().unwrap_or(0) == 0 {
                 let name = match &source {
                     Source::Script(path) => path.rsplit('/').next().unwrap_or(path).to_string(),
                     _ => "STDIN".to_string(),
