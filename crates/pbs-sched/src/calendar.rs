@@ -98,7 +98,12 @@ impl Calendar {
                 array: pending.parent_seq,
                 limits: true,
             };
-            ends.push(Ending { end, allocs: allocs.collect(), exclusive: pending.exclusive, counted: Some(counted) });
+            ends.push(Ending {
+                end,
+                allocs: allocs.collect(),
+                exclusive: !pending.exclusive.is_empty(),
+                counted: Some(counted),
+            });
         }
         ends.extend(started.iter().cloned());
         Calendar { ends, tops: Vec::new() }

@@ -29,7 +29,7 @@ use pbs_proto::sched::{Action, JobUpdate, RunDecision};
 use crate::calendar::{Calendar, Ending, end_of};
 use crate::config::PeriodPolicy;
 use crate::limits::{Entity, check_limits};
-use crate::mirror::{ArrayRole, Job, Mirror, QueueInfo, subjob_parent_id};
+use crate::mirror::{ArrayRole, Booking, Job, Mirror, QueueInfo, subjob_parent_id};
 use crate::place::{SetView, can_fit_set, find_nodes};
 use crate::reason::{Failure, Reason, Status};
 use crate::resources::{UNSET, amount_of, exec_amount, format_amount};
@@ -46,6 +46,9 @@ pub struct Decisions {
     pub actions: Vec<Action>,
     /// Lines for the daemon to log (the core does no I/O); not sent to the server.
     pub log: Vec<LogEvent>,
+    /// Where each run goes, as placed, by job id: what the mirror books for it while the
+    /// server applies it (see `Mirror::note_sent`).
+    pub(crate) bookings: HashMap<String, Booking>,
 }
 
 impl Decisions {
@@ -75,6 +78,7 @@ struct Out {
     updates: Vec<Action>,
     runs: Vec<Action>,
     log: Vec<LogEvent>,
+    bookings: HashMap<String, Booking>,
 }
 
 impl Out {
@@ -82,14 +86,16 @@ impl Out {
         self.updates.push(Action::Update(update));
     }
 
-    fn push_run(&mut self, run: RunDecision) {
+    fn push_run(&mut self, run: RunDecision, placed: &crate::place::Placed) {
+        let allocs = placed.allocs.iter().map(|a| (a.node, a.taken.clone())).collect();
+        self.bookings.insert(run.job_id.clone(), Booking { allocs, exclusive: placed.exclusive.clone() });
         self.runs.push(Action::Run(run));
     }
 
     fn into_decisions(self) -> Decisions {
-        let Out { updates: mut actions, mut runs, log } = self;
+        let Out { updates: mut actions, mut runs, log, bookings } = self;
         actions.append(&mut runs);
-        Decisions { actions, log }
+        Decisions { actions, log, bookings }
     }
 }
 
@@ -844,7 +850,7 @@ fn commit(
     world.book_nodes(&placed.allocs, &placed.exclusive);
     let req = m.request(job.request);
     world.book_counts(&job.view.queue, job.user, job.group, &req.job_wide, parent_seq);
-    out.push_run(RunDecision { job_id: run_id.to_string(), exec_vnode: exec_vnode(world, &placed.allocs) });
+    out.push_run(RunDecision { job_id: run_id.to_string(), exec_vnode: exec_vnode(world, &placed.allocs) }, placed);
 }
 
 /// `(n1:ncpus=2:mem=1048576kb)+(n2:ncpus=2)`: one group per chunk.

@@ -415,7 +415,7 @@ impl Daemon {
                 "Decisions held back for the next cycle"
             );
         }
-        mirror.note_sent(frame, &decisions.actions);
+        mirror.note_sent(frame, &decisions.actions, &decisions.bookings);
         let message = FromSched::Decisions { cycle: frame, qrun: qrun_id, actions: decisions.actions };
         conn.write(&message)?;
         Ok((frame, trimmed))

@@ -12,10 +12,10 @@ use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use pbs_core::select::{Arrangement, Place, Select, Sharing as PlaceSharing};
-use pbs_core::sharing::{NodeSharing, is_excl};
+use pbs_core::sharing::NodeSharing;
 use pbs_core::{ExecVnode, IndexSet, JobId};
 use pbs_proto::Attr;
-use pbs_proto::sched::{Action, RunDecision, SchedChange, SchedJob, SchedNode, SchedQueue, Snapshot};
+use pbs_proto::sched::{Action, SchedChange, SchedJob, SchedNode, SchedQueue, Snapshot};
 
 use crate::config::SchedConfig;
 use crate::limits::{RunCounts, RunLimits};
@@ -177,6 +177,17 @@ pub(crate) struct ServerInfo {
     pub(crate) backfill_depth: Option<u32>,
 }
 
+/// Where a run the scheduler decided goes, as its cycle placed it: what the mirror books
+/// while the server applies it, so the mirror never reads back the `exec_vnode` text it
+/// wrote for the server.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Booking {
+    /// (node slot, consumables taken), one per chunk.
+    pub(crate) allocs: Vec<(u32, Vec<(ResId, i64)>)>,
+    /// The nodes the run holds exclusively (`pbs_core::sharing`, per node as placed).
+    pub(crate) exclusive: Vec<u32>,
+}
+
 /// A run the scheduler sent whose outcome the server has not confirmed yet.
 #[derive(Clone, Debug)]
 pub(crate) struct Pending {
@@ -188,7 +199,8 @@ pub(crate) struct Pending {
     pub(crate) user: u32,
     pub(crate) group: u32,
     pub(crate) job_wide: Vec<(ResId, i64)>,
-    pub(crate) exclusive: bool,
+    /// The nodes it holds exclusively.
+    pub(crate) exclusive: Vec<u32>,
     /// The array parent's sequence number, for a subjob.
     pub(crate) parent_seq: Option<u64>,
 }
@@ -367,11 +379,13 @@ impl Mirror {
 
     /// Records what one Decisions frame told the server: its runs stay booked until the
     /// server's echo arrives, and its comments count as the jobs' current ones.
-    pub fn note_sent(&mut self, frame: u64, actions: &[Action]) {
+    pub(crate) fn note_sent(&mut self, frame: u64, actions: &[Action], bookings: &HashMap<String, Booking>) {
         for action in actions {
             let update = match action {
                 Action::Run(decision) => {
-                    self.note_run(frame, decision);
+                    if let Some(booking) = bookings.get(&decision.job_id) {
+                        self.note_run(frame, &decision.job_id, booking);
+                    }
                     continue;
                 }
                 Action::Update(update) => update,
@@ -424,9 +438,8 @@ impl Mirror {
         allocs
     }
 
-    fn note_run(&mut self, frame: u64, decision: &RunDecision) {
-        let Ok(exec) = decision.exec_vnode.parse::<ExecVnode>() else { return };
-        let (job_slot, parent_seq) = match self.job_by_id.get(&decision.job_id) {
+    fn note_run(&mut self, frame: u64, job_id: &str, booking: &Booking) {
+        let (job_slot, parent_seq) = match self.job_by_id.get(job_id) {
             // A subjob with a record of its own (requeued) still counts against its array.
             Some(&slot) => {
                 let seq = self.jobs[slot as usize]
@@ -436,7 +449,7 @@ impl Mirror {
             }
             None => {
                 // A subjob started from its parent.
-                let parsed: Option<JobId> = decision.job_id.parse().ok();
+                let parsed: Option<JobId> = job_id.parse().ok();
                 let parent = parsed.as_ref().and_then(|id| {
                     let parent_id = id.parent()?.to_string();
                     Some((self.job_by_id.get(&parent_id).copied(), id.seq()))
@@ -449,34 +462,17 @@ impl Mirror {
         };
         let Some(job) = job_slot.and_then(|s| self.jobs.get(s as usize)).and_then(Option::as_ref) else { return };
         let request = &self.requests[job.request as usize].0;
-        let mut allocs = Vec::new();
-        for part in exec.parts() {
-            let Some(&node) = self.node_by_name.get(&part.vnode) else { continue };
-            let mut taken = Vec::new();
-            for (name, value) in &part.resources {
-                if let Some(id) = self.res.get(name)
-                    && let Some(amount) = parse_amount(self.res.kind(id), value)
-                {
-                    taken.push((id, amount));
-                }
-            }
-            allocs.push((node, taken));
-        }
-        // The rule the placement used, per node (`ignore_excl` and `default_excl` count).
-        let exclusive = allocs
-            .iter()
-            .any(|(n, _)| self.nodes[*n as usize].as_ref().is_some_and(|node| is_excl(request.sharing, node.sharing)));
         let pending = Pending {
             frame,
-            allocs,
+            allocs: booking.allocs.clone(),
             queue: job.view.queue.clone(),
             user: job.user,
             group: job.group,
             job_wide: request.job_wide.clone(),
-            exclusive,
+            exclusive: booking.exclusive.clone(),
             parent_seq,
         };
-        self.pending.insert(decision.job_id.clone(), pending);
+        self.pending.insert(job_id.to_string(), pending);
     }
 
     fn set_server(&mut self, attrs: &[Attr]) {
@@ -664,6 +660,7 @@ impl Mirror {
         // Runs in flight on a node that is gone can no longer be booked against it.
         for pending in self.pending.values_mut() {
             pending.allocs.retain(|(n, _)| *n != slot);
+            pending.exclusive.retain(|n| *n != slot);
         }
     }
 

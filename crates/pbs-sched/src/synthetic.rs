@@ -175,7 +175,7 @@ pub fn time_cycle(mirror: &mut Mirror, repeats: usize) -> CycleTiming {
     let first_time = started.elapsed();
     // The comments count as sent; the runs do not, so every cycle places the same jobs.
     let comments: Vec<Action> = first.updates().cloned().map(Action::Update).collect();
-    mirror.note_sent(0, &comments);
+    mirror.note_sent(0, &comments, &Default::default());
     let mut steady = Duration::MAX;
     let mut steady_updates = 0;
     for _ in 0..repeats.max(1) {

@@ -384,7 +384,7 @@ fn comments_are_not_resent() {
     let mut m = mirror(s);
     let first = cycle(&m, 0);
     assert_eq!(first.updates().count(), 2);
-    m.note_sent(1, &first.actions);
+    m.note_sent(1, &first.actions, &first.bookings);
     m.applied(1);
     assert!(cycle(&m, 0).updates().next().is_none());
     // The server's echo of the comment changes nothing either.
@@ -405,7 +405,7 @@ fn runs_in_flight_stay_booked() {
     m.apply(SchedChange::Job { job: Box::new(job(2, "workq", "1:ncpus=2", "pack")) });
     let first = cycle(&m, 0);
     assert_eq!(run_ids(&first), vec!["1.svr"]);
-    m.note_sent(1, &first.actions);
+    m.note_sent(1, &first.actions, &first.bookings);
     // Before the server confirms, job 1 is not run twice and its cpus are taken.
     let again = cycle(&m, 0);
     assert!(again.runs().next().is_none());
@@ -422,7 +422,7 @@ fn a_run_in_flight_holds_its_node_by_the_same_sharing_rule_as_placement() {
     let mut m = mirror(s);
     let first = cycle(&m, 0);
     assert_eq!(exec_of(&first, "1.svr"), Some("(n1:ncpus=1)"));
-    m.note_sent(1, &first.actions);
+    m.note_sent(1, &first.actions, &first.bookings);
     m.apply(SchedChange::Job { job: Box::new(job(2, "workq", "1:ncpus=1", "pack")) });
     let again = cycle(&m, 0);
     assert_eq!(exec_of(&again, "2.svr"), Some("(n1:ncpus=1)"), "{:?}", again.updates().collect::<Vec<_>>());
@@ -492,7 +492,7 @@ fn qrun_ignores_limits_but_not_resources() {
     let mut m = mirror(s);
     let d = cycle(&m, 0);
     assert_eq!(run_ids(&d), vec!["1.svr"]);
-    m.note_sent(1, &d.actions);
+    m.note_sent(1, &d.actions, &d.bookings);
     let q = qrun(&m, "2.svr", 0);
     assert_eq!(exec_of(&q, "2.svr"), Some("(n1:ncpus=1)"));
     let q = qrun(&m, "3.svr", 0);
@@ -669,7 +669,7 @@ fn workq(jobs: Vec<SchedJob>) -> Mirror {
 /// subjob running and gone from the parent's remaining indices (`remaining` after), the
 /// parent begun.
 fn echo_runs(m: &mut Mirror, frame: u64, d: &Decisions, parent: &SchedJob, remaining: &str) -> SchedJob {
-    m.note_sent(frame, &d.actions);
+    m.note_sent(frame, &d.actions, &d.bookings);
     for run in d.runs() {
         let index: u64 =
             run.job_id[run.job_id.find('[').unwrap_or(0) + 1..run.job_id.find(']').unwrap_or(0)].parse().unwrap_or(0);
@@ -826,7 +826,7 @@ fn subjobs_in_flight_count_against_the_limit() {
     let mut m = workq(vec![array(10, sel, 'Q', "1-20", Some(2))]);
     let d = cycle(&m, 0);
     assert_eq!(run_ids(&d), vec!["10[1].svr", "10[2].svr"]);
-    m.note_sent(1, &d.actions);
+    m.note_sent(1, &d.actions, &d.bookings);
     // Before the server's echo: nothing more, and no comment on the array.
     let d = cycle(&m, 0);
     assert!(d.actions.is_empty());
@@ -872,7 +872,7 @@ fn qrun_of_a_queued_subjob_ignores_the_limit() {
     // The array id: its next queued subjob, then the one after while the first is in flight.
     let q = qrun(&m, "10[].svr", 0);
     assert_eq!(run_ids(&q), vec!["10[3].svr"]);
-    m.note_sent(1, &q.actions);
+    m.note_sent(1, &q.actions, &q.bookings);
     assert_eq!(run_ids(&qrun(&m, "10[].svr", 0)), vec!["10[4].svr"]);
 }
 
@@ -1383,7 +1383,7 @@ fn sent_estimates_are_not_sent_again() {
     let d = cycle(&m, 1015);
     assert_eq!(update_of(&d, "1.svr", "estimated.soft_walltime"), Some("00:00:20"));
     assert_eq!(update_of(&d, "2.svr", "estimated.start_time"), Some("1020"));
-    m.note_sent(1, &d.actions);
+    m.note_sent(1, &d.actions, &d.bookings);
     assert!(cycle(&m, 1016).updates().next().is_none());
 }
 

@@ -330,8 +330,7 @@ impl<'m> World<'m> {
     fn book_pending(&mut self, pending: &Pending) {
         let allocs: Vec<Alloc> =
             pending.allocs.iter().map(|(node, taken)| Alloc { node: *node, taken: taken.clone() }).collect();
-        let exclusive: Vec<u32> = if pending.exclusive { allocs.iter().map(|a| a.node).collect() } else { vec![] };
-        self.book_nodes(&allocs, &exclusive);
+        self.book_nodes(&allocs, &pending.exclusive);
         self.book_counts(&pending.queue, pending.user, pending.group, &pending.job_wide, pending.parent_seq);
     }
 
