@@ -372,6 +372,18 @@ mod tests {
         }
     }
 
+    /// Two changes applied one after the other, each waiting for its commit: their
+    /// replies' tasks and their commits' acknowledgements, in order.
+    #[allow(clippy::type_complexity)]
+    fn two_changes() -> (Recording, [(tokio::task::JoinHandle<Result<(), CommitError>>, Ack); 2]) {
+        let recording = recording();
+        let first = tokio::spawn(change(&recording.server, 1).done());
+        let second = tokio::spawn(change(&recording.server, 2).done());
+        let (_, first_ack) = recording.commits.try_recv().expect("first commit");
+        let (_, second_ack) = recording.commits.try_recv().expect("second commit");
+        (recording, [(first, first_ack), (second, second_ack)])
+    }
+
     fn forgotten(mom: &mut mpsc::Receiver<ToMom>) -> Vec<String> {
         std::iter::from_fn(|| mom.try_recv().ok())
             .map(|frame| match frame {
@@ -403,11 +415,7 @@ mod tests {
 
     #[tokio::test]
     async fn frames_follow_commit_order_and_a_reply_waits_for_its_own_frames() {
-        let Recording { server, commits, sched: _sched, mut mom } = recording();
-        let first = tokio::spawn(change(&server, 1).done());
-        let second = tokio::spawn(change(&server, 2).done());
-        let (_, first_ack) = commits.try_recv().expect("first commit");
-        let (_, second_ack) = commits.try_recv().expect("second commit");
+        let (Recording { sched: _sched, mut mom, .. }, [(first, first_ack), (second, second_ack)]) = two_changes();
 
         // The second commit is seen first: its frames wait for the first's, and so does
         // its reply.
@@ -453,11 +461,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_failed_commit_sends_nothing_and_fails_its_reply_but_does_not_hold_later_frames() {
-        let Recording { server, commits, sched: _sched, mut mom } = recording();
-        let first = tokio::spawn(change(&server, 1).done());
-        let second = tokio::spawn(change(&server, 2).done());
-        let (_, first_ack) = commits.try_recv().expect("first commit");
-        let (_, second_ack) = commits.try_recv().expect("second commit");
+        let (Recording { sched: _sched, mut mom, .. }, [(first, first_ack), (second, second_ack)]) = two_changes();
         first_ack.send(Err(CommitError::Database("disk full".into()))).expect("waiter");
         second_ack.send(Ok(())).expect("waiter");
         assert!(first.await.expect("no panic").is_err());

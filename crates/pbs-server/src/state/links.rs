@@ -1,7 +1,7 @@
 //! The live links: the scheduler's change stream, each node's mom frame queue, and the
-//! requests waiting for answers from moms or the scheduler. They
-//! sit beside the state under its lock (see `server::Shared`), not in it: handlers get the
-//! state alone, so they cannot send.
+//! requests waiting for answers from moms or the scheduler. They sit beside the state
+//! under its lock (see `server::Shared`), not in it: handlers get the state alone, so they
+//! cannot send.
 
 use std::collections::HashMap;
 
