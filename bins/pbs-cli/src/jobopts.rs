@@ -226,20 +226,40 @@ impl PlainOptions {
         self.clone().slot(letter)?.take()
     }
 
-    /// The attributes `command` (qsub or qalter) sets from these options, in the option
-    /// table's order, each value read as the table says.
-    pub fn attributes(&self, command: jobattr::Command) -> Vec<(char, &'static str, String)> {
-        jobattr::plain_options(command)
-            .filter_map(|option| {
-                let value = self.value(option.letter)?;
-                let value = match option.value {
-                    jobattr::OptionValue::TrimStart => value.trim_start().to_string(),
-                    jobattr::OptionValue::AsGiven | jobattr::OptionValue::OwnRule => value,
-                };
-                Some((option.letter, option.attribute, value))
-            })
-            .collect()
+    /// `command`'s (qsub's or qalter's) walk of the option table, one step per letter in
+    /// the table's order: a plain option given on the line, with its attribute and its
+    /// value read as the table says, or a letter the command reads by a rule of its own.
+    pub fn walk(&self, command: jobattr::Command) -> Vec<OptionStep> {
+        let mut letters: Vec<char> = Vec::new();
+        let mut steps = Vec::new();
+        for option in jobattr::OPTION_LETTERS.iter().filter(|o| o.used_by(command)) {
+            if letters.contains(&option.letter) {
+                continue;
+            }
+            letters.push(option.letter);
+            let value = match option.value {
+                jobattr::OptionValue::OwnRule => {
+                    steps.push(OptionStep::Own(option.letter));
+                    continue;
+                }
+                jobattr::OptionValue::AsGiven => self.value(option.letter),
+                jobattr::OptionValue::TrimStart => self.value(option.letter).map(|v| v.trim_start().to_string()),
+            };
+            if let Some(value) = value {
+                steps.push(OptionStep::Plain { letter: option.letter, attribute: option.attribute, value });
+            }
+        }
+        steps
     }
+}
+
+/// One step of a command's walk of the option table ([`PlainOptions::walk`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum OptionStep {
+    /// A plain option given on the line: the attribute it sets and its value.
+    Plain { letter: char, attribute: &'static str, value: String },
+    /// A letter the command reads by its own rule.
+    Own(char),
 }
 
 /// Checks one job attribute as OpenPBS's client library does before sending it, and
@@ -694,7 +714,14 @@ mod tests {
         for (letter, value) in [('N', "job"), ('p', " 5"), ('m', " abe"), ('e', " /x"), ('A', "acct")] {
             plain.take(letter, &Some(value.into()));
         }
-        let attrs = plain.attributes(Qalter);
+        let steps = plain.walk(Qalter);
+        let plain_steps: Vec<(char, &str, &str)> = steps
+            .iter()
+            .filter_map(|step| match step {
+                OptionStep::Plain { letter, attribute, value } => Some((*letter, *attribute, value.as_str())),
+                OptionStep::Own(_) => None,
+            })
+            .collect();
         let expected = [
             ('A', "Account_Name", "acct"),
             ('e', "Error_Path", " /x"),
@@ -702,8 +729,16 @@ mod tests {
             ('N', "Job_Name", "job"),
             ('p', "Priority", "5"),
         ];
-        let expected: Vec<(char, &str, String)> = expected.iter().map(|(l, a, v)| (*l, *a, v.to_string())).collect();
-        assert_eq!(attrs, expected);
+        assert_eq!(plain_steps, expected);
+        // Qalter's own rules, in the table's order, each once.
+        let own: Vec<char> = steps
+            .iter()
+            .filter_map(|step| match step {
+                OptionStep::Own(letter) => Some(*letter),
+                OptionStep::Plain { .. } => None,
+            })
+            .collect();
+        assert_eq!(own, ['a', 'c', 'h', 'l', 'r', 'W']);
     }
 
     #[test]

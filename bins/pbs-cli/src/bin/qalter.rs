@@ -4,7 +4,7 @@
 
 use std::process::ExitCode;
 
-use pbs_cli::jobopts::{self, PlainOptions, Scan, VerifyEnv};
+use pbs_cli::jobopts::{self, OptionStep, PlainOptions, Scan, VerifyEnv};
 use pbs_core::{Pbse, jobattr};
 use pbs_proto::{Attr, Request};
 
@@ -111,19 +111,16 @@ fn plan(prog: &str, argv: &[String], ctx: &Context<'_>) -> Result<Plan, Refusal>
     let args = Args::from_scan(&scan);
     let mut attrs: Vec<Attr> = Vec::new();
     let mut push = |name: &str, value: &str| attrs.push(Attr::new(name, value));
-    let plain = args.plain.attributes(jobattr::Command::Qalter);
     // In the option table's order: the plain options as it says, the others by their rules.
-    let mut letters: Vec<char> = Vec::new();
-    for option in jobattr::OPTION_LETTERS.iter().filter(|o| o.used_by(jobattr::Command::Qalter)) {
-        if letters.contains(&option.letter) {
-            continue;
-        }
-        letters.push(option.letter);
-        if let Some((_, attribute, value)) = plain.iter().find(|(letter, _, _)| *letter == option.letter) {
-            push(attribute, value);
-            continue;
-        }
-        match option.letter {
+    for step in args.plain.walk(jobattr::Command::Qalter) {
+        let letter = match step {
+            OptionStep::Plain { attribute, value, .. } => {
+                push(attribute, &value);
+                continue;
+            }
+            OptionStep::Own(letter) => letter,
+        };
+        match letter {
             'a' => {
                 if let Some(value) = &args.execution_time {
                     match jobopts::cvtdate(value) {

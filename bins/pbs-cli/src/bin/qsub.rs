@@ -15,7 +15,7 @@ mod script;
 use std::io::{IsTerminal, Read};
 use std::process::ExitCode;
 
-use pbs_cli::jobopts::{self, PlainOptions, Scan, VerifyEnv};
+use pbs_cli::jobopts::{self, OptionStep, PlainOptions, Scan, VerifyEnv};
 use pbs_core::{Pbse, jobattr};
 use pbs_proto::Attr;
 
@@ -286,20 +286,17 @@ impl Job {
         }
         // In the option table's order: the plain options as it says, the others by their
         // rules (a later line of lower priority does not override, see `gate`).
-        let plain = args.plain.attributes(jobattr::Command::Qsub);
-        let mut letters: Vec<char> = Vec::new();
-        for option in jobattr::OPTION_LETTERS.iter().filter(|o| o.used_by(jobattr::Command::Qsub)) {
-            if letters.contains(&option.letter) {
-                continue;
-            }
-            letters.push(option.letter);
-            if let Some((letter, attribute, value)) = plain.iter().find(|(letter, _, _)| *letter == option.letter) {
-                if gate(lv.plain.entry(*letter).or_default(), pass) {
-                    set.push((attribute, value.clone()));
+        for step in args.plain.walk(jobattr::Command::Qsub) {
+            let letter = match step {
+                OptionStep::Plain { letter, attribute, value } => {
+                    if gate(lv.plain.entry(letter).or_default(), pass) {
+                        set.push((attribute, value));
+                    }
+                    continue;
                 }
-                continue;
-            }
-            match option.letter {
+                OptionStep::Own(letter) => letter,
+            };
+            match letter {
                 'a' => {
                     if let Some(value) = &args.execution_time {
                         if gate(&mut lv.a, pass) {
