@@ -2,7 +2,8 @@
 //! checks of job attribute values that do not depend on the submitting host (its client
 //! "ECL" layer), made alike by the commands before they send and by the server whoever
 //! sends, with the same PBSE codes; and the one table of the qsub, qalter and qselect
-//! option letters.
+//! option letters, which also says how qsub and qalter read each option's value (they walk
+//! it rather than naming options one by one).
 //!
 //! Paths and dependency lists are read by `crate::jobpath` and `crate::depend`: the
 //! commands complete them (a relative path with the submitter's host and directory, ids
