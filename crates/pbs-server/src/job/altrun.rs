@@ -37,7 +37,7 @@ pub fn check(state: &State, privilege: Privilege, job: &Job, new: &AttrList) -> 
     if (walltime, cput, mem) == limits(&job.attrs) {
         return Ok(Vec::new());
     }
-    let Some(ms) = crate::job::running::mother_superior(job) else { return Ok(Vec::new()) };
+    let Some(ms) = job.mother_superior().map(str::to_string) else { return Ok(Vec::new()) };
     let run_count = job.get("run_count", None).and_then(|v| v.parse().ok()).unwrap_or(0);
     Ok(vec![(ms, ToMom::ModifyJob { job_id: job.id(&state.server_name), walltime, cput, mem, run_count })])
 }

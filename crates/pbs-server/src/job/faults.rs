@@ -8,7 +8,6 @@ use pbs_core::JobState;
 use pbs_proto::mom::ToMom;
 
 use crate::effects::{Effects, Launch};
-use crate::job::running::mother_superior;
 use crate::jobkey::JobKey;
 use crate::state::{Job, State};
 use crate::store::StoreOp;
@@ -37,7 +36,7 @@ pub fn leaving(state: &mut State, node: &str, frame: &ToMom) -> bool {
         && state.job(key).is_some_and(|job| {
             job.state == JobState::Running
                 && run_count(job) == Some(launch.run_count)
-                && mother_superior(job).as_deref() == Some(node)
+                && job.mother_superior() == Some(node)
         });
     if !current {
         tracing::debug!(object_type = "Job", object_name = launch.job_id.as_str(), "a stale launch is not sent");
@@ -57,7 +56,7 @@ pub fn link_replaced(state: &mut State, node: &str) {
         .iter()
         .filter_map(|key| {
             let job = state.job(*key)?;
-            (mother_superior(job).as_deref() == Some(node)).then_some((*key, run_count(job)?))
+            (job.mother_superior() == Some(node)).then_some((*key, run_count(job)?))
         })
         .collect();
     state.faults.launched.extend(starting);
@@ -206,7 +205,7 @@ fn prune_suspended(state: &mut State, node: &str) {
 pub fn suspended_on<'a>(state: &'a State, node: &'a str) -> impl Iterator<Item = JobKey> + 'a {
     let keys = state.faults.suspended.get(node).into_iter().flatten().copied();
     keys.filter(move |key| {
-        suspended_here(state, *key, node) && state.job(*key).and_then(mother_superior).as_deref() == Some(node)
+        suspended_here(state, *key, node) && state.job(*key).and_then(Job::mother_superior) == Some(node)
     })
 }
 

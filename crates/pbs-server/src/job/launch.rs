@@ -226,8 +226,8 @@ fn launches(state: &State, key: JobKey, select: &Select, exec: &ExecVnode, run_c
     let executable =
         job.get("executable", None).and_then(|e| jsdl_values(e, "jsdl-hpcpa:Executable").into_iter().next());
     let arguments = job.get("argument_list", None).map(|a| jsdl_values(a, "jsdl-hpcpa:Argument")).unwrap_or_default();
-    let mother_superior = exec.vnodes().first().map(|v| v.to_string()).unwrap_or_default();
-    let shell = job.get("Shell_Path_List", None).and_then(|list| shell_for(list, &mother_superior));
+    let mother_superior = job.mother_superior().unwrap_or_default();
+    let shell = job.get("Shell_Path_List", None).and_then(|list| shell_for(list, mother_superior));
     // The uid is looked up once the run is committed, off the lock (`launch_owner`).
     let root_allowed = crate::launch_owner::root_named(state, job);
     let base = JobLaunch {

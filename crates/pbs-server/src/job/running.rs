@@ -1,17 +1,11 @@
 //! What every part of a run shares: the substate of a start the mom has not confirmed,
-//! a running job's mother superior, and the time its comments write.
+//! and the time its comments write (a run's placement and mother superior are
+//! `state::Job`'s).
 
 use pbs_core::Substate;
 
-use crate::state::Job;
-
 /// `substate` of a job sent to its mom but not yet confirmed running (PRERUN).
 pub const SUBSTATE_PRERUN: Substate = Substate(41);
-
-/// The mother superior's node of a running job.
-pub(crate) fn mother_superior(job: &Job) -> Option<String> {
-    job.mother_superior().map(str::to_string)
-}
 
 /// `now` as OpenPBS's comments write a time (`Wed Nov 25 at 13:26`), in local time.
 pub(crate) fn comment_time(now: i64) -> String {

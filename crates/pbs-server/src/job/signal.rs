@@ -7,7 +7,6 @@ use pbs_proto::IdError;
 use crate::effects::Effects;
 use crate::error::ReqError;
 use crate::job::end::{begin_end, lost};
-use crate::job::running::mother_superior;
 use crate::jobkey::JobKey;
 use crate::state::{EndReason, State};
 use crate::store::StoreOp;
@@ -115,7 +114,7 @@ pub fn signal_jobs(state: &mut State, ctx: &crate::request::Ctx<'_>, ids: &[Stri
                 if admin && job.state != state_before(lower == "suspend") {
                     return Err(ReqError::new(Pbse::BADSTATE));
                 }
-                let node = mother_superior(job).ok_or_else(|| ReqError::new(Pbse::BADSTATE))?;
+                let node = job.mother_superior().map(str::to_string).ok_or_else(|| ReqError::new(Pbse::BADSTATE))?;
                 let job_id = job.id(&state.server_name);
                 let sent = if admin { lower } else { signal.clone() };
                 asks.push(SignalAsk { id: id.clone(), key, job_id, node, signal: sent });
@@ -175,7 +174,7 @@ pub fn rerun_jobs(
         if !rerunnable && !force {
             return Err(ReqError::new(Pbse::NORERUN));
         }
-        let ms_up = mother_superior(job).and_then(|ms| state.node_rt.get(&ms)).is_some_and(|rt| rt.up);
+        let ms_up = job.mother_superior().and_then(|ms| state.node_rt.get(ms)).is_some_and(|rt| rt.up);
         Ok(if force && !ms_up { lost(state, key, ctx.now) } else { begin_end(state, key, EndReason::Rerun, ctx.now) })
     })
 }
