@@ -89,7 +89,7 @@ impl Calendar {
                 .and_then(|slot| m.job(slot))
                 .map_or(JOB_INFINITY, |job| planned_duration(&job.view));
             let Some(end) = end_of(now, duration) else { continue };
-            let allocs = pending.allocs.iter().map(|(node, taken)| Alloc { node: *node, taken: taken.clone() });
+            let allocs = pending.booking.allocs.iter().map(|(node, taken)| Alloc { node: *node, taken: taken.clone() });
             // Counted as the world booked it.
             let counted = Counted {
                 user: pending.user,
@@ -101,7 +101,7 @@ impl Calendar {
             ends.push(Ending {
                 end,
                 allocs: allocs.collect(),
-                exclusive: !pending.exclusive.is_empty(),
+                exclusive: !pending.booking.exclusive.is_empty(),
                 counted: Some(counted),
             });
         }

@@ -193,14 +193,12 @@ pub(crate) struct Booking {
 pub(crate) struct Pending {
     /// The Decisions frame it went in.
     pub(crate) frame: u64,
-    /// (node slot, consumables taken).
-    pub(crate) allocs: Vec<(u32, Vec<(ResId, i64)>)>,
+    /// Where it goes, as its cycle placed it.
+    pub(crate) booking: Booking,
     pub(crate) queue: String,
     pub(crate) user: u32,
     pub(crate) group: u32,
     pub(crate) job_wide: Vec<(ResId, i64)>,
-    /// The nodes it holds exclusively.
-    pub(crate) exclusive: Vec<u32>,
     /// The array parent's sequence number, for a subjob.
     pub(crate) parent_seq: Option<u64>,
 }
@@ -464,12 +462,11 @@ impl Mirror {
         let request = &self.requests[job.request as usize].0;
         let pending = Pending {
             frame,
-            allocs: booking.allocs.clone(),
+            booking: booking.clone(),
             queue: job.view.queue.clone(),
             user: job.user,
             group: job.group,
             job_wide: request.job_wide.clone(),
-            exclusive: booking.exclusive.clone(),
             parent_seq,
         };
         self.pending.insert(job_id.to_string(), pending);
@@ -659,8 +656,8 @@ impl Mirror {
         self.free_node_slots.push(slot);
         // Runs in flight on a node that is gone can no longer be booked against it.
         for pending in self.pending.values_mut() {
-            pending.allocs.retain(|(n, _)| *n != slot);
-            pending.exclusive.retain(|n| *n != slot);
+            pending.booking.allocs.retain(|(n, _)| *n != slot);
+            pending.booking.exclusive.retain(|n| *n != slot);
         }
     }
 

@@ -329,8 +329,8 @@ impl<'m> World<'m> {
 
     fn book_pending(&mut self, pending: &Pending) {
         let allocs: Vec<Alloc> =
-            pending.allocs.iter().map(|(node, taken)| Alloc { node: *node, taken: taken.clone() }).collect();
-        self.book_nodes(&allocs, &pending.exclusive);
+            pending.booking.allocs.iter().map(|(node, taken)| Alloc { node: *node, taken: taken.clone() }).collect();
+        self.book_nodes(&allocs, &pending.booking.exclusive);
         self.book_counts(&pending.queue, pending.user, pending.group, &pending.job_wide, pending.parent_seq);
     }
 
