@@ -154,60 +154,59 @@ pub struct VerifyEnv<'a> {
     pub is_dir: &'a dyn Fn(&str) -> bool,
 }
 
-/// The options qsub and qalter share whose value is their attribute's (`-A -e -j -k -m -M
-/// -N -o -p -P -R -S -u`), declared once for both: which attribute each sets and how its
-/// value is read is the option table's (`pbs_core::jobattr::OPTION_LETTERS`), so a command
-/// sets them by walking the table (see [`PlainOptions::attributes`]), never letter by letter.
-#[derive(clap::Args, Debug, Default, Clone, PartialEq, Eq)]
-pub struct PlainOptions {
-    #[arg(short = 'A', allow_hyphen_values = true)]
-    account: Option<String>,
-    #[arg(short = 'e', allow_hyphen_values = true)]
-    error_path: Option<String>,
-    #[arg(short = 'j', allow_hyphen_values = true)]
-    join: Option<String>,
-    #[arg(short = 'k', allow_hyphen_values = true)]
-    keep: Option<String>,
-    #[arg(short = 'm', allow_hyphen_values = true)]
-    mail_points: Option<String>,
-    #[arg(short = 'M', allow_hyphen_values = true)]
-    mail_users: Option<String>,
-    #[arg(short = 'N', allow_hyphen_values = true)]
-    name: Option<String>,
-    #[arg(short = 'o', allow_hyphen_values = true)]
-    output_path: Option<String>,
-    #[arg(short = 'p', allow_hyphen_values = true)]
-    priority: Option<String>,
-    #[arg(short = 'P', allow_hyphen_values = true)]
-    project: Option<String>,
-    #[arg(short = 'R', allow_hyphen_values = true)]
-    remove_files: Option<String>,
-    #[arg(short = 'S', allow_hyphen_values = true)]
-    shell: Option<String>,
-    #[arg(short = 'u', allow_hyphen_values = true)]
-    user_list: Option<String>,
+/// Declares [`PlainOptions`] from one list of letters and fields: the struct clap reads and
+/// the two lookups by letter that getopt's scan and the table walk use.
+macro_rules! plain_options {
+    ($($letter:literal => $field:ident,)*) => {
+        /// The options qsub and qalter share whose value is their attribute's (`-A -e -j -k
+        /// -m -M -N -o -p -P -R -S -u`), declared once for both: which attribute each sets
+        /// and how its value is read is the option table's
+        /// (`pbs_core::jobattr::OPTION_LETTERS`), so a command sets them by walking the
+        /// table (see [`PlainOptions::walk`]), never letter by letter.
+        #[derive(clap::Args, Debug, Default, Clone, PartialEq, Eq)]
+        pub struct PlainOptions {
+            $(
+                #[arg(short = $letter, allow_hyphen_values = true)]
+                $field: Option<String>,
+            )*
+        }
+
+        impl PlainOptions {
+            fn slot(&mut self, letter: char) -> Option<&mut Option<String>> {
+                match letter {
+                    $($letter => Some(&mut self.$field),)*
+                    _ => None,
+                }
+            }
+
+            /// The value given for `-letter`.
+            pub fn value(&self, letter: char) -> Option<&str> {
+                match letter {
+                    $($letter => self.$field.as_deref(),)*
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+plain_options! {
+    'A' => account,
+    'e' => error_path,
+    'j' => join,
+    'k' => keep,
+    'm' => mail_points,
+    'M' => mail_users,
+    'N' => name,
+    'o' => output_path,
+    'p' => priority,
+    'P' => project,
+    'R' => remove_files,
+    'S' => shell,
+    'u' => user_list,
 }
 
 impl PlainOptions {
-    fn slot(&mut self, letter: char) -> Option<&mut Option<String>> {
-        Some(match letter {
-            'A' => &mut self.account,
-            'e' => &mut self.error_path,
-            'j' => &mut self.join,
-            'k' => &mut self.keep,
-            'm' => &mut self.mail_points,
-            'M' => &mut self.mail_users,
-            'N' => &mut self.name,
-            'o' => &mut self.output_path,
-            'p' => &mut self.priority,
-            'P' => &mut self.project,
-            'R' => &mut self.remove_files,
-            'S' => &mut self.shell,
-            'u' => &mut self.user_list,
-            _ => return None,
-        })
-    }
-
     /// Takes `-letter value` of a getopt scan (a later value wins, as clap reads it);
     /// whether the letter is one of these.
     pub fn take(&mut self, letter: char, value: &Option<String>) -> bool {
@@ -218,12 +217,6 @@ impl PlainOptions {
             }
             None => false,
         }
-    }
-
-    /// The value given for `-letter` (read through [`PlainOptions::slot`], the one place
-    /// that names the fields: these are a dozen short strings on a command line).
-    pub fn value(&self, letter: char) -> Option<String> {
-        self.clone().slot(letter)?.take()
     }
 
     /// `command`'s (qsub's or qalter's) walk of the option table, one step per letter in
@@ -243,9 +236,9 @@ impl PlainOptions {
                     continue;
                 }
                 jobattr::OptionValue::AsGiven => self.value(option.letter),
-                jobattr::OptionValue::TrimStart => self.value(option.letter).map(|v| v.trim_start().to_string()),
+                jobattr::OptionValue::TrimStart => self.value(option.letter).map(str::trim_start),
             };
-            if let Some(value) = value {
+            if let Some(value) = value.map(str::to_string) {
                 steps.push(OptionStep::Plain { letter: option.letter, attribute: option.attribute, value });
             }
         }
@@ -704,7 +697,7 @@ mod tests {
             for option in jobattr::plain_options(command) {
                 let mut plain = PlainOptions::default();
                 assert!(plain.take(option.letter, &Some(" v".into())), "-{} has no field", option.letter);
-                assert_eq!(plain.value(option.letter).as_deref(), Some(" v"));
+                assert_eq!(plain.value(option.letter), Some(" v"));
             }
         }
         let mut plain = PlainOptions::default();
