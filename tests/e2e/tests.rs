@@ -13,6 +13,7 @@ mod durability;
 mod exec;
 mod faults;
 mod fuzz;
+mod hooks;
 mod job_values;
 mod keys;
 mod limits;

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use clap::Parser;
 use pbs_client::Client;
-use pbs_proto::{Attr, MgrAttr, MgrCommand, MgrObject, MgrOp};
+use pbs_proto::{Attr, MgrAttr, MgrCommand, MgrObject, MgrOp, Request};
 use serde::Serialize;
 
 #[derive(Parser, Debug)]
@@ -294,6 +294,22 @@ impl Bench {
         Ok((loops * per_loop) as f64 / started.elapsed().as_secs_f64())
     }
 
+    /// Creates and imports a queuejob hook that accepts every job, and waits until it
+    /// runs (its interpreter has started).
+    fn install_trivial_hook(&self) -> Result<()> {
+        let mut client = self.client()?;
+        let set = |name: &str, value: &str| MgrAttr { name: name.into(), op: MgrOp::Set, value: value.into() };
+        client.manager(MgrCommand::Create, MgrObject::Hook, vec!["accept".into()], vec![set("event", "queuejob")])?;
+        client.request(Request::ImportHook {
+            name: "accept".into(),
+            content_type: "application/x-python".into(),
+            encoding: "default".into(),
+            content: "import pbs\npbs.event().accept()\n".into(),
+        })?;
+        client.submit(vec![Attr::new("Job_Name", "warm")], "#!/bin/sh\ntrue\n".into(), None)?;
+        Ok(())
+    }
+
     fn a_job_id(&self) -> Result<String> {
         let mut client = self.client()?;
         let reply = client.status_jobs(vec![], vec![], vec!["job_state".into()], false, false)?;
@@ -479,10 +495,27 @@ fn server_figures(args: &Args, bins: &Bins, figures: &mut Vec<Figure>) -> Result
     let from = if bins.commands == bins.daemons { String::new() } else { format!(", {}", bins.commands.display()) };
     let note =
         one.as_ref().err().map(|e| e.to_string()).unwrap_or_else(|| format!("{loop_jobs} x qsub -- /bin/true{from}"));
-    bench.record("qsub_cli_1_loop", one.ok(), "jobs/s", Some(">= 1000"), note);
+    let one_rate = one.as_ref().ok().copied();
+    bench.record("qsub_cli_1_loop", one_rate, "jobs/s", Some(">= 1000"), note);
     let four = bench.qsub_loops(4, loop_jobs);
     let note = four.as_ref().err().map(|e| e.to_string()).unwrap_or_else(|| format!("4 loops x {loop_jobs}{from}"));
     bench.record("qsub_cli_4_loops", four.ok(), "jobs/s", Some(">= 1500"), note);
+
+    // The same with one trivial queuejob hook enabled, in the same run.
+    bench.install_trivial_hook()?;
+    let hooked1 = bench.submit_burst(1, per_client)?;
+    let note = format!("{per_client} durable submissions, one queuejob hook; {:.2}x without", hooked1 / rate1);
+    bench.record("submit_rate_1_client_hooked", Some(hooked1), "jobs/s", None, note);
+    let hooked16 = bench.submit_burst(16, per_client)?;
+    let note = format!("16 x {per_client}, one queuejob hook; {:.2}x without", hooked16 / rate16);
+    bench.record("submit_rate_16_clients_hooked", Some(hooked16), "jobs/s", None, note);
+    let hooked_loop = bench.qsub_loops(1, loop_jobs);
+    let note = match (&hooked_loop, one_rate) {
+        (Ok(with), Some(without)) => format!("{loop_jobs} x qsub, one queuejob hook; {:.2}x without", with / without),
+        (Err(e), _) => e.to_string(),
+        (_, None) => "no rate without the hook".to_string(),
+    };
+    bench.record("qsub_cli_1_loop_hooked", hooked_loop.ok(), "jobs/s", Some(">= 0.9x qsub_cli_1_loop"), note);
 
     // The status, memory and restart figures need exact queue sizes: start over.
     bench.stop_server();

@@ -74,6 +74,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         home: conf.home.clone(),
         socket_path: conf.server_socket(),
         cluster_key: Some(cluster_key),
+        python: conf.raw.get("PBS_PYTHON").map(PathBuf::from),
     };
     let tcp_addr = args.listen.unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], conf.batch_port)));
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the runtime")?;

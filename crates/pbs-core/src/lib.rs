@@ -13,6 +13,7 @@ pub mod depend;
 pub mod duration;
 pub mod entlim;
 pub mod execvnode;
+pub mod hookattr;
 pub mod jobattr;
 pub mod jobid;
 pub mod jobpath;

@@ -267,6 +267,9 @@ pub struct ResourceRegistry {
     /// Names of the `i` (invisible) resources, so a status for an ordinary user filters
     /// them without a lookup per resource when there are none.
     invisible: Vec<String>,
+    /// Counts definitions and removals, so a copy of the definitions made elsewhere (the
+    /// hook interpreters') knows when it is stale.
+    generation: u64,
 }
 
 impl Default for ResourceRegistry {
@@ -320,7 +323,7 @@ impl ResourceRegistry {
             .into_iter()
             .map(|(name, rtype, flags)| (name.to_string(), ResourceDef::builtin(name, rtype, flags)))
             .collect();
-        ResourceRegistry { defs, invisible: Vec::new() }
+        ResourceRegistry { defs, invisible: Vec::new(), generation: 0 }
     }
 
     pub fn get(&self, name: &str) -> Option<&ResourceDef> {
@@ -335,6 +338,7 @@ impl ResourceRegistry {
             self.invisible.push(def.name.clone());
         }
         self.defs.insert(def.name.clone(), def);
+        self.generation += 1;
         Ok(())
     }
 
@@ -345,6 +349,7 @@ impl ResourceRegistry {
             Some(def) if def.builtin => Err(ResourceError::BuiltIn(name.to_string())),
             Some(_) => {
                 self.invisible.retain(|n| n != name);
+                self.generation += 1;
                 self.defs.remove(name).ok_or_else(|| ResourceError::Unknown(name.to_string()))
             }
         }
@@ -353,6 +358,16 @@ impl ResourceRegistry {
     /// The resources an ordinary user may not see (flag `i`).
     pub fn invisible(&self) -> &[String] {
         &self.invisible
+    }
+
+    /// Changes each time a resource is defined or removed.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// Every resource, built-in and custom, in name order.
+    pub fn all(&self) -> impl Iterator<Item = &ResourceDef> {
+        self.defs.values()
     }
 
     /// Custom resources in name order.

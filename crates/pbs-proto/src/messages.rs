@@ -203,6 +203,28 @@ pub enum Request {
         /// Hooks; empty means all.
         names: Vec<String>,
     },
+    /// Replace a hook's body or its configuration file (qmgr import hook). Only root on
+    /// the server's host. Reply: [`ReplyBody::None`].
+    ImportHook {
+        /// The hook.
+        name: String,
+        /// `application/x-python` (the body) or `application/x-config`.
+        content_type: String,
+        /// `default` (the text as it is) or `base64`.
+        encoding: String,
+        /// The file's contents, in that encoding.
+        content: String,
+    },
+    /// A hook's body or configuration file (qmgr export hook, print hook). Only root on
+    /// the server's host. Reply: [`ReplyBody::Text`].
+    ExportHook {
+        /// The hook.
+        name: String,
+        /// `application/x-python` or `application/x-config`.
+        content_type: String,
+        /// `default` or `base64`.
+        encoding: String,
+    },
     /// Run a job now (qrun). Without `exec_vnode` the scheduler places it, ignoring policy
     /// limits; with it (`qrun -H`) the server runs it there. Reply: [`ReplyBody::None`] once
     /// the job has been sent to its mom.
@@ -259,6 +281,8 @@ macro_rules! per_job_ids {
             | Request::StatusSched { .. }
             | Request::StatusResource { .. }
             | Request::StatusHook { .. }
+            | Request::ImportHook { .. }
+            | Request::ExportHook { .. }
             | Request::RunJob { .. }
             | Request::Manager { .. } => None,
         }
@@ -302,6 +326,8 @@ impl Request {
             Request::StatusSched { .. } => 81,
             Request::StatusResource { .. } => 82,
             Request::StatusHook { .. } => 83,
+            // qmgr's import and export are Manager requests in OpenPBS.
+            Request::ImportHook { .. } | Request::ExportHook { .. } => 9,
         }
     }
 }
@@ -468,6 +494,8 @@ pub enum ReplyBody {
     Ids(Vec<String>),
     /// Failures of a request over several ids; the ones not listed succeeded.
     PerId(Vec<IdError>),
+    /// A text (a hook's exported body).
+    Text(String),
 }
 
 /// A reply frame.

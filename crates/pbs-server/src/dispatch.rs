@@ -89,7 +89,17 @@ pub async fn dispatch(server: &Arc<Server>, who: &Identity, id: u64, mut request
     let groups = if matches!(request, Request::QueueJob { .. }) { crate::acl::groups_of(who) } else { Vec::new() };
     // The one point where a request may wait before the state is locked: queuejob and
     // modifyjob hooks run here, on the request as it came, before anything is decided.
-    let (reply, applied) = match handle_locked(server, who, &groups, id, request) {
+    if let Some(split) = crate::hookwait::one_alteration_per_job(server, &request) {
+        return Response::Reply(alter_one_by_one(server, who, id, split).await);
+    }
+    let hook_attrs = match crate::hookwait::run_request_hooks(server, who, &mut request).await {
+        Ok(changed) => changed,
+        Err(e) => return Response::Reply(Reply::error(id, e.code.0, e.message)),
+    };
+    if matches!(request, Request::ImportHook { .. }) {
+        server.hooks.warm();
+    }
+    let (reply, applied) = match handle_locked(server, who, &groups, &hook_attrs, id, request) {
         Locked::Applied(reply, applied) => (reply, applied),
         Locked::Respond(Response::Reply(mut reply)) => {
             repeats.restore(&mut reply);
@@ -121,6 +131,33 @@ pub async fn dispatch(server: &Arc<Server>, who: &Identity, id: u64, mut request
         }
         Err(e) => Reply::error(id, Pbse::SYSTEM.0, format!("{}{e}", Pbse::SYSTEM)),
     })
+}
+
+/// Handles `ids` one by one (see `hookwait::one_alteration_per_job`) and answers per id.
+async fn alter_one_by_one(
+    server: &Arc<Server>,
+    who: &Identity,
+    id: u64,
+    split: (Vec<String>, Vec<pbs_proto::Attr>),
+) -> Reply {
+    let (ids, attrs) = split;
+    let mut errors: Vec<pbs_proto::IdError> = Vec::new();
+    for job_id in ids {
+        let one = Request::ModifyJob { ids: vec![job_id.clone()], attrs: attrs.clone() };
+        let response = Box::pin(dispatch(server, who, id, one)).await;
+        if let Response::Reply(reply) = response {
+            match reply.body {
+                ReplyBody::PerId(mut each) => errors.append(&mut each),
+                _ if reply.code != 0 => {
+                    errors.push(pbs_proto::IdError { id: job_id, code: reply.code, message: reply.message })
+                }
+                _ => {}
+            }
+        }
+    }
+    let code = errors.last().map(|e| e.code).unwrap_or(0);
+    let message = errors.last().map(|e| e.message.clone()).unwrap_or_default();
+    Reply { id, code, message, body: ReplyBody::PerId(errors), more: false }
 }
 
 /// How long a request waits for a mom's answer: one that has not answered by then fails
@@ -189,12 +226,19 @@ enum Locked {
 
 /// The part of a request under the state lock: checks, the handler, and the start of its
 /// effects.
-fn handle_locked(server: &Arc<Server>, who: &Identity, groups: &[String], id: u64, request: Request) -> Locked {
+fn handle_locked(
+    server: &Arc<Server>,
+    who: &Identity,
+    groups: &[String],
+    hook_attrs: &[String],
+    id: u64,
+    request: Request,
+) -> Locked {
     let mut guard = server.lock();
     #[cfg(debug_assertions)]
     crate::dispatch::test_panic(&request);
     let shared = &mut *guard;
-    let ctx = Ctx { groups, ..server.ctx(shared, who) };
+    let ctx = Ctx { groups, hook_attrs, ..server.ctx(shared, who) };
     if let Err(e) = crate::acl::check_request(shared, who, ctx.privilege) {
         return Locked::Respond(Response::Reply(crate::acl::refusal(id, &request, e)));
     }
@@ -296,10 +340,22 @@ pub(crate) fn handle(state: &mut State, ctx: &Ctx<'_>, id: u64, request: Request
             status(id, crate::objects::named_status(state, ObjectKind::Sched, &names, ctx.privilege, &[]))
         }
         Request::StatusHook { names } => {
-            if ctx.privilege < pbs_core::Privilege::Manager {
-                return fail(ReqError::new(Pbse::PERM));
+            if let Err(e) = crate::hooks::admin::check_admin(state, ctx) {
+                return fail(e);
             }
             status(id, crate::objects::named_status(state, ObjectKind::Hook, &names, ctx.privilege, &[]))
+        }
+        Request::ImportHook { name, content_type, encoding, content } => {
+            match crate::hooks::admin::import(state, ctx, &name, &content_type, &encoding, &content) {
+                Ok(ops) => Handled::Apply(Reply::ok(id, ReplyBody::None), Effects::ops(ops)),
+                Err(e) => fail(e),
+            }
+        }
+        Request::ExportHook { name, content_type, encoding } => {
+            match crate::hooks::admin::export(state, ctx, &name, &content_type, &encoding) {
+                Ok(text) => Handled::Apply(Reply::ok(id, ReplyBody::Text(text)), Effects::default()),
+                Err(e) => fail(e),
+            }
         }
         Request::StatusResource { names } => status(id, crate::objects::resource_status(state, &names)),
         Request::Manager { command, object, names, attrs } => {

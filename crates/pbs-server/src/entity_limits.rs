@@ -520,7 +520,7 @@ mod tests {
         set(&mut state, "queued_jobs_threshold_res", Some("ncpus"), "[p:PBS_GENERIC=100]");
         let who =
             Identity { user: "alice".into(), group: "staff".into(), uid: 1000, host: "host".into(), daemon: false };
-        let ctx = Ctx { who: &who, privilege: Privilege::User, now: 1_000, groups: &[] };
+        let ctx = Ctx { who: &who, privilege: Privilege::User, now: 1_000, groups: &[], hook_attrs: &[] };
         let mut ids = Vec::new();
         for attrs in [
             vec![Attr::new("Resource_List.ncpus", "2")],

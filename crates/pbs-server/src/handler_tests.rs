@@ -90,7 +90,7 @@ impl Fixture {
     fn request(&mut self, who: &Identity, request: Request) -> (Reply, Effects) {
         let privilege =
             who.privilege(self.state.server_attr("managers", None), self.state.server_attr("operators", None));
-        let ctx = Ctx { who, privilege, now: self.now, groups: &[] };
+        let ctx = Ctx { who, privilege, now: self.now, groups: &[], hook_attrs: &[] };
         match handle(&mut self.state, &ctx, 1, request) {
             Handled::Apply(reply, effects) => {
                 // As `apply_effects` does before the commit: written jobs are marked.
@@ -245,7 +245,7 @@ fn a_selection_with_many_criteria_looks_at_few_jobs_per_lock() {
         .map(|i| pbs_proto::Criterion { attr: "Priority".into(), op: pbs_proto::CompareOp::Ne, value: i.to_string() })
         .collect();
     let who = alice();
-    let ctx = Ctx { who: &who, privilege: Privilege::User, now: f.now, groups: &[] };
+    let ctx = Ctx { who: &who, privilege: Privilege::User, now: f.now, groups: &[], hook_attrs: &[] };
     let mut selection = crate::job::status::Selection::new(&criteria, false, false, false);
     let mut ids = Vec::new();
     selection.step(&f.state, &ctx, &mut ids);
@@ -361,7 +361,7 @@ fn suspend_and_resume_change_the_job_only_once_its_mom_has_answered() {
     let (key, id) = f.running_job();
     let ask = |f: &mut Fixture, who: &Identity, signal: &str| {
         let privilege = who.privilege(f.state.server_attr("managers", None), f.state.server_attr("operators", None));
-        let ctx = Ctx { who, privilege, now: f.now, groups: &[] };
+        let ctx = Ctx { who, privilege, now: f.now, groups: &[], hook_attrs: &[] };
         match handle(&mut f.state, &ctx, 1, Request::SignalJob { ids: ids(&[&id]), signal: signal.into() }) {
             Handled::AskMoms(asking) => Ok(asking.asks),
             Handled::Apply(reply, effects) => Err((reply.code, effects.is_empty())),
@@ -415,7 +415,7 @@ fn requests_that_change_nothing_have_no_effects() {
     // A status and a selection are given part by part after the lock, through the same
     // dispatch.
     let who = alice();
-    let ctx = Ctx { who: &who, privilege: Privilege::User, now: f.now, groups: &[] };
+    let ctx = Ctx { who: &who, privilege: Privilege::User, now: f.now, groups: &[], hook_attrs: &[] };
     let status =
         Request::StatusJob { ids: Vec::new(), queues: Vec::new(), attrs: Vec::new(), history: false, subjobs: false };
     assert!(matches!(handle(&mut f.state, &ctx, 1, status), Handled::Parts(ReplyParts::JobStatus(_))));
@@ -535,7 +535,7 @@ fn periodic_work_sets_its_next_entry_and_a_start_arms_every_waiting_job() {
 
 /// qmgr through the dispatch: a manager's change writes the object and tells the
 /// scheduler of the objects; a user's is refused and changes nothing; the other statuses
-/// answer with their objects and no effects, hooks' to managers only.
+/// answer with their objects and no effects, hooks' to root only.
 #[test]
 fn qmgr_and_object_statuses_through_the_dispatch() {
     use pbs_proto::{MgrAttr, MgrCommand, MgrObject, MgrOp};
@@ -558,8 +558,10 @@ fn qmgr_and_object_statuses_through_the_dispatch() {
         (alice(), Request::StatusQueue { names: vec!["q1".into()], attrs: Vec::new() }, 0),
         (alice(), Request::StatusSched { names: Vec::new() }, 0),
         (alice(), Request::StatusResource { names: Vec::new() }, 0),
-        (alice(), Request::StatusHook { names: Vec::new() }, 15007),
-        (root(), Request::StatusHook { names: Vec::new() }, 0),
+        // Hooks are root's on the server's host only, not even a daemon's (a manager).
+        (alice(), Request::StatusHook { names: Vec::new() }, 15136),
+        (root(), Request::StatusHook { names: Vec::new() }, 15136),
+        (local_root(), Request::StatusHook { names: Vec::new() }, 0),
     ] {
         let (reply, effects) = f.request(&who, request);
         assert_eq!((reply.code, effects.is_empty()), (code, true), "{reply:?}");
@@ -620,6 +622,93 @@ fn a_resumed_run_holds_its_node_as_its_run_did_whatever_the_node_became() {
     assert!(!f.state.node_rt["n1"].exclusive && f.state.node_rt["n1"].assigned.is_empty());
 }
 
+/// Root on the server's host, as the kernel names a local peer (not a daemon).
+fn local_root() -> Identity {
+    Identity { user: "root".into(), group: "root".into(), uid: 0, host: "host".into(), daemon: false }
+}
+
+#[test]
+fn root_alone_imports_and_exports_hook_bodies_and_deleting_a_hook_deletes_its_body() {
+    use base64::Engine as _;
+    use pbs_proto::{MgrAttr, MgrCommand, MgrObject, MgrOp};
+    let mut f = fixture();
+    let create = |command| Request::Manager {
+        command,
+        object: MgrObject::Hook,
+        names: vec!["h".into()],
+        attrs: match command {
+            MgrCommand::Create => vec![MgrAttr { name: "event".into(), op: MgrOp::Set, value: "queuejob".into() }],
+            _ => Vec::new(),
+        },
+    };
+    let (reply, effects) = f.request(&local_root(), create(MgrCommand::Create));
+    assert_eq!((reply.code, writes(&effects)), (0, vec!["PutObject"]), "{reply:?}");
+    let body = "import pbs\npbs.event().accept()\n";
+    let import = |encoding: &str, content: String| Request::ImportHook {
+        name: "h".into(),
+        content_type: "application/x-python".into(),
+        encoding: encoding.into(),
+        content,
+    };
+    let encoded = base64::engine::general_purpose::STANDARD.encode(body);
+    let (reply, effects) = f.request(&local_root(), import("base64", encoded));
+    assert_eq!((reply.code, writes(&effects)), (0, vec!["PutObject"]), "{reply:?}");
+    let runs = crate::hooks::event::hooks_for(&f.state, pbs_core::hookattr::HookEvent::QueueJob);
+    assert_eq!(runs.iter().map(|r| (r.name.as_str(), &*r.script)).collect::<Vec<_>>(), [("h", body)]);
+    assert!(crate::hooks::event::hooks_for(&f.state, pbs_core::hookattr::HookEvent::ModifyJob).is_empty());
+    let export = Request::ExportHook {
+        name: "h".into(),
+        content_type: "application/x-python".into(),
+        encoding: "default".into(),
+    };
+    let (reply, _) = f.request(&local_root(), export.clone());
+    assert_eq!(reply.body, ReplyBody::Text(body.into()));
+
+    // Neither an ordinary user nor a daemon (a manager) may touch hooks; nothing is written.
+    for who in [alice(), root()] {
+        let (reply, effects) = f.request(&who, import("default", "x".into()));
+        assert_eq!(reply.code, Pbse::HOOKERROR.0, "{reply:?}");
+        assert!(reply.message.ends_with("is unauthorized to access hooks data from server host"), "{reply:?}");
+        assert!(effects.ops.is_empty());
+        let (reply, _) = f.request(&who, export.clone());
+        assert_eq!(reply.code, Pbse::HOOKERROR.0);
+        let (reply, effects) = f.request(&who, create(MgrCommand::Delete));
+        assert_eq!((reply.code, effects.ops.len()), (Pbse::HOOKERROR.0, 0));
+    }
+    let (reply, effects) = f.request(&local_root(), import("bogus", "x".into()));
+    assert_eq!(
+        (reply.code, reply.message.as_str()),
+        (Pbse::HOOKERROR.0, "<content-encoding> must be 'default' or 'base64'")
+    );
+    assert!(effects.ops.is_empty());
+
+    let (reply, effects) = f.request(&local_root(), create(MgrCommand::Delete));
+    assert_eq!((reply.code, writes(&effects)), (0, vec!["DeleteObject", "DeleteObject"]));
+    assert!(f.state.hook_bodies.is_empty());
+    let (reply, _) = f.request(&local_root(), export);
+    assert_eq!((reply.code, reply.message.as_str()), (Pbse::HOOKERROR.0, "h does not exist!"));
+}
+
+#[test]
+fn what_a_hook_set_is_checked_with_manager_privilege_and_nothing_else_is() {
+    let mut f = fixture();
+    let who = alice();
+    let attrs = vec![Attr::new("Resource_List.soft_walltime", "300")];
+    let submit = |f: &mut Fixture, hook_attrs: &[String]| {
+        let ctx = Ctx { who: &who, privilege: Privilege::User, now: f.now, groups: &[], hook_attrs };
+        let request = Request::QueueJob { attrs: attrs.clone(), script: "true\n".into(), destination: None };
+        match handle(&mut f.state, &ctx, 1, request) {
+            Handled::Apply(reply, _) => reply,
+            _ => panic!("expected a reply"),
+        }
+    };
+    assert_eq!(submit(&mut f, &[]).code, Pbse::ATTRRO.0, "a user may not set soft_walltime");
+    let reply = submit(&mut f, &["Resource_List.soft_walltime".to_string()]);
+    assert!(matches!(reply.body, ReplyBody::JobId(_)), "{reply:?}");
+    // Only what the hook set is elevated.
+    assert_eq!(submit(&mut f, &["Resource_List.walltime".to_string()]).code, Pbse::ATTRRO.0);
+}
+
 /// The kind of a request, by an exhaustive match: a new kind does not build until it is
 /// named here, and then [`every_request_kind_has_a_handler_test`] wants a test of it.
 fn kind_of(request: &Request) -> &'static str {
@@ -637,6 +726,8 @@ fn kind_of(request: &Request) -> &'static str {
         Request::StatusSched { .. } => "StatusSched",
         Request::StatusResource { .. } => "StatusResource",
         Request::StatusHook { .. } => "StatusHook",
+        Request::ImportHook { .. } => "ImportHook",
+        Request::ExportHook { .. } => "ExportHook",
         Request::RunJob { .. } => "RunJob",
         Request::SignalJob { .. } => "SignalJob",
         Request::RerunJob { .. } => "RerunJob",
@@ -660,6 +751,13 @@ fn every_request_kind_has_a_handler_test() {
         Request::StatusSched { names: Vec::new() },
         Request::StatusResource { names: Vec::new() },
         Request::StatusHook { names: Vec::new() },
+        Request::ImportHook {
+            name: String::new(),
+            content_type: String::new(),
+            encoding: String::new(),
+            content: String::new(),
+        },
+        Request::ExportHook { name: String::new(), content_type: String::new(), encoding: String::new() },
         Request::RunJob { id: String::new(), exec_vnode: None },
         Request::SignalJob { ids: Vec::new(), signal: String::new() },
         Request::RerunJob { ids: Vec::new(), force: false },

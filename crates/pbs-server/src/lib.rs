@@ -25,6 +25,8 @@ pub mod error;
 #[cfg(test)]
 mod handler_tests;
 pub mod holds;
+pub mod hooks;
+pub mod hookwait;
 pub mod identity;
 pub mod job;
 pub mod jobkey;

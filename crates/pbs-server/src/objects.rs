@@ -22,7 +22,7 @@ pub struct NamedKind {
     /// Its attribute table and store kind.
     pub kind: ObjectKind,
     /// The answer to a name that does not exist.
-    pub unknown: fn() -> ReqError,
+    pub unknown: fn(&str) -> ReqError,
     /// The answer to creating a name that exists.
     pub exists: Pbse,
     /// The object a request naming none means (`default` for schedulers).
@@ -44,7 +44,7 @@ pub type Computed = Vec<(String, String)>;
 pub const NAMED_KINDS: [NamedKind; 4] = [
     NamedKind {
         kind: ObjectKind::Queue,
-        unknown: || ReqError::new(Pbse::UNKQUE),
+        unknown: |_| ReqError::new(Pbse::UNKQUE),
         exists: Pbse::QUEEXIST,
         implied: None,
         may_delete: |state, name| {
@@ -74,7 +74,7 @@ pub const NAMED_KINDS: [NamedKind; 4] = [
     },
     NamedKind {
         kind: ObjectKind::Node,
-        unknown: || ReqError::new(Pbse::UNKNODE),
+        unknown: |_| ReqError::new(Pbse::UNKNODE),
         exists: Pbse::NODEEXIST,
         implied: None,
         may_delete: |state, name| {
@@ -90,7 +90,7 @@ pub const NAMED_KINDS: [NamedKind; 4] = [
     },
     NamedKind {
         kind: ObjectKind::Sched,
-        unknown: || ReqError::new(Pbse::UNKSCHED),
+        unknown: |_| ReqError::new(Pbse::UNKSCHED),
         exists: Pbse::SCHEDEXIST,
         implied: Some("default"),
         may_delete: |_, name| {
@@ -110,11 +110,11 @@ pub const NAMED_KINDS: [NamedKind; 4] = [
     },
     NamedKind {
         kind: ObjectKind::Hook,
-        unknown: || ReqError::with_message(Pbse::HOOKERROR, "hook error".into()),
+        unknown: crate::hooks::admin::unknown,
         exists: Pbse::HOOKERROR,
         implied: None,
         may_delete: |_, _| Ok(()),
-        deleted: |_, _| Vec::new(),
+        deleted: crate::hooks::admin::deleted,
         changed: |_, _, _| Vec::new(),
         computed: |_, _, _| Vec::new(),
     },
@@ -125,9 +125,9 @@ pub fn named_kind(kind: ObjectKind) -> Option<&'static NamedKind> {
     NAMED_KINDS.iter().find(|k| k.kind == kind)
 }
 
-fn unknown_object(kind: ObjectKind) -> ReqError {
+fn unknown_object(kind: ObjectKind, name: &str) -> ReqError {
     match named_kind(kind) {
-        Some(named) => (named.unknown)(),
+        Some(named) => (named.unknown)(name),
         None => ReqError::new(Pbse::UNKRESC),
     }
 }
@@ -142,6 +142,9 @@ pub fn manager(
     attrs: &[MgrAttr],
 ) -> Result<Vec<StoreOp>, ReqError> {
     let kind = object.kind();
+    if kind == ObjectKind::Hook {
+        crate::hooks::admin::check_admin(state, ctx)?;
+    }
     // Whatever qmgr changes, the scheduler gets every object's new view and a cycle.
     state.changes.objects = true;
     state.changes.cycle = true;
@@ -190,6 +193,12 @@ pub fn manager(
         match command {
             MgrCommand::Create => {
                 if position.is_some() {
+                    if kind == ObjectKind::Hook {
+                        return Err(ReqError::with_message(
+                            named.exists,
+                            format!("hook name '{name}' already registered, try another name"),
+                        ));
+                    }
                     return Err(ReqError::new(named.exists));
                 }
                 crate::size_limits::check_object_name(kind, name)?;
@@ -204,16 +213,22 @@ pub fn manager(
                 apply_attrs(state, ctx, kind, &mut list, MgrCommand::Set, attrs)?;
                 named_list(state, kind)?.push(Named { name: name.clone(), attrs: list });
                 ops.push(state.named_op(kind, state.named(kind).len() - 1));
+                if kind == ObjectKind::Hook {
+                    crate::hooks::admin::log_request(name, "created", ctx);
+                }
             }
             MgrCommand::Delete => {
-                let index = position.ok_or_else(|| (named.unknown)())?;
+                let index = position.ok_or_else(|| (named.unknown)(name))?;
                 (named.may_delete)(state, name)?;
                 named_list(state, kind)?.remove(index);
                 ops.extend((named.deleted)(state, name));
                 ops.push(StoreOp::DeleteObject { kind: store_kind(kind), name: name.clone() });
+                if kind == ObjectKind::Hook {
+                    crate::hooks::admin::log_request(name, "deleted", ctx);
+                }
             }
             MgrCommand::Set | MgrCommand::Unset => {
-                let index = position.ok_or_else(|| (named.unknown)())?;
+                let index = position.ok_or_else(|| (named.unknown)(name))?;
                 let mut list = state.named(kind)[index].attrs.clone();
                 apply_attrs(state, ctx, kind, &mut list, command, attrs)?;
                 if let Some(object) = named_list(state, kind)?.get_mut(index) {
@@ -301,6 +316,7 @@ fn apply_attrs(
                 .ok_or_else(|| ReqError::attr(Pbse::UNKRESC, &attr.name))?
                 .normalize(&attr.value)
                 .map_err(|_| ReqError::attr(Pbse::BADATVAL, &attr.name))?,
+            (None, _) if kind == ObjectKind::Hook => crate::hooks::admin::normalize(def.name, &attr.value)?,
             (None, atype) => {
                 normalize_value(atype, &attr.value).ok_or_else(|| ReqError::attr(Pbse::BADATVAL, &attr.name))?
             }
@@ -527,7 +543,7 @@ pub fn named_status(
     } else {
         let mut out = Vec::new();
         for name in names {
-            let found = objects.iter().find(|o| o.name == *name).ok_or_else(|| unknown_object(kind))?;
+            let found = objects.iter().find(|o| o.name == *name).ok_or_else(|| unknown_object(kind, name))?;
             out.push(found);
         }
         out

@@ -31,6 +31,8 @@ pub struct ServerConfig {
     /// The master key, from which each TCP peer's key is derived (`pbs_proto::keys`); TCP is
     /// refused to everyone without it.
     pub cluster_key: Option<Vec<u8>>,
+    /// The Python that runs hooks (`PBS_PYTHON`); `python3` from `PATH` when unset.
+    pub python: Option<PathBuf>,
 }
 
 /// Errors starting the server.
@@ -73,7 +75,12 @@ pub struct Server {
     pub mom_tasks: Mutex<HashMap<String, MomLinkTask>>,
     /// The bytes each local user's frames may have in flight at once.
     pub frame_budget: std::sync::Arc<pbs_proto::budget::ByteBudget>,
+    /// The warm interpreters server hooks run in.
+    pub hooks: pbs_hooks::Pool,
 }
+
+/// How many hook interpreters the server keeps: events beyond this wait for one.
+pub const HOOK_INTERPRETERS: usize = 4;
 
 /// What one local user other than root may have in flight in request frames at once,
 /// across all their connections: four of the largest frames.
@@ -162,6 +169,19 @@ impl Server {
             tracing::info!("Created the default set-up: queue workq, default scheduler");
         }
         tracing::info!(n_jobs, "Server state recovered");
+        // The `pbs` module and the runner, rewritten from this binary at each start so they
+        // match it; root-owned and not writable by anyone else.
+        let hook_lib = home.join("server_priv").join("hooks").join("lib");
+        pbs_hooks::install(&hook_lib).map_err(io_err(format!("installing {}", hook_lib.display())))?;
+        let hooks = pbs_hooks::Pool::new(
+            pbs_hooks::pool::runner_in(&hook_lib),
+            config.python.clone(),
+            HOOK_INTERPRETERS,
+            "Server",
+        );
+        if !state.hook_bodies.is_empty() {
+            hooks.warm();
+        }
         let shared = Shared { state, links: Links::default(), outbox: Outbox::default() };
         Ok(Server {
             config,
@@ -169,6 +189,7 @@ impl Server {
             store,
             mom_tasks: Mutex::new(Default::default()),
             frame_budget: pbs_proto::budget::ByteBudget::new(MAX_BYTES_IN_FLIGHT_PER_UID),
+            hooks,
         })
     }
 
@@ -180,7 +201,7 @@ impl Server {
     /// The request context of `who` against the current state.
     pub fn ctx<'a>(&self, state: &State, who: &'a Identity) -> Ctx<'a> {
         let privilege = who.privilege(state.server_attr("managers", None), state.server_attr("operators", None));
-        Ctx { who, privilege, now: chrono::Utc::now().timestamp(), groups: &[] }
+        Ctx { who, privilege, now: chrono::Utc::now().timestamp(), groups: &[], hook_attrs: &[] }
     }
 
     /// Carries out `effects` of a change just made to `state` (whose lock the caller
@@ -345,6 +366,7 @@ mod tests {
             home: "/nonexistent".into(),
             socket_path: "/nonexistent/socket".into(),
             cluster_key: None,
+            python: None,
         };
         let server = Server {
             config,
@@ -352,6 +374,7 @@ mod tests {
             store,
             mom_tasks: Mutex::new(HashMap::new()),
             frame_budget: pbs_proto::budget::ByteBudget::new(MAX_BYTES_IN_FLIGHT_PER_UID),
+            hooks: pbs_hooks::Pool::new("/nonexistent/runner.py".into(), None, 1, "test"),
         };
         Recording { server: Arc::new(server), commits, sched, mom }
     }
@@ -436,7 +459,8 @@ mod tests {
         let applied = {
             let mut shared = server.lock();
             let who = crate::identity::Identity::daemon("host");
-            let ctx = Ctx { who: &who, privilege: pbs_core::Privilege::Manager, now: 1000, groups: &[] };
+            let ctx =
+                Ctx { who: &who, privilege: pbs_core::Privilege::Manager, now: 1000, groups: &[], hook_attrs: &[] };
             let submit = pbs_proto::Request::QueueJob {
                 attrs: vec![pbs_proto::Attr::new("Hold_Types", "u")],
                 script: "true\n".into(),

@@ -92,6 +92,8 @@ pub fn check_request(request: &Request) -> Result<(), ReqError> {
         | Request::SignalJob { .. }
         | Request::RerunJob { .. }
         | Request::RunJob { .. } => 0,
+        // One hook; its body is bounded by the frame and by `hooks::admin::MAX_HOOK_BODY`.
+        Request::ImportHook { .. } | Request::ExportHook { .. } => 0,
     };
     if count > MAX_REQUEST_ATTRS {
         return Err(ReqError::new(Pbse::IVALREQ));

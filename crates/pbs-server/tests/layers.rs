@@ -24,11 +24,11 @@ const LAYERS: &[(&str, &[&str])] = &[
     // What every handler shares: who asks, what an id names, value and permission rules.
     ("request", &["request", "acl", "privilege", "holds", "size_limits", "criteria", "launch_owner"]),
     // What requests and events do, as changes to the state that return effects.
-    ("domain", &["entity_limits", "node", "job", "objects", "sched_view", "mom_report", "due"]),
+    ("domain", &["entity_limits", "node", "job", "objects", "sched_view", "mom_report", "due", "hooks"]),
     // Carrying out effects.
     ("server", &["server"]),
     // Every client request, through one match.
-    ("dispatch", &["dispatch"]),
+    ("dispatch", &["dispatch", "hookwait"]),
     // Sockets, links and timers: they move bytes and own no rules.
     ("transport", &["net", "momlink", "schedlink", "admission", "run", "cluster_key"]),
 ];

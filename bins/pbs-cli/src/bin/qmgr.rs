@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use pbs_client::{Client, ClientError};
 use pbs_core::attr::{ObjectKind, Write as AttrWrite, split_name};
-use pbs_proto::{MgrAttr, MgrCommand, MgrObject, MgrOp, Request, StatusObject};
+use pbs_proto::{MgrAttr, MgrCommand, MgrObject, MgrOp, ReplyBody, Request, StatusObject};
 
 const USAGE: &str = "Usage: qmgr [-a] [-c command] [-e] [-n] [-z] [server...]\n";
 
@@ -40,6 +40,10 @@ enum Verb {
     Manage(MgrCommand),
     List,
     Print,
+    /// `import hook NAME CONTENT-TYPE ENCODING FILE|-`.
+    Import,
+    /// `export hook NAME CONTENT-TYPE ENCODING [FILE]`.
+    Export,
     Help,
     Quit,
 }
@@ -51,6 +55,17 @@ struct Command {
     object: MgrObject,
     names: Vec<String>,
     attrs: Vec<MgrAttr>,
+    /// What an import or export moves.
+    transfer: Option<Transfer>,
+}
+
+/// The arguments of `import hook` and `export hook` after the hook's name.
+#[derive(Debug, PartialEq)]
+struct Transfer {
+    content_type: String,
+    encoding: String,
+    /// The file (`-` or none: stdin for an import, stdout for an export).
+    file: Option<String>,
 }
 
 /// A syntax error: where in the line the caret goes.
@@ -67,6 +82,8 @@ fn verb_of(word: &str) -> Option<Verb> {
         "u" | "unset" => Verb::Manage(MgrCommand::Unset),
         "l" | "list" => Verb::List,
         "p" | "print" => Verb::Print,
+        "i" | "import" => Verb::Import,
+        "e" | "export" => Verb::Export,
         "h" | "help" | "?" => Verb::Help,
         "q" | "quit" | "exit" => Verb::Quit,
         _ => return None,
@@ -105,10 +122,13 @@ fn parse(line: &str) -> Result<Option<Command>, SyntaxError> {
     let Some((vs, ve)) = next_word(line, 0) else { return Ok(None) };
     let verb = verb_of(&line[vs..ve]).ok_or(SyntaxError { position: vs })?;
     if matches!(verb, Verb::Help | Verb::Quit) {
-        return Ok(Some(Command { verb, object: MgrObject::Server, names: vec![], attrs: vec![] }));
+        return Ok(Some(Command { verb, object: MgrObject::Server, names: vec![], attrs: vec![], transfer: None }));
     }
     let (os, oe) = next_word(line, ve).ok_or(SyntaxError { position: line.len() })?;
     let object = object_of(&line[os..oe]).ok_or(SyntaxError { position: os })?;
+    if matches!(verb, Verb::Import | Verb::Export) {
+        return parse_transfer(line, verb, object, os, oe).map(Some);
+    }
     let mut names = Vec::new();
     let mut attr_start = oe;
     if let Some((ns, ne)) = next_word(line, oe) {
@@ -139,7 +159,37 @@ fn parse(line: &str) -> Result<Option<Command>, SyntaxError> {
     {
         return Err(SyntaxError { position: line.len() });
     }
-    Ok(Some(Command { verb, object, names, attrs }))
+    Ok(Some(Command { verb, object, names, attrs, transfer: None }))
+}
+
+/// The rest of `import hook NAME TYPE ENCODING FILE` or `export hook NAME TYPE ENCODING
+/// [FILE]`, from the object word at `os..oe`.
+fn parse_transfer(line: &str, verb: Verb, object: MgrObject, os: usize, oe: usize) -> Result<Command, SyntaxError> {
+    if object != MgrObject::Hook {
+        return Err(SyntaxError { position: os });
+    }
+    let mut words = Vec::new();
+    let mut at = oe;
+    while let Some((start, end)) = next_word(line, at) {
+        words.push(line[start..end].to_string());
+        at = end;
+    }
+    let wanted = if verb == Verb::Import { 4..=4 } else { 3..=4 };
+    if !wanted.contains(&words.len()) {
+        return Err(SyntaxError { position: line.len() });
+    }
+    let mut words = words.into_iter();
+    let name = words.next().unwrap_or_default();
+    let content_type = words.next().unwrap_or_default();
+    let encoding = words.next().unwrap_or_default();
+    let file = words.next().filter(|f| f != "-");
+    Ok(Command {
+        verb,
+        object,
+        names: vec![name],
+        attrs: vec![],
+        transfer: Some(Transfer { content_type, encoding, file }),
+    })
 }
 
 /// `a = v, b += w, c -= x` (or bare names for unset), from byte `pos` of `line`.
@@ -309,6 +359,38 @@ fn print_nodes(nodes: &[StatusObject], out: &mut String) {
     }
 }
 
+/// `print hook`: each hook's attributes as commands, then its body and configuration
+/// file as base64 imports (`bodies` has both for each hook, in order).
+fn print_hooks(hooks: &[StatusObject], bodies: &[(String, String)], out: &mut String) {
+    if hooks.is_empty() {
+        return;
+    }
+    out.push_str("#\n# Create hooks and set their properties.\n#\n");
+    for (hook, (python, config)) in hooks.iter().zip(bodies) {
+        let _ = write!(out, "#\n# Create and define hook {}\n#\ncreate hook {}\n", hook.name, hook.name);
+        for attr in &hook.attrs {
+            let _ = writeln!(out, "set hook {} {} = {}", hook.name, attr.0, print_value(&attr.1));
+        }
+        for (content_type, encoded) in [("application/x-python", python), ("application/x-config", config)] {
+            let _ = writeln!(out, "import hook {} {content_type} base64 -", hook.name);
+            if !encoded.is_empty() {
+                out.push_str(encoded);
+                out.push('\n');
+            }
+            out.push('\n');
+        }
+    }
+}
+
+fn export(client: &mut Client, name: &str, content_type: &str, encoding: &str) -> Result<String, ClientError> {
+    let request =
+        Request::ExportHook { name: name.into(), content_type: content_type.into(), encoding: encoding.into() };
+    match client.request(request)?.body {
+        ReplyBody::Text(text) => Ok(text),
+        _ => Err(ClientError::Protocol),
+    }
+}
+
 fn status_request(object: MgrObject, names: Vec<String>) -> Request {
     match object {
         MgrObject::Server => Request::StatusServer { attrs: vec![] },
@@ -328,7 +410,12 @@ struct Failure {
 
 fn server_failure(names: &[String], e: &ClientError, listing: bool) -> Failure {
     let code = e.pbse().0;
-    let message = format!("qmgr obj={} svr=default: {e}\nqmgr: Error ({code}) returned from server\n", names.join(","));
+    let trailer = if e.pbse() == pbs_core::Pbse::HOOKERROR {
+        "qmgr: hook error returned from server\n".to_string()
+    } else {
+        format!("qmgr: Error ({code}) returned from server\n")
+    };
+    let message = format!("qmgr obj={} svr=default: {e}\n{trailer}", names.join(","));
     // OpenPBS exits 1 when a list or print fails, and with the error's low byte otherwise.
     let status = if listing { 1 } else { (code & 0xff) as u8 };
     Failure { message, status }
@@ -385,8 +472,45 @@ fn execute(client: &mut Client, command: Command, out: &mut String) -> Result<()
                 }
                 MgrObject::Hook => {
                     let hooks = client.status(status_request(MgrObject::Hook, names.clone())).map_err(fail)?;
-                    format_list(MgrObject::Hook, &hooks.objects, &[], out);
+                    let mut bodies = Vec::new();
+                    for hook in &hooks.objects {
+                        let python = export(client, &hook.name, "application/x-python", "base64").map_err(fail)?;
+                        let config = export(client, &hook.name, "application/x-config", "base64").map_err(fail)?;
+                        bodies.push((python, config));
+                    }
+                    print_hooks(&hooks.objects, &bodies, out);
                 }
+            }
+            Ok(())
+        }
+        Verb::Import => {
+            let Some(transfer) = &command.transfer else { return Ok(()) };
+            let content = match &transfer.file {
+                Some(path) => read_hook_file(path)?,
+                None => {
+                    let mut text = String::new();
+                    std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+                        .map_err(|e| Failure { message: format!("stdin - {e}\n"), status: 1 })?;
+                    text
+                }
+            };
+            let request = Request::ImportHook {
+                name: command.names.first().cloned().unwrap_or_default(),
+                content_type: transfer.content_type.clone(),
+                encoding: transfer.encoding.clone(),
+                content,
+            };
+            client.request(request).map(|_| ()).map_err(|e| server_failure(&command.names, &e, false))
+        }
+        Verb::Export => {
+            let Some(transfer) = &command.transfer else { return Ok(()) };
+            let name = command.names.first().cloned().unwrap_or_default();
+            let text = export(client, &name, &transfer.content_type, &transfer.encoding)
+                .map_err(|e| server_failure(&command.names, &e, false))?;
+            match &transfer.file {
+                Some(path) => std::fs::write(path, text)
+                    .map_err(|e| Failure { message: format!("{path} - {}\n", io_reason(&e)), status: 1 })?,
+                None => out.push_str(&text),
             }
             Ok(())
         }
@@ -399,6 +523,26 @@ fn execute(client: &mut Client, command: Command, out: &mut String) -> Result<()
             Ok(())
         }
         Verb::Quit => Ok(()),
+    }
+}
+
+/// A hook file to import, as qmgr reads it: a regular file only.
+fn read_hook_file(path: &str) -> Result<String, Failure> {
+    let refuse = |reason: String| Failure { message: format!("{path} - {reason}\n"), status: 1 };
+    let meta = std::fs::metadata(path).map_err(|e| refuse(io_reason(&e)))?;
+    if !meta.is_file() {
+        return Err(refuse("Permission denied".into()));
+    }
+    let bytes = std::fs::read(path).map_err(|e| refuse(io_reason(&e)))?;
+    String::from_utf8(bytes).map_err(|_| refuse("not a text file".into()))
+}
+
+/// An I/O error as strerror(3) words it, without Rust's `(os error N)`.
+fn io_reason(e: &std::io::Error) -> String {
+    let text = e.to_string();
+    match text.find(" (os error") {
+        Some(at) => text[..at].to_string(),
+        None => text,
     }
 }
 
@@ -625,7 +769,7 @@ mod props {
                 } else {
                     names
                 };
-                Command { verb, object, names, attrs }
+                Command { verb, object, names, attrs, transfer: None }
             })
             .prop_filter("a command qmgr accepts", |c| {
                 let needs_attrs = matches!(c.verb, Verb::Manage(MgrCommand::Set | MgrCommand::Unset));

@@ -24,7 +24,8 @@ pub fn check_job_attr(
     let Some((index, def)) = ObjectKind::Job.find(base) else {
         return Err(ReqError::attr(Pbse::NOATTR, name));
     };
-    if !def.writable_by(ctx.privilege) {
+    let privilege = ctx.privilege_for(name);
+    if !def.writable_by(privilege) {
         return Err(ReqError::attr(Pbse::ATTRRO, name));
     }
     if resource.is_none() {
@@ -47,12 +48,12 @@ pub fn check_job_attr(
         let Some(rdef) = state.resources.get(resource) else {
             return Err(ReqError::attr(Pbse::UNKRESC, name));
         };
-        if !rdef.writable_by(ctx.privilege) {
+        if !rdef.writable_by(privilege) {
             return Err(ReqError::attr(Pbse::ATTRRO, name));
         }
         let canonical = rdef.normalize(value).map_err(|_| ReqError::attr(Pbse::BADATVAL, name))?;
         if rdef.name == "select" {
-            crate::privilege::check_select(state, ctx.privilege, &canonical)?;
+            crate::privilege::check_select(state, privilege, &canonical)?;
         }
         return Ok((index, Some(rdef.name.clone()), canonical));
     }

@@ -29,6 +29,17 @@ pub struct Ctx<'a> {
     /// Every group of the requester, looked up before the state lock for a submission
     /// (a queue's group ACL needs them); empty otherwise.
     pub groups: &'a [String],
+    /// The job attributes (full wire names) a queuejob or modifyjob hook set on this
+    /// request: they are checked with manager privilege, as OpenPBS applies a hook's
+    /// changes, and every other check still applies to them.
+    pub hook_attrs: &'a [String],
+}
+
+impl Ctx<'_> {
+    /// The privilege attribute `name` of this request is checked with.
+    pub fn privilege_for(&self, name: &str) -> Privilege {
+        if self.hook_attrs.iter().any(|a| a == name) { self.privilege.max(Privilege::Manager) } else { self.privilege }
+    }
 }
 
 /// Finds a job by a full or short id; errors as OpenPBS replies them.

@@ -91,6 +91,25 @@ pub struct Named {
     pub attrs: AttrList,
 }
 
+/// A hook's imported files, shared with the events that run it while it may be replaced.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HookBody {
+    /// `application/x-python`: the script.
+    pub python: Arc<str>,
+    /// `application/x-config`: the configuration file (`pbs.hook_config_filename`).
+    pub config: Arc<str>,
+}
+
+/// The store kind of hook bodies, apart from the hooks' attributes.
+pub const HOOK_BODY_KIND: &str = "hook_body";
+
+impl HookBody {
+    /// The store operation saving hook `name`'s body.
+    pub fn op(&self, name: &str) -> StoreOp {
+        StoreOp::PutObject { kind: HOOK_BODY_KIND, name: name.to_string(), record: Record::json(self) }
+    }
+}
+
 #[derive(Serialize, Deserialize)]
 struct CustomResourceRecord {
     rtype: String,
@@ -113,6 +132,8 @@ pub struct State {
     pub scheds: Vec<Named>,
     /// Hooks.
     pub hooks: Vec<Named>,
+    /// What `qmgr import hook` gave each hook: its Python body and configuration file.
+    pub hook_bodies: HashMap<String, HookBody>,
     /// Resource definitions, built in and custom.
     pub resources: ResourceRegistry,
     /// Jobs by sequence number.
@@ -281,6 +302,7 @@ impl State {
             nodes: Vec::new(),
             scheds: Vec::new(),
             hooks: Vec::new(),
+            hook_bodies: HashMap::new(),
             resources: ResourceRegistry::new(),
             jobs: BTreeMap::new(),
             subjobs: BTreeMap::new(),
@@ -306,6 +328,15 @@ impl State {
             }
         }
         for (kind, name, record) in &loaded.objects {
+            if kind == HOOK_BODY_KIND {
+                match serde_json::from_str::<HookBody>(record) {
+                    Ok(body) => {
+                        state.hook_bodies.insert(name.clone(), body);
+                    }
+                    Err(e) => tracing::error!(hook = %name, error = %e, "Unreadable hook body skipped"),
+                }
+                continue;
+            }
             let pairs: Vec<(String, String)> = match serde_json::from_str(record) {
                 Ok(pairs) => pairs,
                 // A custom resource's record is no list of pairs: it is read below.

@@ -1,0 +1,191 @@
+//! What a hook's attributes may be (`qmgr set hook NAME attr=value`): the events a hook can
+//! run at, each attribute's canonical form, and OpenPBS's refusal texts.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// An event a hook runs at. Only the events this suite runs are accepted, so a hook is
+/// never set for an event at which it would silently never run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum HookEvent {
+    /// A job is submitted (qsub), before it exists: the hook may change or refuse it.
+    QueueJob,
+    /// A job is altered (qalter), before the change: the hook may change or refuse it.
+    ModifyJob,
+    /// A run is about to be sent to the moms (scheduler or qrun): the hook may refuse it.
+    RunJob,
+    /// Every `freq` seconds, on the server.
+    Periodic,
+    /// On each node of a job, before it starts there: a refusal requeues the job.
+    ExecjobBegin,
+    /// On the mother superior, just before the job's script.
+    ExecjobPrologue,
+    /// On the mother superior, after the script, with its exit status and usage.
+    ExecjobEpilogue,
+    /// On each node of a job, once it has ended there.
+    ExecjobEnd,
+}
+
+impl HookEvent {
+    /// Every event, in OpenPBS's order.
+    pub const ALL: [HookEvent; 8] = [
+        HookEvent::QueueJob,
+        HookEvent::ModifyJob,
+        HookEvent::RunJob,
+        HookEvent::Periodic,
+        HookEvent::ExecjobBegin,
+        HookEvent::ExecjobPrologue,
+        HookEvent::ExecjobEpilogue,
+        HookEvent::ExecjobEnd,
+    ];
+
+    /// Whether the event happens on the moms (the server sends such hooks to every mom).
+    pub fn on_mom(self) -> bool {
+        matches!(
+            self,
+            HookEvent::ExecjobBegin | HookEvent::ExecjobPrologue | HookEvent::ExecjobEpilogue | HookEvent::ExecjobEnd
+        )
+    }
+
+    /// Its name in `qmgr` and in `pbs.event().type`'s text.
+    pub fn name(self) -> &'static str {
+        match self {
+            HookEvent::QueueJob => "queuejob",
+            HookEvent::ModifyJob => "modifyjob",
+            HookEvent::RunJob => "runjob",
+            HookEvent::Periodic => "periodic",
+            HookEvent::ExecjobBegin => "execjob_begin",
+            HookEvent::ExecjobPrologue => "execjob_prologue",
+            HookEvent::ExecjobEpilogue => "execjob_epilogue",
+            HookEvent::ExecjobEnd => "execjob_end",
+        }
+    }
+}
+
+impl fmt::Display for HookEvent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for HookEvent {
+    type Err = ();
+
+    fn from_str(s: &str) -> Result<Self, ()> {
+        HookEvent::ALL.into_iter().find(|e| e.name() == s).ok_or(())
+    }
+}
+
+/// The events of an `event` value (`queuejob,modifyjob`; empty or `""` is none).
+pub fn events(value: &str) -> Vec<HookEvent> {
+    value.split(',').filter_map(|e| e.trim().parse().ok()).collect()
+}
+
+/// A hook attribute value qmgr may not set, with OpenPBS's text.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct HookValueError(pub String);
+
+fn flag(value: &str) -> Result<&'static str, HookValueError> {
+    match value.to_ascii_lowercase().as_str() {
+        "true" | "t" | "y" | "1" => Ok("true"),
+        "false" | "f" | "n" | "0" => Ok("false"),
+        _ => Err(HookValueError(format!(
+            "unexpected value '{value}', must be (not case sensitive) true|t|y|1|false|f|n|0"
+        ))),
+    }
+}
+
+fn positive(name: &str, value: &str) -> Result<String, HookValueError> {
+    match value.trim().parse::<i64>() {
+        Ok(n) if n > 0 => Ok(n.to_string()),
+        _ => Err(HookValueError(format!("set_hook_{name}: {name} value '{value}' of a hook must be > 0"))),
+    }
+}
+
+/// The canonical value of hook attribute `name` set to `value` (as `qmgr list hook`
+/// shows it), or OpenPBS's refusal.
+pub fn normalize(name: &str, value: &str) -> Result<String, HookValueError> {
+    match name {
+        "enabled" | "debug" => flag(value).map(str::to_string),
+        "type" => match value.to_ascii_lowercase().as_str() {
+            "site" => Ok("site".into()),
+            _ => Err(HookValueError("invalid argument to type, must be \"site\"".into())),
+        },
+        "user" => match value {
+            "pbsadmin" | "pbsuser" => Ok(value.into()),
+            _ => Err(HookValueError("user value of a hook must be pbsadmin,pbsuser".into())),
+        },
+        "alarm" | "freq" => positive(name, value),
+        "order" => match value.trim().parse::<i64>() {
+            Ok(n) if (1..=1000).contains(&n) => Ok(n.to_string()),
+            _ => Err(HookValueError(format!("order value '{value}' of a site hook must be in the range 1..1000"))),
+        },
+        "event" => {
+            let mut chosen: Vec<HookEvent> = Vec::new();
+            for word in value.split(',').map(str::trim) {
+                if word.is_empty() || word == "\"\"" || word == "none" {
+                    continue;
+                }
+                let Ok(event) = word.parse::<HookEvent>() else {
+                    let known: Vec<&str> = HookEvent::ALL.iter().map(|e| e.name()).collect();
+                    return Err(HookValueError(format!(
+                        "invalid argument ({value}) to event. Should be one or more of: {} or \"\" for no event",
+                        known.join(",")
+                    )));
+                };
+                if !chosen.contains(&event) {
+                    chosen.push(event);
+                }
+            }
+            chosen.sort();
+            Ok(chosen.iter().map(|e| e.name()).collect::<Vec<_>>().join(","))
+        }
+        "fail_action" => {
+            let mut chosen = Vec::new();
+            for word in value.split(',').map(str::trim) {
+                match word {
+                    "none" | "offline_vnodes" | "clear_vnodes_upon_recovery" | "scheduler_restart_cycle" => {
+                        if !chosen.contains(&word) {
+                            chosen.push(word);
+                        }
+                    }
+                    _ => {
+                        return Err(HookValueError(
+                            "fail_action value of a hook must be \"none\" or one or more of \
+                             \"offline_vnodes\",\"clear_vnodes_upon_recovery\", \"scheduler_restart_cycle\""
+                                .into(),
+                        ));
+                    }
+                }
+            }
+            if chosen.len() > 1 && chosen.contains(&"none") {
+                chosen.retain(|w| *w != "none");
+            }
+            Ok(if chosen.is_empty() { "none".to_string() } else { chosen.join(",") })
+        }
+        _ => Ok(value.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_take_openpbs_forms() {
+        assert_eq!(normalize("enabled", "T").unwrap(), "true");
+        assert_eq!(normalize("debug", "0").unwrap(), "false");
+        assert!(normalize("enabled", "maybe").unwrap_err().0.starts_with("unexpected value 'maybe'"));
+        assert_eq!(normalize("event", "modifyjob, queuejob").unwrap(), "queuejob,modifyjob");
+        assert_eq!(normalize("event", "\"\"").unwrap(), "");
+        assert!(normalize("event", "bogus").unwrap_err().0.starts_with("invalid argument (bogus) to event."));
+        assert_eq!(normalize("alarm", "3").unwrap(), "3");
+        assert!(normalize("alarm", "0").is_err());
+        assert!(normalize("order", "1001").is_err());
+        assert!(normalize("user", "root").is_err());
+        assert_eq!(normalize("fail_action", "none,offline_vnodes").unwrap(), "offline_vnodes");
+        assert_eq!(events("queuejob,modifyjob"), vec![HookEvent::QueueJob, HookEvent::ModifyJob]);
+        assert_eq!(events(""), vec![]);
+    }
+}

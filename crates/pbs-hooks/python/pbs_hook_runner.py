@@ -1,0 +1,248 @@
+"""Runs hooks for a PBS daemon: one JSON request a line on stdin, one JSON answer a line
+on the stdout it was started with (docs/hooks.md, "The runner protocol").
+
+Started as `python3 -I -u pbs_hook_runner.py`. What hooks print goes to stderr.
+"""
+
+import os
+import sys
+
+
+def _setup_fds():
+    """Keep the protocol's pipes to ourselves: stdout becomes stderr, stdin /dev/null, so
+    nothing a hook prints or reads touches the protocol. Returns (input file, output fd)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    if not sys.path or sys.path[0] != here:
+        sys.path.insert(0, here)
+    out_fd = os.dup(1)  # non-inheritable: a hook's children do not get it
+    in_fd = os.dup(0)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    sys.stdin = open(os.devnull, "r")
+    return os.fdopen(in_fd, "rb", buffering=1 << 16), out_fd
+
+
+_input, _out_fd = _setup_fds()
+
+import builtins  # noqa: E402
+import json  # noqa: E402
+import linecache  # noqa: E402
+import signal  # noqa: E402
+import traceback  # noqa: E402
+
+import pbs  # noqa: E402
+from pbs import _hook  # noqa: E402
+
+
+class HookAlarm(BaseException):
+    """Raised into a hook whose alarm went off (a BaseException: `except Exception` in a
+    hook does not swallow it)."""
+
+
+class _State:
+    in_hook = False
+
+
+_state = _State()
+
+
+def _on_alarm(signum, frame):
+    # The timer repeats (see _event): a hook that swallows one HookAlarm gets another.
+    if _state.in_hook:
+        raise HookAlarm()
+
+
+signal.signal(signal.SIGALRM, _on_alarm)
+
+# hook name -> (script, code): a warm interpreter compiles a hook once per version of it.
+_compiled = {}
+
+
+def _code_for(hook, script):
+    hit = _compiled.get(hook)
+    if hit is not None and hit[0] == script:
+        return hit[1]
+    filename = "%s.PY" % (hook,)
+    code = compile(script, filename, "exec", dont_inherit=True)
+    _compiled[hook] = (script, code)
+    # Tracebacks show the hook's source lines.
+    lines = script.splitlines(True)
+    linecache.cache[filename] = (len(script), None, lines, filename)
+    return code
+
+
+_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
+def _write(answer):
+    data = (_dumps(answer) + "\n").encode("utf-8", "surrogatepass")
+    view = memoryview(data)
+    while view:
+        n = os.write(_out_fd, view)
+        view = view[n:]
+
+
+def _answer(rid, accepted=True, reject_message=None, exception=None, alarm=False, job=None, jobs=None, log=None):
+    return {
+        "id": rid,
+        "accepted": accepted,
+        "reject_message": reject_message,
+        "exception": exception,
+        "alarm": alarm,
+        "job": job,
+        "jobs": {} if jobs is None else jobs,
+        "log": [] if log is None else log,
+    }
+
+
+def _exception_line(exc):
+    return traceback.format_exception_only(type(exc), exc)[-1].strip()
+
+
+def _report(hook, exc):
+    """The whole traceback to stderr, without the runner's own frame."""
+    tb = exc.__traceback__
+    if tb is not None and tb.tb_frame.f_code is _run_hook.__code__:
+        tb = tb.tb_next
+    sys.stderr.write("hook '%s' raised an exception:\n" % (hook,))
+    traceback.print_exception(type(exc), exc, tb, file=sys.stderr)
+    sys.stderr.flush()
+
+
+def _run_hook(code, hook):
+    """exec the hook; returns (exception line or None, alarm)."""
+    glob = {"__name__": "__main__", "__builtins__": builtins, "__file__": "%s.PY" % (hook,)}
+    try:
+        try:
+            exec(code, glob)
+        finally:
+            _state.in_hook = False
+    except HookAlarm:
+        return None, True
+    except SystemExit:
+        return None, False
+    except BaseException as exc:  # noqa: BLE001 - every failure of a hook is reported
+        _report(hook, exc)
+        return _exception_line(exc), False
+    return None, False
+
+
+def _event(req, rid):
+    hook = req.get("hook")
+    script = req.get("script")
+    type_name = req.get("type")
+    if not isinstance(hook, str) or not hook:
+        return _answer(rid, False, exception="bad request: 'hook' must be a non-empty string")
+    if not isinstance(script, str):
+        return _answer(rid, False, exception="bad request: 'script' must be a string")
+    if type_name not in _hook.EVENT_TYPES:
+        return _answer(rid, False, exception="bad request: unknown event type %r" % (type_name,))
+    if not _hook.defs.loaded:
+        return _answer(rid, False, exception="bad request: no 'defs' request before this event")
+    alarm = req.get("alarm")
+    if alarm is not None and (not isinstance(alarm, (int, float)) or isinstance(alarm, bool)):
+        return _answer(rid, False, exception="bad request: 'alarm' must be a number")
+    try:
+        ev = _hook.begin(req, type_name)
+    except Exception as exc:  # noqa: BLE001
+        _hook.end()
+        return _answer(rid, False, exception="bad request: %s" % (exc,))
+
+    try:
+        code = _code_for(hook, script)
+    except BaseException as exc:  # noqa: BLE001 - a SyntaxError is the hook's exception
+        _report(hook, exc)
+        _hook.end()
+        return _answer(rid, False, exception=_exception_line(exc))
+
+    if alarm and alarm > 0:
+        _state.in_hook = True
+        signal.setitimer(signal.ITIMER_REAL, alarm, 0.5)
+        try:
+            exc_line, alarmed = _run_hook(code, hook)
+        except HookAlarm:
+            # The alarm went off between the hook's end and the flag's reset.
+            exc_line, alarmed = None, True
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        _state.in_hook = False
+    else:
+        exc_line, alarmed = _run_hook(code, hook)
+    if alarmed:
+        sys.stderr.write("hook '%s' stopped by its alarm after %s s\n" % (hook, alarm))
+
+    ev, log = _hook.end()
+    accepted = not (ev._rejected or exc_line is not None or alarmed)
+    job = jobs = None
+    if accepted:
+        job, jobs = ev._changes()
+    elif ev._params.get("job") is not None:
+        job = {}
+    return _answer(
+        rid,
+        accepted,
+        reject_message=ev._reject_msg if ev._rejected else None,
+        exception=exc_line,
+        alarm=alarmed,
+        job=job,
+        jobs=jobs,
+        log=log,
+    )
+
+
+def _handle(line):
+    rid = None
+    try:
+        req = json.loads(line)
+    except ValueError as exc:
+        return _answer(None, False, exception="bad request: %s" % (exc,))
+    if not isinstance(req, dict):
+        return _answer(None, False, exception="bad request: not a JSON object")
+    rid = req.get("id")
+    op = req.get("op")
+    if op == "event":
+        try:
+            return _event(req, rid)
+        except Exception as exc:  # noqa: BLE001 - the runner must answer every event
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            _state.in_hook = False
+            _hook.end()
+            traceback.print_exc(file=sys.stderr)
+            return _answer(rid, False, exception="runner error: %s" % (_exception_line(exc),))
+    if op == "defs":
+        try:
+            _hook.set_defs(req)
+        except Exception as exc:  # noqa: BLE001
+            if "id" in req:
+                return _answer(rid, False, exception="bad request: %s" % (exc,))
+            sys.stderr.write("pbs_hook_runner: bad defs request: %s\n" % (exc,))
+            return None
+        # defs is not answered (it has no id); one that carries an id gets an answer.
+        return _answer(rid) if "id" in req else None
+    return _answer(rid, False, exception="bad request: unknown op %r" % (op,))
+
+
+def main():
+    readline = _input.readline
+    while True:
+        line = readline()
+        if not line:
+            return 0
+        if not line.strip():
+            continue
+        try:
+            answer = _handle(line)
+        except Exception as exc:  # noqa: BLE001 - the runner must answer every event
+            traceback.print_exc(file=sys.stderr)
+            answer = _answer(None, False, exception="runner error: %s" % (_exception_line(exc),))
+        if answer is not None:
+            _write(answer)
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except (BrokenPipeError, KeyboardInterrupt):
+        sys.exit(0)

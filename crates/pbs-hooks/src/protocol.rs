@@ -1,0 +1,121 @@
+//! The lines a daemon and a runner exchange (docs/hooks.md, "The runner protocol").
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+/// The attribute and resource types the `pbs` module turns text into values by.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Defs {
+    /// The server's name (`pbs.server().name`).
+    pub server_name: String,
+    /// Job attribute name to type (`string`, `long`, `resources`...).
+    pub job_attrs: BTreeMap<String, String>,
+    /// Resource name to type (`long`, `size`, `duration`...).
+    pub resources: BTreeMap<String, String>,
+}
+
+/// One attribute's value: text, or a resource list's resources.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Value {
+    /// The attribute's text.
+    Text(String),
+    /// Resource name to text.
+    Resources(BTreeMap<String, String>),
+}
+
+/// A job as a hook sees it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct JobData {
+    /// Its id; none before it is created (queuejob).
+    pub id: Option<String>,
+    /// Attribute name to value.
+    pub attrs: BTreeMap<String, Value>,
+}
+
+/// One hook run on one event.
+#[derive(Clone, Debug, Serialize)]
+pub struct Event {
+    /// Set by the pool: the answer carries it back.
+    pub id: u64,
+    /// The hook's name.
+    pub hook: String,
+    /// The event (`queuejob`, `modifyjob`...).
+    #[serde(rename = "type")]
+    pub event_type: &'static str,
+    /// The hook's body.
+    pub script: Arc<str>,
+    /// Seconds it may run.
+    pub alarm: u64,
+    /// The hook's `debug`.
+    pub debug: bool,
+    /// Who made the request.
+    pub requestor: String,
+    /// Their host.
+    pub requestor_host: String,
+    /// The event's job.
+    pub job: Option<JobData>,
+    /// In modifyjob: the job as it was.
+    pub job_o: Option<JobData>,
+    /// In periodic: the jobs it may read and change.
+    pub jobs: Option<Vec<JobData>>,
+    /// In mom events: the job's vnodes and their attributes.
+    pub vnodes: Option<BTreeMap<String, BTreeMap<String, String>>>,
+}
+
+/// A change a hook made to one attribute: its new text, or (for a resource list) its
+/// changed resources, each `None` when unset.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(untagged)]
+pub enum Change {
+    /// The new text.
+    Text(String),
+    /// Resource name to new text, `None` for one it unset.
+    Resources(BTreeMap<String, Option<String>>),
+}
+
+/// Attribute name to its change, `None` for an attribute the hook unset.
+pub type Changes = BTreeMap<String, Option<Change>>;
+
+/// A `pbs.logmsg` or `pbs.logjobmsg` call.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+pub struct LogEntry {
+    /// The log event mask the daemon writes.
+    pub level: u32,
+    /// The job of a `logjobmsg`.
+    #[serde(default)]
+    pub job: Option<String>,
+    /// The message.
+    pub msg: String,
+}
+
+/// What a hook decided.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+pub struct Answer {
+    /// The event's id.
+    #[serde(default)]
+    pub id: Option<u64>,
+    /// False once the hook called `reject()` (or failed).
+    #[serde(default)]
+    pub accepted: bool,
+    /// `reject(msg)`'s message.
+    #[serde(default)]
+    pub reject_message: Option<String>,
+    /// The last line of the traceback of an exception the hook raised.
+    #[serde(default)]
+    pub exception: Option<String>,
+    /// The hook ran past its alarm.
+    #[serde(default)]
+    pub alarm: bool,
+    /// Changes to the event's job.
+    #[serde(default)]
+    pub job: Option<Changes>,
+    /// In periodic: changes to other jobs by id.
+    #[serde(default)]
+    pub jobs: Option<BTreeMap<String, Changes>>,
+    /// Its log calls, in order.
+    #[serde(default)]
+    pub log: Vec<LogEntry>,
+}

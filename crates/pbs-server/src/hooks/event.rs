@@ -1,0 +1,277 @@
+//! Hook events as data: which hooks run at an event and in what order, the job a hook
+//! sees, and a hook's answer turned into changes to the request or into OpenPBS's refusal.
+//! Running the hooks is the dispatch's (outside the state lock); this does no I/O.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use pbs_core::attr::{AttrType, ObjectKind, split_name};
+use pbs_core::hookattr::{self, HookEvent};
+use pbs_core::{Pbse, attr::parse_bool};
+use pbs_hooks::{Answer, Change, Changes, Defs, JobData, RunError, Value};
+use pbs_proto::Attr;
+
+use crate::error::ReqError;
+use crate::state::{Job, State};
+
+/// One hook to run, with what running it needs, copied out of the state.
+#[derive(Clone, Debug)]
+pub struct HookRun {
+    /// Its name.
+    pub name: String,
+    /// Its body.
+    pub script: Arc<str>,
+    /// Seconds it may run.
+    pub alarm: u64,
+    /// Its `debug`.
+    pub debug: bool,
+}
+
+/// The enabled hooks of `event` that have a body, in `order` (then name) as OpenPBS runs
+/// them. Empty for most requests, so the dispatch's wait point costs one look here.
+pub fn hooks_for(state: &State, event: HookEvent) -> Vec<HookRun> {
+    let mut runs: Vec<(i64, HookRun)> = Vec::new();
+    for hook in &state.hooks {
+        let attr = |name: &str| hook.attrs.get_named(ObjectKind::Hook, name, None);
+        if !attr("enabled").and_then(parse_bool).unwrap_or(true) {
+            continue;
+        }
+        if !hookattr::events(attr("event").unwrap_or("")).contains(&event) {
+            continue;
+        }
+        let Some(body) = state.hook_bodies.get(&hook.name).filter(|b| !b.python.trim().is_empty()) else {
+            continue;
+        };
+        let order = attr("order").and_then(|o| o.parse().ok()).unwrap_or(1);
+        runs.push((
+            order,
+            HookRun {
+                name: hook.name.clone(),
+                script: body.python.clone(),
+                alarm: attr("alarm").and_then(|a| a.parse().ok()).unwrap_or(30),
+                debug: attr("debug").and_then(parse_bool).unwrap_or(false),
+            },
+        ));
+    }
+    runs.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.name.cmp(&b.1.name)));
+    runs.into_iter().map(|(_, run)| run).collect()
+}
+
+fn type_name(atype: AttrType) -> &'static str {
+    match atype {
+        AttrType::Str => "string",
+        AttrType::Long => "long",
+        AttrType::Float => "float",
+        AttrType::Bool => "boolean",
+        AttrType::Time => "time",
+        AttrType::Duration => "duration",
+        AttrType::Size => "size",
+        AttrType::Char => "char",
+        AttrType::Resources => "resources",
+        AttrType::List => "list",
+        AttrType::Env => "env",
+    }
+}
+
+/// The attribute and resource types the interpreters need, as of the resources'
+/// generation.
+pub fn defs(state: &State) -> (u64, Defs) {
+    let job_attrs = ObjectKind::Job
+        .attributes()
+        .iter()
+        .map(|def| (def.name.to_string(), type_name(def.atype).to_string()))
+        .collect();
+    let resources = state.resources.all().map(|def| (def.name.clone(), def.rtype.to_string())).collect();
+    (state.resources.generation(), Defs { server_name: state.server_name.clone(), job_attrs, resources })
+}
+
+/// The job a queuejob hook sees: the attributes as submitted (`Resource_List.x` gathered
+/// into one resource list).
+pub fn submitted_job(attrs: &[Attr]) -> JobData {
+    let mut job = JobData::default();
+    for Attr(name, value) in attrs {
+        put(&mut job.attrs, name, value);
+    }
+    job
+}
+
+fn put(attrs: &mut BTreeMap<String, Value>, name: &str, value: &str) {
+    match split_name(name) {
+        (base, Some(resource)) => {
+            let entry = attrs.entry(base.to_string()).or_insert_with(|| Value::Resources(BTreeMap::new()));
+            if let Value::Resources(resources) = entry {
+                resources.insert(resource.to_string(), value.to_string());
+            }
+        }
+        (base, None) => {
+            attrs.insert(base.to_string(), Value::Text(value.to_string()));
+        }
+    }
+}
+
+/// A job as hooks see it: every attribute, as its text.
+pub fn job_data(job: &Job, id: &str) -> JobData {
+    let mut data = JobData { id: Some(id.to_string()), attrs: BTreeMap::new() };
+    for Attr(name, value) in job.attrs.to_wire(ObjectKind::Job) {
+        put(&mut data.attrs, &name, &value);
+    }
+    data.attrs.insert("job_state".into(), Value::Text(job.state.letter().to_string()));
+    data.attrs.insert("queue".into(), Value::Text(job.queue.to_string()));
+    data.attrs.insert("substate".into(), Value::Text(job.substate.0.to_string()));
+    data
+}
+
+/// Applies a hook's changes to a request's attribute list, and records each attribute it
+/// set (full wire name) in `changed`, which the request's checks then make with manager
+/// privilege.
+pub fn apply_changes(attrs: &mut Vec<Attr>, changes: &Changes, changed: &mut Vec<String>) {
+    for (name, change) in changes {
+        match change {
+            None => {
+                attrs.retain(|Attr(n, _)| split_name(n).0 != name);
+            }
+            Some(Change::Text(value)) => set(attrs, name, value, changed),
+            Some(Change::Resources(resources)) => {
+                for (resource, value) in resources {
+                    let full = format!("{name}.{resource}");
+                    match value {
+                        Some(value) => set(attrs, &full, value, changed),
+                        None => attrs.retain(|Attr(n, _)| *n != full),
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn set(attrs: &mut Vec<Attr>, name: &str, value: &str, changed: &mut Vec<String>) {
+    match attrs.iter_mut().find(|Attr(n, _)| n == name) {
+        Some(Attr(_, v)) => *v = value.to_string(),
+        None => attrs.push(Attr(name.to_string(), value.to_string())),
+    }
+    if !changed.iter().any(|c| c == name) {
+        changed.push(name.to_string());
+    }
+}
+
+/// What a hook's answer means for the request: go on, or OpenPBS's refusal (the client
+/// sees the hook's own message when it gave one). Logs as OpenPBS's server does: the
+/// hook's own lines under `origin` (`Server@host`).
+pub fn verdict(event: HookEvent, hook: &str, origin: &str, answer: &Answer) -> Result<(), ReqError> {
+    for entry in &answer.log {
+        let mask = format!("{:04x}", entry.level & 0xffff);
+        match &entry.job {
+            Some(job) => {
+                tracing::info!(event = mask.as_str(), object_type = "Job", object_name = job.as_str(), "{}", entry.msg)
+            }
+            None => tracing::info!(event = mask.as_str(), object_type = "Hook", object_name = origin, "{}", entry.msg),
+        }
+    }
+    if answer.alarm {
+        return Err(failure(event, hook, &RunError::Alarm));
+    }
+    if let Some(exception) = &answer.exception {
+        tracing::info!(event = "0100", object_type = "Hook", object_name = hook, "{hook}: {exception}");
+        return Err(failure(event, hook, &RunError::Crashed(exception.clone())));
+    }
+    if answer.accepted {
+        return Ok(());
+    }
+    let rejected = format!("{event} request rejected by '{hook}'");
+    tracing::info!(event = "0400", object_type = "Hook", object_name = hook, "{rejected}");
+    match &answer.reject_message {
+        Some(message) => {
+            tracing::info!(event = "0400", object_type = "Hook", object_name = hook, "{message}");
+            Err(ReqError::with_message(Pbse::HOOKERROR, message.clone()))
+        }
+        None => Err(ReqError::with_message(Pbse::HOOKERROR, rejected)),
+    }
+}
+
+/// The refusal of a hook that raised, ran past its alarm or whose interpreter failed.
+pub fn failure(event: HookEvent, hook: &str, error: &RunError) -> ReqError {
+    let (logged, told) = match error {
+        RunError::Alarm => (
+            format!("alarm call while running {event} hook '{hook}', request rejected"),
+            format!("request rejected as filter hook '{hook}' got an alarm call. Please inform Admin"),
+        ),
+        RunError::Crashed(_) | RunError::Unavailable(_) => (
+            format!("{event} hook '{hook}' encountered an exception, request rejected"),
+            format!("request rejected as filter hook '{hook}' encountered an exception. Please inform Admin"),
+        ),
+    };
+    if let RunError::Unavailable(why) | RunError::Crashed(why) = error {
+        tracing::warn!(object_type = "Hook", object_name = hook, "{why}");
+    }
+    tracing::info!(event = "0100", object_type = "Hook", object_name = hook, "{logged}");
+    ReqError::with_message(Pbse::HOOKERROR, told)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_hooks_changes_replace_add_and_unset_attributes_and_are_recorded() {
+        let mut attrs = vec![
+            Attr::new("Job_Name", "a"),
+            Attr::new("Resource_List.ncpus", "1"),
+            Attr::new("Resource_List.mem", "1gb"),
+            Attr::new("comment", "x"),
+        ];
+        let mut changes = Changes::new();
+        changes.insert("Job_Name".into(), Some(Change::Text("b".into())));
+        changes.insert(
+            "Resource_List".into(),
+            Some(Change::Resources(
+                [("soft_walltime".to_string(), Some("300".to_string())), ("mem".to_string(), None)]
+                    .into_iter()
+                    .collect(),
+            )),
+        );
+        changes.insert("comment".into(), None);
+        let mut changed = Vec::new();
+        apply_changes(&mut attrs, &changes, &mut changed);
+        assert_eq!(
+            attrs,
+            vec![
+                Attr::new("Job_Name", "b"),
+                Attr::new("Resource_List.ncpus", "1"),
+                Attr::new("Resource_List.soft_walltime", "300")
+            ]
+        );
+        assert_eq!(changed, vec!["Job_Name".to_string(), "Resource_List.soft_walltime".to_string()]);
+        let seen = submitted_job(&attrs);
+        assert_eq!(seen.attrs.get("Job_Name"), Some(&Value::Text("b".into())));
+        let Some(Value::Resources(resources)) = seen.attrs.get("Resource_List") else { panic!("resource list") };
+        assert_eq!(resources.get("soft_walltime").map(String::as_str), Some("300"));
+    }
+
+    #[test]
+    fn refusals_carry_openpbs_texts() {
+        let answer = Answer {
+            accepted: false,
+            reject_message: Some("jobs named bad are not welcome".into()),
+            ..Answer::default()
+        };
+        let e = verdict(HookEvent::QueueJob, "reject", "Server@h", &answer).unwrap_err();
+        assert_eq!((e.code, e.message.as_str()), (Pbse::HOOKERROR, "jobs named bad are not welcome"));
+        let answer = Answer { accepted: false, ..Answer::default() };
+        assert_eq!(
+            verdict(HookEvent::QueueJob, "r", "Server@h", &answer).unwrap_err().message,
+            "queuejob request rejected by 'r'"
+        );
+        let answer = Answer { exception: Some("ZeroDivisionError: division by zero".into()), ..Answer::default() };
+        assert_eq!(
+            verdict(HookEvent::QueueJob, "raise", "Server@h", &answer).unwrap_err().message,
+            "request rejected as filter hook 'raise' encountered an exception. Please inform Admin"
+        );
+        assert_eq!(
+            failure(HookEvent::QueueJob, "loop", &RunError::Alarm).message,
+            "request rejected as filter hook 'loop' got an alarm call. Please inform Admin"
+        );
+        assert!(
+            verdict(HookEvent::QueueJob, "ok", "Server@h", &Answer { accepted: true, ..Answer::default() }).is_ok()
+        );
+    }
+}
