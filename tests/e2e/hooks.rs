@@ -247,3 +247,29 @@ fn interpreters(home: &std::path::Path) -> Vec<i32> {
     }
     pids
 }
+
+#[test]
+fn a_runjob_hook_refuses_a_run_and_the_job_stays_queued_with_its_message() {
+    let c = Cluster::with_moms(1, 2);
+    let gate = "import pbs\ne = pbs.event()\n\
+                if e.job.Job_Name == \"norun\":\n\
+                \x20   e.reject(\"not now\")\n";
+    install_hook(&c, "gate", "runjob", gate);
+    let refused = c.run_with_stdin("qsub", &["-N", "norun"], "true\n", false).ok().line().to_string();
+    let allowed = c.run_with_stdin("qsub", &["-N", "fine"], "true\n", false).ok().line().to_string();
+    c.wait_job_state(&allowed, "F", JOB_TIMEOUT);
+    wait_until("the refusal as the job's comment", JOB_TIMEOUT, || {
+        c.job_attr(&refused, "comment").as_deref() == Some("Not Running: PBS Error: not now")
+    });
+    assert_eq!(c.job_attr(&refused, "job_state").as_deref(), Some("Q"));
+    logged(&c, "Hook;gate;runjob request rejected by 'gate'");
+    // qrun hears the hook (through the scheduler, and with -H).
+    let qrun = c.run("qrun", &[&refused]);
+    assert_eq!((qrun.code, qrun.stderr.as_str()), (2, format!("qrun: not now {refused}\n").as_str()), "{qrun:?}");
+    let qrun = c.run("qrun", &["-H", "n1", &refused]);
+    assert_eq!((qrun.code, qrun.stderr.as_str()), (2, format!("qrun: not now {refused}\n").as_str()), "{qrun:?}");
+    assert_eq!(c.job_attr(&refused, "job_state").as_deref(), Some("Q"));
+    // Disabled, the hook lets it run (qmgr starts a cycle).
+    c.qmgr("set hook gate enabled = false");
+    c.wait_job_state(&refused, "F", JOB_TIMEOUT);
+}

@@ -1,56 +1,119 @@
-//! The dispatch's wait point for hooks: a submission's queuejob hooks and an alteration's
-//! modifyjob hooks run here, in the server's interpreters, before the state is locked for
-//! the request; their changes are applied to the request, and the request's own checks
-//! then run on the result (the attributes a hook set with manager privilege). The state
-//! lock is held only to copy out what the hooks read, never while Python runs.
+//! Where requests wait for hooks: a submission's queuejob hooks, an alteration's modifyjob
+//! hooks and a `qrun -H`'s runjob hooks run at the dispatch's wait point, and the runjob
+//! hooks of the scheduler's runs before its decisions are applied, all in the server's
+//! interpreters and never under the state lock (it is held only to copy out what the hooks
+//! read). A hook's changes are applied to the request, whose own checks then run on the
+//! result, with manager privilege for exactly what a hook set.
 
 use std::sync::Arc;
 
 use pbs_core::hookattr::HookEvent;
-use pbs_hooks::Event;
+use pbs_hooks::{Event, JobData};
 use pbs_proto::{Attr, Request};
 
 use crate::error::ReqError;
 use crate::hooks::event::{self, HookRun};
 use crate::identity::Identity;
 use crate::server::Server;
+use crate::state::State;
 
 /// What the hooks of one request read, copied out under the lock.
 struct Planned {
     event: HookEvent,
     runs: Vec<HookRun>,
-    /// In modifyjob: the job as it is.
-    job_o: Option<pbs_hooks::JobData>,
-    /// In modifyjob: the job's full id.
-    job_id: Option<String>,
+    /// In modifyjob and runjob: the job as it is, with its full id.
+    job: Option<JobData>,
+}
+
+/// Who asks, as hooks see it (`pbs.event().requestor`, `requestor_host`).
+struct Requestor {
+    user: String,
+    host: String,
+}
+
+/// The hooks of `event` and, when there are any, brings the interpreters' definitions up
+/// to date. Called under the lock.
+fn hooks_of(server: &Server, state: &State, event: HookEvent) -> Vec<HookRun> {
+    let runs = event::hooks_for(state, event);
+    if !runs.is_empty() && server.hooks.defs_generation() != Some(state.resources.generation()) {
+        let (generation, defs) = event::defs(state);
+        server.hooks.set_defs(generation, &defs);
+    }
+    runs
 }
 
 fn plan(server: &Server, request: &Request) -> Option<Planned> {
     let event = match request {
         Request::QueueJob { .. } => HookEvent::QueueJob,
         Request::ModifyJob { .. } => HookEvent::ModifyJob,
+        // A qrun the scheduler places is seen with the scheduler's runs.
+        Request::RunJob { exec_vnode: Some(_), .. } => HookEvent::RunJob,
         _ => return None,
     };
     let shared = server.lock();
     let state = &shared.state;
-    let runs = event::hooks_for(state, event);
+    let runs = hooks_of(server, state, event);
     if runs.is_empty() {
         return None;
     }
-    if server.hooks.defs_generation() != Some(state.resources.generation()) {
-        let (generation, defs) = event::defs(state);
-        server.hooks.set_defs(generation, &defs);
+    let job = match request {
+        // One id here (several are split by `dispatch::alter_one_by_one`); an unknown one
+        // is left to the request's own answer.
+        Request::ModifyJob { ids, .. } => {
+            let job = ids.first().and_then(|id| crate::request::find_job(state, id).ok())?;
+            Some(event::job_data(job, &job.id(&state.server_name)))
+        }
+        Request::RunJob { id, .. } => Some(event::job_to_run(state, id)?),
+        _ => None,
+    };
+    Some(Planned { event, runs, job })
+}
+
+/// What an event shows a hook besides the job's attributes.
+struct Seen<'a> {
+    who: &'a Requestor,
+    /// The job's id (none before a submission has one).
+    id: Option<String>,
+    /// In modifyjob: the job as it was.
+    job_o: Option<JobData>,
+}
+
+/// Runs `runs` of `event` in order on a job whose attributes are `attrs` (changed in
+/// place by each hook, so the next sees what the last set); records what they set in
+/// `changed`.
+async fn run_hooks(
+    server: &Arc<Server>,
+    (event, runs): (HookEvent, &[HookRun]),
+    seen: Seen<'_>,
+    attrs: &mut Vec<Attr>,
+    changed: &mut Vec<String>,
+) -> Result<(), ReqError> {
+    let Seen { who, id, job_o } = seen;
+    let origin = format!("Server@{}", server.config.host);
+    for run in runs {
+        let mut job = event::submitted_job(attrs);
+        job.id = id.clone();
+        let hook_event = Event {
+            id: 0,
+            hook: run.name.clone(),
+            event_type: event.name(),
+            script: run.script.clone(),
+            alarm: run.alarm,
+            debug: run.debug,
+            requestor: who.user.clone(),
+            requestor_host: who.host.clone(),
+            job: Some(job),
+            job_o: job_o.clone(),
+            jobs: None,
+            vnodes: None,
+        };
+        let answer = server.hooks.run(hook_event).await.map_err(|e| event::failure(event, &run.name, &e))?;
+        event::verdict(event, &run.name, &origin, &answer)?;
+        if let Some(changes) = &answer.job {
+            event::apply_changes(attrs, changes, changed);
+        }
     }
-    let (mut job_o, mut job_id) = (None, None);
-    if let Request::ModifyJob { ids, .. } = request {
-        // One id here (several are split by `alter_one_by_one`); an unknown one is left
-        // to the request's own answer.
-        let job = ids.first().and_then(|id| crate::request::find_job(state, id).ok())?;
-        let id = job.id(&state.server_name);
-        job_o = Some(event::job_data(job, &id));
-        job_id = Some(id);
-    }
-    Some(Planned { event, runs, job_o, job_id })
+    Ok(())
 }
 
 /// Runs the request's hooks in order and applies each one's changes to the request; the
@@ -61,36 +124,75 @@ pub async fn run_request_hooks(
     request: &mut Request,
 ) -> Result<Vec<String>, ReqError> {
     let Some(planned) = plan(server, request) else { return Ok(Vec::new()) };
-    let attrs = match request {
-        Request::QueueJob { attrs, .. } | Request::ModifyJob { attrs, .. } => attrs,
-        _ => return Ok(Vec::new()),
-    };
-    let origin = format!("Server@{}", server.config.host);
+    let requestor = Requestor { user: who.user.clone(), host: who.host.clone() };
     let mut changed = Vec::new();
-    for run in planned.runs {
-        let mut job = event::submitted_job(attrs);
-        job.id = planned.job_id.clone();
-        let hook_event = Event {
-            id: 0,
-            hook: run.name.clone(),
-            event_type: planned.event.name(),
-            script: run.script.clone(),
-            alarm: run.alarm,
-            debug: run.debug,
-            requestor: who.user.clone(),
-            requestor_host: who.host.clone(),
-            job: Some(job),
-            job_o: planned.job_o.clone(),
-            jobs: None,
-            vnodes: None,
-        };
-        let answer = server.hooks.run(hook_event).await.map_err(|e| event::failure(planned.event, &run.name, &e))?;
-        event::verdict(planned.event, &run.name, &origin, &answer)?;
-        if let Some(changes) = &answer.job {
-            event::apply_changes(attrs, changes, &mut changed);
+    match request {
+        Request::QueueJob { attrs, .. } => {
+            let seen = Seen { who: &requestor, id: None, job_o: None };
+            run_hooks(server, (planned.event, &planned.runs), seen, attrs, &mut changed).await?;
         }
+        Request::ModifyJob { attrs, .. } => {
+            let id = planned.job.as_ref().and_then(|job| job.id.clone());
+            let seen = Seen { who: &requestor, id, job_o: planned.job };
+            run_hooks(server, (planned.event, &planned.runs), seen, attrs, &mut changed).await?;
+        }
+        Request::RunJob { .. } => {
+            let Some(job) = planned.job else { return Ok(Vec::new()) };
+            let mut attrs = event::attrs_of(&job);
+            let seen = Seen { who: &requestor, id: job.id.clone(), job_o: None };
+            run_hooks(server, (planned.event, &planned.runs), seen, &mut attrs, &mut changed).await?;
+            if !changed.is_empty() {
+                // What a runjob hook of a qrun -H sets is not applied: say so, never drop it
+                // silently.
+                return Err(ReqError::with_message(
+                    pbs_core::Pbse::HOOKERROR,
+                    format!("runjob hook changes to {} are not supported", changed.join(",")),
+                ));
+            }
+        }
+        _ => {}
     }
     Ok(changed)
+}
+
+/// The runjob hooks' verdict on each of the scheduler's runs (full job ids), in order:
+/// the attributes a hook set, to apply before the run, or its refusal. `None` when no
+/// runjob hook is enabled, so the runs go on at once.
+pub async fn runjob_verdicts(server: &Arc<Server>, runs: &[String]) -> Option<Vec<Result<Vec<Attr>, ReqError>>> {
+    if runs.is_empty() {
+        return None;
+    }
+    let (hooks, jobs) = {
+        let shared = server.lock();
+        let hooks = hooks_of(server, &shared.state, HookEvent::RunJob);
+        if hooks.is_empty() {
+            return None;
+        }
+        let jobs: Vec<Option<JobData>> = runs.iter().map(|id| event::job_to_run(&shared.state, id)).collect();
+        (hooks, jobs)
+    };
+    let scheduler = Requestor { user: "Scheduler".into(), host: server.config.host.clone() };
+    let mut verdicts = Vec::with_capacity(runs.len());
+    for job in jobs {
+        // A job gone meanwhile is refused by the run itself.
+        let Some(job) = job else {
+            verdicts.push(Ok(Vec::new()));
+            continue;
+        };
+        let mut attrs = event::attrs_of(&job);
+        let mut changed = Vec::new();
+        let verdict = run_hooks(
+            server,
+            (HookEvent::RunJob, &hooks),
+            Seen { who: &scheduler, id: job.id.clone(), job_o: None },
+            &mut attrs,
+            &mut changed,
+        )
+        .await
+        .map(|()| attrs.into_iter().filter(|Attr(name, _)| changed.contains(name)).collect());
+        verdicts.push(verdict);
+    }
+    Some(verdicts)
 }
 
 /// An alteration of several jobs when modifyjob hooks run: each job gets its own hooks

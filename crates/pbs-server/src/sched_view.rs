@@ -197,9 +197,18 @@ pub fn flush_changes(state: &mut State, links: &mut Links) {
 /// Applies one cycle's decisions: runs (each checked again) and attribute updates, in
 /// the order the scheduler gave them (pbs_sched sends its updates before its runs, so a
 /// run's own comment stands and a walltime is set while its job is still queued).
-pub fn apply_decisions(state: &mut State, actions: &[Action], now: i64) -> (Vec<IdError>, Effects) {
+/// `verdicts`, when runjob hooks ran, has one per run in order: the attributes a hook set
+/// (applied first, with manager privilege) or its refusal, which leaves the job queued
+/// with the hook's message in its comment, as OpenPBS's scheduler writes it.
+pub fn apply_decisions(
+    state: &mut State,
+    actions: &[Action],
+    now: i64,
+    verdicts: Option<&[Result<Vec<Attr>, ReqError>]>,
+) -> (Vec<IdError>, Effects) {
     let mut errors = Vec::new();
     let mut effects = Effects::default();
+    let mut verdicts = verdicts.unwrap_or_default().iter();
     for action in actions {
         match action {
             Action::Update(update) => match apply_update(state, update) {
@@ -207,9 +216,21 @@ pub fn apply_decisions(state: &mut State, actions: &[Action], now: i64) -> (Vec<
                 Err(e) => errors.push(IdError { id: update.job_id.clone(), code: e.code.0, message: e.message }),
             },
             Action::Run(decision) => {
-                let result = key_of(&decision.job_id)
-                    .ok_or_else(|| ReqError::new(Pbse::UNKJOBID))
-                    .and_then(|key| run_job(state, key, &decision.exec_vnode, now));
+                let verdict = verdicts.next();
+                let result = match verdict {
+                    Some(Err(refusal)) => {
+                        Err(crate::hooks::event::run_refused(state, &decision.job_id, refusal, &mut effects))
+                    }
+                    Some(Ok(changes)) if !changes.is_empty() => {
+                        crate::hooks::event::apply_run_changes(state, &decision.job_id, changes, now, &mut effects)
+                    }
+                    _ => Ok(()),
+                };
+                let result = result.and_then(|()| {
+                    key_of(&decision.job_id)
+                        .ok_or_else(|| ReqError::new(Pbse::UNKJOBID))
+                        .and_then(|key| run_job(state, key, &decision.exec_vnode, now))
+                });
                 match result {
                     Ok(more) => effects.merge(more),
                     Err(e) => errors.push(IdError { id: decision.job_id.clone(), code: e.code.0, message: e.message }),
@@ -232,6 +253,8 @@ pub fn qrun_outcome(state: &State, actions: &[Action], errors: &[IdError]) -> Re
         return Ok(());
     }
     Err(match errors.first() {
+        // A runjob hook's refusal reaches qrun as the hook's error, as in OpenPBS.
+        Some(e) if e.code == Pbse::HOOKERROR.0 => ReqError::with_message(Pbse::HOOKERROR, e.message.clone()),
         Some(e) => ReqError::with_message(Pbse::RESCUNAV, e.message.clone()),
         None => ReqError::new(Pbse::RESCUNAV),
     })

@@ -74,7 +74,17 @@ where
             };
             match serde_json::from_slice::<FromSched>(&bytes) {
                 Ok(FromSched::Decisions { cycle, qrun, actions }) => {
-                    apply(&server, &tx, cycle, qrun, &actions);
+                    // Runjob hooks see each run first, outside the lock; the scheduler
+                    // waits for this batch's answer meanwhile, as it waits for OpenPBS's.
+                    let runs: Vec<String> = actions
+                        .iter()
+                        .filter_map(|action| match action {
+                            pbs_proto::sched::Action::Run(run) => Some(run.job_id.clone()),
+                            pbs_proto::sched::Action::Update(_) => None,
+                        })
+                        .collect();
+                    let verdicts = crate::hookwait::runjob_verdicts(&server, &runs).await;
+                    apply(&server, &tx, cycle, qrun, &actions, verdicts.as_deref());
                 }
                 Err(e) => {
                     tracing::warn!(object_type = "Server", "bad frame from the scheduler: {e}");
@@ -117,11 +127,12 @@ fn apply(
     cycle: u64,
     qrun: Option<u64>,
     actions: &[pbs_proto::sched::Action],
+    verdicts: Option<&[Result<Vec<pbs_proto::Attr>, ReqError>]>,
 ) {
     let mut guard = server.lock();
     let state = &mut *guard;
     let now = chrono::Utc::now().timestamp();
-    let (errors, effects) = crate::sched_view::apply_decisions(state, actions, now);
+    let (errors, effects) = crate::sched_view::apply_decisions(state, actions, now, verdicts);
     // The qrun this answers, if it still waits, and what it hears.
     let answer = qrun.and_then(|ask| {
         let asked = crate::state::links::asked_of_scheduler(&state.links, ask).into_iter().next()?;

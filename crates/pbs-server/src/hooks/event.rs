@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use pbs_core::attr::{AttrType, ObjectKind, split_name};
+use pbs_core::attr::{AttrType, ObjectKind, Privilege, split_name};
 use pbs_core::hookattr::{self, HookEvent};
 use pbs_core::{Pbse, attr::parse_bool};
 use pbs_hooks::{Answer, Change, Changes, Defs, JobData, RunError, Value};
@@ -121,6 +121,41 @@ pub fn job_data(job: &Job, id: &str) -> JobData {
     data
 }
 
+/// The job a run is for, as a runjob hook sees it: the job, or for a queued subjob that
+/// has no record yet, its array's attributes under the subjob's id.
+pub fn job_to_run(state: &State, id: &str) -> Option<JobData> {
+    let key = crate::jobkey::key_of(id)?;
+    match (state.job(key), key.index) {
+        (Some(job), _) => Some(job_data(job, id)),
+        (None, Some(index)) => {
+            let parent = state.jobs.get(&key.seq)?;
+            let mut data = job_data(parent, id);
+            data.attrs.insert("array".into(), Value::Text("False".into()));
+            data.attrs.insert("array_index".into(), Value::Text(index.to_string()));
+            data.attrs.insert("job_state".into(), Value::Text("Q".into()));
+            Some(data)
+        }
+        (None, None) => None,
+    }
+}
+
+/// A job's attributes as a request's list (`Resource_List.x` apart), the form hooks'
+/// changes are applied to.
+pub fn attrs_of(job: &JobData) -> Vec<Attr> {
+    let mut attrs = Vec::new();
+    for (name, value) in &job.attrs {
+        match value {
+            Value::Text(text) => attrs.push(Attr::new(name.as_str(), text.as_str())),
+            Value::Resources(resources) => {
+                for (resource, text) in resources {
+                    attrs.push(Attr(format!("{name}.{resource}"), text.clone()));
+                }
+            }
+        }
+    }
+    attrs
+}
+
 /// Applies a hook's changes to a request's attribute list, and records each attribute it
 /// set (full wire name) in `changed`, which the request's checks then make with manager
 /// privilege.
@@ -151,6 +186,45 @@ fn set(attrs: &mut Vec<Attr>, name: &str, value: &str, changed: &mut Vec<String>
     }
     if !changed.iter().any(|c| c == name) {
         changed.push(name.to_string());
+    }
+}
+
+/// A run a runjob hook refused: the job stays queued, with `Not Running: PBS Error:` and
+/// the hook's message as its comment (what OpenPBS's scheduler writes when a run fails);
+/// gives the refusal for the scheduler (and a waiting qrun) to hear.
+pub fn run_refused(
+    state: &mut State,
+    job_id: &str,
+    refusal: &ReqError,
+    effects: &mut crate::effects::Effects,
+) -> ReqError {
+    let comment = format!("Not Running: PBS Error: {}", refusal.message);
+    if let Some(job) = crate::jobkey::key_of(job_id).and_then(|key| state.job_mut(key)) {
+        if job.get("comment", None) != Some(comment.as_str()) {
+            job.attrs.set(job_idx!("comment"), None, comment);
+            effects.ops.push(job.put_op(None));
+        }
+    }
+    refusal.clone()
+}
+
+/// Applies what a runjob hook set on a job before its run, through qalter's checks with
+/// manager privilege (a hook acts as the server's administrator).
+pub fn apply_run_changes(
+    state: &mut State,
+    job_id: &str,
+    changes: &[Attr],
+    now: i64,
+    effects: &mut crate::effects::Effects,
+) -> Result<(), ReqError> {
+    let who = crate::identity::Identity::daemon(&state.host);
+    let names: Vec<String> = changes.iter().map(|Attr(name, _)| name.clone()).collect();
+    let ctx = crate::request::Ctx { who: &who, privilege: Privilege::Manager, now, groups: &[], hook_attrs: &names };
+    let (errors, more) = crate::job::modify::modify_jobs(state, &ctx, &[job_id.to_string()], changes);
+    effects.merge(more);
+    match errors.into_iter().next() {
+        Some(e) => Err(ReqError::with_message(Pbse(e.code), e.message)),
+        None => Ok(()),
     }
 }
 
