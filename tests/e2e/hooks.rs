@@ -273,3 +273,28 @@ fn a_runjob_hook_refuses_a_run_and_the_job_stays_queued_with_its_message() {
     c.qmgr("set hook gate enabled = false");
     c.wait_job_state(&refused, "F", JOB_TIMEOUT);
 }
+
+#[test]
+fn a_periodic_hook_reads_and_alters_jobs_every_freq_seconds() {
+    let c = Cluster::start();
+    // Every job through jobs(), one through job(id), each changed.
+    let periodic = "import pbs\n\
+                    ticks = [j.id for j in pbs.server().jobs() if j.Job_Name == \"tick\"]\n\
+                    for jid in ticks:\n\
+                    \x20   pbs.server().job(jid).comment = \"seen by periodic\"\n\
+                    for j in pbs.server().jobs():\n\
+                    \x20   if j.id in ticks:\n\
+                    \x20       j.Priority = 7\n";
+    let tick = c.run_as_nobody("qsub", &["-h", "-N", "tick", "--", "/bin/true"]).ok().line().to_string();
+    let other = c.run_as_nobody("qsub", &["-h", "-N", "other", "--", "/bin/true"]).ok().line().to_string();
+    install_hook(&c, "every", "periodic", periodic);
+    c.qmgr("set hook every freq = 1");
+    wait_until("the periodic hook's change", JOB_TIMEOUT, || {
+        c.job_attr(&tick, "comment").as_deref() == Some("seen by periodic")
+    });
+    assert_eq!(c.job_attr(&tick, "Priority").as_deref(), Some("7"));
+    assert_eq!(c.job_attr(&other, "comment"), None);
+    // It keeps running: a change made meanwhile is made again.
+    c.run("qalter", &["-p", "1", &tick]).ok();
+    wait_until("the periodic hook again", JOB_TIMEOUT, || c.job_attr(&tick, "Priority").as_deref() == Some("7"));
+}

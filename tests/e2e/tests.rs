@@ -19,6 +19,7 @@ mod keys;
 mod limits;
 mod links;
 mod mom_answers;
+mod mom_hooks;
 mod mom_privilege;
 mod nodes_cli;
 mod protocol;

@@ -617,6 +617,27 @@ fn execution_figures(args: &Args, bins: &Bins, figures: &mut Vec<Figure>) -> Res
         Some(">= 200"),
         format!("{tiny_jobs} x /bin/true, first submit to last finished"),
     );
+    // The same jobs with one trivial execjob_begin hook on every mom, in the same run: each
+    // start waits for a round trip to a warm interpreter.
+    let mut client = bench.client()?;
+    let set = |name: &str, value: &str| MgrAttr { name: name.into(), op: MgrOp::Set, value: value.into() };
+    client.manager(MgrCommand::Create, MgrObject::Hook, vec!["begin".into()], vec![set("event", "execjob_begin")])?;
+    client.request(Request::ImportHook {
+        name: "begin".into(),
+        content_type: "application/x-python".into(),
+        encoding: "default".into(),
+        content: "import pbs\npbs.event().accept()\n".into(),
+    })?;
+    // The hooks reach each mom before any later start does (one link, commit order).
+    let hooked = bench.throughput(tiny_jobs)?;
+    bench.record(
+        "tiny_jobs_4_moms_begin_hook",
+        Some(hooked),
+        "jobs/s",
+        Some(">= 0.8x tiny_jobs_4_moms"),
+        format!("{tiny_jobs} x /bin/true with one execjob_begin hook that accepts: {:.2}x without", hooked / rate),
+    );
+    client.manager(MgrCommand::Delete, MgrObject::Hook, vec!["begin".into()], vec![])?;
     array_figures(&mut bench, tiny_jobs, rate)?;
     bench.stop_server();
     *figures = std::mem::take(&mut bench.figures);

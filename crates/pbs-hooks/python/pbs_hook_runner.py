@@ -43,7 +43,8 @@ class HookAlarm(BaseException):
 
 
 class _State:
-    in_hook = False
+    in_hook = False  # an alarm now stops the hook
+    pending = False  # an alarm came while the hook waited for the daemon
 
 
 _state = _State()
@@ -53,6 +54,7 @@ def _on_alarm(signum, frame):
     # The timer repeats (see _event): a hook that swallows one HookAlarm gets another.
     if _state.in_hook:
         raise HookAlarm()
+    _state.pending = True
 
 
 signal.signal(signal.SIGALRM, _on_alarm)
@@ -77,7 +79,13 @@ def _code_for(hook, script):
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
+_PID = os.getpid()
+
+
 def _write(answer):
+    if os.getpid() != _PID:
+        # A child a hook forked (and did not exec) must not answer for the runner.
+        os._exit(0)
     data = (_dumps(answer) + "\n").encode("utf-8", "surrogatepass")
     view = memoryview(data)
     while view:
@@ -96,6 +104,33 @@ def _answer(rid, accepted=True, reject_message=None, exception=None, alarm=False
         "jobs": {} if jobs is None else jobs,
         "log": [] if log is None else log,
     }
+
+
+def _query(request):
+    """A hook's question to the daemon (pbs.server().jobs() in a periodic hook): write
+    {"op": "query", ...}, read {"op": "reply", ...}. An alarm waits until the reply is
+    read, so no half-read reply is left in the pipe."""
+    was_in_hook = _state.in_hook
+    _state.in_hook = False
+    try:
+        line = dict(request)
+        line["op"] = "query"
+        _write(line)
+        text = _input.readline()
+        if not text:
+            os._exit(0)  # the daemon is gone: nobody to answer
+        reply = json.loads(text)
+        if not isinstance(reply, dict) or reply.get("op") != "reply":
+            raise RuntimeError("the daemon answered a query with %r" % (text[:200],))
+        return reply
+    finally:
+        _state.in_hook = was_in_hook
+        if was_in_hook and _state.pending:
+            _state.pending = False
+            raise HookAlarm()
+
+
+_hook.query = _query
 
 
 def _exception_line(exc):
@@ -146,19 +181,22 @@ def _event(req, rid):
     if alarm is not None and (not isinstance(alarm, (int, float)) or isinstance(alarm, bool)):
         return _answer(rid, False, exception="bad request: 'alarm' must be a number")
     try:
+        code = _code_for(hook, script)
+    except Exception as exc:  # noqa: BLE001 - a SyntaxError is the hook's exception
+        sys.stderr.write("hook '%s' does not compile:\n" % (hook,))
+        traceback.print_exception(type(exc), exc, None, file=sys.stderr)
+        return _answer(rid, False, exception=_exception_line(exc), job=None if req.get("job") is None else {})
+    try:
         ev = _hook.begin(req, type_name)
     except Exception as exc:  # noqa: BLE001
         _hook.end()
         return _answer(rid, False, exception="bad request: %s" % (exc,))
 
-    try:
-        code = _code_for(hook, script)
-    except BaseException as exc:  # noqa: BLE001 - a SyntaxError is the hook's exception
-        _report(hook, exc)
-        _hook.end()
-        return _answer(rid, False, exception=_exception_line(exc))
-
+    # A hook may have pointed these elsewhere; the next one starts as the first did.
+    sys.stdout = sys.stderr
     if alarm and alarm > 0:
+        signal.signal(signal.SIGALRM, _on_alarm)
+        _state.pending = False
         _state.in_hook = True
         signal.setitimer(signal.ITIMER_REAL, alarm, 0.5)
         try:
@@ -193,10 +231,9 @@ def _event(req, rid):
 
 
 def _handle(line):
-    rid = None
     try:
         req = json.loads(line)
-    except ValueError as exc:
+    except Exception as exc:  # noqa: BLE001 - not JSON, bad UTF-8, too deep
         return _answer(None, False, exception="bad request: %s" % (exc,))
     if not isinstance(req, dict):
         return _answer(None, False, exception="bad request: not a JSON object")
@@ -211,6 +248,10 @@ def _handle(line):
             _hook.end()
             traceback.print_exc(file=sys.stderr)
             return _answer(rid, False, exception="runner error: %s" % (_exception_line(exc),))
+    if op == "reply":
+        # A reply to a query of a hook its alarm stopped first: nobody waits for it.
+        sys.stderr.write("pbs_hook_runner: a reply to no query, dropped\n")
+        return None
     if op == "defs":
         try:
             _hook.set_defs(req)

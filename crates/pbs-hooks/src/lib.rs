@@ -9,7 +9,8 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 pub use pool::{Pool, RunError};
-pub use protocol::{Answer, Change, Changes, Defs, Event, JobData, LogEntry, Value};
+pub use protocol::{Answer, Change, Changes, Defs, Event, JobData, LogEntry, Query, QueryReply, Value};
+pub use protocol::{MAX_JOBS_PER_QUERY, definitions};
 
 /// The runner's file name in an installed directory.
 pub const RUNNER_FILE: &str = "pbs_hook_runner.py";

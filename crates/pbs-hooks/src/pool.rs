@@ -15,7 +15,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio::sync::{OnceCell, Semaphore};
 
-use crate::protocol::{Answer, Defs, Event};
+use crate::protocol::{Answer, Defs, Event, Query, QueryReply};
 
 /// How long past its alarm an interpreter may take to answer before it is killed: the
 /// runner stops a hook at its alarm itself, so this covers only a runner that cannot.
@@ -119,7 +119,17 @@ impl Pool {
     }
 
     /// Runs one event and gives the hook's answer.
-    pub async fn run(&self, mut event: Event) -> Result<Answer, RunError> {
+    pub async fn run(&self, event: Event) -> Result<Answer, RunError> {
+        self.run_with_queries(event, &|_: &Query| QueryReply::default()).await
+    }
+
+    /// Runs one event whose hook may ask for jobs while it runs (a periodic hook's
+    /// `pbs.server().jobs()`): `queries` answers each question.
+    pub async fn run_with_queries(
+        &self,
+        mut event: Event,
+        queries: &(dyn Fn(&Query) -> QueryReply + Sync),
+    ) -> Result<Answer, RunError> {
         let _slot = self.inner.slots.acquire().await.map_err(|_| RunError::Unavailable("pool closed".into()))?;
         let mut interpreter = match self.take_idle() {
             Some(interpreter) => interpreter,
@@ -127,7 +137,7 @@ impl Pool {
         };
         event.id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
         let deadline = Duration::from_secs(event.alarm.max(1)) + ALARM_GRACE;
-        let outcome = tokio::time::timeout(deadline, self.exchange(&mut interpreter, &event)).await;
+        let outcome = tokio::time::timeout(deadline, self.exchange(&mut interpreter, &event, queries)).await;
         match outcome {
             Ok(Ok(answer)) => {
                 lock(&self.inner.idle).push(interpreter);
@@ -158,7 +168,12 @@ impl Pool {
         None
     }
 
-    async fn exchange(&self, interpreter: &mut Interpreter, event: &Event) -> Result<Answer, RunError> {
+    async fn exchange(
+        &self,
+        interpreter: &mut Interpreter,
+        event: &Event,
+        queries: &(dyn Fn(&Query) -> QueryReply + Sync),
+    ) -> Result<Answer, RunError> {
         let defs = lock(&self.inner.defs).clone();
         let mut out = Vec::new();
         if let Some((generation, line)) = defs {
@@ -174,13 +189,27 @@ impl Pool {
         let broken = |e: std::io::Error| RunError::Crashed(e.to_string());
         interpreter.stdin.write_all(&out).await.map_err(broken)?;
         interpreter.stdin.flush().await.map_err(broken)?;
-        let mut answer = String::new();
-        let read = interpreter.stdout.read_line(&mut answer).await.map_err(broken)?;
-        if read == 0 {
-            return Err(RunError::Crashed("the interpreter exited".into()));
-        }
-        let answer: Answer = serde_json::from_str(&answer)
-            .map_err(|e| RunError::Crashed(format!("unreadable answer ({e}): {}", answer.trim_end())))?;
+        let answer = loop {
+            let mut line = String::new();
+            let read = interpreter.stdout.read_line(&mut line).await.map_err(broken)?;
+            if read == 0 {
+                return Err(RunError::Crashed("the interpreter exited".into()));
+            }
+            let value: serde_json::Value = serde_json::from_str(&line)
+                .map_err(|e| RunError::Crashed(format!("unreadable answer ({e}): {}", line.trim_end())))?;
+            if value.get("op").and_then(serde_json::Value::as_str) != Some("query") {
+                break serde_json::from_value::<Answer>(value)
+                    .map_err(|e| RunError::Crashed(format!("unreadable answer ({e}): {}", line.trim_end())))?;
+            }
+            let query: Query =
+                serde_json::from_value(value).map_err(|e| RunError::Crashed(format!("bad query: {e}")))?;
+            let reply = queries(&query);
+            let mut out = serde_json::to_vec(&ReplyLine { op: "reply", reply: &reply })
+                .map_err(|e| RunError::Crashed(format!("reply not written: {e}")))?;
+            out.push(b'\n');
+            interpreter.stdin.write_all(&out).await.map_err(broken)?;
+            interpreter.stdin.flush().await.map_err(broken)?;
+        };
         if answer.id != Some(event.id) {
             return Err(RunError::Crashed(format!("answer to event {:?}, not {}", answer.id, event.id)));
         }
@@ -246,6 +275,13 @@ struct DefsLine<'a> {
     op: &'static str,
     #[serde(flatten)]
     defs: &'a Defs,
+}
+
+#[derive(serde::Serialize)]
+struct ReplyLine<'a> {
+    op: &'static str,
+    #[serde(flatten)]
+    reply: &'a QueryReply,
 }
 
 #[derive(serde::Serialize)]

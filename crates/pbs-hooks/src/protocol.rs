@@ -16,6 +16,36 @@ pub struct Defs {
     pub resources: BTreeMap<String, String>,
 }
 
+/// The definitions for a server named `server_name` with `resources`: every job attribute
+/// of pbs-core's table, typed as the protocol names types.
+pub fn definitions(server_name: &str, resources: &pbs_core::resource::ResourceRegistry) -> Defs {
+    let job_attrs = pbs_core::ObjectKind::Job
+        .attributes()
+        .iter()
+        .map(|def| (def.name.to_string(), type_name(def.atype).to_string()))
+        .collect();
+    let resources = resources.all().map(|def| (def.name.clone(), def.rtype.to_string())).collect();
+    Defs { server_name: server_name.to_string(), job_attrs, resources }
+}
+
+/// An attribute type's name in `defs`.
+fn type_name(atype: pbs_core::AttrType) -> &'static str {
+    use pbs_core::AttrType;
+    match atype {
+        AttrType::Str => "string",
+        AttrType::Long => "long",
+        AttrType::Float => "float",
+        AttrType::Bool => "boolean",
+        AttrType::Time => "time",
+        AttrType::Duration => "duration",
+        AttrType::Size => "size",
+        AttrType::Char => "char",
+        AttrType::Resources => "resources",
+        AttrType::List => "list",
+        AttrType::Env => "env",
+    }
+}
+
 /// One attribute's value: text, or a resource list's resources.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(untagged)]
@@ -118,4 +148,30 @@ pub struct Answer {
     /// Its log calls, in order.
     #[serde(default)]
     pub log: Vec<LogEntry>,
+}
+
+/// Most jobs one query's answer carries: `pbs.server().jobs()` pages through the rest.
+pub const MAX_JOBS_PER_QUERY: usize = 500;
+
+/// What a running hook asks the daemon for (`pbs.server().jobs()`, `.job(id)`), written
+/// by the runner as `{"op": "query", ...}` before its answer.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+pub struct Query {
+    /// `jobs` (a page, after `after`) or `job` (`job_id`).
+    pub what: String,
+    /// The job asked for.
+    #[serde(default)]
+    pub job_id: Option<String>,
+    /// The page starts after this job id; from the first job when none.
+    #[serde(default)]
+    pub after: Option<String>,
+}
+
+/// The daemon's answer to a [`Query`], written as `{"op": "reply", ...}`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct QueryReply {
+    /// The jobs found, in id order (at most [`MAX_JOBS_PER_QUERY`]).
+    pub jobs: Vec<JobData>,
+    /// More jobs follow the last one.
+    pub more: bool,
 }

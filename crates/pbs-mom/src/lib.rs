@@ -10,17 +10,24 @@
 //! reacts to the datagram at once (no polling on a job's path); it also notices its own
 //! shepherds exiting, and checks the records of adopted shepherds at every usage sample, so
 //! a lost datagram delays a report but never loses it.
+//!
+//! Execution hooks ([`hooks`]) and the classic prologue and epilogue scripts
+//! ([`prologue`]) run in the mom's tasks around a job: a start waits for its execjob_begin
+//! and execjob_prologue hooks (or the prologue), an end report for its execjob_epilogue
+//! and execjob_end hooks (or the epilogue).
 
 pub mod adopt;
 pub mod env;
 pub mod error;
 pub mod exec;
+pub mod hooks;
 pub mod layout;
 pub mod link;
 pub use pbs_log as logging;
 pub mod mom;
 pub mod owner;
 pub mod procfs;
+pub mod prologue;
 pub mod records;
 pub mod shepherd;
 pub mod signals;
@@ -34,6 +41,14 @@ pub use mom::Mom;
 
 /// Exec failed before the job's files were set up (`JOB_EXEC_FAIL1`).
 pub const JOB_EXEC_FAIL1: i32 = -1;
+/// Exec failed after the job's files were set up, no retry (`JOB_EXEC_FAIL2`): a prologue
+/// that exited 1.
+pub const JOB_EXEC_FAIL2: i32 = -2;
+/// An execjob_begin or execjob_prologue hook rejected the job: it is requeued
+/// (`JOB_EXEC_FAILHOOK_RERUN`).
+pub const JOB_EXEC_FAILHOOK_RERUN: i32 = -16;
+/// Such a hook raised or ran past its alarm: the job is requeued (`JOB_EXEC_HOOKERROR`).
+pub const JOB_EXEC_HOOKERROR: i32 = -22;
 /// The mom lost the job: its shepherd vanished without a status (`JOB_EXEC_INITABT`).
 pub const JOB_EXEC_INITABT: i32 = -4;
 /// Retry later: the job id is still held by a run being torn down (`JOB_EXEC_RETRY`).
@@ -72,6 +87,10 @@ pub struct MomConfig {
     pub job_mom_port: u16,
     /// The program started as `--shepherd` (this binary: `/proc/self/exe`).
     pub shepherd_exe: PathBuf,
+    /// The Python that runs hooks (`PBS_PYTHON`); `python3` from `PATH` when unset.
+    pub python: Option<PathBuf>,
+    /// The server's name (`PBS_SERVER`), as hooks see it (`pbs.server().name`).
+    pub server_name: String,
 }
 
 impl MomConfig {
@@ -105,6 +124,8 @@ impl MomConfig {
             tmpdir_base,
             job_mom_port: conf.manager_port,
             shepherd_exe: PathBuf::from("/proc/self/exe"),
+            python: conf.raw.get("PBS_PYTHON").filter(|v| !v.trim().is_empty()).map(PathBuf::from),
+            server_name: conf.server.clone().unwrap_or_default(),
             home,
         })
     }

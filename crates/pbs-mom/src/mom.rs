@@ -21,17 +21,20 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use pbs_core::Pbse;
+use pbs_core::hookattr::HookEvent;
 use pbs_proto::mom::{FromMom, JobLaunch, MomJob, ToMom, Usage};
 use tokio::sync::{mpsc, oneshot};
 
+use crate::hooks::{MomHooks, Verdict};
 use crate::layout::{
     self, Forgotten, JobResult, KillReason, Layout, Limits, Note, RECORDS_SUFFIX, SCRIPT_SUFFIX, Spec, Started, Status,
     SuspendClock, now_ms,
 };
+use crate::prologue::Which;
 use crate::signals::{self, JobSignal};
 use crate::{
-    JOB_EXEC_FAIL1, JOB_EXEC_INITABT, JOB_EXEC_KILL_CPUT, JOB_EXEC_KILL_MEM, JOB_EXEC_RETRY, MomConfig, MomError,
-    adopt, procfs, records, shepherd,
+    JOB_EXEC_FAIL1, JOB_EXEC_FAILHOOK_RERUN, JOB_EXEC_HOOKERROR, JOB_EXEC_INITABT, JOB_EXEC_KILL_CPUT,
+    JOB_EXEC_KILL_MEM, JOB_EXEC_RETRY, MomConfig, MomError, adopt, hooks, procfs, prologue, records, shepherd,
 };
 
 /// Growth of a records file (usage samples, mostly) past its size after the last
@@ -88,11 +91,18 @@ struct Job {
     pending_kill: Option<u32>,
     /// ForgetJob came while it still ran: it ends without a report.
     forgotten: bool,
+    /// Ended, and its execjob_epilogue and execjob_end hooks (or epilogue) still run: its
+    /// end is reported once they are done.
+    ending: bool,
+    /// The launch without its script: what hooks and the epilogue see of the job.
+    launch: Arc<JobLaunch>,
 }
 
 impl Job {
     fn new(launch: &JobLaunch, records: PathBuf, run: u64) -> Job {
         Job {
+            ending: false,
+            launch: Arc::new(JobLaunch { script: String::new(), ..launch.clone() }),
             records,
             run,
             records_base: 0,
@@ -116,7 +126,7 @@ impl Job {
 
     fn report(&self, job_id: &str) -> MomJob {
         let (exit_status, usage) = match self.phase {
-            Phase::Ended(result) => (Some(result.exit_status), result.usage),
+            Phase::Ended(result) if !self.ending => (Some(result.exit_status), result.usage),
             _ => (None, self.usage),
         };
         MomJob {
@@ -183,6 +193,8 @@ pub struct Mom {
     state: Mutex<State>,
     /// The shepherds' shared stderr, open for appending.
     shepherd_err: File,
+    /// The execution hooks the server sent, and their interpreters.
+    hooks: MomHooks,
     host_ncpus: u32,
     host_mem_kb: u64,
     ticks_per_sec: u64,
@@ -212,9 +224,12 @@ impl Mom {
             .mode(0o600)
             .open(&err_path)
             .map_err(|e| MomError::io(format!("opening {}", err_path.display()), e))?;
+        let hooks =
+            MomHooks::open(&layout.priv_dir(), cfg.python.clone(), &cfg.server_name, &cfg.node_name, &cfg.host)?;
         Ok(Arc::new(Mom {
             layout,
             shepherd_err,
+            hooks,
             cfg,
             state: Mutex::new(State::default()),
             host_ncpus: procfs::host_ncpus(),
@@ -417,7 +432,15 @@ impl Mom {
                 None
             }
             ToMom::Ping => Some(FromMom::Pong),
+            ToMom::Hooks { hooks } => {
+                self.hooks.replace(hooks);
+                None
+            }
         }
+    }
+
+    fn pelog_path(&self, which: Which) -> PathBuf {
+        self.layout.priv_dir().join(which.file_name())
     }
 
     fn run_job(self: &Arc<Self>, mut launch: JobLaunch) {
@@ -441,6 +464,8 @@ impl Mom {
                     Phase::Starting => None,
                     Phase::Running => Some(FromMom::JobStarted { job_id: job_id.clone(), session_id: job.session_id }),
                     Phase::Sister => Some(FromMom::JobStarted { job_id: job_id.clone(), session_id: 0 }),
+                    // Its epilogue runs: the end comes when it is done.
+                    Phase::Ended(_) if job.ending => None,
                     Phase::Ended(r) => {
                         Some(FromMom::JobEnded { job_id: job_id.clone(), exit_status: r.exit_status, usage: r.usage })
                     }
@@ -454,7 +479,10 @@ impl Mom {
                 (launch.walltime, launch.cput, launch.mem) = (limits.walltime, limits.cput, limits.mem);
             }
             let run = state.new_run();
+            // The job keeps its launch without the script (which may be large).
+            let script = std::mem::take(&mut launch.script);
             state.jobs.insert(job_id.clone(), Job::new(&launch, path.clone(), run));
+            launch.script = script;
         }
         let sister = launch.sister;
         let secret = match adopt::new_secret() {
@@ -479,6 +507,76 @@ impl Mom {
         if let Err(e) = records::create(&path, &spec) {
             self.start_failed(&job_id, format!("cannot write {}: {e}", path.display()));
             return;
+        }
+        let begin = self.hooks.any(HookEvent::ExecjobBegin);
+        let prologue = !sister
+            && (self.hooks.any(HookEvent::ExecjobPrologue) || prologue::exists(&self.pelog_path(Which::Prologue)));
+        if begin || prologue {
+            // The start waits for them, in a task of its own: the link goes on meanwhile.
+            let mom = self.clone();
+            tokio::spawn(async move { mom.start_after_hooks(job_id, path, spec).await });
+            return;
+        }
+        self.launch(job_id, path, &spec);
+    }
+
+    /// Runs the job's execjob_begin hooks, and on the mother superior its
+    /// execjob_prologue hooks (or, when there are none, the prologue), then starts it; a
+    /// refusal or failure ends it with OpenPBS's `JOB_EXEC_*` status instead.
+    async fn start_after_hooks(self: Arc<Self>, job_id: String, path: PathBuf, spec: Spec) {
+        let launch = &spec.launch;
+        let mut failure = None;
+        for event in [HookEvent::ExecjobBegin, HookEvent::ExecjobPrologue] {
+            if failure.is_some() || (event == HookEvent::ExecjobPrologue && launch.sister) || !self.hooks.any(event) {
+                continue;
+            }
+            match self.hooks.run(event, &job_id, hooks::job_data(launch, 0, None)).await {
+                Verdict::Accept => {}
+                Verdict::Reject => failure = Some((JOB_EXEC_FAILHOOK_RERUN, format!("{event} hook rejected the job"))),
+                Verdict::Error { offline } => {
+                    if let Some(hook) = offline {
+                        self.lock().emit(FromMom::OfflineByHook { hook });
+                    }
+                    failure = Some((JOB_EXEC_HOOKERROR, format!("{event} hook failed")));
+                }
+            }
+        }
+        if failure.is_none() && !launch.sister && !self.hooks.any(HookEvent::ExecjobPrologue) {
+            // As OpenPBS: the prologue runs only where no prologue hook does.
+            let path = self.pelog_path(Which::Prologue);
+            let exit = prologue::run(Which::Prologue, &path, &job_id, &launch.user, &launch.group, &[]).await;
+            failure = prologue::prologue_failure(exit).map(|status| (status, format!("prologue exited {exit}")));
+        }
+        match failure {
+            Some((status, message)) if !launch.sister => {
+                self.finish(&job_id, Status::failed(status, message));
+            }
+            Some((_, message)) => {
+                // Nothing here can stop a job its mother superior runs: logged only.
+                warn_job(&job_id, format_args!("{message} on this sister node; the job goes on"));
+                self.launch(job_id, path, &spec);
+            }
+            None => self.launch(job_id, path, &spec),
+        }
+    }
+
+    /// Starts the job whose records are written: its shepherd, or nothing on a sister.
+    fn launch(self: &Arc<Self>, job_id: String, path: PathBuf, spec: &Spec) {
+        let sister = spec.launch.sister;
+        {
+            let mut state = self.lock();
+            match state.jobs.get(&job_id) {
+                // Forgotten while its hooks ran: it never starts.
+                Some(job) if job.forgotten && job.phase != Phase::Running => {
+                    let records = job.records.clone();
+                    state.jobs.remove(&job_id);
+                    drop(state);
+                    self.remove_job_files(&job_id, &records);
+                    return;
+                }
+                Some(job) if job.phase == Phase::Starting || job.phase == Phase::Sister => {}
+                _ => return,
+            }
         }
         if sister {
             self.lock().emit(FromMom::JobStarted { job_id: job_id.clone(), session_id: 0 });
@@ -518,14 +616,14 @@ impl Mom {
         tokio::process::Command::from(command).spawn()
     }
 
-    fn start_failed(&self, job_id: &str, message: String) {
+    fn start_failed(self: &Arc<Self>, job_id: &str, message: String) {
         warn_job(job_id, format_args!("{message}"));
         self.finish(job_id, Status::failed(JOB_EXEC_FAIL1, message));
     }
 
     /// A shepherd exited (ours: `pid`) or is gone (adopted, or unknown at start-up): its
     /// status record says how the job ended; without one the job is lost.
-    fn shepherd_exited(&self, job_id: &str, pid: Option<i32>) {
+    fn shepherd_exited(self: &Arc<Self>, job_id: &str, pid: Option<i32>) {
         let (path, shepherd_pid) = {
             let state = self.lock();
             match state.jobs.get(job_id) {
@@ -569,8 +667,14 @@ impl Mom {
         lines.join("; ")
     }
 
-    /// Ends a job once: computes the result, reports it, records it.
-    fn finish(&self, job_id: &str, status: Status) {
+    /// Ends a job once: computes the result, records it, and reports it, or, when the job
+    /// ran and its execjob_epilogue or execjob_end hooks (or the epilogue) are to run, has
+    /// them run first (see [`Mom::after_end`]).
+    fn finish(self: &Arc<Self>, job_id: &str, status: Status) {
+        let epilogue = self.hooks.any(HookEvent::ExecjobEpilogue)
+            || self.hooks.any(HookEvent::ExecjobEnd)
+            || prologue::exists(&self.pelog_path(Which::Epilogue));
+        let mut after = None;
         let (result, recorded) = {
             let mut state = self.lock();
             let Some(job) = state.jobs.get_mut(job_id) else { return };
@@ -615,12 +719,22 @@ impl Mom {
             // has the end it may forget the job and run the same id again, and this
             // record must not land in that run's file. One short append to a local file.
             let recorded = records::append(&job.records, &result);
-            if announce {
-                state.emit(FromMom::JobStarted { job_id: job_id.to_string(), session_id });
+            if epilogue && session_id > 0 {
+                job.ending = true;
+                after = Some(announce);
+            } else {
+                if announce {
+                    state.emit(FromMom::JobStarted { job_id: job_id.to_string(), session_id });
+                }
+                state.emit(FromMom::JobEnded { job_id: job_id.to_string(), exit_status, usage });
             }
-            state.emit(FromMom::JobEnded { job_id: job_id.to_string(), exit_status, usage });
             (result, recorded)
         };
+        if let Some(announce) = after {
+            let mom = self.clone();
+            let job_id = job_id.to_string();
+            tokio::spawn(async move { mom.after_end(job_id, result, announce).await });
+        }
         if let Err(e) = recorded {
             warn_job(job_id, format_args!("cannot record the result: {e}"));
         }
@@ -634,6 +748,57 @@ impl Mom {
                 result.exit_status, result.usage.cput, result.usage.walltime, result.usage.mem_kb
             ),
         );
+    }
+
+    /// Runs an ended job's execjob_epilogue hooks (or, when there are none, the epilogue)
+    /// and its execjob_end hooks, then reports its end. Their verdicts change nothing but
+    /// the log: the job has ended.
+    async fn after_end(self: Arc<Self>, job_id: String, result: JobResult, announce: bool) {
+        let Some((launch, session_id)) = self.lock().jobs.get(&job_id).map(|j| (j.launch.clone(), j.session_id)) else {
+            return;
+        };
+        let data = hooks::job_data(&launch, session_id, Some((result.exit_status, &result.usage)));
+        if self.hooks.any(HookEvent::ExecjobEpilogue) {
+            self.hooks.run(HookEvent::ExecjobEpilogue, &job_id, data.clone()).await;
+        } else {
+            let list = |pairs: Vec<(String, String)>| {
+                pairs.into_iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(",")
+            };
+            let mut limits = vec![("ncpus".to_string(), launch.ncpus.to_string())];
+            if let Some(cput) = launch.cput {
+                limits.push(("cput".to_string(), pbs_core::Duration::from_secs(cput).to_string()));
+            }
+            if let Some(mem) = launch.mem {
+                limits.push(("mem".to_string(), format!("{}kb", mem / 1024)));
+            }
+            if let Some(walltime) = launch.walltime {
+                limits.push(("walltime".to_string(), pbs_core::Duration::from_secs(walltime).to_string()));
+            }
+            limits.sort();
+            let args = [
+                launch.job_name.clone(),
+                session_id.to_string(),
+                list(limits),
+                list(hooks::usage_text(&result.usage)),
+                launch.queue.clone(),
+                launch.account.clone().filter(|a| !a.is_empty()).unwrap_or_else(|| "null".to_string()),
+                result.exit_status.to_string(),
+            ];
+            let path = self.pelog_path(Which::Epilogue);
+            prologue::run(Which::Epilogue, &path, &job_id, &launch.user, &launch.group, &args).await;
+        }
+        if self.hooks.any(HookEvent::ExecjobEnd) {
+            self.hooks.run(HookEvent::ExecjobEnd, &job_id, data).await;
+        }
+        let mut state = self.lock();
+        // Forgotten meanwhile (a forced delete): nobody waits for the end.
+        let Some(job) = state.jobs.get_mut(&job_id).filter(|j| j.ending) else { return };
+        job.ending = false;
+        let session_id = job.session_id;
+        if announce {
+            state.emit(FromMom::JobStarted { job_id: job_id.clone(), session_id });
+        }
+        state.emit(FromMom::JobEnded { job_id, exit_status: result.exit_status, usage: result.usage });
     }
 
     /// A datagram from a shepherd.
@@ -717,6 +882,7 @@ impl Mom {
                     let _ = records::append(&path, &result);
                     return;
                 }
+                Phase::Ended(_) if job.ending => None,
                 Phase::Ended(r) => {
                     state.emit(FromMom::JobEnded {
                         job_id: job_id.to_string(),
@@ -774,6 +940,21 @@ impl Mom {
                 Phase::Starting | Phase::Running => {
                     job.forgotten = true;
                     (job.records.clone(), Some(job.session_id).filter(|s| *s > 0 && job.phase == Phase::Running))
+                }
+                Phase::Sister if self.hooks.any(HookEvent::ExecjobEnd) => {
+                    // The job has ended on this node: its files go now (a later run of
+                    // the same id makes its own), and its execjob_end hooks run.
+                    let (path, launch) = (job.records.clone(), job.launch.clone());
+                    state.jobs.remove(job_id);
+                    drop(state);
+                    self.remove_job_files(job_id, &path);
+                    let mom = self.clone();
+                    let job_id = job_id.to_string();
+                    tokio::spawn(async move {
+                        let data = hooks::job_data(&launch, 0, None);
+                        mom.hooks.run(HookEvent::ExecjobEnd, &job_id, data).await;
+                    });
+                    return;
                 }
                 Phase::Ended(_) | Phase::Sister => {
                     let path = job.records.clone();

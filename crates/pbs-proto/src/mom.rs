@@ -74,6 +74,36 @@ pub enum ToMom {
     },
     /// Liveness probe; the mom answers [`FromMom::Pong`].
     Ping,
+    /// The execution hooks every mom runs (enabled hooks with a mom event and a body),
+    /// whole: the mom replaces the set it had (on disk and in memory) with this one. Sent
+    /// to every mom whose link is up when a hook changes, and to a mom when its link comes
+    /// up. No answer.
+    Hooks {
+        /// The hooks, by name.
+        hooks: Vec<MomHook>,
+    },
+}
+
+/// One execution hook as a mom runs it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MomHook {
+    /// Its name.
+    pub name: String,
+    /// The mom events it runs at (`execjob_begin`, `execjob_prologue`...).
+    pub events: Vec<String>,
+    /// `order`: hooks of one event run in this order, then by name.
+    pub order: i64,
+    /// `alarm`: seconds it may run.
+    pub alarm: u64,
+    /// `fail_action` as qmgr shows it (`none`, `offline_vnodes`...).
+    pub fail_action: String,
+    /// `debug`.
+    pub debug: bool,
+    /// `user`: `pbsadmin` (root) or `pbsuser` (the job's owner).
+    pub user: String,
+    /// Its body.
+    pub script: String,
 }
 
 /// Everything a mom needs to run one job, decided by the server.
@@ -236,6 +266,13 @@ pub enum FromMom {
     },
     /// Answer to [`ToMom::Ping`].
     Pong,
+    /// A hook whose `fail_action` includes `offline_vnodes` raised or ran past its alarm
+    /// at an execjob_begin or execjob_prologue event here: the server marks this node
+    /// offline, as OpenPBS does.
+    OfflineByHook {
+        /// The hook's name.
+        hook: String,
+    },
 }
 
 #[cfg(test)]
@@ -249,5 +286,19 @@ mod tests {
         assert_eq!(text, r#"{"kind":"KillJob","job_id":"1.s","kill_delay":10}"#);
         assert_eq!(serde_json::from_str::<ToMom>(&text).unwrap(), frame);
         assert!(serde_json::from_str::<FromMom>(r#"{"kind":"Nope"}"#).is_err());
+        let hooks = ToMom::Hooks {
+            hooks: vec![MomHook {
+                name: "begin".into(),
+                events: vec!["execjob_begin".into()],
+                order: 1,
+                alarm: 30,
+                fail_action: "offline_vnodes".into(),
+                debug: false,
+                user: "pbsadmin".into(),
+                script: "import pbs\n".into(),
+            }],
+        };
+        let text = serde_json::to_string(&hooks).unwrap();
+        assert_eq!(serde_json::from_str::<ToMom>(&text).unwrap(), hooks);
     }
 }

@@ -347,7 +347,7 @@ pub(crate) fn handle(state: &mut State, ctx: &Ctx<'_>, id: u64, request: Request
         }
         Request::ImportHook { name, content_type, encoding, content } => {
             match crate::hooks::admin::import(state, ctx, &name, &content_type, &encoding, &content) {
-                Ok(ops) => Handled::Apply(Reply::ok(id, ReplyBody::None), Effects::ops(ops)),
+                Ok(effects) => Handled::Apply(Reply::ok(id, ReplyBody::None), effects),
                 Err(e) => fail(e),
             }
         }
@@ -360,7 +360,7 @@ pub(crate) fn handle(state: &mut State, ctx: &Ctx<'_>, id: u64, request: Request
         Request::StatusResource { names } => status(id, crate::objects::resource_status(state, &names)),
         Request::Manager { command, object, names, attrs } => {
             match crate::objects::manager(state, ctx, command, object, &names, &attrs) {
-                Ok(ops) => {
+                Ok(effects) => {
                     tracing::info!(
                         object_type = "Server",
                         "{:?} {:?} {} by {}",
@@ -369,7 +369,7 @@ pub(crate) fn handle(state: &mut State, ctx: &Ctx<'_>, id: u64, request: Request
                         names.join(","),
                         ctx.who.user_at_host()
                     );
-                    Handled::Apply(Reply::ok(id, ReplyBody::None), Effects::ops(ops))
+                    Handled::Apply(Reply::ok(id, ReplyBody::None), effects)
                 }
                 Err(e) => fail(e),
             }

@@ -3,7 +3,8 @@
 //! a request's handler. The server's one timer (`run.rs`) calls it and carries the effects
 //! out through `apply_effects`. Periodic work sets its own next entry.
 //!
-//! Later users: periodic hooks, reservations' start and end, dependency releases.
+//! Also periodic hooks (`hooks::periodic`). Later users: reservations' start and end,
+//! dependency releases.
 
 use crate::effects::Effects;
 use crate::state::State;
@@ -13,12 +14,15 @@ use crate::state::timers::Due;
 pub const NODE_WATCH_EVERY: i64 = 1;
 /// Seconds between two history purges.
 pub const HISTORY_PURGE_EVERY: i64 = 30;
+/// Seconds between two looks for periodic hooks due (their `freq` is in seconds).
+pub const PERIODIC_HOOKS_EVERY: i64 = 1;
 
 /// Sets the entries a server starts with: its periodic work, and every waiting job's
 /// execution time (one passed while the server was down falls due at the first tick).
 pub fn start(state: &mut State, now: i64) {
     state.timers.set(Due::NodeWatch, now + NODE_WATCH_EVERY);
     state.timers.set(Due::HistoryPurge, now + HISTORY_PURGE_EVERY);
+    state.timers.set(Due::PeriodicHooks, now + PERIODIC_HOOKS_EVERY);
     crate::job::deferred::arm_all(state);
 }
 
@@ -39,6 +43,10 @@ pub fn due(state: &mut State, now: i64) -> Effects {
                 }
                 effects.ops.extend(ops);
                 state.timers.set(Due::HistoryPurge, now + HISTORY_PURGE_EVERY);
+            }
+            Due::PeriodicHooks => {
+                effects.periodic_hooks.extend(crate::hooks::periodic::due(state, now));
+                state.timers.set(Due::PeriodicHooks, now + PERIODIC_HOOKS_EVERY);
             }
         }
     }

@@ -27,6 +27,20 @@ pub struct Launch {
     pub launch: JobLaunch,
 }
 
+/// A hook to run outside the state lock once the change that asked for it is carried
+/// out (a periodic hook falling due), with what running it needs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HookRun {
+    /// Its name.
+    pub name: String,
+    /// Its body.
+    pub script: std::sync::Arc<str>,
+    /// Seconds it may run.
+    pub alarm: u64,
+    /// Its `debug`.
+    pub debug: bool,
+}
+
 /// The effects of one request or event on the world outside the state.
 #[derive(Debug, Default, PartialEq)]
 pub struct Effects {
@@ -36,6 +50,8 @@ pub struct Effects {
     pub to_moms: MomFrames,
     /// Job starts, sent after `to_moms` once `ops` are committed and the scripts read.
     pub launches: Vec<Launch>,
+    /// Periodic hooks to start; each one's changes come back as effects of their own.
+    pub periodic_hooks: Vec<HookRun>,
 }
 
 impl Effects {
@@ -49,11 +65,12 @@ impl Effects {
         self.ops.extend(other.ops);
         self.to_moms.extend(other.to_moms);
         self.launches.extend(other.launches);
+        self.periodic_hooks.extend(other.periodic_hooks);
     }
 
     /// Whether there is nothing to do.
     pub fn is_empty(&self) -> bool {
-        self.ops.is_empty() && !self.has_mom_work()
+        self.ops.is_empty() && !self.has_mom_work() && self.periodic_hooks.is_empty()
     }
 
     /// Whether anything goes to a mom.

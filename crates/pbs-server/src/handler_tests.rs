@@ -58,6 +58,7 @@ fn frames(effects: &Effects) -> Vec<(String, &'static str)> {
                 ToMom::ForgetJob { .. } => "ForgetJob",
                 ToMom::ModifyJob { .. } => "ModifyJob",
                 ToMom::Ping => "Ping",
+                ToMom::Hooks { .. } => "Hooks",
             };
             (node.clone(), kind)
         })
@@ -447,9 +448,9 @@ fn a_reconnecting_mom_is_reconciled_with_what_the_server_believes() {
         jobs: vec![held("99.svr", None), held(&ended_id, Some(0))],
     };
     let effects = crate::mom_report::apply(&mut f.state, "n1", report, f.now);
-    // The ended job's end, then the lost one's requeue.
+    // The ended job's end, then the lost one's requeue; the execution hooks go first.
     assert_eq!(writes(&effects), ["DeleteJob", "PutJob"]);
-    assert_eq!(frames(&effects), n1(&["ForgetJob", "ForgetJob", "ForgetJob"]));
+    assert_eq!(frames(&effects), n1(&["Hooks", "ForgetJob", "ForgetJob", "ForgetJob"]));
     assert_eq!(f.job_state(ended), None);
     assert_eq!(f.job_state(lost), Some(JobState::Queued));
     assert!(f.state.node_rt.get("n1").is_some_and(|rt| rt.up));
@@ -625,6 +626,73 @@ fn a_resumed_run_holds_its_node_as_its_run_did_whatever_the_node_became() {
 /// Root on the server's host, as the kernel names a local peer (not a daemon).
 fn local_root() -> Identity {
     Identity { user: "root".into(), group: "root".into(), uid: 0, host: "host".into(), daemon: false }
+}
+
+/// Execution hooks reach the moms whose links are up when the set changes (a body
+/// imported, an attribute set, the hook deleted), and nothing else does; a mom whose link
+/// comes up gets the whole set before anything else.
+#[test]
+fn execution_hook_changes_reach_the_moms_that_are_up_and_a_linking_mom_gets_the_set() {
+    use pbs_proto::{MgrAttr, MgrCommand, MgrObject, MgrOp};
+    let mut f = fixture();
+    let mut n2 = Named { name: "n2".into(), attrs: Default::default() };
+    crate::state::set_named(&mut n2.attrs, pbs_core::ObjectKind::Node, "comment", "x", &mut f.state.interner);
+    f.state.nodes.push(n2);
+    let manager = |command, attrs: Vec<(&str, &str)>| Request::Manager {
+        command,
+        object: MgrObject::Hook,
+        names: vec!["b".into()],
+        attrs: attrs.into_iter().map(|(n, v)| MgrAttr { name: n.into(), op: MgrOp::Set, value: v.into() }).collect(),
+    };
+    let import = Request::ImportHook {
+        name: "b".into(),
+        content_type: "application/x-python".into(),
+        encoding: "default".into(),
+        content: "import pbs\n".into(),
+    };
+    // No body yet: nothing to run, nothing sent.
+    let (_, effects) = f.request(&local_root(), manager(MgrCommand::Create, vec![("event", "execjob_begin")]));
+    assert!(frames(&effects).is_empty());
+    let (reply, effects) = f.request(&local_root(), import);
+    assert_eq!((reply.code, frames(&effects)), (0, n1(&["Hooks"])), "n2's link is down: {reply:?}");
+    let Some((_, ToMom::Hooks { hooks })) = effects.to_moms.first() else { panic!("a Hooks frame") };
+    assert_eq!(
+        hooks.iter().map(|h| (h.name.as_str(), h.events.clone(), h.alarm, h.script.as_str())).collect::<Vec<_>>(),
+        [("b", vec!["execjob_begin".to_string()], 30, "import pbs\n")]
+    );
+    let (_, effects) = f.request(&local_root(), manager(MgrCommand::Set, vec![("fail_action", "offline_vnodes")]));
+    assert_eq!(frames(&effects), n1(&["Hooks"]));
+    // A change that leaves the set as it was sends nothing.
+    let (_, effects) = f.request(&local_root(), manager(MgrCommand::Set, vec![("fail_action", "offline_vnodes")]));
+    assert!(frames(&effects).is_empty());
+    // n2's mom links: the set first.
+    let report = pbs_proto::mom::FromMom::NodeStatus {
+        ncpus: 4,
+        mem_kb: 1 << 20,
+        arch: "linux".into(),
+        host: "n2".into(),
+        version: "test".into(),
+        jobs: Vec::new(),
+    };
+    let effects = crate::mom_report::apply(&mut f.state, "n2", report, f.now);
+    assert_eq!(frames(&effects).first(), Some(&("n2".to_string(), "Hooks")));
+    let (_, effects) = f.request(&local_root(), manager(MgrCommand::Delete, vec![]));
+    assert_eq!(frames(&effects), [("n1".to_string(), "Hooks"), ("n2".to_string(), "Hooks")]);
+    assert!(matches!(effects.to_moms.first(), Some((_, ToMom::Hooks { hooks })) if hooks.is_empty()));
+    // A failing hook's fail_action offlines its node with OpenPBS's comment, written.
+    let effects = crate::mom_report::apply(
+        &mut f.state,
+        "n1",
+        pbs_proto::mom::FromMom::OfflineByHook { hook: "b".into() },
+        f.now,
+    );
+    assert_eq!(writes(&effects), ["PutObject"]);
+    let n1 = f.state.nodes.iter().find(|n| n.name == "n1").map(|n| n.attrs.clone()).unwrap_or_default();
+    assert!(crate::node::is_offline(&Named { name: "n1".into(), attrs: n1.clone() }));
+    assert_eq!(
+        n1.get_named(pbs_core::ObjectKind::Node, "comment", None),
+        Some("offlined by hook 'b' due to hook error")
+    );
 }
 
 #[test]

@@ -35,9 +35,8 @@ struct Requestor {
 /// to date. Called under the lock.
 fn hooks_of(server: &Server, state: &State, event: HookEvent) -> Vec<HookRun> {
     let runs = event::hooks_for(state, event);
-    if !runs.is_empty() && server.hooks.defs_generation() != Some(state.resources.generation()) {
-        let (generation, defs) = event::defs(state);
-        server.hooks.set_defs(generation, &defs);
+    if !runs.is_empty() {
+        server.sync_hook_defs(state);
     }
     runs
 }

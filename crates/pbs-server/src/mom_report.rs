@@ -1,8 +1,10 @@
-//! What a node's mom reports, applied to the state: its node up with what the host has, the
-//! jobs it holds reconciled with what the server believes runs there, and each job's
-//! start, usage and end; and its node going down when the link closes. The link itself
-//! (`momlink`) only carries the frames.
+//! What a node's mom reports, applied to the state: its node up with what the host has (and
+//! the execution hooks it must hold), the jobs it holds reconciled with what the server
+//! believes runs there, each job's start, usage and end, and a failing hook that offlines
+//! its node; and its node going down when the link closes. The link itself (`momlink`)
+//! only carries the frames.
 
+use pbs_core::attr::ObjectKind;
 use pbs_proto::mom::{FromMom, MomJob, ToMom};
 
 use crate::effects::Effects;
@@ -26,7 +28,10 @@ pub fn apply(state: &mut State, node: &str, report: FromMom, now: i64) -> Effect
             }
             state.changes.nodes.insert(node.to_string());
             state.changes.cycle = true;
-            reconcile(state, node, &jobs, now)
+            // The hooks first: a start queued behind this status runs with them.
+            let mut effects = Effects { to_moms: vec![crate::hooks::mom::link_up(state, node)], ..Effects::default() };
+            effects.merge(reconcile(state, node, &jobs, now));
+            effects
         }
         FromMom::JobStarted { job_id, session_id } => {
             Effects::ops(crate::job::end::job_started(state, node, &job_id, session_id))
@@ -36,8 +41,17 @@ pub fn apply(state: &mut State, node: &str, report: FromMom, now: i64) -> Effect
             Effects::default()
         }
         FromMom::JobEnded { job_id, exit_status, usage } => {
+            if matches!(exit_status, JOB_EXEC_FAILHOOK_RERUN | JOB_EXEC_HOOKERROR) {
+                // OpenPBS's msg_hook_reject_rerunjob.
+                tracing::info!(
+                    object_type = "Job",
+                    object_name = job_id.as_str(),
+                    "hook rejected request, requiring job to be rerun"
+                );
+            }
             crate::job::end::job_ended(state, node, &job_id, exit_status, &usage, now)
         }
+        FromMom::OfflineByHook { hook } => offline_by_hook(state, node, &hook),
         FromMom::SignalResult { job_id, signal, code, .. } => {
             if code != 0 {
                 tracing::warn!(
@@ -50,6 +64,27 @@ pub fn apply(state: &mut State, node: &str, report: FromMom, now: i64) -> Effect
         }
         FromMom::Pong => Effects::default(),
     }
+}
+
+/// `JOB_EXEC_FAILHOOK_RERUN`: an execjob_begin or execjob_prologue hook rejected the job.
+const JOB_EXEC_FAILHOOK_RERUN: i32 = -16;
+/// `JOB_EXEC_HOOKERROR`: such a hook raised or ran past its alarm.
+const JOB_EXEC_HOOKERROR: i32 = -22;
+
+/// A hook with `fail_action=offline_vnodes` failed on `node`'s mom: the node is marked
+/// offline with OpenPBS's comment, as a manager's `pbsnodes -o` would, until one clears it.
+fn offline_by_hook(state: &mut State, node: &str, hook: &str) -> Effects {
+    let Some(index) = state.nodes.iter().position(|n| n.name == node) else { return Effects::default() };
+    let comment = crate::hooks::mom::offline_comment(hook);
+    let state_idx = const { ObjectKind::Node.index_of("state") };
+    let comment_idx = const { ObjectKind::Node.index_of("comment") };
+    let Some(named) = state.nodes.get_mut(index) else { return Effects::default() };
+    named.attrs.set(state_idx, None, "offline");
+    named.attrs.set(comment_idx, None, comment.as_str());
+    tracing::warn!(object_type = "Node", object_name = node, "{comment}");
+    state.changes.nodes.insert(node.to_string());
+    state.changes.objects = true;
+    Effects::ops(vec![state.named_op(ObjectKind::Node, index)])
 }
 
 /// A suspend or resume a mom carried out after the request that asked for it had given up

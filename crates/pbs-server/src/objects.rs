@@ -7,6 +7,7 @@ use pbs_core::{Pbse, defaults};
 use pbs_proto::{Attr, MgrAttr, MgrCommand, MgrObject, MgrOp, StatusObject};
 
 use crate::attrlist::{AttrList, resolve};
+use crate::effects::Effects;
 use crate::error::ReqError;
 use crate::request::Ctx;
 use crate::request::attrs::normalize_value;
@@ -132,8 +133,27 @@ fn unknown_object(kind: ObjectKind, name: &str) -> ReqError {
     }
 }
 
-/// Handles a Manager request.
+/// Handles a Manager request. A change to hooks that changes the set of execution hooks
+/// sends the new set to the moms whose links are up.
 pub fn manager(
+    state: &mut State,
+    ctx: &Ctx<'_>,
+    command: MgrCommand,
+    object: MgrObject,
+    names: &[String],
+    attrs: &[MgrAttr],
+) -> Result<Effects, ReqError> {
+    let kind = object.kind();
+    if kind != ObjectKind::Hook {
+        return manage(state, ctx, command, object, names, attrs).map(Effects::ops);
+    }
+    crate::hooks::admin::check_admin(state, ctx)?;
+    let before = crate::hooks::mom::mom_hooks(state);
+    let ops = manage(state, ctx, command, object, names, attrs)?;
+    Ok(Effects { ops, to_moms: crate::hooks::mom::changed(state, &before), ..Effects::default() })
+}
+
+fn manage(
     state: &mut State,
     ctx: &Ctx<'_>,
     command: MgrCommand,
@@ -142,9 +162,6 @@ pub fn manager(
     attrs: &[MgrAttr],
 ) -> Result<Vec<StoreOp>, ReqError> {
     let kind = object.kind();
-    if kind == ObjectKind::Hook {
-        crate::hooks::admin::check_admin(state, ctx)?;
-    }
     // Whatever qmgr changes, the scheduler gets every object's new view and a cycle.
     state.changes.objects = true;
     state.changes.cycle = true;

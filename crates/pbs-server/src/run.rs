@@ -132,9 +132,13 @@ async fn timer(server: Arc<Server>) {
         let effects = crate::due::due(&mut state, chrono::Utc::now().timestamp());
         if !effects.is_empty() {
             let writes = effects.ops.len();
+            let hooks_only = writes == 0 && !effects.has_mom_work();
             // Nobody waits for these: the moms hear once the changes are on disk.
             let _ = server.apply_effects(&mut state, effects);
             drop(state);
+            if hooks_only {
+                continue;
+            }
             tracing::info!(
                 object_type = "Server",
                 "Timer event: {writes} writes, {} us under the lock",

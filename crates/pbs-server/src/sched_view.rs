@@ -222,7 +222,7 @@ pub fn apply_decisions(
                         Err(crate::hooks::event::run_refused(state, &decision.job_id, refusal, &mut effects))
                     }
                     Some(Ok(changes)) if !changes.is_empty() => {
-                        crate::hooks::event::apply_run_changes(state, &decision.job_id, changes, now, &mut effects)
+                        crate::hooks::event::apply_hook_changes(state, &decision.job_id, changes, now, &mut effects)
                     }
                     _ => Ok(()),
                 };

@@ -213,10 +213,13 @@ impl Server {
     /// as a request whose writes queue behind this one's, so no decision can outlive a
     /// change a crash lost. A mom hears of nothing until it is on disk.
     pub fn apply_effects(self: &Arc<Self>, shared: &mut Shared, effects: Effects) -> Applied {
-        let Effects { ops, to_moms, launches } = effects;
+        let Effects { ops, to_moms, launches, periodic_hooks } = effects;
         crate::sched_view::note_written(&mut shared.state, &ops);
         let ack = (!ops.is_empty()).then(|| self.store.commit(ops));
         crate::sched_view::flush(&mut shared.state, &mut shared.links);
+        for run in periodic_hooks {
+            self.run_periodic_hook(run);
+        }
         if to_moms.is_empty() && launches.is_empty() {
             return ack.map_or(Applied::Done, Applied::Commit);
         }
@@ -245,6 +248,37 @@ impl Server {
             server.deliver(&mut shared, due);
         });
         Applied::Delivery(waiter)
+    }
+
+    /// Brings the hook interpreters' attribute and resource types up to date with the
+    /// state's (they change when a resource is created or deleted).
+    pub fn sync_hook_defs(&self, state: &State) {
+        if self.hooks.defs_generation() != Some(state.resources.generation()) {
+            let (generation, defs) = crate::hooks::event::defs(state);
+            self.hooks.set_defs(generation, &defs);
+        }
+    }
+
+    /// Runs a periodic hook in the hook interpreters, outside the state lock: the jobs it
+    /// reads are answered page by page, each under a short lock; its changes are then
+    /// applied under the lock (`hooks::periodic::answered`) like any event's.
+    fn run_periodic_hook(self: &Arc<Self>, run: crate::effects::HookRun) {
+        let server = self.clone();
+        tokio::spawn(async move {
+            server.sync_hook_defs(&server.lock().state);
+            let event = crate::hooks::periodic::event(&run, &server.config.host);
+            let queries = |query: &pbs_hooks::Query| {
+                let shared = server.lock();
+                crate::hooks::periodic::answer_query(&shared.state, query)
+            };
+            let result = server.hooks.run_with_queries(event, &queries).await;
+            let mut guard = server.lock();
+            let shared = &mut *guard;
+            let now = chrono::Utc::now().timestamp();
+            let origin = format!("Server@{}", server.config.host);
+            let effects = crate::hooks::periodic::answered(&mut shared.state, &run.name, &origin, result, now);
+            let _ = server.apply_effects(shared, effects);
+        });
     }
 
     /// Reads the scripts the starts among `launches` need, and looks up their owners'

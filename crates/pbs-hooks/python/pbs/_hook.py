@@ -373,6 +373,10 @@ class Job:
         if typ is None:
             if name.startswith("__"):
                 raise AttributeError(name)
+            text = self._text.get(name)
+            if isinstance(text, str):
+                # Sent by the daemon but not in its defs: readable as text.
+                return text
             raise UnsetAttributeNameError("job attribute '%s' not found" % (name,))
         cache = self._cache
         if name in cache:
@@ -491,7 +495,15 @@ class Vnode:
     def __init__(self, name, attrs):
         s = object.__setattr__
         s(self, "_name", str(name))
-        s(self, "_text", attrs if isinstance(attrs, dict) else {})
+        text = {}
+        for key, value in (attrs if isinstance(attrs, dict) else {}).items():
+            attr, dot, resource = key.partition(".")
+            if dot:
+                # "resources_available.ncpus": "2", as a resource list.
+                text.setdefault(attr, {})[resource] = value
+            else:
+                text[key] = value
+        s(self, "_text", text)
         s(self, "_cache", {})
 
     @property
@@ -528,6 +540,12 @@ class Vnode:
 # The server
 
 
+def query(request):
+    """Asks the daemon something while a hook runs (set by the runner): a dict in, the
+    daemon's reply (a dict) out."""
+    raise RuntimeError("no daemon to ask: pbs.server() queries need the hook runner")
+
+
 def _periodic_only(what):
     return NotImplementedError(
         "pbs.server().%s is available in periodic hooks only (this PBS gives other hooks no access to other jobs)"
@@ -536,12 +554,17 @@ def _periodic_only(what):
 
 
 class Server:
-    """pbs.server(): its name; in a periodic hook, the jobs of the event."""
+    """pbs.server(): its name; in a periodic hook, the jobs it may read and change.
 
-    __slots__ = ("_jobs",)
+    The jobs come with the event (its `jobs`), or, when the event carries none, are asked
+    of the daemon while the hook runs: `.job(id)` one job, `.jobs()` page by page.
+    """
 
-    def __init__(self, jobs):
+    __slots__ = ("_jobs", "_live")
+
+    def __init__(self, jobs, live):
         object.__setattr__(self, "_jobs", jobs)
+        object.__setattr__(self, "_live", live)
 
     @property
     def name(self):
@@ -550,18 +573,45 @@ class Server:
     def __str__(self):
         return defs.server_name
 
+    def _known(self, data):
+        """The Job of `data` from a query, the same object when the hook has it already."""
+        j = Job(data)
+        if j._id is None:
+            raise RuntimeError("the daemon answered a query with a job without an id")
+        return self._jobs.setdefault(j._id, j)
+
     def job(self, jobid):
+        """The job `jobid` ("12" or "12.server"), None when there is no such job."""
         if self._jobs is None:
             raise _periodic_only("job()")
         jobid = str(jobid)
         if "." not in jobid and defs.server_name:
             jobid = jobid + "." + defs.server_name
-        return self._jobs.get(jobid)
+        j = self._jobs.get(jobid)
+        if j is not None or not self._live:
+            return j
+        found = query({"what": "job", "job_id": jobid}).get("jobs") or []
+        return self._known(found[0]) if found else None
 
     def jobs(self):
+        """An iterator over the server's jobs."""
         if self._jobs is None:
             raise _periodic_only("jobs()")
-        return iter(list(self._jobs.values()))
+        if not self._live:
+            return iter(list(self._jobs.values()))
+        return self._pages()
+
+    def _pages(self):
+        after = None
+        while True:
+            reply = query({"what": "jobs", "after": after})
+            page = reply.get("jobs") or []
+            for data in page:
+                j = self._known(data)
+                after = j._id
+                yield j
+            if not page or not reply.get("more"):
+                return
 
     def __getattr__(self, name):
         if name.startswith("__"):
@@ -634,8 +684,11 @@ class Event:
                 if j._id is None:
                     raise ValueError("a job of 'jobs' has no id")
                 by_id[j._id] = j
-            jobs = by_id
-        s(self, "_server", Server(jobs))
+            s(self, "_server", Server(by_id, False))
+        elif type_name == "periodic":
+            s(self, "_server", Server({}, True))
+        else:
+            s(self, "_server", Server(None, False))
 
     def accept(self, ecode=0):
         """End the hook; the request goes ahead."""

@@ -157,7 +157,10 @@ class size:
         if isinstance(other, size):
             return other
         if isinstance(other, (int, str)) and not isinstance(other, bool):
-            return size(other)
+            try:
+                return size(other)
+            except _BadSize:
+                return None
         return None
 
     def _cmp(self, other):

@@ -6,6 +6,7 @@ use base64::Engine as _;
 use pbs_core::Pbse;
 use pbs_core::hookattr::HookValueError;
 
+use crate::effects::Effects;
 use crate::error::ReqError;
 use crate::request::Ctx;
 use crate::state::{HookBody, State};
@@ -57,7 +58,8 @@ pub fn log_request(name: &str, what: &str, ctx: &Ctx<'_>) {
 }
 
 /// `qmgr import hook NAME CONTENT-TYPE ENCODING FILE`: replaces the hook's body or
-/// configuration file with `content`, decoded.
+/// configuration file with `content`, decoded; the moms whose links are up get the new set
+/// of execution hooks when it changed.
 pub fn import(
     state: &mut State,
     ctx: &Ctx<'_>,
@@ -65,7 +67,7 @@ pub fn import(
     content_type: &str,
     encoding: &str,
     content: &str,
-) -> Result<Vec<StoreOp>, ReqError> {
+) -> Result<Effects, ReqError> {
     check_admin(state, ctx)?;
     if !state.hooks.iter().any(|h| h.name == name) {
         return Err(unknown(name));
@@ -79,8 +81,10 @@ pub fn import(
         _ => return Err(hook_error(format!("<content-type> must be {CONTENT_PYTHON} or {CONTENT_CONFIG}"))),
     }
     let op = body.op(name);
+    let before = crate::hooks::mom::mom_hooks(state);
     state.hook_bodies.insert(name.to_string(), body);
-    Ok(vec![op])
+    let to_moms = crate::hooks::mom::changed(state, &before);
+    Ok(Effects { ops: vec![op], to_moms, ..Effects::default() })
 }
 
 fn decode(encoding: &str, content: &str) -> Result<String, ReqError> {

@@ -3,9 +3,8 @@
 //! Running the hooks is the dispatch's (outside the state lock); this does no I/O.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
-use pbs_core::attr::{AttrType, ObjectKind, Privilege, split_name};
+use pbs_core::attr::{ObjectKind, Privilege, split_name};
 use pbs_core::hookattr::{self, HookEvent};
 use pbs_core::{Pbse, attr::parse_bool};
 use pbs_hooks::{Answer, Change, Changes, Defs, JobData, RunError, Value};
@@ -14,18 +13,7 @@ use pbs_proto::Attr;
 use crate::error::ReqError;
 use crate::state::{Job, State};
 
-/// One hook to run, with what running it needs, copied out of the state.
-#[derive(Clone, Debug)]
-pub struct HookRun {
-    /// Its name.
-    pub name: String,
-    /// Its body.
-    pub script: Arc<str>,
-    /// Seconds it may run.
-    pub alarm: u64,
-    /// Its `debug`.
-    pub debug: bool,
-}
+pub use crate::effects::HookRun;
 
 /// The enabled hooks of `event` that have a body, in `order` (then name) as OpenPBS runs
 /// them. Empty for most requests, so the dispatch's wait point costs one look here.
@@ -57,32 +45,10 @@ pub fn hooks_for(state: &State, event: HookEvent) -> Vec<HookRun> {
     runs.into_iter().map(|(_, run)| run).collect()
 }
 
-fn type_name(atype: AttrType) -> &'static str {
-    match atype {
-        AttrType::Str => "string",
-        AttrType::Long => "long",
-        AttrType::Float => "float",
-        AttrType::Bool => "boolean",
-        AttrType::Time => "time",
-        AttrType::Duration => "duration",
-        AttrType::Size => "size",
-        AttrType::Char => "char",
-        AttrType::Resources => "resources",
-        AttrType::List => "list",
-        AttrType::Env => "env",
-    }
-}
-
 /// The attribute and resource types the interpreters need, as of the resources'
 /// generation.
 pub fn defs(state: &State) -> (u64, Defs) {
-    let job_attrs = ObjectKind::Job
-        .attributes()
-        .iter()
-        .map(|def| (def.name.to_string(), type_name(def.atype).to_string()))
-        .collect();
-    let resources = state.resources.all().map(|def| (def.name.clone(), def.rtype.to_string())).collect();
-    (state.resources.generation(), Defs { server_name: state.server_name.clone(), job_attrs, resources })
+    (state.resources.generation(), pbs_hooks::definitions(&state.server_name, &state.resources))
 }
 
 /// The job a queuejob hook sees: the attributes as submitted (`Resource_List.x` gathered
@@ -208,9 +174,10 @@ pub fn run_refused(
     refusal.clone()
 }
 
-/// Applies what a runjob hook set on a job before its run, through qalter's checks with
-/// manager privilege (a hook acts as the server's administrator).
-pub fn apply_run_changes(
+/// Applies what a hook set on a job (a runjob hook before its run, a periodic hook),
+/// through qalter's checks with manager privilege (a hook acts as the server's
+/// administrator).
+pub fn apply_hook_changes(
     state: &mut State,
     job_id: &str,
     changes: &[Attr],

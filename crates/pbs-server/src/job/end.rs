@@ -190,15 +190,16 @@ pub fn job_ended(state: &mut State, node: &str, job_id: &str, exit_status: i32, 
     };
     let reason = state.ending.remove(&key);
     let frames = release(state, key, now);
-    // -3 (retry), -11 (rerun), -20 (mother superior lost): PBS ended it to run again.
-    let requeued = reason == Some(EndReason::Rerun) || matches!(exit_status, -3 | -11 | -20);
+    // -3 (retry), -11 (rerun), -20 (mother superior lost), -16, -18 and -22 (a mom's hook
+    // rejected the start, asked for a rerun or failed): PBS ended it to run again.
+    let requeued = reason == Some(EndReason::Rerun) || matches!(exit_status, -3 | -11 | -16 | -18 | -20 | -22);
     let ops = if requeued {
         set_usage(state, key, usage);
         requeue(state, key, now)
     } else {
         finish(state, key, Some(exit_status), Some(usage), reason == Some(EndReason::Delete), now)
     };
-    Effects { ops, to_moms: frames, launches: Vec::new() }
+    Effects { ops, to_moms: frames, ..Effects::default() }
 }
 
 /// `kill_delay` of the job's queue, else the server's, else 10 s as OpenPBS.
@@ -235,7 +236,7 @@ pub fn begin_end(state: &mut State, key: JobKey, reason: EndReason, now: i64) ->
         job.substate = Substate::RUNNING;
     }
     let ops = vec![job.put_op(None)];
-    Effects { ops, to_moms: frames, launches: Vec::new() }
+    Effects { ops, to_moms: frames, ..Effects::default() }
 }
 
 /// Ends a running job without waiting for its mom (`qdel -W force`): resources are freed
@@ -243,7 +244,7 @@ pub fn begin_end(state: &mut State, key: JobKey, reason: EndReason, now: i64) ->
 pub fn force_delete(state: &mut State, key: JobKey, now: i64) -> Effects {
     state.ending.remove(&key);
     let frames = release(state, key, now);
-    Effects { ops: finish(state, key, None, None, true, now), to_moms: frames, launches: Vec::new() }
+    Effects { ops: finish(state, key, None, None, true, now), to_moms: frames, ..Effects::default() }
 }
 
 /// A job whose mother superior was lost: requeued if rerunnable, else finished. A job
@@ -255,7 +256,7 @@ pub fn lost(state: &mut State, key: JobKey, now: i64) -> Effects {
     });
     let frames = release(state, key, now);
     let ops = if rerunnable { requeue(state, key, now) } else { finish(state, key, Some(-20), None, false, now) };
-    Effects { ops, to_moms: frames, launches: Vec::new() }
+    Effects { ops, to_moms: frames, ..Effects::default() }
 }
 
 #[cfg(test)]

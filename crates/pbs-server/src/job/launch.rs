@@ -193,7 +193,7 @@ pub fn run_job(state: &mut State, key: JobKey, exec_vnode: &str, now: i64) -> Re
     state.starting.insert(key);
     let launches = launches(state, key, &select, exec, run_count);
     tracing::info!(object_type = "Job", object_name = job_id.as_str(), "Job run on {exec_text}");
-    Ok(Effects { ops, to_moms: Vec::new(), launches })
+    Ok(Effects { ops, launches, ..Effects::default() })
 }
 
 fn launches(state: &State, key: JobKey, select: &Select, exec: &ExecVnode, run_count: u32) -> Vec<Launch> {

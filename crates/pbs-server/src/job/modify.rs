@@ -69,7 +69,7 @@ pub fn modify_jobs(state: &mut State, ctx: &Ctx<'_>, ids: &[String], attrs: &[At
         let ops = vec![job.put_op(None)];
         crate::entity_limits::job_changed(state, seq);
         crate::job::deferred::arm(state, seq);
-        Ok(Effects { ops, to_moms: to_mom, launches: Vec::new() })
+        Ok(Effects { ops, to_moms: to_mom, ..Effects::default() })
     })
 }
 

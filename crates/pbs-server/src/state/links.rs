@@ -149,6 +149,7 @@ pub fn send_frames(links: &mut Links, frames: MomFrames) {
                             ToMom::ForgetJob { job_id } => format!("the forget of {job_id}"),
                             ToMom::ModifyJob { job_id, .. } => format!("the new limits of {job_id}"),
                             ToMom::Ping => "a ping".to_string(),
+                            ToMom::Hooks { .. } => "the execution hooks".to_string(),
                         }
                     );
                 }

@@ -168,6 +168,8 @@ pub struct State {
     pub faults: crate::state::tracked::Tracked,
     /// What falls due at a time (`timers`): execution times, the node watch, the purge.
     pub timers: crate::state::timers::Timers,
+    /// Periodic hooks' next starts and runs in flight.
+    pub periodic_hooks: crate::state::timers::PeriodicHooks,
 }
 
 /// Objects changed since the scheduler was last told, and whether a cycle is due.
@@ -319,6 +321,7 @@ impl State {
             entity_limits: Default::default(),
             faults: Default::default(),
             timers: Default::default(),
+            periodic_hooks: Default::default(),
         };
         let fresh = !loaded.meta.iter().any(|(k, _)| k == "initialized");
         for (key, value) in &loaded.meta {

@@ -18,6 +18,18 @@ pub enum Due {
     NodeWatch,
     /// Job history past `job_history_duration` is purged (every 30 seconds).
     HistoryPurge,
+    /// Periodic hooks whose `freq` has passed start (checked every second).
+    PeriodicHooks,
+}
+
+/// When each periodic hook runs next, and which are running (a hook still running when
+/// it falls due again is not started twice).
+#[derive(Debug, Default)]
+pub struct PeriodicHooks {
+    /// Hook name to its next start, seconds since the epoch.
+    pub next: std::collections::BTreeMap<String, i64>,
+    /// Hooks started and not yet answered.
+    pub running: BTreeSet<String>,
 }
 
 /// The entries, in time order.
