@@ -121,5 +121,5 @@ fn values_as_qsub_sends_them_are_kept() {
     let seq = id.split('.').next().expect("a sequence number");
     let attrs = vec![Attr::new("Hold_Types", "u"), Attr::new("depend", format!("afterok:{seq}").as_str())];
     let second = c.client().submit(attrs, "true\n".into(), None).expect("a dependency on a job");
-    assert_eq!(c.job_attr(&second, "depend"), Some(format!("afterok:{id}")));
+    assert_eq!(c.job_attr(&second, "depend"), Some(format!("afterok:{id}@{}", c.server_name())));
 }

@@ -9,6 +9,7 @@ mod commands;
 mod conns;
 mod counts;
 mod deferred;
+mod depend;
 mod durability;
 mod exec;
 mod faults;

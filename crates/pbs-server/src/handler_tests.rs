@@ -623,6 +623,34 @@ fn a_resumed_run_holds_its_node_as_its_run_did_whatever_the_node_became() {
     assert!(!f.state.node_rt["n1"].exclusive && f.state.node_rt["n1"].assigned.is_empty());
 }
 
+/// A parent's end finds its children in the index, and each is released or deleted by
+/// its kind, after the parent's own record; a held child waits with a system hold.
+#[test]
+fn a_parents_end_releases_or_deletes_its_children_through_the_index() {
+    let mut f = fixture();
+    let (key, parent) = f.running_job();
+    let ok = f.submit(&alice(), &[("depend", format!("afterok:{parent}").as_str())]);
+    let notok = f.submit(&alice(), &[("depend", format!("afternotok:{parent}").as_str())]);
+    let seq = |id: &str| crate::jobkey::key_of(id).map(|k| k.seq).unwrap_or(u64::MAX);
+    let child = f.state.jobs.get(&seq(&ok)).expect("the child");
+    assert_eq!((child.state, child.substate.0), (JobState::Held, 22));
+    assert_eq!(child.get("Hold_Types", None), Some("s"));
+    assert_eq!(child.get("depend", None), Some(format!("afterok:{parent}@svr").as_str()));
+    let marked = f.state.job(key).and_then(|j| j.get("depend", None)).map(str::to_string);
+    assert_eq!(marked, Some(format!("beforeok:{ok}@svr,beforenotok:{notok}@svr")));
+    assert_eq!(f.state.dependents.children_of(key.seq).len(), 2);
+
+    let effects = crate::job::end::job_ended(&mut f.state, "n1", &parent, 0, &Usage::default(), f.now);
+    assert_eq!(writes(&effects), ["DeleteJob", "PutJob", "DeleteJob"], "the parent's end, then its children");
+    let released = f.state.jobs.get(&seq(&ok)).expect("released");
+    assert_eq!(
+        (released.state, released.get("Hold_Types", None), released.get("depend", None)),
+        (JobState::Queued, Some("n"), None)
+    );
+    assert!(!f.state.jobs.contains_key(&seq(&notok)), "afternotok on a success is deleted");
+    assert!(f.state.dependents.children_of(key.seq).is_empty());
+}
+
 /// Root on the server's host, as the kernel names a local peer (not a daemon).
 fn local_root() -> Identity {
     Identity { user: "root".into(), group: "root".into(), uid: 0, host: "host".into(), daemon: false }

@@ -110,8 +110,26 @@ fn requeue(state: &mut State, key: JobKey, now: i64) -> Vec<StoreOp> {
     ops
 }
 
-/// Records a job's end: `Exit_status`, usage, comment; history or removal.
+/// Records a job's end: `Exit_status`, usage, comment; history or removal; then what it
+/// means for the jobs that depend on it.
 fn finish(
+    state: &mut State,
+    key: JobKey,
+    exit_status: Option<i32>,
+    usage: Option<&Usage>,
+    deleted: bool,
+    now: i64,
+) -> Vec<StoreOp> {
+    let mut ops = finish_job(state, key, exit_status, usage, deleted, now);
+    // Its children are released or deleted by how it ended, after its own record.
+    if key.index.is_none() && !ops.is_empty() {
+        ops.extend(crate::job::depend::parent_ended(state, key.seq, exit_status, now));
+    }
+    ops
+}
+
+/// [`finish`] of the job itself.
+fn finish_job(
     state: &mut State,
     key: JobKey,
     exit_status: Option<i32>,

@@ -5,6 +5,7 @@ pub mod altrun;
 pub mod array;
 pub mod deferred;
 pub mod delete;
+pub mod depend;
 pub mod end;
 pub mod faults;
 pub mod launch;

@@ -72,6 +72,11 @@ pub fn queue_job(
     check_queue_limits(state, queue_index, &list)?;
     crate::entity_limits::check_new(state, ctx, &queue_name, &list)?;
 
+    if let Some(text) = list.get(job_idx!("depend"), None).map(str::to_string) {
+        let kept = crate::job::depend::check_new(state, &text)?;
+        list.set(job_idx!("depend"), None, kept);
+    }
+
     let seq = state.allocate_seq().ok_or_else(|| ReqError::new(Pbse::SYSTEM))?;
     let now = ctx.now.to_string();
     let host = ctx.who.host.clone();
@@ -180,9 +185,12 @@ pub fn queue_job(
         placement: None,
     };
     let id = job.id(&state.server_name);
-    let mut ops = vec![job.put_op(Some(script))];
-    ops.extend(state.reserve_seq());
     state.jobs.insert(seq, job);
+    // Its dependencies may hold it (or, on a parent that already failed, end it at once).
+    let parents = crate::job::depend::submitted(state, seq, ctx.now);
+    let mut ops: Vec<StoreOp> = state.jobs.get(&seq).map(|job| job.put_op(Some(script))).into_iter().collect();
+    ops.extend(state.reserve_seq());
+    ops.extend(parents);
     crate::job::deferred::arm(state, seq);
     Ok((id, ops))
 }

@@ -5,6 +5,7 @@
 //! holds what every acknowledged request changed, so a restart rebuilds the same state.
 
 pub mod assigned;
+pub mod depends;
 pub mod entity_usage;
 pub mod links;
 pub mod node_rt;
@@ -170,6 +171,8 @@ pub struct State {
     pub timers: crate::state::timers::Timers,
     /// Periodic hooks' next starts and runs in flight.
     pub periodic_hooks: crate::state::timers::PeriodicHooks,
+    /// Jobs waiting on others (`depend`), by the job they wait on.
+    pub dependents: crate::state::depends::Dependents,
 }
 
 /// Objects changed since the scheduler was last told, and whether a cycle is due.
@@ -322,6 +325,7 @@ impl State {
             faults: Default::default(),
             timers: Default::default(),
             periodic_hooks: Default::default(),
+            dependents: Default::default(),
         };
         let fresh = !loaded.meta.iter().any(|(k, _)| k == "initialized");
         for (key, value) in &loaded.meta {
@@ -412,6 +416,14 @@ impl State {
                     state.next_seq = state.next_seq.max(seq + 1);
                 }
                 Err(e) => tracing::error!(seq, error = %e, "Unreadable job record skipped"),
+            }
+        }
+        // The jobs still waiting on others, by the job they wait on.
+        for job in state.jobs.values().filter(|j| !j.state.is_history()) {
+            if let Some(list) = job.get("depend", None) {
+                for (parent, kind) in crate::state::depends::waits(list) {
+                    state.dependents.add(parent, job.seq, kind);
+                }
             }
         }
         let mut ops = Vec::new();

@@ -1,0 +1,132 @@
+//! Job dependencies on real daemons (`qsub -W depend=`): the after family holds a child
+//! with a system hold until its parent starts or ends, releases it or deletes it as
+//! OpenPBS does (../shared/reference/openpbs-outputs/depend_*.txt), and keeps doing so
+//! across a server restart.
+
+use std::time::Duration;
+
+use pbs_e2e::{Cluster, wait_until};
+
+const JOB_TIMEOUT: Duration = Duration::from_secs(60);
+
+fn submit(c: &Cluster, args: &[&str], script: &str) -> String {
+    c.run_with_stdin("qsub", args, script, false).ok().line().to_string()
+}
+
+fn attr(c: &Cluster, id: &str, name: &str) -> Option<String> {
+    c.job_attr(id, name)
+}
+
+#[test]
+fn an_afterok_chain_runs_in_order_with_openpbs_holds_and_marks() {
+    let c = Cluster::with_moms(1, 4);
+    let server = c.server_name().to_string();
+    let first = submit(&c, &["-N", "first"], "sleep 2\n");
+    let second = submit(&c, &["-N", "second", "-W", &format!("depend=afterok:{first}")], "sleep 1\n");
+    // depend_afterok_qstat_f.txt: held by the system, substate 22, the list with @server.
+    assert_eq!(attr(&c, &second, "job_state").as_deref(), Some("H"));
+    assert_eq!(attr(&c, &second, "Hold_Types").as_deref(), Some("s"));
+    assert_eq!(attr(&c, &second, "substate").as_deref(), Some("22"));
+    assert_eq!(attr(&c, &second, "depend"), Some(format!("afterok:{first}@{server}")));
+    assert_eq!(attr(&c, &second, "etime"), None);
+    // depend_afterok_parent_qstat_f.txt: the parent names its child.
+    assert_eq!(attr(&c, &first, "depend"), Some(format!("beforeok:{second}@{server}")));
+    let third = submit(&c, &["-N", "third", "-W", &format!("depend=afterok:{second}")], "true\n");
+    assert_eq!(attr(&c, &second, "depend"), Some(format!("afterok:{first}@{server},beforeok:{third}@{server}")));
+    c.wait_job_state(&second, "R", JOB_TIMEOUT);
+    assert_eq!(attr(&c, &first, "job_state").as_deref(), Some("F"));
+    assert_eq!(attr(&c, &third, "job_state").as_deref(), Some("H"));
+    c.wait_job_state(&third, "F", JOB_TIMEOUT);
+    // Released: its own wait gone from its list (what it is waited on by stays), no hold,
+    // an etime (depend_afterok_child_released_qstat_f.txt).
+    assert_eq!(attr(&c, &second, "depend"), Some(format!("beforeok:{third}@{server}")));
+    assert_eq!(attr(&c, &third, "depend"), None);
+    assert_eq!(attr(&c, &second, "Hold_Types").as_deref(), Some("n"));
+    assert!(attr(&c, &second, "etime").is_some());
+    let ended = |id: &str| attr(&c, id, "obittime").and_then(|t| t.parse::<i64>().ok()).unwrap_or(i64::MAX);
+    let started = |id: &str| attr(&c, id, "stime").and_then(|t| t.parse::<i64>().ok()).unwrap_or(0);
+    assert!(started(&second) >= ended(&first), "second started before first ended");
+    assert!(started(&third) >= ended(&second), "third started before second ended");
+    for id in [&first, &second, &third] {
+        assert_eq!(attr(&c, id, "Exit_status").as_deref(), Some("0"), "{id}");
+    }
+    let log = c.server_stderr();
+    assert!(log.contains(&format!(";Job;{second};Dependency on job {first} released.")), "{log}");
+}
+
+#[test]
+fn a_failing_parent_deletes_afterok_children_and_releases_the_others() {
+    let c = Cluster::with_moms(1, 4);
+    for (parent_script, exit) in [("exit 1\n", "1"), ("true\n", "0")] {
+        let parent = submit(&c, &["-h", "-N", "parent"], parent_script);
+        let ok = submit(&c, &["-N", "ok", "-W", &format!("depend=afterok:{parent}")], "true\n");
+        let notok = submit(&c, &["-N", "notok", "-W", &format!("depend=afternotok:{parent}")], "true\n");
+        let any = submit(&c, &["-N", "any", "-W", &format!("depend=afterany:{parent}")], "true\n");
+        c.run("qrls", &[&parent]).ok();
+        c.wait_job_state(&parent, "F", JOB_TIMEOUT);
+        assert_eq!(attr(&c, &parent, "Exit_status").as_deref(), Some(exit));
+        let (deleted, ran) = if exit == "1" { (ok, notok) } else { (notok, ok) };
+        c.wait_job_state(&any, "F", JOB_TIMEOUT);
+        c.wait_job_state(&ran, "F", JOB_TIMEOUT);
+        assert_eq!(attr(&c, &ran, "Exit_status").as_deref(), Some("0"));
+        // depend_afterok_parent_failed_qstat_fx.txt: finished without running, its list
+        // and system hold as they were.
+        c.wait_job_state(&deleted, "F", JOB_TIMEOUT);
+        assert_eq!(attr(&c, &deleted, "substate").as_deref(), Some("92"));
+        assert_eq!(attr(&c, &deleted, "Hold_Types").as_deref(), Some("s"));
+        assert_eq!(attr(&c, &deleted, "Exit_status"), None);
+        assert!(attr(&c, &deleted, "depend").is_some_and(|d| d.contains(&parent)));
+        let log = c.server_stderr();
+        assert!(log.contains(&format!(";Job;{deleted};Job deleted as result of dependency on job {parent}")), "{log}");
+    }
+    // On a parent already finished: met at once, or the job ends as it is created.
+    let done = submit(&c, &["-N", "done"], "true\n");
+    c.wait_job_state(&done, "F", JOB_TIMEOUT);
+    let late = submit(&c, &["-W", &format!("depend=afterok:{done}")], "true\n");
+    c.wait_job_state(&late, "F", JOB_TIMEOUT);
+    assert_eq!(attr(&c, &late, "Exit_status").as_deref(), Some("0"));
+    let never = submit(&c, &["-W", &format!("depend=afternotok:{done}")], "true\n");
+    assert_eq!(attr(&c, &never, "job_state").as_deref(), Some("F"));
+    assert_eq!(attr(&c, &never, "substate").as_deref(), Some("92"));
+}
+
+#[test]
+fn after_waits_for_the_start_and_an_unknown_parent_is_refused() {
+    let c = Cluster::with_moms(1, 4);
+    let parent = submit(&c, &["-h"], "sleep 30\n");
+    let child = submit(&c, &["-W", &format!("depend=after:{parent}")], "true\n");
+    assert_eq!(attr(&c, &child, "job_state").as_deref(), Some("H"));
+    c.run("qrls", &[&parent]).ok();
+    c.wait_job_state(&child, "F", JOB_TIMEOUT);
+    assert_eq!(attr(&c, &parent, "job_state").as_deref(), Some("R"));
+    c.run("qdel", &[&parent]).ok();
+
+    // Better than OpenPBS on purpose: no job is created on an unknown parent.
+    let unknown = format!("99999.{}", c.server_name());
+    let out = c.run_with_stdin("qsub", &["-W", "depend=afterok:99999"], "true\n", false);
+    assert_eq!((out.code, out.stderr.as_str()), (153, format!("qsub: Unknown Job Id {unknown}\n").as_str()), "{out:?}");
+    // What is not acted on yet is refused, never kept idle.
+    let held = submit(&c, &["-h"], "true\n");
+    let out = c.run_with_stdin("qsub", &["-W", &format!("depend=beforeok:{held}")], "true\n", false);
+    assert_eq!(out.stderr, "qsub: dependency type beforeok is not supported by this server\n", "{out:?}");
+    let out = c.run("qalter", &["-W", &format!("depend=afterany:{held}"), &held]);
+    assert!(out.stderr.contains("not supported by this server yet"), "{out:?}");
+    let out = c.run_with_stdin("qsub", &["-W", "depend=afterok:"], "true\n", false);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(out.stderr.starts_with("qsub: illegal -W value\nusage: qsub"), "{out:?}");
+}
+
+#[test]
+fn a_dependency_survives_a_server_restart() {
+    let mut c = Cluster::with_moms(1, 4);
+    let parent = submit(&c, &["-h"], "true\n");
+    let child = submit(&c, &["-W", &format!("depend=afterok:{parent}")], "true\n");
+    c.terminate();
+    c.start_server();
+    c.wait_node_state("n1", "free");
+    assert_eq!(attr(&c, &child, "job_state").as_deref(), Some("H"));
+    c.run("qrls", &[&parent]).ok();
+    c.wait_job_state(&child, "F", JOB_TIMEOUT);
+    assert_eq!(attr(&c, &child, "Exit_status").as_deref(), Some("0"));
+    wait_until("the parent finished", JOB_TIMEOUT, || attr(&c, &parent, "job_state").as_deref() == Some("F"));
+}
