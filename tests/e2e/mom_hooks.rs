@@ -2,8 +2,9 @@
 //! sends execution hooks to every mom (one that links later too, and one that restarts
 //! keeps them), an execjob_begin hook's refusal requeues the job, an execjob_epilogue hook
 //! sees the exit status and usage, a failing hook with `fail_action=offline_vnodes`
-//! offlines its node, and `mom_priv/prologue` and `epilogue` run with OpenPBS's arguments
-//! and exit-status rules.
+//! offlines its node, `mom_priv/prologue` and `epilogue` run with OpenPBS's arguments
+//! and exit-status rules, and a `user=pbsuser` hook runs as the job's owner where OpenPBS
+//! runs it so (qmgr refusing it where OpenPBS does).
 
 use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;
@@ -197,4 +198,99 @@ fn a_raising_begin_hook_with_fail_action_offline_vnodes_offlines_the_node() {
     // The job went back to the queue and stays there: its only node is offline.
     wait_until("the job requeued", LOG_TIMEOUT, || c.job_attr(&id, "job_state").as_deref() == Some("Q"));
     assert_eq!(c.job_attr(&id, "Exit_status"), None, "{}", c.logs());
+}
+
+/// A Python every user may run (`python3` on root's `PATH` may be under `/root`), as
+/// `PBS_PYTHON` must be where `user=pbsuser` hooks run.
+fn system_python() -> std::path::PathBuf {
+    ["/usr/bin/python3", "/usr/local/bin/python3"]
+        .into_iter()
+        .map(std::path::PathBuf::from)
+        .find(|p| std::fs::metadata(p).is_ok_and(|m| m.permissions().mode() & 0o001 != 0))
+        .expect("a python3 every user may run")
+}
+
+#[test]
+fn a_pbsuser_hook_runs_as_the_jobs_owner_at_prologue_and_epilogue_and_as_root_elsewhere() {
+    const NOBODY: u32 = 65534;
+    let mut c = Cluster::with_moms(1, 2);
+    // The mom's hooks run with a Python the job's owner can run too.
+    let conf = c.dir().join("mom-n1.conf");
+    let text = std::fs::read_to_string(&conf).expect("mom conf");
+    std::fs::write(&conf, format!("{text}PBS_PYTHON={}\n", system_python().display())).expect("mom conf");
+    c.kill_mom("n1");
+    c.start_mom("n1");
+    c.wait_node_state("n1", "free");
+
+    let body = |name: &str| {
+        format!(
+            "import os, pbs\ne = pbs.event()\npbs.logjobmsg(e.job.id, \"{name} uid %d cwd %s home %s\" % (os.getuid(), os.getcwd(), os.environ.get(\"HOME\")))\n"
+        )
+    };
+    install_hook(&c, "asowner", "event=execjob_epilogue,user=pbsuser", &body("asowner"));
+    install_hook(&c, "asadmin", "event=execjob_epilogue", &body("asadmin"));
+    // pbsuser holds at execjob_prologue only: execjob_begin runs as root, as in OpenPBS.
+    install_hook(&c, "both", "event=\"execjob_begin,execjob_prologue\",user=pbsuser", &body("both"));
+    mom_logged(&c, "n1", "execution hooks from the server: ");
+    wait_until("the three hooks on n1", LOG_TIMEOUT, || {
+        let log = c.mom_stderr("n1");
+        ["asowner", "asadmin", "both"].iter().all(|h| log.contains(h))
+    });
+
+    // nobody's login shell is nologin: its job asks for a real one.
+    let id = c
+        .run_with_stdin("qsub", &["-S", "/bin/sh", "-o", "/dev/null", "-e", "/dev/null"], "exit 0\n", true)
+        .ok()
+        .line()
+        .to_string();
+    c.wait_job_state(&id, "F", JOB_TIMEOUT);
+    assert_eq!(c.job_attr(&id, "Exit_status").as_deref(), Some("0"), "{}", c.logs());
+    let log = c.mom_stderr("n1");
+    // nobody's home (/nonexistent) cannot be entered: its hooks run in /.
+    assert!(log.contains(&format!("Job;{id};asowner uid {NOBODY} cwd / home /nonexistent")), "{}", c.logs());
+    assert!(log.contains(&format!("Job;{id};asadmin uid 0 cwd ")), "{}", c.logs());
+    assert!(log.contains(&format!("Job;{id};both uid 0 cwd ")), "begin runs as root: {}", c.logs());
+    assert!(log.contains(&format!("Job;{id};both uid {NOBODY} cwd /")), "prologue as nobody: {}", c.logs());
+    // The module they import is out of the reach of nobody's changes, the hooks' bodies
+    // out of its reach altogether.
+    let lib = mom_priv(&c, "n1").join("hooks_lib");
+    assert_eq!(std::fs::metadata(&lib).unwrap().permissions().mode() & 0o777, 0o755);
+    assert_eq!(std::fs::metadata(mom_priv(&c, "n1").join("hooks")).unwrap().permissions().mode() & 0o777, 0o700);
+}
+
+#[test]
+fn pbsuser_is_refused_where_openpbs_refuses_it_whichever_attribute_comes_last() {
+    let c = Cluster::start();
+    let refused = |command: &str, message: &str| {
+        let out = c.run("qmgr", &["-c", command]);
+        assert_ne!(out.code, 0, "{command}: {out:?}");
+        assert!(out.stderr.contains(message), "{command}: {out:?}");
+        assert!(out.stderr.contains("hook error returned from server"), "{command}: {out:?}");
+    };
+    let user_of = |hook: &str| {
+        let list = c.run("qmgr", &["-c", &format!("list hook {hook}")]).ok().stdout;
+        list.lines().find_map(|l| l.trim().strip_prefix("user = ").map(str::to_string))
+    };
+    let periodic = "user value of a server periodic hook must be pbsadmin";
+    refused("create hook p event=periodic,user=pbsuser", &format!("qmgr obj=p svr=default: {periodic}"));
+    assert_ne!(c.run("qmgr", &["-c", "list hook p"]).code, 0, "p was not created");
+    c.qmgr("create hook p event=periodic");
+    refused("set hook p user=pbsuser", periodic);
+    assert_eq!(user_of("p").as_deref(), Some("pbsadmin"));
+
+    // Accepted with an event that runs as the owner; periodic then cannot be added.
+    c.qmgr("create hook e event=execjob_epilogue,user=pbsuser");
+    assert_eq!(user_of("e").as_deref(), Some("pbsuser"));
+    refused("set hook e event=\"periodic,execjob_epilogue\"", periodic);
+    refused("set hook e event+=periodic", periodic);
+    assert_eq!(user_of("e").as_deref(), Some("pbsuser"));
+    // Events with none that runs as the owner put it back to pbsadmin, as OpenPBS does.
+    c.qmgr("set hook e event=execjob_end");
+    assert_eq!(user_of("e").as_deref(), Some("pbsadmin"));
+
+    refused(
+        "create hook q event=queuejob,user=pbsuser",
+        "Can't set hook user value to 'pbsuser': hook event must contain at least \
+         execjob_prologue,execjob_epilogue,execjob_preterm",
+    );
 }

@@ -47,6 +47,13 @@ impl HookEvent {
         )
     }
 
+    /// Whether a hook with `user=pbsuser` runs as the job's owner at this event: OpenPBS's
+    /// `USER_MOM_EVENTS` (`execjob_prologue`, `execjob_epilogue`, and `execjob_preterm`,
+    /// which this suite does not run). At every other event such a hook runs as root.
+    pub fn runs_as_owner(self) -> bool {
+        matches!(self, HookEvent::ExecjobPrologue | HookEvent::ExecjobEpilogue)
+    }
+
     /// Its name in `qmgr` and in `pbs.event().type`'s text.
     pub fn name(self) -> &'static str {
         match self {
@@ -85,6 +92,46 @@ pub fn events(value: &str) -> Vec<HookEvent> {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
 pub struct HookValueError(pub String);
+
+/// `user=pbsadmin`: the hook runs as root (the default).
+pub const USER_ADMIN: &str = "pbsadmin";
+/// `user=pbsuser`: the hook runs as the job's owner at the events that allow it.
+pub const USER_OWNER: &str = "pbsuser";
+
+/// What a hook's `user` becomes once a request has set its attributes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UserOutcome {
+    /// It stays as it is.
+    Keep,
+    /// Its events no longer include one that runs as the owner: it goes back to
+    /// `pbsadmin`, as OpenPBS's `set hook event` does.
+    Reset,
+}
+
+/// Checks a hook's `user` against its `events` after a request (OpenPBS's `set_hook_user`
+/// with `strict`, and `mgr_hook_set`), whichever of the two the request set: `pbsuser` is
+/// refused with any `periodic` event, and, when the request set `user` (`user_set`), unless
+/// an event runs as the owner; a request that only changed the events of a `pbsuser` hook
+/// so that none runs as the owner resets it to `pbsadmin`.
+pub fn check_user(user: &str, events: &[HookEvent], user_set: bool) -> Result<UserOutcome, HookValueError> {
+    if user != USER_OWNER {
+        return Ok(UserOutcome::Keep);
+    }
+    if events.contains(&HookEvent::Periodic) {
+        return Err(HookValueError(format!("user value of a server periodic hook must be {USER_ADMIN}")));
+    }
+    if events.iter().any(|e| e.runs_as_owner()) {
+        return Ok(UserOutcome::Keep);
+    }
+    if user_set {
+        // OpenPBS names its three events, execjob_preterm included.
+        return Err(HookValueError(format!(
+            "Can't set hook user value to '{USER_OWNER}': hook event must contain at least \
+             execjob_prologue,execjob_epilogue,execjob_preterm"
+        )));
+    }
+    Ok(UserOutcome::Reset)
+}
 
 fn flag(value: &str) -> Result<&'static str, HookValueError> {
     match value.to_ascii_lowercase().as_str() {
@@ -187,5 +234,23 @@ mod tests {
         assert_eq!(normalize("fail_action", "none,offline_vnodes").unwrap(), "offline_vnodes");
         assert_eq!(events("queuejob,modifyjob"), vec![HookEvent::QueueJob, HookEvent::ModifyJob]);
         assert_eq!(events(""), vec![]);
+    }
+
+    #[test]
+    fn pbsuser_needs_an_owner_event_and_never_goes_with_periodic() {
+        use HookEvent::*;
+        let periodic = "user value of a server periodic hook must be pbsadmin";
+        assert_eq!(check_user("pbsuser", &[Periodic], true).unwrap_err().0, periodic);
+        // Whichever is set last: events set on a pbsuser hook are refused the same way.
+        assert_eq!(check_user("pbsuser", &[Periodic, ExecjobEpilogue], false).unwrap_err().0, periodic);
+        assert!(
+            check_user("pbsuser", &[QueueJob], true).unwrap_err().0.starts_with(
+                "Can't set hook user value to 'pbsuser': hook event must contain at least execjob_prologue"
+            )
+        );
+        assert_eq!(check_user("pbsuser", &[QueueJob, ExecjobPrologue], true), Ok(UserOutcome::Keep));
+        assert_eq!(check_user("pbsuser", &[ExecjobEnd], false), Ok(UserOutcome::Reset));
+        assert_eq!(check_user("pbsadmin", &[Periodic], true), Ok(UserOutcome::Keep));
+        assert!(ExecjobEpilogue.runs_as_owner() && !ExecjobBegin.runs_as_owner() && !ExecjobEnd.runs_as_owner());
     }
 }

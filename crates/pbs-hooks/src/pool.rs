@@ -1,13 +1,20 @@
-//! A pool of warm Python interpreters, each running the runner and one event at a time.
+//! A pool of warm Python interpreters, each running the runner and one event at a time, as
+//! root or as one job owner (`user=pbsuser`).
 //!
-//! An event takes an idle interpreter (or starts one, up to the pool's size), writes one
-//! line and reads one answer. An interpreter that does not answer in its alarm and a
-//! grace period, that dies, or that writes something that is not an answer, is killed and
+//! An event takes an idle interpreter of its owner (or starts one, up to the pool's size),
+//! writes one line and reads one answer. Idle interpreters are kept per owner (root is
+//! one): an interpreter only ever runs events of the identity it was started as, never a
+//! user's event in root's interpreter nor one user's in another's. At most `size`
+//! interpreters are kept idle and of at most `max_owners` distinct users; past that the
+//! least recently used go. An interpreter that does not answer in its alarm and a grace
+//! period, that dies, or that writes something that is not an answer, is killed and
 //! dropped: the next event starts a new one, so one bad hook never takes the pool down.
 
+use std::ffi::CString;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -20,6 +27,24 @@ use crate::protocol::{Answer, Defs, Event, Query, QueryReply};
 /// How long past its alarm an interpreter may take to answer before it is killed: the
 /// runner stops a hook at its alarm itself, so this covers only a runner that cannot.
 pub const ALARM_GRACE: Duration = Duration::from_secs(2);
+
+/// Distinct users whose idle interpreters a pool keeps unless told otherwise.
+pub const DEFAULT_MAX_OWNERS: usize = 8;
+
+/// Whom an interpreter runs as when not root: a job's owner as the caller resolved and
+/// checked it. Its supplementary groups are the owner's (`getgrouplist` of `name` and
+/// `gid`), looked up when an interpreter is started.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Owner {
+    /// The uid it runs with (real, effective and saved).
+    pub uid: u32,
+    /// The gid it runs with (the job's group).
+    pub gid: u32,
+    /// The user name: `USER`, `LOGNAME` and the supplementary groups.
+    pub name: String,
+    /// The home directory: `HOME`, and the working directory when it can enter it (else `/`).
+    pub home: PathBuf,
+}
 
 /// Why an event got no answer from its hook.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -36,6 +61,8 @@ pub enum RunError {
 }
 
 struct Interpreter {
+    /// Whom it runs as (`None`: root, the daemon itself).
+    owner: Option<Owner>,
     child: Child,
     stdin: ChildStdin,
     stdout: BufReader<ChildStdout>,
@@ -49,7 +76,10 @@ struct Inner {
     /// The interpreter's real executable, found once (a shim such as pyenv's costs a
     /// shell per start).
     resolved: OnceCell<Result<PathBuf, String>>,
-    idle: Mutex<Vec<Interpreter>>,
+    idle: Mutex<Idle>,
+    /// The pool's size: interpreters running at once, and kept idle.
+    size: usize,
+    max_owners: AtomicUsize,
     slots: Semaphore,
     /// The generation and line of the current definitions.
     defs: Mutex<Option<(u64, Arc<str>)>>,
@@ -73,13 +103,29 @@ impl Pool {
                 runner,
                 python,
                 resolved: OnceCell::new(),
-                idle: Mutex::new(Vec::new()),
+                idle: Mutex::new(Idle::default()),
+                size: size.max(1),
+                max_owners: AtomicUsize::new(DEFAULT_MAX_OWNERS),
                 slots: Semaphore::new(size.max(1)),
                 defs: Mutex::new(None),
                 next_id: AtomicU64::new(1),
                 label,
             }),
         }
+    }
+
+    /// Keeps idle interpreters of at most `owners` distinct users (at least one); the least
+    /// recently used user's go first.
+    pub fn set_max_owners(&self, owners: usize) {
+        self.inner.max_owners.store(owners.max(1), Ordering::Relaxed);
+        let evicted = lock(&self.inner.idle).trim(self.inner.size, owners.max(1));
+        drop(evicted);
+    }
+
+    /// How many idle interpreters are kept, and of how many distinct users.
+    pub fn idle_counts(&self) -> (usize, usize) {
+        let idle = lock(&self.inner.idle);
+        (idle.total(), idle.groups.iter().filter(|g| g.owner.is_some()).count())
     }
 
     /// Sets the definitions interpreters need, as of `generation`; each interpreter gets
@@ -103,44 +149,60 @@ impl Pool {
 
     /// Starts one interpreter in the background if none is idle, so the first event after
     /// a hook is set up does not wait for Python to start.
+    /// Only root's interpreters are warmed: a user's starts with that user's first event.
     pub fn warm(&self) {
-        if let Some(interpreter) = self.take_idle() {
-            lock(&self.inner.idle).push(interpreter);
+        if let Some(interpreter) = self.take_idle(None) {
+            self.put_idle(interpreter);
             return;
         }
         let pool = self.clone();
         tokio::spawn(async move {
             let Ok(_slot) = pool.inner.slots.acquire().await else { return };
-            match pool.spawn().await {
-                Ok(interpreter) => lock(&pool.inner.idle).push(interpreter),
+            match pool.spawn(None).await {
+                Ok(interpreter) => pool.put_idle(interpreter),
                 Err(e) => tracing::warn!(error = %e, "hook interpreter could not be started"),
             }
         });
     }
 
-    /// Runs one event and gives the hook's answer.
+    /// Runs one event as root and gives the hook's answer.
     pub async fn run(&self, event: Event) -> Result<Answer, RunError> {
-        self.run_with_queries(event, &|_: &Query| QueryReply::default()).await
+        self.run_as(None, event).await
+    }
+
+    /// Runs one event as `owner` (root when `None`) and gives the hook's answer. The
+    /// event goes only to an interpreter started as exactly that owner.
+    pub async fn run_as(&self, owner: Option<&Owner>, event: Event) -> Result<Answer, RunError> {
+        self.run_inner(owner, event, &|_: &Query| QueryReply::default()).await
     }
 
     /// Runs one event whose hook may ask for jobs while it runs (a periodic hook's
     /// `pbs.server().jobs()`): `queries` answers each question.
     pub async fn run_with_queries(
         &self,
+        event: Event,
+        queries: &(dyn Fn(&Query) -> QueryReply + Sync),
+    ) -> Result<Answer, RunError> {
+        self.run_inner(None, event, queries).await
+    }
+
+    async fn run_inner(
+        &self,
+        owner: Option<&Owner>,
         mut event: Event,
         queries: &(dyn Fn(&Query) -> QueryReply + Sync),
     ) -> Result<Answer, RunError> {
         let _slot = self.inner.slots.acquire().await.map_err(|_| RunError::Unavailable("pool closed".into()))?;
-        let mut interpreter = match self.take_idle() {
+        let mut interpreter = match self.take_idle(owner) {
             Some(interpreter) => interpreter,
-            None => self.spawn().await?,
+            None => self.spawn(owner.cloned()).await?,
         };
         event.id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
         let deadline = Duration::from_secs(event.alarm.max(1)) + ALARM_GRACE;
         let outcome = tokio::time::timeout(deadline, self.exchange(&mut interpreter, &event, queries)).await;
         match outcome {
             Ok(Ok(answer)) => {
-                lock(&self.inner.idle).push(interpreter);
+                self.put_idle(interpreter);
                 Ok(answer)
             }
             Ok(Err(e)) => {
@@ -155,17 +217,29 @@ impl Pool {
         }
     }
 
-    /// An idle interpreter that is still alive: one that died while idle (killed, out of
-    /// memory) is dropped here, so its death never fails an event it never saw.
-    fn take_idle(&self) -> Option<Interpreter> {
+    /// An idle interpreter of exactly `owner` that is still alive: one that died while
+    /// idle (killed, out of memory) is dropped here, so its death never fails an event it
+    /// never saw.
+    fn take_idle(&self, owner: Option<&Owner>) -> Option<Interpreter> {
         let mut idle = lock(&self.inner.idle);
-        while let Some(mut interpreter) = idle.pop() {
+        while let Some(mut interpreter) = idle.take(owner) {
             if matches!(interpreter.child.try_wait(), Ok(None)) {
                 return Some(interpreter);
             }
             tracing::warn!(object_type = "Hook", object_name = self.inner.label, "an idle hook interpreter had died");
         }
         None
+    }
+
+    /// Keeps `interpreter` idle under its owner, and lets go of the least recently used
+    /// beyond the pool's bounds (killed when dropped, outside the lock).
+    fn put_idle(&self, interpreter: Interpreter) {
+        let evicted = {
+            let mut idle = lock(&self.inner.idle);
+            idle.put(interpreter);
+            idle.trim(self.inner.size, self.inner.max_owners.load(Ordering::Relaxed))
+        };
+        drop(evicted);
     }
 
     async fn exchange(
@@ -238,9 +312,10 @@ impl Pool {
         resolved.clone().map_err(RunError::Unavailable)
     }
 
-    async fn spawn(&self) -> Result<Interpreter, RunError> {
+    async fn spawn(&self, owner: Option<Owner>) -> Result<Interpreter, RunError> {
         let python = self.python().await?;
-        let mut child = Command::new(&python)
+        let mut command = Command::new(&python);
+        command
             .arg("-I")
             .arg("-u")
             .arg(&self.inner.runner)
@@ -250,23 +325,167 @@ impl Pool {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|e| RunError::Unavailable(format!("{}: {e}", python.display())))?;
+            .kill_on_drop(true);
+        if let Some(owner) = &owner {
+            become_owner(&mut command, owner).await?;
+        }
+        let mut child = command.spawn().map_err(|e| match &owner {
+            Some(owner) if e.kind() == std::io::ErrorKind::PermissionDenied => RunError::Unavailable(format!(
+                "{}: {e}: user {} cannot run it (PBS_PYTHON must be a Python every job owner can run)",
+                python.display(),
+                owner.name
+            )),
+            _ => RunError::Unavailable(format!("{}: {e}", python.display())),
+        })?;
         let (Some(stdin), Some(stdout), Some(stderr)) = (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {
             return Err(RunError::Unavailable("no pipes to the interpreter".into()));
         };
         let label = self.inner.label;
         let pid = child.id().unwrap_or(0);
+        let who = owner.as_ref().map_or_else(String::new, |o| format!(" as {}", o.name));
         // What hooks print (and tracebacks) goes to the daemon's log, line by line.
         tokio::spawn(async move {
             let mut lines = BufReader::new(stderr).lines();
             while let Ok(Some(line)) = lines.next_line().await {
-                tracing::info!(event = "0100", object_type = "Hook", object_name = label, "[pid {pid}] {line}");
+                tracing::info!(event = "0100", object_type = "Hook", object_name = label, "[pid {pid}{who}] {line}");
             }
         });
-        Ok(Interpreter { child, stdin, stdout: BufReader::new(stdout), defs_sent: None })
+        Ok(Interpreter { owner, child, stdin, stdout: BufReader::new(stdout), defs_sent: None })
+    }
+}
+
+/// Makes `command` run as `owner`: its supplementary groups (`getgrouplist`, as
+/// `initgroups` would set them, with `gid` among them), then `gid`, then `uid`, all set
+/// in the child before it execs, which then enters the owner's home (or `/`). Its
+/// environment names the owner (`HOME`, `USER`, `LOGNAME`).
+async fn become_owner(command: &mut Command, owner: &Owner) -> Result<(), RunError> {
+    let name = CString::new(owner.name.as_bytes())
+        .map_err(|_| RunError::Unavailable(format!("user name {:?} holds a NUL", owner.name)))?;
+    let gid = owner.gid;
+    let lookup = tokio::task::spawn_blocking(move || nix::unistd::getgrouplist(&name, nix::unistd::Gid::from_raw(gid)));
+    let mut groups: Vec<libc::gid_t> = match lookup.await {
+        Ok(Ok(groups)) => groups.into_iter().map(|g| g.as_raw()).collect(),
+        Ok(Err(e)) => {
+            return Err(RunError::Unavailable(format!("the groups of user {} cannot be read: {e}", owner.name)));
+        }
+        Err(e) => return Err(RunError::Unavailable(format!("the groups of user {}: {e}", owner.name))),
+    };
+    if !groups.contains(&gid) {
+        groups.push(gid);
+    }
+    let home = CString::new(owner.home.as_os_str().as_bytes()).ok();
+    let uid = owner.uid;
+    command.env("HOME", &owner.home).env("USER", &owner.name).env("LOGNAME", &owner.name);
+    // Runs in the child between fork and exec: only system calls on memory prepared
+    // before the fork (no allocation, no lock).
+    let setup = move || -> std::io::Result<()> {
+        // SAFETY: `groups` is a live vector of `groups.len()` gids.
+        if unsafe { libc::setgroups(groups.len(), groups.as_ptr()) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: plain system calls with integer arguments.
+        if unsafe { libc::setgid(gid) } != 0 || unsafe { libc::setuid(uid) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: as above; a user must not be able to get root back.
+        if uid != 0 && (unsafe { libc::geteuid() } != uid || unsafe { libc::setuid(0) } == 0) {
+            return Err(std::io::Error::from_raw_os_error(libc::EPERM));
+        }
+        // SAFETY: `home` is a live NUL-terminated string, and so is "/".
+        let entered = home.as_ref().is_some_and(|h| unsafe { libc::chdir(h.as_ptr()) } == 0);
+        // SAFETY: as above.
+        if !entered && unsafe { libc::chdir(c"/".as_ptr()) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(())
+    };
+    // SAFETY: `setup` is safe to run between fork and exec (see above).
+    unsafe {
+        command.pre_exec(setup);
+    }
+    Ok(())
+}
+
+/// The idle interpreters, by owner (root is the `None` owner), each group with when it
+/// was last used.
+#[derive(Default)]
+struct Idle {
+    groups: Vec<IdleGroup>,
+    clock: u64,
+}
+
+struct IdleGroup {
+    owner: Option<Owner>,
+    interpreters: Vec<Interpreter>,
+    used: u64,
+}
+
+impl Idle {
+    fn total(&self) -> usize {
+        self.groups.iter().map(|g| g.interpreters.len()).sum()
+    }
+
+    /// One idle interpreter started as exactly `owner`.
+    fn take(&mut self, owner: Option<&Owner>) -> Option<Interpreter> {
+        let index = self.groups.iter().position(|g| g.owner.as_ref() == owner)?;
+        self.clock += 1;
+        let group = &mut self.groups[index];
+        group.used = self.clock;
+        let interpreter = group.interpreters.pop();
+        if group.interpreters.is_empty() {
+            self.groups.swap_remove(index);
+        }
+        interpreter
+    }
+
+    fn put(&mut self, interpreter: Interpreter) {
+        self.clock += 1;
+        let clock = self.clock;
+        match self.groups.iter_mut().find(|g| g.owner == interpreter.owner) {
+            Some(group) => {
+                group.used = clock;
+                group.interpreters.push(interpreter);
+            }
+            None => self.groups.push(IdleGroup {
+                owner: interpreter.owner.clone(),
+                interpreters: vec![interpreter],
+                used: clock,
+            }),
+        }
+    }
+
+    /// Takes out what is past `size` interpreters or `max_owners` users, least recently
+    /// used first (a whole user's group at a time for the users' bound).
+    fn trim(&mut self, size: usize, max_owners: usize) -> Vec<Interpreter> {
+        let mut evicted = Vec::new();
+        loop {
+            let users = self.groups.iter().filter(|g| g.owner.is_some()).count();
+            let over_users = users > max_owners;
+            let over_size = self.total() > size;
+            if !over_users && !over_size {
+                return evicted;
+            }
+            let oldest = self
+                .groups
+                .iter()
+                .enumerate()
+                .filter(|(_, g)| !over_users || g.owner.is_some())
+                .min_by_key(|(_, g)| g.used)
+                .map(|(i, _)| i);
+            let Some(index) = oldest else { return evicted };
+            if over_users {
+                evicted.extend(self.groups.swap_remove(index).interpreters);
+            } else {
+                let group = &mut self.groups[index];
+                if !group.interpreters.is_empty() {
+                    evicted.push(group.interpreters.remove(0));
+                }
+                if group.interpreters.is_empty() {
+                    self.groups.swap_remove(index);
+                }
+            }
+        }
     }
 }
 

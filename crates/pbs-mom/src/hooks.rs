@@ -2,7 +2,9 @@
 //! and in memory, so a restarted mom has it before the server links again), the job and
 //! vnodes a hook sees at an execjob event, and running the hooks of one event in order in
 //! the mom's pool of warm interpreters, with their verdict logged as OpenPBS's mom logs it.
-//! Hooks run as root (`user=pbsuser` is not honoured).
+//! A `user=pbsuser` hook runs as the job's owner at `execjob_prologue` and
+//! `execjob_epilogue` (as root at the other events, as OpenPBS's mom); the `pbs` module and
+//! runner they import are in `mom_priv/hooks_lib`, which users may read but not change.
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
@@ -10,13 +12,19 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use pbs_core::hookattr::HookEvent;
-use pbs_hooks::{Defs, Event, JobData, Pool, RunError, Value};
+use pbs_core::hookattr::USER_OWNER;
+use pbs_hooks::{Defs, Event, JobData, Owner, Pool, RunError, Value};
 use pbs_proto::mom::{JobLaunch, MomHook, Usage};
 
 use crate::MomError;
 
 /// The file the set is kept in, under `mom_priv/hooks`.
 const SET_FILE: &str = "hooks.json";
+
+/// Where the `pbs` module and runner are installed, under `mom_priv`: beside the root-only
+/// `hooks` (whose bodies users must not read), since an owner's interpreter imports them.
+/// `mom_priv` is 0711, this 0755, its files 0644, all root's.
+pub const LIB_DIR: &str = "hooks_lib";
 
 /// Interpreters at most: one per CPU, up to four.
 const MAX_INTERPRETERS: usize = 4;
@@ -30,6 +38,8 @@ struct Run {
     alarm: u64,
     debug: bool,
     offline_vnodes: bool,
+    /// `user=pbsuser`: runs as the job's owner at the events that allow it.
+    as_owner: bool,
     script: Arc<str>,
 }
 
@@ -42,6 +52,7 @@ impl Run {
             alarm: hook.alarm.max(1),
             debug: hook.debug,
             offline_vnodes: hook.fail_action.split(',').any(|a| a.trim() == "offline_vnodes"),
+            as_owner: hook.user == USER_OWNER,
             script: hook.script.as_str().into(),
         }
     }
@@ -89,7 +100,14 @@ impl MomHooks {
             .map_err(|e| MomError::io(format!("creating {}", dir.display()), e))?;
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))
             .map_err(|e| MomError::io(format!("chmod {}", dir.display()), e))?;
-        let lib = dir.join("lib");
+        // The earlier layout had the module in `hooks/lib`, out of the owners' reach.
+        let old_lib = dir.join("lib");
+        if old_lib.is_dir() {
+            if let Err(e) = std::fs::remove_dir_all(&old_lib) {
+                tracing::warn!("cannot remove {}: {e}", old_lib.display());
+            }
+        }
+        let lib = priv_dir.join(LIB_DIR);
         pbs_hooks::install(&lib).map_err(|e| MomError::io(format!("installing {}", lib.display()), e))?;
         let size = std::thread::available_parallelism().map_or(1, |n| n.get()).min(MAX_INTERPRETERS);
         let pool = Pool::new(pbs_hooks::pool::runner_in(&lib), python, size, "pbs_mom");
@@ -183,8 +201,12 @@ impl MomHooks {
         self.lock().iter().any(|r| r.events.contains(&event))
     }
 
-    /// Runs the hooks of `event` for job `job_id`, in order, until one does not accept.
-    pub async fn run(&self, event: HookEvent, job_id: &str, job: JobData) -> Verdict {
+    /// Runs the hooks of `event` for job `job_id`, in order, until one does not accept. A
+    /// `user=pbsuser` hook runs as the job's owner where `event` allows it; an owner that
+    /// cannot be resolved here fails the hook as an exception would.
+    pub async fn run(&self, event: HookEvent, job_id: &str, job: HookJob) -> Verdict {
+        let HookJob { data: job, owner: launch_owner } = job;
+        let mut owner: Option<Result<Owner, String>> = None;
         let runs = self.runs_of(event);
         if runs.is_empty() {
             return Verdict::Accept;
@@ -217,7 +239,22 @@ impl MomHooks {
                 tracing::info!(event = "0008", object_type = "Job", object_name = job_id, "{text}");
                 Verdict::Error { offline: run.offline_vnodes.then(|| run.name.clone()) }
             };
-            let answer = match self.pool.run(hook_event).await {
+            let run_as = if run.as_owner && event.runs_as_owner() {
+                if owner.is_none() {
+                    owner = Some(resolve_owner(&launch_owner).await);
+                }
+                match &owner {
+                    Some(Ok(owner)) => Some(owner),
+                    Some(Err(why)) => {
+                        tracing::info!(event = "0008", object_type = "Job", object_name = job_id, "{why}");
+                        return failed(false);
+                    }
+                    None => return failed(false),
+                }
+            } else {
+                None
+            };
+            let answer = match self.pool.run_as(run_as, hook_event).await {
                 Ok(answer) => answer,
                 Err(RunError::Alarm) => return failed(true),
                 Err(RunError::Crashed(why) | RunError::Unavailable(why)) => {
@@ -286,9 +323,41 @@ fn size_text(bytes: u64) -> String {
     if bytes % 1024 == 0 { format!("{}kb", bytes / 1024) } else { format!("{bytes}b") }
 }
 
+/// An execjob event's job: what its hooks see, and what its owner is resolved from when a
+/// `user=pbsuser` hook runs as the owner.
+#[derive(Clone, Debug)]
+pub struct HookJob {
+    /// The job as hooks see it.
+    pub data: JobData,
+    /// The launch's owner fields (`user`, `uid`, `root_allowed`, `group`) alone.
+    owner: JobLaunch,
+}
+
+/// The owner a `user=pbsuser` hook runs as, checked as the shepherd checks a job's
+/// (`owner::hook_owner`), off the runtime's threads (a password lookup may block).
+async fn resolve_owner(launch: &JobLaunch) -> Result<Owner, String> {
+    let launch = launch.clone();
+    match tokio::task::spawn_blocking(move || crate::owner::hook_owner(&launch)).await {
+        Ok(Ok(owner)) => Ok(owner),
+        Ok(Err(e)) => Err(format!("hook cannot run as the job's owner: {e}")),
+        Err(e) => Err(format!("hook cannot run as the job's owner: {e}")),
+    }
+}
+
 /// The job as an execjob hook sees it, from its launch; with its end (exit status and
 /// usage) at execjob_epilogue and execjob_end.
-pub fn job_data(launch: &JobLaunch, session_id: i64, end: Option<(i32, &Usage)>) -> JobData {
+pub fn job_data(launch: &JobLaunch, session_id: i64, end: Option<(i32, &Usage)>) -> HookJob {
+    let owner = JobLaunch {
+        user: launch.user.clone(),
+        uid: launch.uid,
+        root_allowed: launch.root_allowed,
+        group: launch.group.clone(),
+        ..JobLaunch::default()
+    };
+    HookJob { data: job_attrs(launch, session_id, end), owner }
+}
+
+fn job_attrs(launch: &JobLaunch, session_id: i64, end: Option<(i32, &Usage)>) -> JobData {
     let mut attrs = BTreeMap::new();
     let mut text = |name: &str, value: String| {
         attrs.insert(name.to_string(), Value::Text(value));
@@ -366,7 +435,7 @@ mod tests {
             ..JobLaunch::default()
         };
         let usage = Usage { walltime: 3, ncpus: 1, ..Usage::default() };
-        let data = job_data(&launch, 7, Some((3, &usage)));
+        let data = job_data(&launch, 7, Some((3, &usage))).data;
         assert_eq!(data.attrs.get("Exit_status"), Some(&Value::Text("3".into())));
         assert_eq!(data.attrs.get("Job_Owner"), Some(&Value::Text("u@h".into())));
         assert_eq!(data.attrs.get("Variable_List"), Some(&Value::Text("PBS_O_HOST=h,A=x\\,y".into())));

@@ -3,7 +3,8 @@
 //! (`egroup`) only if it is the owner's primary group or lists the owner as a member.
 //!
 //! The shepherd checks this with the same password entry it then runs the job as, so no
-//! second lookup can disagree with the one that was checked.
+//! second lookup can disagree with the one that was checked. A `user=pbsuser` hook runs as
+//! the owner this gives too ([`hook_owner`]).
 
 use nix::unistd::{Gid, Group, User};
 use pbs_proto::mom::JobLaunch;
@@ -76,6 +77,14 @@ pub fn resolve(launch: &JobLaunch) -> Result<User, OwnerError> {
     Ok(user)
 }
 
+/// Whom a `user=pbsuser` hook of the job runs as: the owner [`resolve`] finds and checks
+/// (uid 0 only with `root_allowed`), with the job's group ([`group`]) and home.
+pub fn hook_owner(launch: &JobLaunch) -> Result<pbs_hooks::Owner, OwnerError> {
+    let user = resolve(launch)?;
+    let gid = group(launch, &user)?;
+    Ok(pbs_hooks::Owner { uid: user.uid.as_raw(), gid: gid.as_raw(), name: user.name, home: user.dir })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -101,5 +110,16 @@ mod tests {
         assert_eq!(group(&launch, &root()), Ok(root().gid));
         let unknown = JobLaunch { user: "no_such_user_here".into(), uid: Some(5), ..JobLaunch::default() };
         assert_eq!(resolve(&unknown).err(), Some(OwnerError::Unknown("no_such_user_here".into())));
+        assert_eq!(hook_owner(&unknown).err(), Some(OwnerError::Unknown("no_such_user_here".into())));
+    }
+
+    #[test]
+    fn a_hook_runs_as_the_owner_the_shepherd_would_run_the_job_as() {
+        let mut launch = JobLaunch { user: "root".into(), uid: Some(0), group: "root".into(), ..JobLaunch::default() };
+        assert_eq!(hook_owner(&launch).err(), Some(OwnerError::RootNotAllowed("root".into())));
+        launch.root_allowed = true;
+        let owner = hook_owner(&launch).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!((owner.uid, owner.gid, owner.name.as_str()), (0, 0, "root"));
+        assert_eq!(owner.home, root().dir);
     }
 }

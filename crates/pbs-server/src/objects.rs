@@ -228,6 +228,9 @@ fn manage(
                     set_named(&mut list, kind, attr, &value, &mut state.interner);
                 }
                 apply_attrs(state, ctx, kind, &mut list, MgrCommand::Set, attrs)?;
+                if kind == ObjectKind::Hook {
+                    crate::hooks::admin::settle_user(&mut list, command, attrs)?;
+                }
                 named_list(state, kind)?.push(Named { name: name.clone(), attrs: list });
                 ops.push(state.named_op(kind, state.named(kind).len() - 1));
                 if kind == ObjectKind::Hook {
@@ -248,6 +251,9 @@ fn manage(
                 let index = position.ok_or_else(|| (named.unknown)(name))?;
                 let mut list = state.named(kind)[index].attrs.clone();
                 apply_attrs(state, ctx, kind, &mut list, command, attrs)?;
+                if kind == ObjectKind::Hook {
+                    crate::hooks::admin::settle_user(&mut list, command, attrs)?;
+                }
                 if let Some(object) = named_list(state, kind)?.get_mut(index) {
                     object.attrs = list;
                 }

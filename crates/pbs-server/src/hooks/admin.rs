@@ -1,11 +1,14 @@
-//! Hooks as root manages them: who may, what an attribute may be set to, and qmgr's
-//! import and export of a hook's body. Only root on the server's host touches hooks, as in
+//! Hooks as root manages them: who may, what an attribute may be set to (alone, and `user`
+//! against `event`), and qmgr's import and export of a hook's body. Only root on the server's host touches hooks, as in
 //! OpenPBS: a hook runs as root, so managing one is root's power.
 
 use base64::Engine as _;
 use pbs_core::Pbse;
-use pbs_core::hookattr::HookValueError;
+use pbs_core::attr::ObjectKind;
+use pbs_core::hookattr::{self, HookValueError, USER_ADMIN, UserOutcome};
+use pbs_proto::{MgrAttr, MgrCommand};
 
+use crate::attrlist::AttrList;
 use crate::effects::Effects;
 use crate::error::ReqError;
 use crate::request::Ctx;
@@ -44,6 +47,26 @@ pub fn unknown(name: &str) -> ReqError {
 /// A hook attribute value as qmgr stores it, or OpenPBS's refusal.
 pub fn normalize(name: &str, value: &str) -> Result<String, ReqError> {
     pbs_core::hookattr::normalize(name, value).map_err(|HookValueError(message)| hook_error(message))
+}
+
+/// Checks `list`, a hook as a create, set or unset (`command` with `attrs`) would leave it,
+/// for its `user` against its `event` whichever of them the request set (OpenPBS's texts):
+/// `pbsuser` with `periodic` is refused, `pbsuser` set on a hook with no event that runs as
+/// the owner is refused, and a `pbsuser` hook whose events no longer include one goes back
+/// to `pbsadmin`.
+pub fn settle_user(list: &mut AttrList, command: MgrCommand, attrs: &[MgrAttr]) -> Result<(), ReqError> {
+    let user = list.get_named(ObjectKind::Hook, "user", None).unwrap_or(USER_ADMIN);
+    let events = hookattr::events(list.get_named(ObjectKind::Hook, "event", None).unwrap_or(""));
+    let user_set = command != MgrCommand::Unset && attrs.iter().any(|a| a.name == "user");
+    match hookattr::check_user(user, &events, user_set) {
+        Ok(UserOutcome::Keep) => Ok(()),
+        Ok(UserOutcome::Reset) => {
+            let (def, _) = crate::attrlist::resolve(ObjectKind::Hook, "user").ok_or(ReqError::new(Pbse::INTERNAL))?;
+            list.set(def, None, USER_ADMIN);
+            Ok(())
+        }
+        Err(HookValueError(message)) => Err(hook_error(message)),
+    }
 }
 
 /// Logs what root did to a hook as OpenPBS's server log says it.

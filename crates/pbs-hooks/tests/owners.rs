@@ -1,0 +1,182 @@
+//! The pool's interpreters per owner, on real `python3` processes: a `user=pbsuser` event
+//! runs in an interpreter started as that owner (uid, gid, supplementary groups,
+//! environment, working directory), never in root's or another user's, idle interpreters
+//! are kept per owner within the pool's bounds, and an owner's interpreter reads the
+//! installed module but cannot change it. Needs root (it changes uids); skipped otherwise.
+
+// A test stops loudly at what it did not expect.
+#![allow(clippy::expect_used)]
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use pbs_hooks::{Event, Owner, Pool};
+
+/// What the hook reports, one `key=value` a line of its log.
+const REPORT: &str = r#"import os, pbs
+lib = os.path.dirname(pbs.__file__)
+try:
+    open(os.path.join(lib, "__init__.py"), "a").close()
+    writable = "yes"
+except OSError:
+    writable = "no"
+pbs.logmsg(pbs.LOG_DEBUG, "uid=%d" % os.getuid())
+pbs.logmsg(pbs.LOG_DEBUG, "euid=%d" % os.geteuid())
+pbs.logmsg(pbs.LOG_DEBUG, "gid=%d" % os.getgid())
+pbs.logmsg(pbs.LOG_DEBUG, "groups=%s" % ",".join(str(g) for g in sorted(os.getgroups())))
+pbs.logmsg(pbs.LOG_DEBUG, "pid=%d" % os.getpid())
+pbs.logmsg(pbs.LOG_DEBUG, "cwd=%s" % os.getcwd())
+pbs.logmsg(pbs.LOG_DEBUG, "HOME=%s" % os.environ.get("HOME", ""))
+pbs.logmsg(pbs.LOG_DEBUG, "USER=%s" % os.environ.get("USER", ""))
+pbs.logmsg(pbs.LOG_DEBUG, "LOGNAME=%s" % os.environ.get("LOGNAME", ""))
+pbs.logmsg(pbs.LOG_DEBUG, "writable=%s" % writable)
+"#;
+
+fn is_root() -> bool {
+    if system_python().is_none() {
+        eprintln!("no python3 every user may run");
+        return false;
+    }
+    nix::unistd::geteuid().is_root()
+}
+
+/// The module installed where any user can reach it (a temporary directory is 0700).
+fn installed() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let lib = dir.path().join("lib");
+    pbs_hooks::install(&lib).expect("install");
+    (dir, lib)
+}
+
+/// A Python any user may run (`python3` on root's `PATH` may be under `/root`), as
+/// `PBS_PYTHON` has to be where `user=pbsuser` hooks run.
+fn system_python() -> Option<PathBuf> {
+    ["/usr/bin/python3", "/usr/local/bin/python3"]
+        .into_iter()
+        .map(PathBuf::from)
+        .find(|p| std::fs::metadata(p).is_ok_and(|m| m.permissions().mode() & 0o001 != 0))
+}
+
+fn pool_of(lib: &Path, size: usize) -> Pool {
+    let pool = Pool::new(pbs_hooks::pool::runner_in(lib), system_python(), size, "test");
+    pool.set_defs(1, &pbs_hooks::definitions("s", &pbs_core::resource::ResourceRegistry::new()));
+    pool
+}
+
+fn event() -> Event {
+    Event {
+        id: 0,
+        hook: "report".into(),
+        event_type: "execjob_epilogue",
+        script: REPORT.into(),
+        alarm: 20,
+        debug: false,
+        requestor: "pbs_mom".into(),
+        requestor_host: "h".into(),
+        job: Some(pbs_hooks::JobData { id: Some("1.s".into()), attrs: BTreeMap::new() }),
+        job_o: None,
+        jobs: None,
+        vnodes: Some(BTreeMap::new()),
+    }
+}
+
+async fn report(pool: &Pool, owner: Option<&Owner>) -> BTreeMap<String, String> {
+    let answer = pool.run_as(owner, event()).await.expect("an answer");
+    assert_eq!(answer.exception, None, "{answer:?}");
+    answer
+        .log
+        .iter()
+        .filter_map(|entry| entry.msg.split_once('=').map(|(k, v)| (k.to_string(), v.to_string())))
+        .collect()
+}
+
+fn nobody() -> Owner {
+    Owner { uid: 65534, gid: 65534, name: "nobody".into(), home: "/nonexistent".into() }
+}
+
+/// An owner with no password entry: its groups are its gid alone.
+fn stranger(uid: u32) -> Owner {
+    Owner { uid, gid: uid, name: format!("pbs_hooks_test_{uid}"), home: "/".into() }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_users_event_runs_only_in_an_interpreter_started_as_that_user() {
+    if !is_root() {
+        eprintln!("skipped: needs root to change uids");
+        return;
+    }
+    let (_dir, lib) = installed();
+    let pool = pool_of(&lib, 4);
+
+    let root = report(&pool, None).await;
+    assert_eq!((root["uid"].as_str(), root["writable"].as_str()), ("0", "yes"));
+
+    let user = report(&pool, Some(&nobody())).await;
+    assert_eq!(user["uid"], "65534");
+    assert_eq!(user["euid"], "65534");
+    assert_eq!(user["gid"], "65534");
+    assert_eq!(user["groups"], "65534", "root's groups are dropped, the owner's taken");
+    assert_eq!(user["HOME"], "/nonexistent");
+    assert_eq!(user["USER"], "nobody");
+    assert_eq!(user["LOGNAME"], "nobody");
+    assert_eq!(user["cwd"], "/", "a home it cannot enter gives /");
+    assert_eq!(user["writable"], "no", "the module is root's to change");
+    assert_ne!(user["pid"], root["pid"], "root's idle interpreter never gets a user's event");
+
+    // Each owner gets back its own interpreter, warm.
+    let root_again = report(&pool, None).await;
+    assert_eq!((root_again["uid"].as_str(), root_again["pid"].as_str()), ("0", root["pid"].as_str()));
+    let user_again = report(&pool, Some(&nobody())).await;
+    assert_eq!((user_again["uid"].as_str(), user_again["pid"].as_str()), ("65534", user["pid"].as_str()));
+
+    // Another user never gets nobody's, nor root's.
+    let other = report(&pool, Some(&stranger(4242))).await;
+    assert_eq!((other["uid"].as_str(), other["groups"].as_str(), other["cwd"].as_str()), ("4242", "4242", "/"));
+    assert!(other["pid"] != user["pid"] && other["pid"] != root["pid"]);
+    // The same uid with another group is another identity.
+    let regrouped = report(&pool, Some(&Owner { gid: 4343, ..stranger(4242) })).await;
+    assert_eq!(regrouped["gid"], "4343");
+    assert_ne!(regrouped["pid"], other["pid"]);
+    assert_eq!(pool.idle_counts(), (4, 3));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_interpreters_of_the_least_recently_used_users_go_first() {
+    if !is_root() {
+        eprintln!("skipped: needs root to change uids");
+        return;
+    }
+    let (_dir, lib) = installed();
+    let pool = pool_of(&lib, 3);
+    pool.set_max_owners(2);
+    let root = report(&pool, None).await;
+    let a = report(&pool, Some(&stranger(5001))).await;
+    let b = report(&pool, Some(&stranger(5002))).await;
+    assert_eq!(pool.idle_counts(), (3, 2));
+    // A third user: the least recently used user's interpreter (5001's) goes.
+    let c = report(&pool, Some(&stranger(5003))).await;
+    assert_eq!(pool.idle_counts(), (3, 2));
+    let b_again = report(&pool, Some(&stranger(5002))).await;
+    assert_eq!(b_again["pid"], b["pid"], "5002's is still warm");
+    let a_again = report(&pool, Some(&stranger(5001))).await;
+    assert_ne!(a_again["pid"], a["pid"], "5001's was let go: a new one is started");
+    assert_eq!(a_again["uid"], "5001");
+    assert_eq!(pool.idle_counts(), (3, 2));
+    // Root is not one of the users: its interpreter stays.
+    let root_again = report(&pool, None).await;
+    assert_eq!(root_again["pid"], root["pid"]);
+    // 5003's, then the least recently used user's, went when 5001's came back.
+    let c_again = report(&pool, Some(&stranger(5003))).await;
+    assert_ne!(c_again["pid"], c["pid"]);
+
+    // The pool's size bounds the idle ones, whoever they run as.
+    let small = pool_of(&lib, 2);
+    let root = report(&small, None).await;
+    report(&small, Some(&stranger(5001))).await;
+    report(&small, Some(&stranger(5002))).await;
+    assert_eq!(small.idle_counts(), (2, 2));
+    let root_again = report(&small, None).await;
+    assert_ne!(root_again["pid"], root["pid"], "root's, the least recently used, went");
+}
