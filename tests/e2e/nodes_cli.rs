@@ -347,12 +347,22 @@ fn pbsctl_reports_a_missing_daemon_binary() {
     let copy = lonely.join("pbsctl");
     std::fs::copy(&site.pbsctl, &copy).unwrap();
     std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let output = Command::new(&copy)
-        .arg("start")
-        .env("PBS_CONF_FILE", site.dir.path().join("pbs.conf"))
-        .env("PATH", "")
-        .output()
-        .unwrap();
+    // Another test's fork may still hold the copy's write descriptor until its child
+    // execs (ETXTBSY): that passes, so try again until it has.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let output = loop {
+        let run = Command::new(&copy)
+            .arg("start")
+            .env("PBS_CONF_FILE", site.dir.path().join("pbs.conf"))
+            .env("PATH", "")
+            .output();
+        match run {
+            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy && std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            other => break other.unwrap(),
+        }
+    };
     assert_eq!(
         (String::from_utf8_lossy(&output.stderr).into_owned(), output.status.code()),
         (format!("pbsctl: cannot find pbs_server (looked in {}, and in PATH)\n", lonely.display()), Some(1))

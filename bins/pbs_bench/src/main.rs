@@ -294,6 +294,53 @@ impl Bench {
         Ok((loops * per_loop) as f64 / started.elapsed().as_secs_f64())
     }
 
+    /// Submits `n` jobs each depending on the previous one; returns jobs per second.
+    fn submit_chain(&self, n: usize) -> Result<f64> {
+        let mut client = self.client()?;
+        let held = vec![Attr::new("Hold_Types", "u"), Attr::new("Job_Name", "chain")];
+        let mut previous = client.submit(held, "#!/bin/sh\ntrue\n".into(), None)?;
+        let started = Instant::now();
+        for _ in 1..n {
+            let attrs = vec![Attr::new("Job_Name", "chain"), Attr::new("depend", format!("afterok:{previous}"))];
+            previous = client.submit(attrs, "#!/bin/sh\ntrue\n".into(), None)?;
+        }
+        Ok((n - 1) as f64 / started.elapsed().as_secs_f64())
+    }
+
+    /// Median time from releasing a held tiny job to seeing its afterok child finished,
+    /// on an idle cluster: one job's run, its end, the child's release, run and end.
+    fn chain_of_two(&self, runs: usize) -> Result<Duration> {
+        let mut client = self.client()?;
+        let mut times = Vec::new();
+        for _ in 0..runs {
+            let mut attrs = vec![
+                Attr::new("executable", "<jsdl-hpcpa:Executable>/bin/true</jsdl-hpcpa:Executable>"),
+                Attr::new("Output_Path", "localhost:/dev/null"),
+                Attr::new("Error_Path", "localhost:/dev/null"),
+            ];
+            let mut parent_attrs = attrs.clone();
+            parent_attrs.push(Attr::new("Hold_Types", "u"));
+            let parent = client.submit(parent_attrs, String::new(), None)?;
+            attrs.push(Attr::new("depend", format!("afterok:{parent}")));
+            let child = client.submit(attrs, String::new(), None)?;
+            let started = Instant::now();
+            client.per_id(Request::ReleaseJob { ids: vec![parent.clone()], hold_types: "u".into() })?;
+            loop {
+                let reply = client.status_jobs(vec![child.clone()], vec![], vec!["job_state".into()], true, false)?;
+                if reply.objects.first().and_then(|o| o.get("job_state")) == Some("F") {
+                    break;
+                }
+                if started.elapsed() > Duration::from_secs(30) {
+                    bail!("job {child} did not finish");
+                }
+                std::thread::sleep(Duration::from_micros(500));
+            }
+            times.push(started.elapsed());
+        }
+        times.sort();
+        Ok(times[times.len() / 2])
+    }
+
     /// Creates and imports a queuejob hook that accepts every job, and waits until it
     /// runs (its interpreter has started).
     fn install_trivial_hook(&self) -> Result<()> {
@@ -501,6 +548,12 @@ fn server_figures(args: &Args, bins: &Bins, figures: &mut Vec<Figure>) -> Result
     let note = four.as_ref().err().map(|e| e.to_string()).unwrap_or_else(|| format!("4 loops x {loop_jobs}{from}"));
     bench.record("qsub_cli_4_loops", four.ok(), "jobs/s", Some(">= 1500"), note);
 
+    // A chain: each job depends on the one before (afterok), all held by their
+    // dependencies, as workflow tools submit them.
+    let chain = bench.submit_chain(per_client)?;
+    let note = format!("{per_client} jobs, each afterok the one before; {:.2}x the plain rate", chain / rate1);
+    bench.record("submit_rate_chain", Some(chain), "jobs/s", Some(">= 0.8x submit_rate_1_client"), note);
+
     // The same with one trivial queuejob hook enabled, in the same run.
     bench.install_trivial_hook()?;
     let hooked1 = bench.submit_burst(1, per_client)?;
@@ -608,6 +661,17 @@ fn execution_figures(args: &Args, bins: &Bins, figures: &mut Vec<Figure>) -> Res
         "ms",
         Some("< 100"),
         format!("median of {latency_runs}, /bin/true, idle cluster of 4 moms"),
+    );
+    let chain = bench.chain_of_two(latency_runs)?;
+    bench.record(
+        "afterok_chain_of_two_finished",
+        Some(ms(chain)),
+        "ms",
+        Some("< 2x one_job + 10"),
+        format!(
+            "median of {latency_runs}: parent released to its afterok child finished; the release costs {:.1} ms",
+            ms(chain) - 2.0 * ms(latency)
+        ),
     );
     let rate = bench.throughput(tiny_jobs)?;
     bench.record(
