@@ -13,6 +13,12 @@ fn submit(c: &Cluster, args: &[&str], script: &str) -> String {
     c.run_with_stdin("qsub", args, script, false).ok().line().to_string()
 }
 
+/// Waits for `line` in the server's log (its writer is a thread of its own).
+#[track_caller]
+fn logged(c: &Cluster, line: &str) {
+    wait_until(&format!("`{line}` in the server log"), JOB_TIMEOUT, || c.server_stderr().contains(line));
+}
+
 fn attr(c: &Cluster, id: &str, name: &str) -> Option<String> {
     c.job_attr(id, name)
 }
@@ -50,8 +56,7 @@ fn an_afterok_chain_runs_in_order_with_openpbs_holds_and_marks() {
     for id in [&first, &second, &third] {
         assert_eq!(attr(&c, id, "Exit_status").as_deref(), Some("0"), "{id}");
     }
-    let log = c.server_stderr();
-    assert!(log.contains(&format!(";Job;{second};Dependency on job {first} released.")), "{log}");
+    logged(&c, &format!(";Job;{second};Dependency on job {first} released."));
 }
 
 #[test]
@@ -76,8 +81,7 @@ fn a_failing_parent_deletes_afterok_children_and_releases_the_others() {
         assert_eq!(attr(&c, &deleted, "Hold_Types").as_deref(), Some("s"));
         assert_eq!(attr(&c, &deleted, "Exit_status"), None);
         assert!(attr(&c, &deleted, "depend").is_some_and(|d| d.contains(&parent)));
-        let log = c.server_stderr();
-        assert!(log.contains(&format!(";Job;{deleted};Job deleted as result of dependency on job {parent}")), "{log}");
+        logged(&c, &format!(";Job;{deleted};Job deleted as result of dependency on job {parent}"));
     }
     // On a parent already finished: met at once, or the job ends as it is created.
     let done = submit(&c, &["-N", "done"], "true\n");

@@ -298,3 +298,15 @@ fn a_periodic_hook_reads_and_alters_jobs_every_freq_seconds() {
     c.run("qalter", &["-p", "1", &tick]).ok();
     wait_until("the periodic hook again", JOB_TIMEOUT, || c.job_attr(&tick, "Priority").as_deref() == Some("7"));
 }
+
+#[test]
+fn hooks_read_the_server_and_its_queues() {
+    let c = Cluster::start();
+    c.qmgr("set queue workq resources_max.ncpus = 8");
+    let reader = "import pbs\ne = pbs.event()\ns = pbs.server()\n\
+                  q = s.queue(s.default_queue)\n\
+                  e.job.comment = \"%s %s %s %s\" % (s.default_queue, q.queue_type, q.resources_max[\"ncpus\"], s.queue(\"nosuch\"))\n";
+    install_hook(&c, "reader", "queuejob", reader);
+    let id = c.run_as_nobody("qsub", &["-h", "--", "/bin/true"]).ok().line().to_string();
+    assert_eq!(c.job_attr(&id, "comment").as_deref(), Some("workq Execution 8 None"));
+}

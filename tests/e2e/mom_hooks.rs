@@ -245,12 +245,13 @@ fn a_pbsuser_hook_runs_as_the_jobs_owner_at_prologue_and_epilogue_and_as_root_el
         .to_string();
     c.wait_job_state(&id, "F", JOB_TIMEOUT);
     assert_eq!(c.job_attr(&id, "Exit_status").as_deref(), Some("0"), "{}", c.logs());
-    let log = c.mom_stderr("n1");
+    // The mom's log is written by a thread of its own: each line is waited for.
     // nobody's home (/nonexistent) cannot be entered: its hooks run in /.
-    assert!(log.contains(&format!("Job;{id};asowner uid {NOBODY} cwd / home /nonexistent")), "{}", c.logs());
-    assert!(log.contains(&format!("Job;{id};asadmin uid 0 cwd ")), "{}", c.logs());
-    assert!(log.contains(&format!("Job;{id};both uid 0 cwd ")), "begin runs as root: {}", c.logs());
-    assert!(log.contains(&format!("Job;{id};both uid {NOBODY} cwd /")), "prologue as nobody: {}", c.logs());
+    mom_logged(&c, "n1", &format!("Job;{id};asowner uid {NOBODY} cwd / home /nonexistent"));
+    mom_logged(&c, "n1", &format!("Job;{id};asadmin uid 0 cwd "));
+    // begin runs as root, the prologue as nobody.
+    mom_logged(&c, "n1", &format!("Job;{id};both uid 0 cwd "));
+    mom_logged(&c, "n1", &format!("Job;{id};both uid {NOBODY} cwd /"));
     // The module they import is out of the reach of nobody's changes, the hooks' bodies
     // out of its reach altogether.
     let lib = mom_priv(&c, "n1").join("hooks_lib");

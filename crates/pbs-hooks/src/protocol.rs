@@ -165,6 +165,9 @@ pub struct Query {
     /// The page starts after this job id; from the first job when none.
     #[serde(default)]
     pub after: Option<String>,
+    /// The queue asked for (`what`: `queue`).
+    #[serde(default)]
+    pub name: Option<String>,
 }
 
 /// The daemon's answer to a [`Query`], written as `{"op": "reply", ...}`.
@@ -174,4 +177,17 @@ pub struct QueryReply {
     pub jobs: Vec<JobData>,
     /// More jobs follow the last one.
     pub more: bool,
+    /// The server or queue asked for (`what`: `server`, `queue`): none when unknown.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub object: Option<ObjectData>,
+}
+
+/// A server or queue as hooks read it: its name and attributes as text, resources by
+/// their dotted names (`resources_max.ncpus`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ObjectData {
+    /// Its name.
+    pub name: String,
+    /// Attribute name to text.
+    pub attrs: BTreeMap<String, String>,
 }

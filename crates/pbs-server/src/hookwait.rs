@@ -106,7 +106,17 @@ async fn run_hooks(
             jobs: None,
             vnodes: None,
         };
-        let answer = server.hooks.run(hook_event).await.map_err(|e| event::failure(event, &run.name, &e))?;
+        // The server and its queues may be read while it runs (other jobs only in
+        // periodic hooks).
+        let queries = |query: &pbs_hooks::Query| pbs_hooks::QueryReply {
+            object: crate::objects::for_hook(&server.lock().state, query),
+            ..pbs_hooks::QueryReply::default()
+        };
+        let answer = server
+            .hooks
+            .run_with_queries(hook_event, &queries)
+            .await
+            .map_err(|e| event::failure(event, &run.name, &e))?;
         event::verdict(event, &run.name, &origin, &answer)?;
         if let Some(changes) = &answer.job {
             event::apply_changes(attrs, changes, changed);

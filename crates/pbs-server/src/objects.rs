@@ -616,6 +616,21 @@ pub fn resource_status(state: &State, names: &[String]) -> Result<Vec<StatusObje
         .collect())
 }
 
+/// The server or a queue as a hook asks for it (`pbs.server()` attributes,
+/// `pbs.server().queue(name)`): every attribute a manager may read, as text.
+pub fn for_hook(state: &State, query: &pbs_hooks::Query) -> Option<pbs_hooks::ObjectData> {
+    let object = match query.what.as_str() {
+        "server" => server_status(state, Privilege::Manager, &[]),
+        "queue" => {
+            let name = query.name.clone()?;
+            named_status(state, ObjectKind::Queue, &[name], Privilege::Manager, &[]).ok()?.into_iter().next()?
+        }
+        _ => return None,
+    };
+    let attrs = object.attrs.into_iter().map(|Attr(name, value)| (name, value)).collect();
+    Some(pbs_hooks::ObjectData { name: object.name, attrs })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

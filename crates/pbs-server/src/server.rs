@@ -269,7 +269,9 @@ impl Server {
             let event = crate::hooks::periodic::event(&run, &server.config.host);
             let queries = |query: &pbs_hooks::Query| {
                 let shared = server.lock();
-                crate::hooks::periodic::answer_query(&shared.state, query)
+                let mut reply = crate::hooks::periodic::answer_query(&shared.state, query);
+                reply.object = crate::objects::for_hook(&shared.state, query);
+                reply
             };
             let result = server.hooks.run_with_queries(event, &queries).await;
             let mut guard = server.lock();

@@ -560,11 +560,12 @@ class Server:
     of the daemon while the hook runs: `.job(id)` one job, `.jobs()` page by page.
     """
 
-    __slots__ = ("_jobs", "_live")
+    __slots__ = ("_jobs", "_live", "_attrs")
 
     def __init__(self, jobs, live):
         object.__setattr__(self, "_jobs", jobs)
         object.__setattr__(self, "_live", live)
+        object.__setattr__(self, "_attrs", None)
 
     @property
     def name(self):
@@ -613,16 +614,50 @@ class Server:
             if not page or not reply.get("more"):
                 return
 
+    def queue(self, name):
+        """The queue `name` (its attributes, read-only), None when there is no such queue."""
+        found = query({"what": "queue", "name": str(name)}).get("object")
+        return ServerObject(found.get("name", name), found.get("attrs")) if isinstance(found, dict) else None
+
     def __getattr__(self, name):
         if name.startswith("__"):
             raise AttributeError(name)
-        raise NotImplementedError(
-            "pbs.server().%s: server attributes, queues, vnodes and reservations are not available "
-            "to hooks in this PBS" % (name,)
-        )
+        if name in ("vnode", "vnodes", "resv", "resvs", "queues", "scheduler_restart_cycle"):
+            raise NotImplementedError(
+                "pbs.server().%s: vnodes, reservations and queue lists are not available to hooks in this PBS"
+                % (name,)
+            )
+        if self._attrs is None:
+            found = query({"what": "server"}).get("object")
+            attrs = ServerObject(defs.server_name, found.get("attrs") if isinstance(found, dict) else {})
+            object.__setattr__(self, "_attrs", attrs)
+        return getattr(self._attrs, name)
 
     def __setattr__(self, name, value):
         raise BadAttributeValueError("server attribute '%s' cannot be set from a hook" % (name,))
+
+
+class ServerObject(Vnode):
+    """The server's or a queue's attributes as a hook reads them: text, resource lists
+    (resources_max, resources_default...) typed like a job's; unset ones read as None."""
+
+    __slots__ = ()
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        if name in self._cache:
+            return self._cache[name]
+        text = self._text.get(name)
+        if isinstance(text, dict):
+            value = ResourceList(name, text, True)
+        else:
+            value = None if text is None else str(text)
+        self._cache[name] = value
+        return value
+
+    def __setattr__(self, name, value):
+        raise BadAttributeValueError("'%s': server and queue attributes cannot be set from a hook" % (name,))
 
 
 # ---------------------------------------------------------------------------------------

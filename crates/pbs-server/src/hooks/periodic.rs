@@ -72,7 +72,7 @@ pub fn answer_query(state: &State, query: &Query) -> QueryReply {
             let jobs = job
                 .filter(|job| !job.state.is_history())
                 .map(|job| crate::hooks::event::job_data(job, &job.id(&state.server_name)));
-            QueryReply { jobs: jobs.into_iter().collect(), more: false }
+            QueryReply { jobs: jobs.into_iter().collect(), ..QueryReply::default() }
         }
         "jobs" => {
             let after = query.after.as_deref().and_then(|id| id.parse::<pbs_core::JobId>().ok()).map(|id| id.seq());
@@ -89,7 +89,7 @@ pub fn answer_query(state: &State, query: &Query) -> QueryReply {
                 }
                 jobs.push(crate::hooks::event::job_data(job, &job.id(&state.server_name)));
             }
-            QueryReply { jobs, more }
+            QueryReply { jobs, more, ..QueryReply::default() }
         }
         _ => QueryReply::default(),
     }

@@ -19,6 +19,7 @@ pub fn modify_jobs(state: &mut State, ctx: &Ctx<'_>, ids: &[String], attrs: &[At
             if ObjectKind::Job.find(split_name(name).0).is_some_and(|(_, def)| def.create_only()) {
                 return Err(ReqError::attr(Pbse::ATTRRO, name));
             }
+            checked.push(check_job_attr(state, ctx, name, value)?);
             if name == "depend" {
                 // Kept and acted on only from submission for now (`job::depend`): a
                 // change here would be kept and never acted on.
@@ -27,7 +28,6 @@ pub fn modify_jobs(state: &mut State, ctx: &Ctx<'_>, ids: &[String], attrs: &[At
                     "changing a job's dependencies with qalter is not supported by this server yet".into(),
                 ));
             }
-            checked.push(check_job_attr(state, ctx, name, value)?);
         }
         let Some(job) = state.jobs.get(&seq) else {
             return Err(ReqError::new(Pbse::UNKJOBID));
