@@ -542,9 +542,12 @@ impl Cluster {
     /// Waits until the job's `job_state` is `state`.
     #[track_caller]
     pub fn wait_job_state(&self, id: &str, state: &str, timeout: Duration) {
-        wait_until(&format!("job {id} in state {state}"), timeout, || {
-            self.job_attr(id, "job_state").as_deref() == Some(state)
-        });
+        let deadline = Instant::now() + timeout;
+        while self.job_attr(id, "job_state").as_deref() != Some(state) {
+            // Timed out: what every daemon said is what a reader needs to know why.
+            assert!(Instant::now() < deadline, "timed out waiting for job {id} in state {state}\n{}", self.logs());
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     /// Debug text of every daemon's stderr, for assertion messages.

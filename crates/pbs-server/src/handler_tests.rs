@@ -623,6 +623,25 @@ fn a_resumed_run_holds_its_node_as_its_run_did_whatever_the_node_became() {
     assert!(!f.state.node_rt["n1"].exclusive && f.state.node_rt["n1"].assigned.is_empty());
 }
 
+/// qdel of a run whose launch has not gone out yet: the launch still goes out (the run is
+/// current, only being ended) ahead of its KillJob, so the mom has the job to kill and
+/// reports its end; without it the KillJob finds nothing and the job stays `E` for ever.
+#[test]
+fn a_run_deleted_before_its_launch_went_out_is_still_launched_ahead_of_its_kill() {
+    let mut f = fixture();
+    let id = f.submit(&alice(), &[]);
+    let (reply, effects) = f.request(&root(), Request::RunJob { id: id.clone(), exec_vnode: Some("n1".into()) });
+    assert_eq!(reply.code, 0, "{reply:?}");
+    let launch = effects.launches.first().expect("a launch").launch.clone();
+    let (reply, effects) = f.request(&root(), Request::DeleteJob { ids: vec![id], force: false, purge_history: false });
+    assert_eq!(reply.code, 0, "{reply:?}");
+    assert_eq!(frames(&effects), n1(&["KillJob"]));
+    assert!(
+        crate::job::faults::leaving(&mut f.state, "n1", &ToMom::RunJob { launch: Box::new(launch) }),
+        "the launch of a run being deleted is not stale"
+    );
+}
+
 /// A parent's end finds its children in the index, and each is released or deleted by
 /// its kind, after the parent's own record; a held child waits with a system hold.
 #[test]

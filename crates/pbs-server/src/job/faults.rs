@@ -25,7 +25,9 @@ pub(crate) fn run_count(job: &Job) -> Option<u32> {
 /// Called by a mom's link task before it writes `frame`: false for a mother superior's
 /// `RunJob` that no longer matches a starting run of its job on this node (the job was
 /// requeued or ended meanwhile, e.g. because the launch was given up for lost), which
-/// must not go out. A `RunJob` that goes out is recorded as launched.
+/// must not go out. A run being ended (qdel before its launch went out: `Exiting`) is
+/// still current: its `KillJob` follows the `RunJob` on the same link, and the mom's end
+/// report is what ends it. A `RunJob` that goes out is recorded as launched.
 pub fn leaving(state: &mut State, node: &str, frame: &ToMom) -> bool {
     let ToMom::RunJob { launch } = frame else { return true };
     if launch.sister {
@@ -34,7 +36,7 @@ pub fn leaving(state: &mut State, node: &str, frame: &ToMom) -> bool {
     let Some(key) = crate::jobkey::key_of(&launch.job_id) else { return true };
     let current = state.starting.contains(&key)
         && state.job(key).is_some_and(|job| {
-            job.state == JobState::Running
+            matches!(job.state, JobState::Running | JobState::Exiting)
                 && run_count(job) == Some(launch.run_count)
                 && job.mother_superior() == Some(node)
         });
