@@ -325,16 +325,7 @@ impl Bench {
             let child = client.submit(attrs, String::new(), None)?;
             let started = Instant::now();
             client.per_id(Request::ReleaseJob { ids: vec![parent.clone()], hold_types: "u".into() })?;
-            loop {
-                let reply = client.status_jobs(vec![child.clone()], vec![], vec!["job_state".into()], true, false)?;
-                if reply.objects.first().and_then(|o| o.get("job_state")) == Some("F") {
-                    break;
-                }
-                if started.elapsed() > Duration::from_secs(30) {
-                    bail!("job {child} did not finish");
-                }
-                std::thread::sleep(Duration::from_micros(500));
-            }
+            Bench::wait_finished(&mut client, &child, started)?;
             times.push(started.elapsed());
         }
         times.sort();
@@ -432,6 +423,20 @@ impl Bench {
         Ok(client.submit(attrs, String::new(), None)?)
     }
 
+    /// Polls until job `id` is finished, at most 30 s after `started`.
+    fn wait_finished(client: &mut Client, id: &str, started: Instant) -> Result<()> {
+        loop {
+            let reply = client.status_jobs(vec![id.to_string()], vec![], vec!["job_state".into()], true, false)?;
+            if reply.objects.first().and_then(|o| o.get("job_state")) == Some("F") {
+                return Ok(());
+            }
+            if started.elapsed() > Duration::from_secs(30) {
+                bail!("job {id} did not finish");
+            }
+            std::thread::sleep(Duration::from_micros(500));
+        }
+    }
+
     /// Median time from submitting one tiny job to seeing it finished, on an idle cluster.
     fn one_job_latency(&self, runs: usize) -> Result<Duration> {
         let mut client = self.client()?;
@@ -439,16 +444,7 @@ impl Bench {
         for _ in 0..runs {
             let started = Instant::now();
             let id = Bench::tiny_job(&mut client)?;
-            loop {
-                let reply = client.status_jobs(vec![id.clone()], vec![], vec!["job_state".into()], true, false)?;
-                if reply.objects.first().and_then(|o| o.get("job_state")) == Some("F") {
-                    break;
-                }
-                if started.elapsed() > Duration::from_secs(30) {
-                    bail!("job {id} did not finish");
-                }
-                std::thread::sleep(Duration::from_micros(500));
-            }
+            Bench::wait_finished(&mut client, &id, started)?;
             times.push(started.elapsed());
         }
         times.sort();

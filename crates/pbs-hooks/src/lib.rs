@@ -9,7 +9,9 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 pub use pool::{Owner, Pool, RunError};
-pub use protocol::{Answer, Change, Changes, Defs, Event, JobData, LogEntry, ObjectData, Query, QueryReply, Value};
+pub use protocol::{
+    Answer, Change, Changes, Defs, Event, HookRun, JobData, LogEntry, ObjectData, Query, QueryReply, Requestor, Value,
+};
 pub use protocol::{MAX_JOBS_PER_QUERY, definitions};
 
 /// The runner's file name in an installed directory.

@@ -95,6 +95,49 @@ pub struct Event {
     pub vnodes: Option<BTreeMap<String, BTreeMap<String, String>>>,
 }
 
+/// Who a hook event comes from (`pbs.event().requestor`, `requestor_host`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Requestor {
+    /// The user (or daemon) asking.
+    pub user: String,
+    /// Their host.
+    pub host: String,
+}
+
+/// One hook to run: its name, body, alarm and `debug`, as the daemons keep them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HookRun {
+    /// Its name.
+    pub name: String,
+    /// Its body.
+    pub script: Arc<str>,
+    /// Seconds it may run.
+    pub alarm: u64,
+    /// Its `debug`.
+    pub debug: bool,
+}
+
+impl Event {
+    /// `run` at `event_type` for `who`, with no job, jobs or vnodes yet (the caller sets
+    /// what its event shows).
+    pub fn new(run: &HookRun, event_type: &'static str, who: &Requestor) -> Event {
+        Event {
+            id: 0,
+            hook: run.name.clone(),
+            event_type,
+            script: run.script.clone(),
+            alarm: run.alarm,
+            debug: run.debug,
+            requestor: who.user.clone(),
+            requestor_host: who.host.clone(),
+            job: None,
+            job_o: None,
+            jobs: None,
+            vnodes: None,
+        }
+    }
+}
+
 /// A change a hook made to one attribute: its new text, or (for a resource list) its
 /// changed resources, each `None` when unset.
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize)]

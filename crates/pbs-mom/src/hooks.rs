@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use pbs_core::hookattr::HookEvent;
 use pbs_core::hookattr::USER_OWNER;
-use pbs_hooks::{Defs, Event, JobData, Owner, Pool, RunError, Value};
+use pbs_hooks::{Defs, Event, HookRun, JobData, Owner, Pool, Requestor, RunError, Value};
 use pbs_proto::mom::{JobLaunch, MomHook, Usage};
 
 use crate::MomError;
@@ -32,28 +32,28 @@ const MAX_INTERPRETERS: usize = 4;
 /// One hook as this mom runs it.
 #[derive(Clone, Debug)]
 struct Run {
-    name: String,
+    /// Its name, body, alarm and `debug`.
+    hook: HookRun,
     events: Vec<HookEvent>,
     order: i64,
-    alarm: u64,
-    debug: bool,
     offline_vnodes: bool,
     /// `user=pbsuser`: runs as the job's owner at the events that allow it.
     as_owner: bool,
-    script: Arc<str>,
 }
 
 impl Run {
     fn from_wire(hook: &MomHook) -> Run {
         Run {
-            name: hook.name.clone(),
+            hook: HookRun {
+                name: hook.name.clone(),
+                script: hook.script.as_str().into(),
+                alarm: hook.alarm.max(1),
+                debug: hook.debug,
+            },
             events: hook.events.iter().filter_map(|e| e.parse().ok()).collect(),
             order: hook.order,
-            alarm: hook.alarm.max(1),
-            debug: hook.debug,
             offline_vnodes: hook.fail_action.split(',').any(|a| a.trim() == "offline_vnodes"),
             as_owner: hook.user == USER_OWNER,
-            script: hook.script.as_str().into(),
         }
     }
 }
@@ -158,8 +158,7 @@ impl MomHooks {
         let runs: Arc<[Run]> = hooks.iter().map(Run::from_wire).collect();
         let changed = {
             let mut current = self.lock();
-            let changed = current.len() != runs.len()
-                || current.iter().zip(runs.iter()).any(|(a, b)| a.name != b.name || a.script != b.script);
+            let changed = current.len() != runs.len() || current.iter().zip(runs.iter()).any(|(a, b)| a.hook != b.hook);
             *current = runs;
             changed
         };
@@ -192,7 +191,7 @@ impl MomHooks {
     /// The hooks of `event`, in `order`, then name.
     fn runs_of(&self, event: HookEvent) -> Vec<Run> {
         let mut runs: Vec<Run> = self.lock().iter().filter(|r| r.events.contains(&event)).cloned().collect();
-        runs.sort_by(|a, b| a.order.cmp(&b.order).then_with(|| a.name.cmp(&b.name)));
+        runs.sort_by(|a, b| a.order.cmp(&b.order).then_with(|| a.hook.name.cmp(&b.hook.name)));
         runs
     }
 
@@ -215,29 +214,21 @@ impl MomHooks {
         vnode.insert("Mom".to_string(), self.host.clone());
         vnode.insert("ntype".to_string(), "PBS".to_string());
         let vnodes: BTreeMap<String, BTreeMap<String, String>> = [(self.node.clone(), vnode)].into_iter().collect();
+        let mom = Requestor { user: "pbs_mom".to_string(), host: self.host.clone() };
         for run in runs {
             let hook_event = Event {
-                id: 0,
-                hook: run.name.clone(),
-                event_type: event.name(),
-                script: run.script.clone(),
-                alarm: run.alarm,
-                debug: run.debug,
-                requestor: "pbs_mom".to_string(),
-                requestor_host: self.host.clone(),
                 job: Some(job.clone()),
-                job_o: None,
-                jobs: None,
                 vnodes: Some(vnodes.clone()),
+                ..Event::new(&run.hook, event.name(), &mom)
             };
             let failed = |alarm: bool| {
                 let text = if alarm {
-                    format!("alarm call while running {event} hook '{}', request rejected", run.name)
+                    format!("alarm call while running {event} hook '{}', request rejected", run.hook.name)
                 } else {
-                    format!("{event} hook '{}' encountered an exception, request rejected", run.name)
+                    format!("{event} hook '{}' encountered an exception, request rejected", run.hook.name)
                 };
                 tracing::info!(event = "0008", object_type = "Job", object_name = job_id, "{text}");
-                Verdict::Error { offline: run.offline_vnodes.then(|| run.name.clone()) }
+                Verdict::Error { offline: run.offline_vnodes.then(|| run.hook.name.clone()) }
             };
             let run_as = if run.as_owner && event.runs_as_owner() {
                 if owner.is_none() {
@@ -258,7 +249,7 @@ impl MomHooks {
                 Ok(answer) => answer,
                 Err(RunError::Alarm) => return failed(true),
                 Err(RunError::Crashed(why) | RunError::Unavailable(why)) => {
-                    tracing::warn!(object_type = "Hook", object_name = run.name.as_str(), "{why}");
+                    tracing::warn!(object_type = "Hook", object_name = run.hook.name.as_str(), "{why}");
                     return failed(false);
                 }
             };
@@ -287,16 +278,21 @@ impl MomHooks {
                 return failed(true);
             }
             if let Some(exception) = &answer.exception {
-                tracing::info!(event = "0100", object_type = "Hook", object_name = run.name.as_str(), "{exception}");
+                tracing::info!(
+                    event = "0100",
+                    object_type = "Hook",
+                    object_name = run.hook.name.as_str(),
+                    "{exception}"
+                );
                 return failed(false);
             }
             if !answer.accepted {
                 tracing::info!(
                     event = "0400",
                     object_type = "Hook",
-                    object_name = run.name.as_str(),
+                    object_name = run.hook.name.as_str(),
                     "{event} request rejected by '{}'",
-                    run.name
+                    run.hook.name
                 );
                 if let Some(message) = &answer.reject_message {
                     tracing::info!(event = "0008", object_type = "Job", object_name = job_id, "{message}");

@@ -28,18 +28,8 @@ pub struct Launch {
 }
 
 /// A hook to run outside the state lock once the change that asked for it is carried
-/// out (a periodic hook falling due), with what running it needs.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct HookRun {
-    /// Its name.
-    pub name: String,
-    /// Its body.
-    pub script: std::sync::Arc<str>,
-    /// Seconds it may run.
-    pub alarm: u64,
-    /// Its `debug`.
-    pub debug: bool,
-}
+/// out (a periodic hook falling due).
+pub use pbs_hooks::HookRun;
 
 /// The effects of one request or event on the world outside the state.
 #[derive(Debug, Default, PartialEq)]

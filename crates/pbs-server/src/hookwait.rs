@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use pbs_core::hookattr::HookEvent;
-use pbs_hooks::{Event, JobData};
+use pbs_hooks::{Event, JobData, Requestor};
 use pbs_proto::{Attr, Request};
 
 use crate::error::ReqError;
@@ -23,12 +23,6 @@ struct Planned {
     runs: Vec<HookRun>,
     /// In modifyjob and runjob: the job as it is, with its full id.
     job: Option<JobData>,
-}
-
-/// Who asks, as hooks see it (`pbs.event().requestor`, `requestor_host`).
-struct Requestor {
-    user: String,
-    host: String,
 }
 
 /// The hooks of `event` and, when there are any, brings the interpreters' definitions up
@@ -92,20 +86,7 @@ async fn run_hooks(
     for run in runs {
         let mut job = event::submitted_job(attrs);
         job.id = id.clone();
-        let hook_event = Event {
-            id: 0,
-            hook: run.name.clone(),
-            event_type: event.name(),
-            script: run.script.clone(),
-            alarm: run.alarm,
-            debug: run.debug,
-            requestor: who.user.clone(),
-            requestor_host: who.host.clone(),
-            job: Some(job),
-            job_o: job_o.clone(),
-            jobs: None,
-            vnodes: None,
-        };
+        let hook_event = Event { job: Some(job), job_o: job_o.clone(), ..Event::new(run, event.name(), who) };
         // The server and its queues may be read while it runs (other jobs only in
         // periodic hooks).
         let queries = |query: &pbs_hooks::Query| pbs_hooks::QueryReply {

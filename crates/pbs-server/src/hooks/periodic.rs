@@ -2,9 +2,9 @@
 //! jobs it reads page by page while it runs (`pbs.server().jobs()`, `.job(id)`), and its
 //! changes to jobs, applied with manager privilege through qalter's checks.
 
-use pbs_core::attr::{ObjectKind, parse_bool};
-use pbs_core::hookattr::{self, HookEvent};
-use pbs_hooks::{Answer, Event, MAX_JOBS_PER_QUERY, Query, QueryReply, RunError};
+use pbs_core::attr::ObjectKind;
+use pbs_core::hookattr::HookEvent;
+use pbs_hooks::{Answer, Event, MAX_JOBS_PER_QUERY, Query, QueryReply, Requestor, RunError};
 use pbs_proto::Attr;
 
 use crate::effects::{Effects, HookRun};
@@ -17,51 +17,33 @@ pub const DEFAULT_FREQ: i64 = 120;
 /// later; one still running from its last start is passed over until it answers.
 pub fn due(state: &mut State, now: i64) -> Vec<HookRun> {
     let mut starts = Vec::new();
-    let mut seen = Vec::new();
-    for hook in &state.hooks {
-        let attr = |name: &str| hook.attrs.get_named(ObjectKind::Hook, name, None);
-        let enabled = attr("enabled").and_then(parse_bool).unwrap_or(true);
-        if !enabled || !hookattr::events(attr("event").unwrap_or("")).contains(&HookEvent::Periodic) {
-            continue;
-        }
-        let Some(body) = state.hook_bodies.get(&hook.name).filter(|b| !b.python.trim().is_empty()) else { continue };
-        seen.push(hook.name.clone());
-        let freq = attr("freq").and_then(|f| f.parse::<i64>().ok()).filter(|f| *f > 0).unwrap_or(DEFAULT_FREQ);
-        let next = state.periodic_hooks.next.entry(hook.name.clone()).or_insert(now + freq);
-        if *next > now || state.periodic_hooks.running.contains(&hook.name) {
+    let runs = crate::hooks::event::hooks_for(state, HookEvent::Periodic);
+    for run in &runs {
+        let freq = state
+            .hooks
+            .iter()
+            .find(|h| h.name == run.name)
+            .and_then(|h| h.attrs.get_named(ObjectKind::Hook, "freq", None))
+            .and_then(|f| f.parse::<i64>().ok())
+            .filter(|f| *f > 0)
+            .unwrap_or(DEFAULT_FREQ);
+        let next = state.periodic_hooks.next.entry(run.name.clone()).or_insert(now + freq);
+        if *next > now || state.periodic_hooks.running.contains(&run.name) {
             continue;
         }
         *next = now + freq;
-        state.periodic_hooks.running.insert(hook.name.clone());
-        starts.push(HookRun {
-            name: hook.name.clone(),
-            script: body.python.clone(),
-            alarm: attr("alarm").and_then(|a| a.parse().ok()).unwrap_or(30),
-            debug: attr("debug").and_then(parse_bool).unwrap_or(false),
-        });
+        state.periodic_hooks.running.insert(run.name.clone());
+        starts.push(run.clone());
     }
     // A hook deleted, disabled or no longer periodic starts its count again when it comes
     // back.
-    state.periodic_hooks.next.retain(|name, _| seen.contains(name));
+    state.periodic_hooks.next.retain(|name, _| runs.iter().any(|r| r.name == *name));
     starts
 }
 
 /// The event a periodic run gets: no job of its own; it asks for the jobs it reads.
 pub fn event(run: &HookRun, host: &str) -> Event {
-    Event {
-        id: 0,
-        hook: run.name.clone(),
-        event_type: HookEvent::Periodic.name(),
-        script: run.script.clone(),
-        alarm: run.alarm,
-        debug: run.debug,
-        requestor: "PBS_Server".into(),
-        requestor_host: host.to_string(),
-        job: None,
-        job_o: None,
-        jobs: None,
-        vnodes: None,
-    }
+    Event::new(run, HookEvent::Periodic.name(), &Requestor { user: "PBS_Server".into(), host: host.to_string() })
 }
 
 /// Answers what a running periodic hook asks: one job, or a page of jobs in id order.
