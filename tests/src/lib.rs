@@ -78,9 +78,20 @@ pub fn command_dir() -> PathBuf {
     }
 }
 
-/// A free TCP port on loopback (the kernel picks it; we release it right away).
+/// A free TCP port on loopback (the kernel picks it; we release it right away). Never 0:
+/// a daemon told to listen on port 0 listens on some other port than the one its peers
+/// are told, and they are refused.
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).unwrap_or(0)
+    let mut last_error = None;
+    for _ in 0..50 {
+        match std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()) {
+            Ok(addr) if addr.port() != 0 => return addr.port(),
+            Ok(addr) => last_error = Some(format!("the kernel gave {addr}")),
+            Err(e) => last_error = Some(e.to_string()),
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("no free TCP port on loopback: {last_error:?}");
 }
 
 /// A running server in its own PBS_HOME, with moms and a scheduler once started. Every
@@ -112,24 +123,32 @@ impl Cluster {
         // nobody must reach pbs.conf and the socket inside.
         std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
         let host = nix::unistd::gethostname().ok().and_then(|h| h.into_string().ok()).unwrap_or_default();
-        let port = free_port();
-        let conf = format!(
-            "PBS_SERVER={host}\nPBS_HOME={}\nPBS_BATCH_SERVICE_PORT={port}\n",
-            dir.path().join("home").display()
-        );
-        std::fs::write(dir.path().join("pbs.conf"), conf).expect("write pbs.conf");
         let mut cluster = Cluster {
             dir,
             bins: bin_dir(),
             commands: command_dir(),
             server: None,
-            port,
+            port: 0,
             host,
             moms: Vec::new(),
             sched: None,
         };
-        cluster.start_server();
-        cluster
+        // A free port is released before the server binds it, so a parallel test may take
+        // it first: then this server cannot listen and gets another port.
+        for _ in 0..5 {
+            cluster.port = free_port();
+            let conf = format!(
+                "PBS_SERVER={}\nPBS_HOME={}\nPBS_BATCH_SERVICE_PORT={}\n",
+                cluster.host,
+                cluster.home().display(),
+                cluster.port
+            );
+            std::fs::write(cluster.conf_path(), conf).expect("write pbs.conf");
+            if cluster.launch_server() {
+                return cluster;
+            }
+        }
+        panic!("pbs_server found no free port: {}", cluster.server_stderr());
     }
 
     pub fn conf_path(&self) -> PathBuf {
@@ -156,6 +175,11 @@ impl Cluster {
 
     /// Starts pbs_server and waits until a client can connect to it.
     pub fn start_server(&mut self) {
+        assert!(self.launch_server(), "another process holds the server's port: {}", self.server_stderr());
+    }
+
+    /// Starts pbs_server: true once it serves, false if it could not bind its TCP port.
+    fn launch_server(&mut self) -> bool {
         let log = std::fs::File::create(self.dir.path().join("server.stderr")).expect("server log");
         let child = Command::new(self.bins.join("pbs_server"))
             .env("PBS_CONF_FILE", self.conf_path())
@@ -169,18 +193,24 @@ impl Cluster {
             .spawn()
             .expect("spawn pbs_server");
         self.server = Some(child);
-        self.wait_ready();
+        self.wait_ready()
     }
 
-    fn wait_ready(&mut self) {
+    /// Waits until the server serves (true) or exits because its TCP port is taken (false).
+    fn wait_ready(&mut self) -> bool {
         let deadline = Instant::now() + READY_TIMEOUT;
         loop {
             if self.try_client().is_ok() {
-                return;
+                return true;
             }
             if let Some(child) = self.server.as_mut() {
                 if let Ok(Some(status)) = child.try_wait() {
-                    panic!("pbs_server exited with {status}: {}", self.server_stderr());
+                    self.server = None;
+                    let stderr = self.server_stderr();
+                    if stderr.contains(&format!("binding 127.0.0.1:{}", self.port)) {
+                        return false;
+                    }
+                    panic!("pbs_server exited with {status}: {stderr}");
                 }
             }
             assert!(Instant::now() < deadline, "pbs_server not ready: {}", self.server_stderr());
