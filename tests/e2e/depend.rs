@@ -134,3 +134,39 @@ fn a_dependency_survives_a_server_restart() {
     assert_eq!(attr(&c, &child, "Exit_status").as_deref(), Some("0"));
     wait_until("the parent finished", JOB_TIMEOUT, || attr(&c, &parent, "job_state").as_deref() == Some("F"));
 }
+
+#[test]
+fn a_dependency_on_an_array_waits_for_its_last_subjob() {
+    let c = Cluster::with_moms(1, 4);
+    let server = c.server_name().to_string();
+    // Subjob 2 fails and ends last: the array counts as failed, as OpenPBS counts it
+    // (depend_array_fail_last_*.txt).
+    let array = submit(&c, &["-h", "-J", "1-2"], "if [ \"$PBS_ARRAY_INDEX\" = 2 ]; then sleep 1; exit 3; fi\n");
+    assert!(array.ends_with(&format!("[].{server}")), "{array}");
+    let ok = submit(&c, &["-W", &format!("depend=afterok:{array}")], "true\n");
+    let notok = submit(&c, &["-W", &format!("depend=afternotok:{array}")], "true\n");
+    let started = submit(&c, &["-W", &format!("depend=after:{array}")], "true\n");
+    // depend_afterok_array_qstat_f.txt and _parent_qstat_f.txt.
+    assert_eq!(attr(&c, &ok, "depend"), Some(format!("afterok:{array}@{server}")));
+    assert_eq!(attr(&c, &ok, "Hold_Types").as_deref(), Some("s"));
+    assert_eq!(
+        attr(&c, &array, "depend"),
+        Some(format!("beforeok:{ok}@{server},beforenotok:{notok}@{server},before:{started}@{server}"))
+    );
+    // A subjob or a plain id for an array is not a name of it.
+    let plain = array.replace("[]", "");
+    let out = c.run_with_stdin("qsub", &["-W", &format!("depend=afterok:{plain}")], "true\n", false);
+    assert_eq!((out.code, out.stderr.clone()), (153, format!("qsub: Unknown Job Id {plain}\n")), "{out:?}");
+    let subjob = array.replace("[]", "[1]");
+    let out = c.run_with_stdin("qsub", &["-W", &format!("depend=afterok:{subjob}")], "true\n", false);
+    assert_eq!(out.code, 2, "{out:?}");
+    c.run("qrls", &[&array]).ok();
+    c.wait_job_state(&started, "F", JOB_TIMEOUT);
+    c.wait_job_state(&notok, "F", JOB_TIMEOUT);
+    assert_eq!(attr(&c, &notok, "Exit_status").as_deref(), Some("0"));
+    c.wait_job_state(&ok, "F", JOB_TIMEOUT);
+    assert_eq!(attr(&c, &ok, "substate").as_deref(), Some("92"));
+    assert_eq!(attr(&c, &array, "Exit_status").as_deref(), Some("1"));
+    logged(&c, &format!(";Job;{notok};Dependency on job {array} released."));
+    logged(&c, &format!(";Job;{ok};Job deleted as result of dependency on job {array}"));
+}

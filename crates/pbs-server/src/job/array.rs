@@ -165,12 +165,16 @@ fn refresh_with(state: &mut State, seq: u64, now: i64, write: bool) -> Vec<Store
     let done = queued == 0 && running == 0 && exiting == 0;
     let history = state.server_flag("job_history_enable", false);
     let id = parent.id(&state.server_name);
-    state.changes.jobs.insert(JobKey::job(seq), id);
+    // The jobs that wait on the array hear of its end once, from its last subjob.
+    let exit = parent.get("Exit_status", None).and_then(|s| s.parse::<i32>().ok());
+    state.changes.jobs.insert(JobKey::job(seq), id.clone());
     if done && !history {
         state.jobs.remove(&seq);
         state.remove_subjobs_of(seq);
         state.changes.cycle = true;
-        return vec![StoreOp::DeleteJob { seq }];
+        let mut ops = vec![StoreOp::DeleteJob { seq }];
+        ops.extend(crate::job::depend::parent_ended(state, seq, &id, exit, now));
+        return ops;
     }
     let Some(parent) = state.jobs.get_mut(&seq) else { return Vec::new() };
     parent.attrs.set(
@@ -191,7 +195,12 @@ fn refresh_with(state: &mut State, seq: u64, now: i64, write: bool) -> Vec<Store
         parent.state = if began { JobState::Begun } else { JobState::Queued };
         parent.substate = parent.state.default_substate();
     }
-    if write || before != (parent.state, parent.substate) { vec![parent.put_op(None)] } else { Vec::new() }
+    let mut ops =
+        if write || before != (parent.state, parent.substate) { vec![parent.put_op(None)] } else { Vec::new() };
+    if done {
+        ops.extend(crate::job::depend::parent_ended(state, seq, &id, exit, now));
+    }
+    ops
 }
 
 /// How the subjobs of one array that have no record look in a status listing: the

@@ -47,16 +47,15 @@ pub fn check_new(state: &State, list: &str) -> Result<String, ReqError> {
         }
         for target in &mut dependency.targets {
             let id = target.split('@').next().unwrap_or(target).to_string();
-            let known = id.parse::<pbs_core::JobId>().ok().and_then(|parsed| state.jobs.get(&parsed.seq()));
+            // An array is named `12[]`, a plain job `12`: either name of the other is
+            // unknown, as in OpenPBS (subjobs and ranges were refused by the parser).
+            let known = id.parse::<pbs_core::JobId>().ok().and_then(|parsed| {
+                let names_array = matches!(parsed.array(), pbs_core::ArrayPart::Parent);
+                state.jobs.get(&parsed.seq()).filter(|job| job.array == names_array)
+            });
             let Some(parent) = known else {
                 return Err(ReqError::with_message(Pbse::UNKJOBID, format!("{} {id}", Pbse::UNKJOBID)));
             };
-            if parent.array {
-                return Err(ReqError::with_message(
-                    Pbse::BADATVAL,
-                    format!("a dependency on an array ({id}) is not supported by this server yet"),
-                ));
-            }
             *target = format!("{}@{}", parent.id(&state.server_name), state.server_name);
         }
     }
@@ -81,7 +80,7 @@ pub fn submitted(state: &mut State, seq: u64, now: i64) -> Vec<StoreOp> {
         let outcome = if parent_job.state.is_history() {
             let exit = parent_job.get("Exit_status", None).and_then(|s| s.parse::<i32>().ok());
             Some(met_by_end(kind, exit))
-        } else if kind == DependKind::After && parent_job.state == JobState::Running {
+        } else if kind == DependKind::After && matches!(parent_job.state, JobState::Running | JobState::Begun) {
             Some(true)
         } else {
             None
@@ -150,20 +149,32 @@ pub fn parent_started(state: &mut State, parent: u64, now: i64) -> Vec<StoreOp> 
 
 /// A parent ended with `exit` (none: it was deleted before it ran, which leaves its
 /// children waiting, as OpenPBS does): each child is released or deleted by its kind.
-pub fn parent_ended(state: &mut State, parent: u64, exit: Option<i32>, now: i64) -> Vec<StoreOp> {
+/// `parent_id` is its id as its children name it (`12.server`, `12[].server` for an
+/// array, whose end is that of its last subjob).
+pub fn parent_ended(state: &mut State, parent: u64, parent_id: &str, exit: Option<i32>, now: i64) -> Vec<StoreOp> {
     let Some(exit) = exit else { return Vec::new() };
     let children = state.dependents.take(parent, &WAITING_KINDS);
-    let parent_id =
-        pbs_core::JobId::new(parent, pbs_core::ArrayPart::None, Some(state.server_name.clone())).to_string();
     let mut ops = Vec::new();
     for (child, kind) in children {
         if met_by_end(kind, Some(exit)) {
-            ops.extend(release(state, child, &parent_id, now));
+            ops.extend(release(state, child, parent_id, now));
         } else {
-            ops.extend(delete_child(state, child, &parent_id, now));
+            ops.extend(delete_child(state, child, parent_id, now));
         }
     }
     ops
+}
+
+/// The `Exit_status` an array takes from a subjob that ended with `exit`: 0, 1 for a
+/// failure, 2 for a job that never ran its script. As in OpenPBS, the last subjob to end
+/// decides, so an array whose last subjob succeeded counts as a success for `afterok`
+/// (../shared/reference depend_array_fail_first).
+pub fn array_exit_status(exit: i32) -> i32 {
+    match exit {
+        0 => 0,
+        e if e > 0 => 1,
+        _ => 2,
+    }
 }
 
 /// `list` without `parent_id` among its targets; an item left with none goes.

@@ -120,10 +120,12 @@ fn finish(
     deleted: bool,
     now: i64,
 ) -> Vec<StoreOp> {
+    let parent_id = state.job(key).map(|j| j.id(&state.server_name)).unwrap_or_default();
     let mut ops = finish_job(state, key, exit_status, usage, deleted, now);
-    // Its children are released or deleted by how it ended, after its own record.
+    // Its children are released or deleted by how it ended, after its own record (an
+    // array's, by `job::array` once its last subjob ended).
     if key.index.is_none() && !ops.is_empty() {
-        ops.extend(crate::job::depend::parent_ended(state, key.seq, exit_status, now));
+        ops.extend(crate::job::depend::parent_ended(state, key.seq, &parent_id, exit_status, now));
     }
     ops
 }
@@ -165,6 +167,10 @@ fn finish_job(
         job.substate = Substate::FINISHED;
         job.attrs.set(job_idx!("obittime"), None, now.to_string());
         let op = job.put_op(None);
+        if let (Some(status), Some(array)) = (exit_status, state.jobs.get_mut(&key.seq)) {
+            let status = crate::job::depend::array_exit_status(status);
+            array.attrs.set(job_idx!("Exit_status"), None, status.to_string());
+        }
         let record = state.subjobs.remove(&(key.seq, index));
         let mut ops = match record {
             Some(record) if history => {
