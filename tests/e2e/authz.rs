@@ -23,7 +23,7 @@ fn qalter_of_hold_types_follows_the_hold_privileges() {
     // hold: each changes a letter above the owner's privilege.
     for holds in ["n", "u", "o", "s"] {
         assert_fails(&cluster.run_as_nobody("qalter", &["-h", holds, &id]), &unauthorized, 159);
-        assert_eq!(cluster.job_attr(&id, "Hold_Types").as_deref(), Some("os"), "qalter -h {holds}");
+        assert_eq!(cluster.job_attr(&id, "Hold_Types").as_deref(), Some("so"), "qalter -h {holds}");
     }
     assert_eq!(cluster.job_attr(&id, "job_state").as_deref(), Some("H"));
     // Nor set one on a job without it.

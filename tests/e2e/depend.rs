@@ -113,8 +113,6 @@ fn after_waits_for_the_start_and_an_unknown_parent_is_refused() {
     let held = submit(&c, &["-h"], "true\n");
     let out = c.run_with_stdin("qsub", &["-W", &format!("depend=beforeok:{held}")], "true\n", false);
     assert_eq!(out.stderr, "qsub: dependency type beforeok is not supported by this server\n", "{out:?}");
-    let out = c.run("qalter", &["-W", &format!("depend=afterany:{held}"), &held]);
-    assert!(out.stderr.contains("not supported by this server yet"), "{out:?}");
     let out = c.run_with_stdin("qsub", &["-W", "depend=afterok:"], "true\n", false);
     assert_eq!(out.code, 2, "{out:?}");
     assert!(out.stderr.starts_with("qsub: illegal -W value\nusage: qsub"), "{out:?}");
@@ -169,4 +167,65 @@ fn a_dependency_on_an_array_waits_for_its_last_subjob() {
     assert_eq!(attr(&c, &array, "Exit_status").as_deref(), Some("1"));
     logged(&c, &format!(";Job;{notok};Dependency on job {array} released."));
     logged(&c, &format!(";Job;{ok};Job deleted as result of dependency on job {array}"));
+}
+
+#[test]
+fn qalter_adds_or_replaces_a_kind_and_refuses_cycles_and_unknown_jobs() {
+    let c = Cluster::with_moms(1, 4);
+    let s = c.server_name().to_string();
+    let q1 = submit(&c, &["-h", "-N", "dep_q1"], "true\n");
+    let q2 = submit(&c, &["-h", "-N", "dep_q2"], "true\n");
+    let multi = submit(&c, &["-W", &format!("depend=afterok:{q1}:{q2},afterany:{q1}")], "true\n");
+    // depend_qalter_add_type*.txt: a kind not in the list is added at its end.
+    c.run("qalter", &["-W", &format!("depend=afternotok:{q2}"), &multi]).ok();
+    assert_eq!(
+        attr(&c, &multi, "depend"),
+        Some(format!("afterok:{q1}@{s}:{q2}@{s},afterany:{q1}@{s},afternotok:{q2}@{s}"))
+    );
+    assert_eq!(attr(&c, &q2, "depend"), Some(format!("beforeok:{multi}@{s},beforenotok:{multi}@{s}")));
+    // depend_qalter_replace_type*.txt: a kind in the list is replaced and moves to the end.
+    c.run("qalter", &["-W", &format!("depend=afterok:{q2}"), &multi]).ok();
+    assert_eq!(attr(&c, &multi, "depend"), Some(format!("afterany:{q1}@{s},afternotok:{q2}@{s},afterok:{q2}@{s}")));
+    // q1 no longer waited on for afterok: its beforeok entry goes (OpenPBS leaves it).
+    assert_eq!(attr(&c, &q1, "depend"), Some(format!("beforeany:{multi}@{s}")));
+    assert_eq!(attr(&c, &multi, "Hold_Types").as_deref(), Some("s"));
+    assert_eq!(attr(&c, &multi, "substate").as_deref(), Some("22"));
+
+    // A cycle, direct or through another job, is refused and changes nothing.
+    let q3 = submit(&c, &["-W", &format!("depend=afterok:{q1}")], "true\n");
+    for (parent, child) in [(&multi, &q2), (&q3, &q1), (&q1, &q1)] {
+        let before = attr(&c, child, "depend");
+        let out = c.run("qalter", &["-W", &format!("depend=afterok:{parent}"), child]);
+        assert_eq!(out.code, 206, "{out:?}");
+        assert!(out.stderr.starts_with("qalter: Invalid Job Dependency (cycle: "), "{out:?}");
+        assert_eq!(attr(&c, child, "depend"), before);
+    }
+    // Unknown: refused as at submission (OpenPBS accepts it, then aborts the job).
+    let out = c.run("qalter", &["-W", "depend=afterok:99999", &multi]);
+    assert!(out.stderr.starts_with(&format!("qalter: Unknown Job Id 99999.{s}")), "{out:?}");
+    assert_eq!(attr(&c, &multi, "job_state").as_deref(), Some("H"));
+
+    // A list that waits on nothing more releases the job; then it runs.
+    let done = submit(&c, &[], "true\n");
+    c.wait_job_state(&done, "F", JOB_TIMEOUT);
+    let out = c.run("qalter", &["-W", &format!("depend=afterok:{done},afternotok:{done}"), &multi]);
+    assert_eq!(out.code, 125, "{out:?}");
+    assert!(out.stderr.contains("Finished job did not satisfy dependency"), "{out:?}");
+    c.run("qalter", &["-W", &format!("depend=afterok:{done}"), &multi]).ok();
+    assert_eq!(attr(&c, &multi, "depend"), Some(format!("afterany:{q1}@{s},afternotok:{q2}@{s}")));
+    let failed = submit(&c, &[], "exit 2\n");
+    c.wait_job_state(&failed, "F", JOB_TIMEOUT);
+    c.run("qalter", &["-W", &format!("depend=afterany:{done},afternotok:{failed}"), &multi]).ok();
+    c.wait_job_state(&multi, "F", JOB_TIMEOUT);
+    assert_eq!(attr(&c, &multi, "Exit_status").as_deref(), Some("0"));
+
+    // depend_qalter_running_job.txt
+    let running = submit(&c, &[], "sleep 30\n");
+    c.wait_job_state(&running, "R", JOB_TIMEOUT);
+    let out = c.run("qalter", &["-W", &format!("depend=afterok:{q1}"), &running]);
+    assert_eq!(
+        (out.code, out.stderr.as_str()),
+        (167, format!("qalter: Cannot modify attribute while job running  depend {running}\n").as_str())
+    );
+    c.run("qdel", &[&running]).ok();
 }

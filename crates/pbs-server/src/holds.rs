@@ -29,6 +29,12 @@ pub fn check_alter(privilege: Privilege, old: &str, new: &str) -> Result<(), Req
     Ok(())
 }
 
+/// A hold list as OpenPBS writes it: its letters in the order `s o u p`, `n` when none.
+pub fn written(letters: impl Fn(char) -> bool) -> String {
+    let held: String = "soup".chars().filter(|c| letters(*c)).collect();
+    if held.is_empty() { "n".to_string() } else { held }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -39,27 +39,213 @@ pub fn check_new(state: &State, list: &str) -> Result<String, ReqError> {
     let mut parsed =
         DependList::parse(list, &state.server_name).map_err(|_| ReqError::attr(Pbse::BADATVAL, "depend"))?;
     for dependency in &mut parsed.0 {
-        if !supported(dependency.kind) {
-            return Err(ReqError::with_message(
-                Pbse::BADATVAL,
-                format!("dependency type {} is not supported by this server", dependency.kind.name()),
-            ));
-        }
+        check_supported(dependency.kind)?;
         for target in &mut dependency.targets {
-            let id = target.split('@').next().unwrap_or(target).to_string();
-            // An array is named `12[]`, a plain job `12`: either name of the other is
-            // unknown, as in OpenPBS (subjobs and ranges were refused by the parser).
-            let known = id.parse::<pbs_core::JobId>().ok().and_then(|parsed| {
-                let names_array = matches!(parsed.array(), pbs_core::ArrayPart::Parent);
-                state.jobs.get(&parsed.seq()).filter(|job| job.array == names_array)
-            });
-            let Some(parent) = known else {
-                return Err(ReqError::with_message(Pbse::UNKJOBID, format!("{} {id}", Pbse::UNKJOBID)));
-            };
-            *target = format!("{}@{}", parent.id(&state.server_name), state.server_name);
+            *target = resolve(state, target)?.1;
         }
     }
     Ok(parsed.to_string())
+}
+
+fn check_supported(kind: DependKind) -> Result<(), ReqError> {
+    if supported(kind) {
+        return Ok(());
+    }
+    Err(ReqError::with_message(
+        Pbse::BADATVAL,
+        format!("dependency type {} is not supported by this server", kind.name()),
+    ))
+}
+
+/// The job a list's target names: its sequence number and the target as the server keeps
+/// it (`12.server@server`), or Unknown Job Id.
+fn resolve(state: &State, target: &str) -> Result<(u64, String), ReqError> {
+    let id = target.split('@').next().unwrap_or(target);
+    // An array is named `12[]`, a plain job `12`: either name of the other is unknown,
+    // as in OpenPBS (subjobs and ranges were refused by the parser).
+    let known = id.parse::<pbs_core::JobId>().ok().and_then(|parsed| {
+        let names_array = matches!(parsed.array(), pbs_core::ArrayPart::Parent);
+        state.jobs.get(&parsed.seq()).filter(|job| job.array == names_array)
+    });
+    let Some(parent) = known else {
+        return Err(ReqError::with_message(Pbse::UNKJOBID, format!("{} {id}", Pbse::UNKJOBID)));
+    };
+    Ok((parent.seq, format!("{}@{}", parent.id(&state.server_name), state.server_name)))
+}
+
+/// Whether `parent` has already met (`Some(true)`) or can no longer meet (`Some(false)`)
+/// a dependency of `kind`, or must be waited on (`None`).
+fn outcome(parent: &crate::state::Job, kind: DependKind) -> Option<bool> {
+    if parent.state.is_history() {
+        let exit = parent.get("Exit_status", None).and_then(|s| s.parse::<i32>().ok());
+        Some(met_by_end(kind, exit))
+    } else if kind == DependKind::After && matches!(parent.state, JobState::Running | JobState::Begun) {
+        Some(true)
+    } else {
+        None
+    }
+}
+
+/// `child` now waits on `parent` for `kind`: the index knows it and the parent's list
+/// names the child with the matching `before` entry. Gives the parent's write.
+fn register(state: &mut State, parent: u64, child: u64, kind: DependKind) -> Option<StoreOp> {
+    state.dependents.add(parent, child, kind);
+    let child_id = state.jobs.get(&child)?.id(&state.server_name);
+    let entry = format!("{}:{child_id}@{}", reverse(kind).name(), state.server_name);
+    let parent_job = state.jobs.get_mut(&parent)?;
+    let merged = merged(parent_job.get("depend", None), &entry);
+    parent_job.attrs.set(job_idx!("depend"), None, merged);
+    Some(parent_job.put_op(None))
+}
+
+/// [`register`] undone: `child` no longer waits on `parent` for `kind`.
+fn unregister(state: &mut State, parent: u64, child: u64, kind: DependKind) -> Option<StoreOp> {
+    state.dependents.remove(parent, child, kind);
+    let child_id = state.jobs.get(&child)?.id(&state.server_name);
+    let parent_job = state.jobs.get_mut(&parent)?;
+    let list = parent_job.get("depend", None)?;
+    let left = without_entry(list, reverse(kind), &child_id);
+    set_list(parent_job, left);
+    Some(parent_job.put_op(None))
+}
+
+/// Whether `from` waits, directly or through the jobs it waits on, on `target`: a new
+/// wait of `target` on `from` would close a cycle. Walks only the jobs `from` waits on.
+fn waits_on(state: &State, from: u64, target: u64) -> bool {
+    let mut seen = std::collections::HashSet::new();
+    let mut stack = vec![from];
+    while let Some(seq) = stack.pop() {
+        if seq == target {
+            return true;
+        }
+        if !seen.insert(seq) {
+            continue;
+        }
+        let Some(list) = state.jobs.get(&seq).and_then(|j| j.get("depend", None)) else { continue };
+        stack.extend(crate::state::depends::waits(list).into_iter().map(|(parent, _)| parent));
+    }
+    false
+}
+
+/// A qalter of `depend`, checked before anything changes: the list the job will keep and
+/// the waits it drops and adds.
+#[derive(Debug)]
+pub struct AlterPlan {
+    list: String,
+    dropped: Vec<(u64, DependKind)>,
+    added: Vec<(u64, DependKind)>,
+}
+
+/// Checks `qalter -W depend=LIST` on job `seq`: each kind named replaces the job's list of
+/// that kind (moved to the end, as OpenPBS writes it), the others stay. Refused: an
+/// unknown job (as at submission), a job that finished without meeting it
+/// (`Finished job did not satisfy dependency`), and a wait that would close a cycle
+/// (OpenPBS accepts one and both jobs stay held for ever).
+pub fn check_alter(state: &State, seq: u64, requested: &str) -> Result<AlterPlan, ReqError> {
+    let requested =
+        DependList::parse(requested, &state.server_name).map_err(|_| ReqError::attr(Pbse::BADATVAL, "depend"))?;
+    let job = state.jobs.get(&seq).ok_or_else(|| ReqError::new(Pbse::UNKJOBID))?;
+    let job_id = job.id(&state.server_name);
+    let mut items = match job.get("depend", None) {
+        Some(list) => DependList::parse(list, "").map(|l| l.0).unwrap_or_default(),
+        None => Vec::new(),
+    };
+    let mut dropped = Vec::new();
+    items.retain(|item| {
+        let replaced = requested.0.iter().any(|r| r.kind == item.kind);
+        if replaced && supported(item.kind) {
+            dropped.extend(item.targets.iter().filter_map(|t| target_seq(t)).map(|p| (p, item.kind)));
+        }
+        !replaced
+    });
+    let mut added = Vec::new();
+    for mut item in requested.0 {
+        check_supported(item.kind)?;
+        let mut kept = Vec::new();
+        for target in &item.targets {
+            let (parent, full) = resolve(state, target)?;
+            if parent == seq || waits_on(state, parent, seq) {
+                let parent_id = full.split('@').next().unwrap_or(&full);
+                let why = if parent == seq {
+                    "a job cannot wait on itself".to_string()
+                } else {
+                    format!("{parent_id} waits on {job_id}")
+                };
+                return Err(ReqError::with_message(Pbse::BADDEPEND, format!("{} (cycle: {why})", Pbse::BADDEPEND)));
+            }
+            match state.jobs.get(&parent).and_then(|p| outcome(p, item.kind)) {
+                Some(true) => {}
+                Some(false) => return Err(ReqError::new(Pbse::HISTDEPEND)),
+                None => {
+                    added.push((parent, item.kind));
+                    kept.push(full);
+                }
+            }
+        }
+        item.targets = kept;
+        if !item.targets.is_empty() {
+            items.push(item);
+        }
+    }
+    Ok(AlterPlan { list: DependList(items).to_string(), dropped, added })
+}
+
+/// Carries out a checked [`AlterPlan`] on job `seq`: the parents it no longer waits on
+/// forget it, the new ones learn of it, and the job is held for its dependencies or
+/// released from them. Gives the parents' writes; the job's own is the caller's.
+pub fn apply_alter(state: &mut State, seq: u64, plan: AlterPlan, now: i64) -> Vec<StoreOp> {
+    let mut ops: Vec<StoreOp> =
+        plan.dropped.iter().filter_map(|&(parent, kind)| unregister(state, parent, seq, kind)).collect();
+    if let Some(job) = state.jobs.get_mut(&seq) {
+        set_list(job, plan.list);
+    }
+    ops.extend(plan.added.iter().filter_map(|&(parent, kind)| register(state, parent, seq, kind)));
+    let waiting = state
+        .jobs
+        .get(&seq)
+        .and_then(|j| j.get("depend", None))
+        .is_some_and(|list| !crate::state::depends::waits(list).is_empty());
+    if let Some(job) = state.jobs.get_mut(&seq) {
+        if waiting {
+            hold_for_dependencies(job);
+        } else if job.substate == SUBSTATE_DEPEND_HOLD {
+            drop_dependency_hold(job, now);
+        }
+    }
+    state.changes.cycle = true;
+    ops
+}
+
+/// The sequence number a kept target (`12.server@server`, `12[].server@server`) names.
+fn target_seq(target: &str) -> Option<u64> {
+    target.split('@').next()?.parse::<pbs_core::JobId>().ok().map(|id| id.seq())
+}
+
+/// Holds a job for its dependencies: system hold, substate 22, not eligible.
+fn hold_for_dependencies(job: &mut crate::state::Job) {
+    let holds = job.get("Hold_Types", None).unwrap_or("n");
+    let held = crate::holds::written(|c| c == 's' || holds.contains(c));
+    job.attrs.set(job_idx!("Hold_Types"), None, held);
+    job.state = JobState::Held;
+    job.substate = SUBSTATE_DEPEND_HOLD;
+    job.attrs.unset(job_idx!("etime"), None);
+}
+
+/// Lifts the system hold of a job that waits on nothing more: queued again unless other
+/// holds remain.
+fn drop_dependency_hold(job: &mut crate::state::Job, now: i64) {
+    let current = job.get("Hold_Types", None).unwrap_or("n");
+    let holds = crate::holds::written(|c| c != 's' && current.contains(c));
+    if job.state == JobState::Held {
+        if holds == "n" {
+            job.state = JobState::Queued;
+            job.substate = Substate::QUEUED;
+            job.attrs.set(job_idx!("etime"), None, now.to_string());
+        } else {
+            job.substate = JobState::Held.default_substate();
+        }
+    }
+    job.attrs.set(job_idx!("Hold_Types"), None, holds);
 }
 
 /// Enters a new job's list (already checked by [`check_new`]): each dependency already met
@@ -77,15 +263,7 @@ pub fn submitted(state: &mut State, seq: u64, now: i64) -> Vec<StoreOp> {
     for (parent, kind) in crate::state::depends::waits(&list) {
         let Some(parent_job) = state.jobs.get(&parent) else { continue };
         let parent_id = parent_job.id(&state.server_name);
-        let outcome = if parent_job.state.is_history() {
-            let exit = parent_job.get("Exit_status", None).and_then(|s| s.parse::<i32>().ok());
-            Some(met_by_end(kind, exit))
-        } else if kind == DependKind::After && matches!(parent_job.state, JobState::Running | JobState::Begun) {
-            Some(true)
-        } else {
-            None
-        };
-        match outcome {
+        match outcome(parent_job, kind) {
             Some(true) => {
                 tracing::info!(
                     object_type = "Job",
@@ -103,26 +281,13 @@ pub fn submitted(state: &mut State, seq: u64, now: i64) -> Vec<StoreOp> {
             }
             None => {
                 waiting = true;
-                state.dependents.add(parent, seq, kind);
-                let entry = format!("{}:{child_id}@{}", reverse(kind).name(), state.server_name);
-                if let Some(parent_job) = state.jobs.get_mut(&parent) {
-                    let merged = merged(parent_job.get("depend", None), &entry);
-                    parent_job.attrs.set(job_idx!("depend"), None, merged);
-                    ops.push(parent_job.put_op(None));
-                }
+                ops.extend(register(state, parent, seq, kind));
             }
         }
     }
     if let Some(child) = state.jobs.get_mut(&seq) {
         if waiting {
-            let holds = child.get("Hold_Types", None).unwrap_or("n").replace('n', "");
-            if !holds.contains('s') {
-                child.attrs.set(job_idx!("Hold_Types"), None, format!("{holds}s"));
-            }
-            child.state = JobState::Held;
-            child.substate = SUBSTATE_DEPEND_HOLD;
-            // Not eligible until released.
-            child.attrs.unset(job_idx!("etime"), None);
+            hold_for_dependencies(child);
         } else if child.state == JobState::Queued {
             child.attrs.set(job_idx!("etime"), None, now.to_string());
         }
@@ -187,6 +352,17 @@ fn without_target(list: &str, parent_id: &str) -> String {
     parsed.to_string()
 }
 
+/// `list` without the target naming `job_id` in its item of `kind`; an item left with
+/// none goes.
+fn without_entry(list: &str, kind: DependKind, job_id: &str) -> String {
+    let Ok(mut parsed) = DependList::parse(list, "") else { return list.to_string() };
+    for dependency in parsed.0.iter_mut().filter(|d| d.kind == kind) {
+        dependency.targets.retain(|t| t.split('@').next() != Some(job_id));
+    }
+    parsed.0.retain(|d| !d.targets.is_empty());
+    parsed.to_string()
+}
+
 /// `list` with `entry` (`kind:target`) added to its item of that kind.
 fn merged(list: Option<&str>, entry: &str) -> String {
     let Some(list) = list.filter(|l| !l.is_empty()) else { return entry.to_string() };
@@ -220,14 +396,7 @@ fn release(state: &mut State, child: u64, parent_id: &str, now: i64) -> Vec<Stor
     set_list(job, left);
     job.attrs.set(job_idx!("mtime"), None, now.to_string());
     if !still_waiting {
-        let holds: String = job.get("Hold_Types", None).unwrap_or("n").chars().filter(|c| *c != 's').collect();
-        let holds = if holds.is_empty() { "n".to_string() } else { holds };
-        if holds == "n" && job.state == JobState::Held {
-            job.state = JobState::Queued;
-            job.substate = Substate::QUEUED;
-            job.attrs.set(job_idx!("etime"), None, now.to_string());
-        }
-        job.attrs.set(job_idx!("Hold_Types"), None, holds);
+        drop_dependency_hold(job, now);
     }
     state.changes.cycle = true;
     state.jobs.get(&child).map(|j| vec![j.put_op(None)]).unwrap_or_default()

@@ -116,7 +116,7 @@ fn hold_if_failing(state: &mut State, key: JobKey, now: i64, ops: &mut Vec<Store
         return;
     }
     let current = job.get("Hold_Types", None).unwrap_or("n");
-    let held: String = "uosp".chars().filter(|c| *c == 's' || current.contains(*c)).collect();
+    let held = crate::holds::written(|c| c == 's' || current.contains(c));
     job.attrs.set(job_idx!("Hold_Types"), None, held);
     job.attrs.set(job_idx!("comment"), None, TOO_MANY_ATTEMPTS_COMMENT);
     job.attrs.set(job_idx!("mtime"), None, now.to_string());
@@ -309,7 +309,7 @@ mod tests {
         let ops = requeue_unreadable(&mut state, key, 100).ops;
         let job = state.job(key).unwrap();
         assert_eq!(job.state, JobState::Held);
-        assert_eq!(job.get("Hold_Types", None), Some("us"));
+        assert_eq!(job.get("Hold_Types", None), Some("su"));
         assert_eq!(job.get("comment", None), Some(TOO_MANY_ATTEMPTS_COMMENT));
         assert!(matches!(ops.last(), Some(StoreOp::PutJob { seq: 7, .. })));
     }

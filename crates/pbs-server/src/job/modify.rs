@@ -20,14 +20,6 @@ pub fn modify_jobs(state: &mut State, ctx: &Ctx<'_>, ids: &[String], attrs: &[At
                 return Err(ReqError::attr(Pbse::ATTRRO, name));
             }
             checked.push(check_job_attr(state, ctx, name, value)?);
-            if name == "depend" {
-                // Kept and acted on only from submission for now (`job::depend`): a
-                // change here would be kept and never acted on.
-                return Err(ReqError::with_message(
-                    Pbse::IVALREQ,
-                    "changing a job's dependencies with qalter is not supported by this server yet".into(),
-                ));
-            }
         }
         let Some(job) = state.jobs.get(&seq) else {
             return Err(ReqError::new(Pbse::UNKJOBID));
@@ -37,11 +29,17 @@ pub fn modify_jobs(state: &mut State, ctx: &Ctx<'_>, ids: &[String], attrs: &[At
         }
         let running = matches!(job.state, JobState::Running | JobState::Suspended | JobState::Exiting);
         let mut list = job.attrs.clone();
+        let mut depend = None;
         for ((def, resource, value), Attr(name, _)) in checked.into_iter().zip(attrs) {
             let alter_running = ObjectKind::Job.attributes().get(def as usize).is_some_and(|d| d.alter_running)
                 && resource.as_deref().is_none_or(|r| state.resources.get(r).is_none_or(|d| d.alter_running));
             if running && !alter_running {
                 return Err(ReqError::attr(Pbse::MODATRRUN, name));
+            }
+            if def == job_idx!("depend") {
+                // Merged into the job's list and acted on by `job::depend`, not set as sent.
+                depend = Some(crate::job::depend::check_alter(state, seq, &value)?);
+                continue;
             }
             let resource = resource.map(|r| state.interner.intern(&r));
             list.set(def, resource, value);
@@ -74,7 +72,14 @@ pub fn modify_jobs(state: &mut State, ctx: &Ctx<'_>, ids: &[String], attrs: &[At
         if matches!(job.state, JobState::Queued | JobState::Held | JobState::Waiting) {
             settle_queued_state(job, ctx.now);
         }
-        let ops = vec![job.put_op(None)];
+        let mut ops = match depend {
+            Some(plan) => crate::job::depend::apply_alter(state, seq, plan, ctx.now),
+            None => Vec::new(),
+        };
+        let Some(job) = state.jobs.get(&seq) else {
+            return Err(ReqError::new(Pbse::UNKJOBID));
+        };
+        ops.push(job.put_op(None));
         crate::entity_limits::job_changed(state, seq);
         crate::job::deferred::arm(state, seq);
         Ok(Effects { ops, to_moms: to_mom, ..Effects::default() })
@@ -137,9 +142,7 @@ pub fn hold_jobs(
                 set.retain(|c| c != letter);
             }
         }
-        // OpenPBS prints hold letters in a fixed order.
-        let ordered: String = "uosp".chars().filter(|c| set.contains(c)).collect();
-        let value = if ordered.is_empty() { "n".to_string() } else { ordered };
+        let value = crate::holds::written(|c| set.contains(&c));
         job.attrs.set(job_idx!("Hold_Types"), None, value.as_str());
         job.attrs.set(job_idx!("mtime"), None, ctx.now.to_string());
         // A begun array is held like a queued one: its queued subjobs wait, its running

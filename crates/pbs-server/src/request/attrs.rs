@@ -61,6 +61,10 @@ pub fn check_job_attr(
         return Err(ReqError::attr(Pbse::NOATTR, name));
     }
     let mut canonical = normalize_value(def.atype, value).ok_or_else(|| ReqError::attr(Pbse::BADATVAL, name))?;
+    if def.name == "Hold_Types" {
+        // Kept as OpenPBS writes it back, whatever order the letters came in.
+        canonical = crate::holds::written(|c| canonical.contains(c));
+    }
     if def.name == "depend" {
         // As qsub sends it: every id with its server.
         canonical = pbs_core::depend::expand(&canonical, &state.server_name)

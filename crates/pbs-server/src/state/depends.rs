@@ -33,6 +33,16 @@ impl Dependents {
         taken
     }
 
+    /// `child` no longer waits on `parent` for `kind`.
+    pub fn remove(&mut self, parent: u64, child: u64, kind: DependKind) {
+        if let Some(children) = self.by_parent.get_mut(&parent) {
+            children.retain(|entry| *entry != (child, kind));
+            if children.is_empty() {
+                self.by_parent.remove(&parent);
+            }
+        }
+    }
+
     /// Forgets `child` wherever it waits (it was deleted or its list replaced).
     pub fn forget_child(&mut self, child: u64, parents: &[u64]) {
         for parent in parents {
