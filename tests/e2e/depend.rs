@@ -111,8 +111,8 @@ fn after_waits_for_the_start_and_an_unknown_parent_is_refused() {
     assert_eq!((out.code, out.stderr.as_str()), (153, format!("qsub: Unknown Job Id {unknown}\n").as_str()), "{out:?}");
     // What is not acted on yet is refused, never kept idle.
     let held = submit(&c, &["-h"], "true\n");
-    let out = c.run_with_stdin("qsub", &["-W", &format!("depend=beforeok:{held}")], "true\n", false);
-    assert_eq!(out.stderr, "qsub: dependency type beforeok is not supported by this server\n", "{out:?}");
+    let out = c.run_with_stdin("qsub", &["-W", &format!("depend=runone:{held}")], "true\n", false);
+    assert_eq!(out.stderr, "qsub: dependency type runone is not supported by this server\n", "{out:?}");
     let out = c.run_with_stdin("qsub", &["-W", "depend=afterok:"], "true\n", false);
     assert_eq!(out.code, 2, "{out:?}");
     assert!(out.stderr.starts_with("qsub: illegal -W value\nusage: qsub"), "{out:?}");
@@ -228,4 +228,58 @@ fn qalter_adds_or_replaces_a_kind_and_refuses_cycles_and_unknown_jobs() {
         (167, format!("qalter: Cannot modify attribute while job running  depend {running}\n").as_str())
     );
     c.run("qdel", &[&running]).ok();
+}
+
+#[test]
+fn before_kinds_name_a_job_that_waits_with_on() {
+    let c = Cluster::with_moms(1, 4);
+    let s = c.server_name().to_string();
+    // depend_on1_qstat_f.txt: held by the system until one job names it.
+    let on = submit(&c, &["-N", "dep_on", "-W", "depend=on:1"], "true\n");
+    assert_eq!(attr(&c, &on, "depend").as_deref(), Some("on:1"));
+    assert_eq!(attr(&c, &on, "Hold_Types").as_deref(), Some("s"));
+    assert_eq!(attr(&c, &on, "substate").as_deref(), Some("22"));
+    // depend_beforeok_qstat_f.txt: the job named waits afterok on the one that names it,
+    // which runs at once and keeps its beforeok entry.
+    let first = submit(&c, &["-h", "-N", "dep_beforeok", "-W", &format!("depend=beforeok:{on}")], "true\n");
+    assert_eq!(attr(&c, &first, "depend"), Some(format!("beforeok:{on}@{s}")));
+    assert_eq!(attr(&c, &on, "depend"), Some(format!("afterok:{first}@{s}")));
+    assert_eq!(attr(&c, &on, "job_state").as_deref(), Some("H"));
+    c.run("qrls", &[&first]).ok();
+    c.wait_job_state(&on, "F", JOB_TIMEOUT);
+    assert_eq!(attr(&c, &on, "Exit_status").as_deref(), Some("0"));
+    logged(&c, &format!(";Job;{on};Dependency on job {first} released."));
+
+    // depend_on2_one_of_two_qstat_f.txt: `before` is met by a start; one more is awaited.
+    let on2 = submit(&c, &["-W", "depend=on:2"], "true\n");
+    let starter = submit(&c, &["-W", &format!("depend=before:{on2}")], "sleep 30\n");
+    c.wait_job_state(&starter, "R", JOB_TIMEOUT);
+    wait_until("on:1 left", JOB_TIMEOUT, || attr(&c, &on2, "depend").as_deref() == Some("on:1"));
+    assert_eq!(attr(&c, &on2, "job_state").as_deref(), Some("H"));
+    // A failing job that named it with beforeok deletes it.
+    let failing = submit(&c, &["-W", &format!("depend=beforeok:{on2}")], "exit 1\n");
+    c.wait_job_state(&on2, "F", JOB_TIMEOUT);
+    assert_eq!(attr(&c, &on2, "substate").as_deref(), Some("92"));
+    logged(&c, &format!(";Job;{on2};Job deleted as result of dependency on job {failing}"));
+    c.run("qdel", &[&starter]).ok();
+
+    // Refused at once where OpenPBS creates the job and aborts it: no `on` on the job
+    // named (depend_before_no_on_*.txt), another owner's job, a finished job; `on` takes
+    // a count.
+    let plain = submit(&c, &["-h"], "true\n");
+    let out = c.run_with_stdin("qsub", &["-W", &format!("depend=before:{plain}")], "true\n", false);
+    assert_eq!((out.code, out.stderr.as_str()), (206, "qsub: Invalid Job Dependency\n"), "{out:?}");
+    let theirs = c.run_as_nobody("qsub", &["-W", "depend=on:1", "--", "/bin/true"]).ok().line().to_string();
+    let out = c.run_with_stdin("qsub", &["-W", &format!("depend=beforeany:{theirs}")], "true\n", false);
+    assert_eq!((out.code, out.stderr.as_str()), (159, "qsub: Unauthorized Request \n"), "{out:?}");
+    let out = c.run_with_stdin("qsub", &["-W", &format!("depend=beforeany:{on}")], "true\n", false);
+    assert_eq!(out.stderr, "qsub: Finished job did not satisfy dependency\n", "{out:?}");
+    let out = c.run_with_stdin("qsub", &["-W", "depend=on:abc"], "true\n", false);
+    assert_eq!((out.code, out.stderr.as_str()), (166, "qsub: Illegal attribute or resource value depend\n"));
+    // A job naming with beforeok a job it waits on (through another) closes a cycle.
+    let on3 = submit(&c, &["-W", "depend=on:1"], "true\n");
+    let middle = submit(&c, &["-W", &format!("depend=afterany:{on3}")], "true\n");
+    let out = c.run_with_stdin("qsub", &["-W", &format!("depend=afterok:{middle},beforeok:{on3}")], "true\n", false);
+    assert!(out.stderr.starts_with("qsub: Invalid Job Dependency (cycle: "), "{out:?}");
+    assert_eq!(attr(&c, &on3, "depend"), Some(format!("on:1,beforeany:{middle}@{s}")));
 }

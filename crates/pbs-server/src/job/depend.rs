@@ -15,10 +15,46 @@ use crate::store::StoreOp;
 /// OpenPBS's substate of a job held for a dependency.
 pub const SUBSTATE_DEPEND_HOLD: Substate = Substate(22);
 
-/// The kinds this server acts on: anything else in a list is refused, never kept
-/// silently idle.
+/// The kinds a job waits with, which qalter can change: anything else in a list is
+/// refused, never kept silently idle.
 fn supported(kind: DependKind) -> bool {
     WAITING_KINDS.contains(&kind)
+}
+
+/// The kinds a new job may name: the waiting ones, `on:N` (it waits for N jobs to name it
+/// with a `before` kind) and the `before` kinds (the job named waits on this one).
+fn supported_at_submission(kind: DependKind) -> bool {
+    supported(kind) || kind == DependKind::On || before_to_after(kind).is_some()
+}
+
+/// The wait a `before` kind puts on the job it names: `beforeok:X` on job Y makes X wait
+/// `afterok:Y`.
+fn before_to_after(kind: DependKind) -> Option<DependKind> {
+    match kind {
+        DependKind::Before => Some(DependKind::After),
+        DependKind::Beforeok => Some(DependKind::Afterok),
+        DependKind::Beforenotok => Some(DependKind::Afternotok),
+        DependKind::Beforeany => Some(DependKind::Afterany),
+        _ => None,
+    }
+}
+
+/// The count of `on:N` still awaited in a list (0 without one).
+fn on_count(list: &str) -> u64 {
+    let Ok(parsed) = DependList::parse(list, "") else { return 0 };
+    parsed
+        .0
+        .iter()
+        .find(|d| d.kind == DependKind::On)
+        .and_then(|d| d.targets.first())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Whether a job with this list is held for its dependencies: it waits on a job, or on
+/// jobs still to name it (`on`).
+fn still_waiting(list: &str) -> bool {
+    !crate::state::depends::waits(list).is_empty() || on_count(list) > 0
 }
 
 /// The `before` entry a parent gets for a child waiting with `kind`.
@@ -35,26 +71,68 @@ fn reverse(kind: DependKind) -> DependKind {
 /// every job it names known (we refuse an unknown or purged one at once, where OpenPBS
 /// creates the job and then aborts it). Gives the list as the job keeps it, each id
 /// followed by `@server` as OpenPBS shows it.
-pub fn check_new(state: &State, list: &str) -> Result<String, ReqError> {
-    let mut parsed =
-        DependList::parse(list, &state.server_name).map_err(|_| ReqError::attr(Pbse::BADATVAL, "depend"))?;
+///
+/// A `before` kind names a job of the same owner that waits for it with `on:N` (OpenPBS
+/// creates the job and then aborts it when the named job has no `on`; we refuse it at
+/// once, as for an unknown job), and must not close a cycle with the new job's own waits.
+pub fn check_new(state: &State, owner: &str, list: &str) -> Result<String, ReqError> {
+    let bad_value = || ReqError::attr(Pbse::BADATVAL, "depend");
+    let mut parsed = DependList::parse(list, &state.server_name).map_err(|_| bad_value())?;
+    let mut waits_on_parents = Vec::new();
+    let mut named_by_before = Vec::new();
     for dependency in &mut parsed.0 {
-        check_supported(dependency.kind)?;
+        if !supported_at_submission(dependency.kind) {
+            return Err(unsupported(dependency.kind));
+        }
+        if dependency.kind == DependKind::On {
+            let count = dependency.targets.first().and_then(|n| n.parse::<u64>().ok());
+            if dependency.targets.len() != 1 || count.is_none_or(|n| n == 0) {
+                return Err(bad_value());
+            }
+            continue;
+        }
         for target in &mut dependency.targets {
-            *target = resolve(state, target)?.1;
+            let (parent, full) = resolve(state, target)?;
+            *target = full;
+            if before_to_after(dependency.kind).is_some() {
+                let named = state.jobs.get(&parent).ok_or_else(|| ReqError::new(Pbse::UNKJOBID))?;
+                if named.state.is_history() {
+                    return Err(ReqError::new(Pbse::HISTDEPEND));
+                }
+                if named.owner() != owner {
+                    return Err(ReqError::new(Pbse::PERM));
+                }
+                if named.get("depend", None).is_none_or(|l| on_count(l) == 0) {
+                    return Err(ReqError::new(Pbse::BADDEPEND));
+                }
+                named_by_before.push((parent, target.clone()));
+            } else {
+                waits_on_parents.push(parent);
+            }
+        }
+    }
+    for (named, target) in &named_by_before {
+        if waits_on_parents.iter().any(|&parent| waits_on(state, parent, *named)) {
+            let named_id = target.split('@').next().unwrap_or(target);
+            return Err(cycle(format!("{named_id} would wait on a job that waits on it")));
         }
     }
     Ok(parsed.to_string())
+}
+
+fn cycle(why: String) -> ReqError {
+    ReqError::with_message(Pbse::BADDEPEND, format!("{} (cycle: {why})", Pbse::BADDEPEND))
 }
 
 fn check_supported(kind: DependKind) -> Result<(), ReqError> {
     if supported(kind) {
         return Ok(());
     }
-    Err(ReqError::with_message(
-        Pbse::BADATVAL,
-        format!("dependency type {} is not supported by this server", kind.name()),
-    ))
+    Err(unsupported(kind))
+}
+
+fn unsupported(kind: DependKind) -> ReqError {
+    ReqError::with_message(Pbse::BADATVAL, format!("dependency type {} is not supported by this server", kind.name()))
 }
 
 /// The job a list's target names: its sequence number and the target as the server keeps
@@ -96,6 +174,42 @@ fn register(state: &mut State, parent: u64, child: u64, kind: DependKind) -> Opt
     let merged = merged(parent_job.get("depend", None), &entry);
     parent_job.attrs.set(job_idx!("depend"), None, merged);
     Some(parent_job.put_op(None))
+}
+
+/// What a list's `before` kinds name: (job, the wait it takes on this one).
+fn names_by_before(list: &str) -> Vec<(u64, DependKind)> {
+    let Ok(parsed) = DependList::parse(list, "") else { return Vec::new() };
+    let mut out = Vec::new();
+    for dependency in &parsed.0 {
+        let Some(after) = before_to_after(dependency.kind) else { continue };
+        out.extend(dependency.targets.iter().filter_map(|t| target_seq(t)).map(|named| (named, after)));
+    }
+    out
+}
+
+/// Job `parent` named `child` with a `before` kind: the child now waits on the parent
+/// with the matching `after` kind (in the index and in its list) and one fewer job is
+/// awaited by its `on`. Gives the child's write.
+fn register_before(state: &mut State, parent: u64, child: u64, kind: DependKind) -> Option<StoreOp> {
+    state.dependents.add(parent, child, kind);
+    let parent_id = state.jobs.get(&parent)?.id(&state.server_name);
+    let entry = format!("{}:{parent_id}@{}", kind.name(), state.server_name);
+    let child_job = state.jobs.get_mut(&child)?;
+    let list = merged(child_job.get("depend", None), &entry);
+    let list = with_on_decremented(&list);
+    set_list(child_job, list);
+    Some(child_job.put_op(None))
+}
+
+/// `list` with its `on:N` one lower, gone at zero.
+fn with_on_decremented(list: &str) -> String {
+    let Ok(mut parsed) = DependList::parse(list, "") else { return list.to_string() };
+    for dependency in parsed.0.iter_mut().filter(|d| d.kind == DependKind::On) {
+        let left = dependency.targets.first().and_then(|n| n.parse::<u64>().ok()).unwrap_or(0).saturating_sub(1);
+        dependency.targets = if left == 0 { Vec::new() } else { vec![left.to_string()] };
+    }
+    parsed.0.retain(|d| !d.targets.is_empty());
+    parsed.to_string()
 }
 
 /// [`register`] undone: `child` no longer waits on `parent` for `kind`.
@@ -171,7 +285,7 @@ pub fn check_alter(state: &State, seq: u64, requested: &str) -> Result<AlterPlan
                 } else {
                     format!("{parent_id} waits on {job_id}")
                 };
-                return Err(ReqError::with_message(Pbse::BADDEPEND, format!("{} (cycle: {why})", Pbse::BADDEPEND)));
+                return Err(cycle(why));
             }
             match state.jobs.get(&parent).and_then(|p| outcome(p, item.kind)) {
                 Some(true) => {}
@@ -200,11 +314,7 @@ pub fn apply_alter(state: &mut State, seq: u64, plan: AlterPlan, now: i64) -> Ve
         set_list(job, plan.list);
     }
     ops.extend(plan.added.iter().filter_map(|&(parent, kind)| register(state, parent, seq, kind)));
-    let waiting = state
-        .jobs
-        .get(&seq)
-        .and_then(|j| j.get("depend", None))
-        .is_some_and(|list| !crate::state::depends::waits(list).is_empty());
+    let waiting = state.jobs.get(&seq).and_then(|j| j.get("depend", None)).is_some_and(still_waiting);
     if let Some(job) = state.jobs.get_mut(&seq) {
         if waiting {
             hold_for_dependencies(job);
@@ -259,7 +369,10 @@ pub fn submitted(state: &mut State, seq: u64, now: i64) -> Vec<StoreOp> {
     };
     let child_id = state.jobs.get(&seq).map(|j| j.id(&state.server_name)).unwrap_or_default();
     let mut ops = Vec::new();
-    let mut waiting = false;
+    let mut waiting = on_count(&list) > 0;
+    for (named, kind) in names_by_before(&list) {
+        ops.extend(register_before(state, seq, named, kind));
+    }
     for (parent, kind) in crate::state::depends::waits(&list) {
         let Some(parent_job) = state.jobs.get(&parent) else { continue };
         let parent_id = parent_job.id(&state.server_name);
@@ -392,10 +505,10 @@ fn release(state: &mut State, child: u64, parent_id: &str, now: i64) -> Vec<Stor
     let child_id = job.id(&state.server_name);
     tracing::info!(object_type = "Job", object_name = child_id.as_str(), "Dependency on job {parent_id} released.");
     let left = without_target(job.get("depend", None).unwrap_or(""), parent_id);
-    let still_waiting = !crate::state::depends::waits(&left).is_empty();
+    let waiting = still_waiting(&left);
     set_list(job, left);
     job.attrs.set(job_idx!("mtime"), None, now.to_string());
-    if !still_waiting {
+    if !waiting {
         drop_dependency_hold(job, now);
     }
     state.changes.cycle = true;

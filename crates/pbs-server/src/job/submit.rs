@@ -73,7 +73,7 @@ pub fn queue_job(
     crate::entity_limits::check_new(state, ctx, &queue_name, &list)?;
 
     if let Some(text) = list.get(job_idx!("depend"), None).map(str::to_string) {
-        let kept = crate::job::depend::check_new(state, &text)?;
+        let kept = crate::job::depend::check_new(state, &ctx.who.user, &text)?;
         list.set(job_idx!("depend"), None, kept);
     }
 
