@@ -111,8 +111,8 @@ fn after_waits_for_the_start_and_an_unknown_parent_is_refused() {
     assert_eq!((out.code, out.stderr.as_str()), (153, format!("qsub: Unknown Job Id {unknown}\n").as_str()), "{out:?}");
     // What is not acted on yet is refused, never kept idle.
     let held = submit(&c, &["-h"], "true\n");
-    let out = c.run_with_stdin("qsub", &["-W", &format!("depend=runone:{held}")], "true\n", false);
-    assert_eq!(out.stderr, "qsub: dependency type runone is not supported by this server\n", "{out:?}");
+    let out = c.run_with_stdin("qsub", &["-W", &format!("depend=synccount:2")], "true\n", false);
+    assert_eq!(out.stderr, "qsub: dependency type synccount is not supported by this server\n", "{out:?}");
     let out = c.run_with_stdin("qsub", &["-W", "depend=afterok:"], "true\n", false);
     assert_eq!(out.code, 2, "{out:?}");
     assert!(out.stderr.starts_with("qsub: illegal -W value\nusage: qsub"), "{out:?}");
@@ -282,4 +282,55 @@ fn before_kinds_name_a_job_that_waits_with_on() {
     let out = c.run_with_stdin("qsub", &["-W", &format!("depend=afterok:{middle},beforeok:{on3}")], "true\n", false);
     assert!(out.stderr.starts_with("qsub: Invalid Job Dependency (cycle: "), "{out:?}");
     assert_eq!(attr(&c, &on3, "depend"), Some(format!("on:1,beforeany:{middle}@{s}")));
+}
+
+#[test]
+fn only_one_job_of_a_runone_group_runs() {
+    let c = Cluster::with_moms(1, 4);
+    let s = c.server_name().to_string();
+    let a = submit(&c, &["-h"], "true\n");
+    let b = submit(&c, &["-h", "-W", &format!("depend=runone:{a}")], "sleep 30\n");
+    // depend_runone_qstat_f.txt: both name each other; a third joins through either.
+    assert_eq!(attr(&c, &a, "depend"), Some(format!("runone:{b}@{s}")));
+    assert_eq!(attr(&c, &b, "depend"), Some(format!("runone:{a}@{s}")));
+    assert_eq!(attr(&c, &b, "substate").as_deref(), Some("20"));
+    let third = submit(&c, &["-h", "-W", &format!("depend=runone:{b}")], "true\n");
+    assert_eq!(attr(&c, &a, "depend"), Some(format!("runone:{b}@{s}:{third}@{s}")));
+    assert_eq!(attr(&c, &third, "depend"), Some(format!("runone:{b}@{s}:{a}@{s}")));
+    // A member deleted before it ran leaves the group.
+    let gone = submit(&c, &["-h", "-W", &format!("depend=runone:{a}")], "true\n");
+    c.run("qdel", &[&gone]).ok();
+    assert_eq!(attr(&c, &b, "depend"), Some(format!("runone:{a}@{s}:{third}@{s}")));
+    // One runs: the others are held by the system.
+    c.run("qrls", &[&b]).ok();
+    c.wait_job_state(&b, "R", JOB_TIMEOUT);
+    for other in [&a, &third] {
+        assert_eq!(attr(&c, other, "Hold_Types").as_deref(), Some("su"), "{other}");
+        assert_eq!(attr(&c, other, "substate").as_deref(), Some("20"), "{other}");
+    }
+    // Requeued: they lose that hold (their own stays); run again: held again.
+    c.qmgr("set server scheduling = false");
+    c.run("qrerun", &[&b]).ok();
+    c.wait_job_state(&b, "Q", JOB_TIMEOUT);
+    assert_eq!(attr(&c, &a, "Hold_Types").as_deref(), Some("u"));
+    c.qmgr("set server scheduling = true");
+    c.wait_job_state(&b, "R", JOB_TIMEOUT);
+    wait_until("held again", JOB_TIMEOUT, || attr(&c, &third, "Hold_Types").as_deref() == Some("su"));
+    // It ends: the others are deleted.
+    c.run("qdel", &[&b]).ok();
+    for other in [&a, &third] {
+        c.wait_job_state(other, "F", JOB_TIMEOUT);
+        assert_eq!(attr(&c, other, "substate").as_deref(), Some("92"), "{other}");
+        logged(&c, &format!(";Job;{other};Job deleted as result of dependency on job {b}"));
+    }
+    // A new member of a group whose member runs waits; another owner's job is refused.
+    let running = submit(&c, &[], "sleep 30\n");
+    c.wait_job_state(&running, "R", JOB_TIMEOUT);
+    let waiter = submit(&c, &["-W", &format!("depend=runone:{running}")], "true\n");
+    assert_eq!(attr(&c, &waiter, "job_state").as_deref(), Some("H"));
+    assert_eq!(attr(&c, &waiter, "Hold_Types").as_deref(), Some("s"));
+    let out = c.run_as_nobody("qsub", &["-W", &format!("depend=runone:{running}"), "--", "/bin/true"]);
+    assert_eq!(out.code, 159, "{out:?}");
+    c.run("qdel", &[&running]).ok();
+    c.wait_job_state(&waiter, "F", JOB_TIMEOUT);
 }

@@ -76,6 +76,13 @@ fn delete_one(
     if job.array {
         return Ok(delete_array(state, key.seq, force, ctx.now));
     }
+    // A runone member that never ran leaves its group.
+    let job_id = pbs_core::JobId::new(key.seq, pbs_core::ArrayPart::None, Some(state.server_name.clone())).to_string();
+    let group = crate::job::runone::group_of(state, key.seq);
+    let mut ops = crate::job::runone::left(state, &job_id, &group);
+    let Some(job) = state.job_mut(key) else {
+        return Err(ReqError::new(Pbse::UNKJOBID));
+    };
     if history && !purge_history {
         job.state = JobState::Finished;
         job.substate = Substate::TERMINATED;
@@ -83,10 +90,12 @@ fn delete_one(
         job.attrs.set(job_idx!("mtime"), None, now.as_str());
         job.attrs.set(job_idx!("obittime"), None, now.as_str());
         job.attrs.set(job_idx!("history_timestamp"), None, now.as_str());
-        return Ok(Effects::ops(vec![job.put_op(None)]));
+        ops.push(job.put_op(None));
+        return Ok(Effects::ops(ops));
     }
     state.jobs.remove(&key.seq);
-    Ok(Effects::ops(vec![StoreOp::DeleteJob { seq: key.seq }]))
+    ops.push(StoreOp::DeleteJob { seq: key.seq });
+    Ok(Effects::ops(ops))
 }
 
 /// qdel of a whole array: its queued subjobs go at once, its running ones end through

@@ -24,7 +24,7 @@ fn supported(kind: DependKind) -> bool {
 /// The kinds a new job may name: the waiting ones, `on:N` (it waits for N jobs to name it
 /// with a `before` kind) and the `before` kinds (the job named waits on this one).
 fn supported_at_submission(kind: DependKind) -> bool {
-    supported(kind) || kind == DependKind::On || before_to_after(kind).is_some()
+    supported(kind) || matches!(kind, DependKind::On | DependKind::Runone) || before_to_after(kind).is_some()
 }
 
 /// The wait a `before` kind puts on the job it names: `beforeok:X` on job Y makes X wait
@@ -94,7 +94,9 @@ pub fn check_new(state: &State, owner: &str, list: &str) -> Result<String, ReqEr
         for target in &mut dependency.targets {
             let (parent, full) = resolve(state, target)?;
             *target = full;
-            if before_to_after(dependency.kind).is_some() {
+            let is_before = before_to_after(dependency.kind).is_some();
+            if is_before || dependency.kind == DependKind::Runone {
+                // The job named changes too: it must be the same owner's, and live.
                 let named = state.jobs.get(&parent).ok_or_else(|| ReqError::new(Pbse::UNKJOBID))?;
                 if named.state.is_history() {
                     return Err(ReqError::new(Pbse::HISTDEPEND));
@@ -102,6 +104,12 @@ pub fn check_new(state: &State, owner: &str, list: &str) -> Result<String, ReqEr
                 if named.owner() != owner {
                     return Err(ReqError::new(Pbse::PERM));
                 }
+            }
+            if dependency.kind == DependKind::Runone {
+                continue;
+            }
+            if is_before {
+                let named = state.jobs.get(&parent).ok_or_else(|| ReqError::new(Pbse::UNKJOBID))?;
                 if named.get("depend", None).is_none_or(|l| on_count(l) == 0) {
                     return Err(ReqError::new(Pbse::BADDEPEND));
                 }
@@ -137,7 +145,7 @@ fn unsupported(kind: DependKind) -> ReqError {
 
 /// The job a list's target names: its sequence number and the target as the server keeps
 /// it (`12.server@server`), or Unknown Job Id.
-fn resolve(state: &State, target: &str) -> Result<(u64, String), ReqError> {
+pub(super) fn resolve(state: &State, target: &str) -> Result<(u64, String), ReqError> {
     let id = target.split('@').next().unwrap_or(target);
     // An array is named `12[]`, a plain job `12`: either name of the other is unknown,
     // as in OpenPBS (subjobs and ranges were refused by the parser).
@@ -327,12 +335,12 @@ pub fn apply_alter(state: &mut State, seq: u64, plan: AlterPlan, now: i64) -> Ve
 }
 
 /// The sequence number a kept target (`12.server@server`, `12[].server@server`) names.
-fn target_seq(target: &str) -> Option<u64> {
+pub(super) fn target_seq(target: &str) -> Option<u64> {
     target.split('@').next()?.parse::<pbs_core::JobId>().ok().map(|id| id.seq())
 }
 
 /// Holds a job for its dependencies: system hold, substate 22, not eligible.
-fn hold_for_dependencies(job: &mut crate::state::Job) {
+pub(super) fn hold_for_dependencies(job: &mut crate::state::Job) {
     let holds = job.get("Hold_Types", None).unwrap_or("n");
     let held = crate::holds::written(|c| c == 's' || holds.contains(c));
     job.attrs.set(job_idx!("Hold_Types"), None, held);
@@ -373,6 +381,9 @@ pub fn submitted(state: &mut State, seq: u64, now: i64) -> Vec<StoreOp> {
     for (named, kind) in names_by_before(&list) {
         ops.extend(register_before(state, seq, named, kind));
     }
+    let (group_ops, group_blocks) = crate::job::runone::joined(state, seq);
+    ops.extend(group_ops);
+    waiting |= group_blocks;
     for (parent, kind) in crate::state::depends::waits(&list) {
         let Some(parent_job) = state.jobs.get(&parent) else { continue };
         let parent_id = parent_job.id(&state.server_name);
@@ -422,7 +433,10 @@ fn met_by_end(kind: DependKind, exit: Option<i32>) -> bool {
 pub fn parent_started(state: &mut State, parent: u64, now: i64) -> Vec<StoreOp> {
     let children = state.dependents.take(parent, &[DependKind::After]);
     let parent_id = state.jobs.get(&parent).map(|j| j.id(&state.server_name)).unwrap_or_default();
-    children.into_iter().flat_map(|(child, _)| release(state, child, &parent_id, now)).collect()
+    let mut ops: Vec<StoreOp> =
+        children.into_iter().flat_map(|(child, _)| release(state, child, &parent_id, now)).collect();
+    ops.extend(crate::job::runone::started(state, parent, now));
+    ops
 }
 
 /// A parent ended with `exit` (none: it was deleted before it ran, which leaves its
@@ -467,7 +481,7 @@ fn without_target(list: &str, parent_id: &str) -> String {
 
 /// `list` without the target naming `job_id` in its item of `kind`; an item left with
 /// none goes.
-fn without_entry(list: &str, kind: DependKind, job_id: &str) -> String {
+pub(super) fn without_entry(list: &str, kind: DependKind, job_id: &str) -> String {
     let Ok(mut parsed) = DependList::parse(list, "") else { return list.to_string() };
     for dependency in parsed.0.iter_mut().filter(|d| d.kind == kind) {
         dependency.targets.retain(|t| t.split('@').next() != Some(job_id));
@@ -477,7 +491,7 @@ fn without_entry(list: &str, kind: DependKind, job_id: &str) -> String {
 }
 
 /// `list` with `entry` (`kind:target`) added to its item of that kind.
-fn merged(list: Option<&str>, entry: &str) -> String {
+pub(super) fn merged(list: Option<&str>, entry: &str) -> String {
     let Some(list) = list.filter(|l| !l.is_empty()) else { return entry.to_string() };
     let Ok(mut parsed) = DependList::parse(list, "") else { return format!("{list},{entry}") };
     let Ok(DependList(mut added)) = DependList::parse(entry, "") else { return list.to_string() };
@@ -489,7 +503,7 @@ fn merged(list: Option<&str>, entry: &str) -> String {
     parsed.to_string()
 }
 
-fn set_list(job: &mut crate::state::Job, list: String) {
+pub(super) fn set_list(job: &mut crate::state::Job, list: String) {
     if list.is_empty() {
         job.attrs.unset(job_idx!("depend"), None);
     } else {
@@ -517,7 +531,7 @@ fn release(state: &mut State, child: u64, parent_id: &str, now: i64) -> Vec<Stor
 
 /// The dependency of `child` on `parent_id` can no longer be met: the child is deleted,
 /// as OpenPBS does (kept in history finished, its list and system hold as they were).
-fn delete_child(state: &mut State, child: u64, parent_id: &str, now: i64) -> Vec<StoreOp> {
+pub(super) fn delete_child(state: &mut State, child: u64, parent_id: &str, now: i64) -> Vec<StoreOp> {
     let history = state.server_flag("job_history_enable", false);
     let Some(job) = state.jobs.get(&child).filter(|j| !j.state.is_history() && !j.array) else { return Vec::new() };
     let child_id = job.id(&state.server_name);

@@ -105,7 +105,8 @@ fn requeue(state: &mut State, key: JobKey, now: i64) -> Vec<StoreOp> {
     job.attrs.unset_all(job_idx!("resources_used"));
     job.attrs.set(job_idx!("etime"), None, now.to_string());
     job.attrs.set(job_idx!("mtime"), None, now.to_string());
-    let ops = vec![job.put_op(None)];
+    let mut ops = vec![job.put_op(None)];
+    ops.extend(crate::job::runone::requeued(state, key.seq, now));
     state.changes.cycle = true;
     ops
 }
@@ -121,11 +122,17 @@ fn finish(
     now: i64,
 ) -> Vec<StoreOp> {
     let parent_id = state.job(key).map(|j| j.id(&state.server_name)).unwrap_or_default();
+    let group = if key.index.is_none() { crate::job::runone::group_of(state, key.seq) } else { Vec::new() };
     let mut ops = finish_job(state, key, exit_status, usage, deleted, now);
     // Its children are released or deleted by how it ended, after its own record (an
-    // array's, by `job::array` once its last subjob ended).
+    // array's, by `job::array` once its last subjob ended); so are the others of its
+    // runone group, or they forget it if it never ran.
     if key.index.is_none() && !ops.is_empty() {
         ops.extend(crate::job::depend::parent_ended(state, key.seq, &parent_id, exit_status, now));
+        ops.extend(match exit_status {
+            Some(_) => crate::job::runone::ended(state, key.seq, &parent_id, &group, now),
+            None => crate::job::runone::left(state, &parent_id, &group),
+        });
     }
     ops
 }

@@ -12,6 +12,7 @@ pub mod launch;
 pub mod modify;
 pub mod nodefail;
 pub mod running;
+pub mod runone;
 pub mod signal;
 pub mod status;
 pub mod submit;

@@ -1,0 +1,144 @@
+//! `runone` groups (`qsub -W depend=runone:X`): jobs of which only one may run, as
+//! OpenPBS keeps them. Every member's `depend` list names every other member, so a
+//! member's start, end, requeue or deletion finds the others in its own list, never by
+//! walking the jobs: when one starts the others are held (system hold, substate 20), when
+//! it ends they are deleted, when it is requeued they are released, and a member deleted
+//! before it ran leaves the group.
+
+use pbs_core::depend::{DependKind, DependList};
+use pbs_core::{JobState, Substate};
+
+use crate::job::depend::{delete_child, merged, set_list, target_seq, without_entry};
+use crate::state::{Job, State};
+use crate::store::StoreOp;
+
+/// The members a list names with `runone`.
+fn members(list: &str) -> Vec<u64> {
+    let Ok(parsed) = DependList::parse(list, "") else { return Vec::new() };
+    parsed
+        .0
+        .iter()
+        .filter(|d| d.kind == DependKind::Runone)
+        .flat_map(|d| d.targets.iter().filter_map(|t| target_seq(t)))
+        .collect()
+}
+
+fn members_of(state: &State, seq: u64) -> Vec<u64> {
+    state.jobs.get(&seq).and_then(|j| j.get("depend", None)).map(members).unwrap_or_default()
+}
+
+/// Whether a member keeps the others from running: it runs, or waits on a dependency.
+fn blocks_the_group(job: &Job) -> bool {
+    matches!(job.state, JobState::Running | JobState::Begun | JobState::Exiting | JobState::Suspended)
+        || (job.state == JobState::Held && job.substate == crate::job::depend::SUBSTATE_DEPEND_HOLD)
+}
+
+/// New job `seq` joins the groups its list names: it names every member of them and each
+/// member names it. Gives the members' writes and whether the new job must wait (a member
+/// runs or waits on a dependency).
+pub fn joined(state: &mut State, seq: u64) -> (Vec<StoreOp>, bool) {
+    let named = members_of(state, seq);
+    if named.is_empty() {
+        return (Vec::new(), false);
+    }
+    let mut group = Vec::new();
+    for member in named {
+        for m in std::iter::once(member).chain(members_of(state, member)) {
+            if m != seq && !group.contains(&m) && state.jobs.get(&m).is_some_and(|j| !j.state.is_history()) {
+                group.push(m);
+            }
+        }
+    }
+    let server = state.server_name.clone();
+    let Some(id) = state.jobs.get(&seq).map(|j| j.id(&server)) else { return (Vec::new(), false) };
+    // OpenPBS writes the list of a new member in the order it learns of the group.
+    let mut ops = Vec::new();
+    let mut waits = false;
+    let mut own = state.jobs.get(&seq).and_then(|j| j.get("depend", None)).unwrap_or("").to_string();
+    for &member in &group {
+        let Some(job) = state.jobs.get_mut(&member) else { continue };
+        waits |= blocks_the_group(job);
+        let member_id = job.id(&server);
+        let list = merged(job.get("depend", None), &format!("runone:{id}@{server}"));
+        set_list(job, list);
+        ops.push(job.put_op(None));
+        if !members(&own).contains(&member) {
+            own = merged(Some(&own), &format!("runone:{member_id}@{server}"));
+        }
+    }
+    if let Some(job) = state.jobs.get_mut(&seq) {
+        set_list(job, own);
+    }
+    (ops, waits)
+}
+
+/// Member `seq` started: the others are held by the system (substate 20).
+pub fn started(state: &mut State, seq: u64, now: i64) -> Vec<StoreOp> {
+    let mut ops = Vec::new();
+    for member in members_of(state, seq) {
+        let Some(job) = state.jobs.get_mut(&member).filter(|j| !j.state.is_history() && !blocks_the_group(j)) else {
+            continue;
+        };
+        let holds = job.get("Hold_Types", None).unwrap_or("n");
+        let held = crate::holds::written(|c| c == 's' || holds.contains(c));
+        job.attrs.set(job_idx!("Hold_Types"), None, held);
+        job.attrs.set(job_idx!("mtime"), None, now.to_string());
+        job.state = JobState::Held;
+        job.substate = Substate::HELD;
+        ops.push(job.put_op(None));
+    }
+    if !ops.is_empty() {
+        state.changes.cycle = true;
+    }
+    ops
+}
+
+/// Member `seq` (`member_id`) ended after it ran: the others are deleted, as OpenPBS
+/// deletes them.
+pub fn ended(state: &mut State, seq: u64, member_id: &str, members: &[u64], now: i64) -> Vec<StoreOp> {
+    members.iter().filter(|&&m| m != seq).flat_map(|&m| delete_child(state, m, member_id, now)).collect()
+}
+
+/// The members `seq`'s list names, read before its end changes or removes the job.
+pub fn group_of(state: &State, seq: u64) -> Vec<u64> {
+    members_of(state, seq)
+}
+
+/// Member `seq` (`member_id`) was deleted before it ran: the others no longer name it.
+pub fn left(state: &mut State, member_id: &str, members: &[u64]) -> Vec<StoreOp> {
+    let mut ops = Vec::new();
+    for member in members {
+        let Some(job) = state.jobs.get_mut(member).filter(|j| !j.state.is_history()) else { continue };
+        let Some(list) = job.get("depend", None) else { continue };
+        let list = without_entry(list, DependKind::Runone, member_id);
+        set_list(job, list);
+        ops.push(job.put_op(None));
+    }
+    ops
+}
+
+/// Member `seq`'s run was requeued: the others lose the system hold its start put on them.
+pub fn requeued(state: &mut State, seq: u64, now: i64) -> Vec<StoreOp> {
+    let mut ops = Vec::new();
+    for member in members_of(state, seq) {
+        let Some(job) =
+            state.jobs.get_mut(&member).filter(|j| j.state == JobState::Held && j.substate == Substate::HELD)
+        else {
+            continue;
+        };
+        let current = job.get("Hold_Types", None).unwrap_or("n");
+        let holds = crate::holds::written(|c| c != 's' && current.contains(c));
+        if holds == "n" {
+            job.state = JobState::Queued;
+            job.substate = Substate::QUEUED;
+            job.attrs.set(job_idx!("etime"), None, now.to_string());
+        }
+        job.attrs.set(job_idx!("Hold_Types"), None, holds);
+        job.attrs.set(job_idx!("mtime"), None, now.to_string());
+        ops.push(job.put_op(None));
+    }
+    if !ops.is_empty() {
+        state.changes.cycle = true;
+    }
+    ops
+}
