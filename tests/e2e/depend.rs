@@ -110,8 +110,7 @@ fn after_waits_for_the_start_and_an_unknown_parent_is_refused() {
     let out = c.run_with_stdin("qsub", &["-W", "depend=afterok:99999"], "true\n", false);
     assert_eq!((out.code, out.stderr.as_str()), (153, format!("qsub: Unknown Job Id {unknown}\n").as_str()), "{out:?}");
     // What is not acted on yet is refused, never kept idle.
-    let held = submit(&c, &["-h"], "true\n");
-    let out = c.run_with_stdin("qsub", &["-W", &format!("depend=synccount:2")], "true\n", false);
+    let out = c.run_with_stdin("qsub", &["-W", "depend=synccount:2"], "true\n", false);
     assert_eq!(out.stderr, "qsub: dependency type synccount is not supported by this server\n", "{out:?}");
     let out = c.run_with_stdin("qsub", &["-W", "depend=afterok:"], "true\n", false);
     assert_eq!(out.code, 2, "{out:?}");

@@ -4,16 +4,18 @@
 //! ends, found through `State::dependents`, never by walking the jobs.
 
 use pbs_core::depend::{DependKind, DependList};
-use pbs_core::{JobState, Pbse, Substate};
+use pbs_core::{JobState, Pbse};
 
 use crate::error::ReqError;
-use crate::jobkey::JobKey;
 use crate::state::State;
 use crate::state::depends::WAITING_KINDS;
 use crate::store::StoreOp;
 
-/// OpenPBS's substate of a job held for a dependency.
-pub const SUBSTATE_DEPEND_HOLD: Substate = Substate(22);
+pub use crate::job::dependlist::SUBSTATE_DEPEND_HOLD;
+use crate::job::dependlist::{
+    delete_child, drop_dependency_hold, hold_for_dependencies, merged, set_list, target_seq, without_entry,
+    without_target,
+};
 
 /// The kinds a job waits with, which qalter can change: anything else in a list is
 /// refused, never kept silently idle.
@@ -334,38 +336,6 @@ pub fn apply_alter(state: &mut State, seq: u64, plan: AlterPlan, now: i64) -> Ve
     ops
 }
 
-/// The sequence number a kept target (`12.server@server`, `12[].server@server`) names.
-pub(super) fn target_seq(target: &str) -> Option<u64> {
-    target.split('@').next()?.parse::<pbs_core::JobId>().ok().map(|id| id.seq())
-}
-
-/// Holds a job for its dependencies: system hold, substate 22, not eligible.
-pub(super) fn hold_for_dependencies(job: &mut crate::state::Job) {
-    let holds = job.get("Hold_Types", None).unwrap_or("n");
-    let held = crate::holds::written(|c| c == 's' || holds.contains(c));
-    job.attrs.set(job_idx!("Hold_Types"), None, held);
-    job.state = JobState::Held;
-    job.substate = SUBSTATE_DEPEND_HOLD;
-    job.attrs.unset(job_idx!("etime"), None);
-}
-
-/// Lifts the system hold of a job that waits on nothing more: queued again unless other
-/// holds remain.
-fn drop_dependency_hold(job: &mut crate::state::Job, now: i64) {
-    let current = job.get("Hold_Types", None).unwrap_or("n");
-    let holds = crate::holds::written(|c| c != 's' && current.contains(c));
-    if job.state == JobState::Held {
-        if holds == "n" {
-            job.state = JobState::Queued;
-            job.substate = Substate::QUEUED;
-            job.attrs.set(job_idx!("etime"), None, now.to_string());
-        } else {
-            job.substate = JobState::Held.default_substate();
-        }
-    }
-    job.attrs.set(job_idx!("Hold_Types"), None, holds);
-}
-
 /// Enters a new job's list (already checked by [`check_new`]): each dependency already met
 /// goes (a parent that finished or, for `after`, started), each that can no longer be met
 /// deletes the job, the rest are kept in the index and marked on their parents; a job
@@ -469,48 +439,6 @@ pub fn array_exit_status(exit: i32) -> i32 {
     }
 }
 
-/// `list` without `parent_id` among its targets; an item left with none goes.
-fn without_target(list: &str, parent_id: &str) -> String {
-    let Ok(mut parsed) = DependList::parse(list, "") else { return list.to_string() };
-    for dependency in &mut parsed.0 {
-        dependency.targets.retain(|t| t.split('@').next() != Some(parent_id));
-    }
-    parsed.0.retain(|d| !d.targets.is_empty());
-    parsed.to_string()
-}
-
-/// `list` without the target naming `job_id` in its item of `kind`; an item left with
-/// none goes.
-pub(super) fn without_entry(list: &str, kind: DependKind, job_id: &str) -> String {
-    let Ok(mut parsed) = DependList::parse(list, "") else { return list.to_string() };
-    for dependency in parsed.0.iter_mut().filter(|d| d.kind == kind) {
-        dependency.targets.retain(|t| t.split('@').next() != Some(job_id));
-    }
-    parsed.0.retain(|d| !d.targets.is_empty());
-    parsed.to_string()
-}
-
-/// `list` with `entry` (`kind:target`) added to its item of that kind.
-pub(super) fn merged(list: Option<&str>, entry: &str) -> String {
-    let Some(list) = list.filter(|l| !l.is_empty()) else { return entry.to_string() };
-    let Ok(mut parsed) = DependList::parse(list, "") else { return format!("{list},{entry}") };
-    let Ok(DependList(mut added)) = DependList::parse(entry, "") else { return list.to_string() };
-    let Some(new) = added.pop() else { return list.to_string() };
-    match parsed.0.iter_mut().find(|d| d.kind == new.kind) {
-        Some(item) => item.targets.extend(new.targets),
-        None => parsed.0.push(new),
-    }
-    parsed.to_string()
-}
-
-pub(super) fn set_list(job: &mut crate::state::Job, list: String) {
-    if list.is_empty() {
-        job.attrs.unset(job_idx!("depend"), None);
-    } else {
-        job.attrs.set(job_idx!("depend"), None, list);
-    }
-}
-
 /// The dependency of `child` on `parent_id` is met: it goes from the child's list, and a
 /// child waiting on nothing more loses its system hold (queued again unless other holds
 /// remain).
@@ -527,38 +455,6 @@ fn release(state: &mut State, child: u64, parent_id: &str, now: i64) -> Vec<Stor
     }
     state.changes.cycle = true;
     state.jobs.get(&child).map(|j| vec![j.put_op(None)]).unwrap_or_default()
-}
-
-/// The dependency of `child` on `parent_id` can no longer be met: the child is deleted,
-/// as OpenPBS does (kept in history finished, its list and system hold as they were).
-pub(super) fn delete_child(state: &mut State, child: u64, parent_id: &str, now: i64) -> Vec<StoreOp> {
-    let history = state.server_flag("job_history_enable", false);
-    let Some(job) = state.jobs.get(&child).filter(|j| !j.state.is_history() && !j.array) else { return Vec::new() };
-    let child_id = job.id(&state.server_name);
-    let parents: Vec<u64> =
-        job.get("depend", None).map(crate::state::depends::waits).unwrap_or_default().iter().map(|(p, _)| *p).collect();
-    tracing::info!(
-        object_type = "Job",
-        object_name = child_id.as_str(),
-        "Job deleted as result of dependency on job {parent_id}"
-    );
-    state.dependents.forget_child(child, &parents);
-    state.changes.jobs.insert(JobKey::job(child), child_id);
-    state.changes.cycle = true;
-    let ops = if history {
-        let Some(job) = state.jobs.get_mut(&child) else { return Vec::new() };
-        job.state = JobState::Finished;
-        job.substate = Substate::FINISHED;
-        let now = now.to_string();
-        job.attrs.set(job_idx!("mtime"), None, now.as_str());
-        job.attrs.set(job_idx!("history_timestamp"), None, now.as_str());
-        vec![job.put_op(None)]
-    } else {
-        state.jobs.remove(&child);
-        vec![StoreOp::DeleteJob { seq: child }]
-    };
-    // Its own children stay as they are, as for any job deleted before it ran.
-    ops
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@ pub mod array;
 pub mod deferred;
 pub mod delete;
 pub mod depend;
+pub mod dependlist;
 pub mod end;
 pub mod faults;
 pub mod launch;

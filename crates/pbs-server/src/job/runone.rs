@@ -8,7 +8,7 @@
 use pbs_core::depend::{DependKind, DependList};
 use pbs_core::{JobState, Substate};
 
-use crate::job::depend::{delete_child, merged, set_list, target_seq, without_entry};
+use crate::job::dependlist::{SUBSTATE_DEPEND_HOLD, delete_child, merged, set_list, target_seq, without_entry};
 use crate::state::{Job, State};
 use crate::store::StoreOp;
 
@@ -30,7 +30,7 @@ fn members_of(state: &State, seq: u64) -> Vec<u64> {
 /// Whether a member keeps the others from running: it runs, or waits on a dependency.
 fn blocks_the_group(job: &Job) -> bool {
     matches!(job.state, JobState::Running | JobState::Begun | JobState::Exiting | JobState::Suspended)
-        || (job.state == JobState::Held && job.substate == crate::job::depend::SUBSTATE_DEPEND_HOLD)
+        || (job.state == JobState::Held && job.substate == SUBSTATE_DEPEND_HOLD)
 }
 
 /// New job `seq` joins the groups its list names: it names every member of them and each
