@@ -1,0 +1,106 @@
+//! Workflows from other batch systems: Torque-style `nodes=` requests converted to
+//! select and place as OpenPBS converts them.
+
+use std::path::Path;
+use std::time::Duration;
+
+use pbs_e2e::Cluster;
+
+const JOB_TIMEOUT: Duration = Duration::from_secs(30);
+
+fn seq(id: &str) -> &str {
+    id.split('.').next().unwrap_or(id)
+}
+
+fn submit(c: &Cluster, args: &[&str], script: &str) -> String {
+    c.run_with_stdin("qsub", args, script, false).ok().line().to_string()
+}
+
+fn attr(c: &Cluster, id: &str, name: &str) -> String {
+    c.job_attr(id, name).unwrap_or_default()
+}
+
+/// A script line that waits until the test creates `go`.
+fn wait_for(go: &Path) -> String {
+    format!("while [ ! -e {} ]; do sleep 0.1; done\n", go.display())
+}
+
+#[test]
+fn nodes_with_ppn_gives_the_job_its_cpus_and_a_nodefile_line_per_task() {
+    let c = Cluster::with_moms(1, 2);
+    let go = c.dir().join("go");
+    let script = format!("echo \"$NCPUS $(wc -l < $PBS_NODEFILE) $(sort -u $PBS_NODEFILE)\"\n{}", wait_for(&go));
+    let id = submit(&c, &["-N", "ppn", "-l", "nodes=1:ppn=2"], &script);
+    // cvt_nodespec_to_select and set_select_and_place; nodes is kept.
+    assert_eq!(attr(&c, &id, "Resource_List.select"), "1:ncpus=2:mpiprocs=2");
+    assert_eq!(attr(&c, &id, "Resource_List.place"), "scatter");
+    assert_eq!(attr(&c, &id, "Resource_List.nodes"), "1:ppn=2");
+    assert_eq!(attr(&c, &id, "Resource_List.ncpus"), "2");
+    assert_eq!(attr(&c, &id, "Resource_List.nodect"), "1");
+    assert_eq!(attr(&c, &id, "Resource_List.mpiprocs"), "2");
+    c.wait_job_state(&id, "R", JOB_TIMEOUT);
+    // It holds both cpus of the node: nothing else fits beside it.
+    assert_eq!(c.node_attr("n1", "resources_assigned.ncpus").as_deref(), Some("2"));
+    c.wait_node_state("n1", "job-busy");
+    std::fs::write(&go, "").unwrap();
+    c.wait_job_state(&id, "F", JOB_TIMEOUT);
+    assert_eq!(attr(&c, &id, "Exit_status"), "0", "{}", c.logs());
+    let out = std::fs::read_to_string(c.dir().join(format!("ppn.o{}", seq(&id)))).unwrap();
+    assert_eq!(out, "2 2 n1\n", "{}", c.logs());
+}
+
+#[test]
+fn nodes_across_two_moms_by_count_and_by_name() {
+    let c = Cluster::with_moms(2, 1);
+    let nodefile_of = |name: &str, id: &str| {
+        c.wait_job_state(id, "F", JOB_TIMEOUT);
+        assert_eq!(attr(&c, id, "Exit_status"), "0", "{}", c.logs());
+        let out = std::fs::read_to_string(c.dir().join(format!("{name}.o{}", seq(id)))).unwrap();
+        let mut lines: Vec<String> = out.lines().map(str::to_string).collect();
+        lines.sort_unstable();
+        lines
+    };
+    let two = submit(&c, &["-N", "two", "-l", "nodes=2:ppn=1"], "cat $PBS_NODEFILE\n");
+    assert_eq!(attr(&c, &two, "Resource_List.select"), "2:ncpus=1");
+    assert_eq!(attr(&c, &two, "Resource_List.place"), "scatter");
+    assert_eq!(attr(&c, &two, "Resource_List.nodect"), "2");
+    assert_eq!(attr(&c, &two, "Resource_List.ncpus"), "2");
+    assert_eq!(nodefile_of("two", &two), ["n1", "n2"]);
+
+    // A property naming a node asks for that host.
+    let named = submit(&c, &["-N", "named", "-l", "nodes=n1+n2"], "cat $PBS_NODEFILE\n");
+    assert_eq!(attr(&c, &named, "Resource_List.select"), "1:ncpus=1:host=n1+1:ncpus=1:host=n2");
+    assert_eq!(nodefile_of("named", &named), ["n1", "n2"]);
+}
+
+#[test]
+fn nodes_specs_openpbs_refuses_are_refused_with_its_messages() {
+    let c = Cluster::start();
+    c.allow_root_jobs();
+    let refused = [
+        (vec!["-l", "nodes=0"], "qsub: node(s) specification error\n", 241),
+        (vec!["-l", "nodes=2:ppn=0"], "qsub: node(s) specification error\n", 241),
+        (vec!["-l", "nodes=2:mem=1gb"], "qsub: node(s) specification error\n", 241),
+        (vec!["-l", "nodes=-1"], "qsub: Illegal attribute or resource value Resource_List.nodes\n", 166),
+        (vec!["-l", "nodes=2", "-l", "select=1:ncpus=1"], "qsub: Cannot be used with select or place: nodes\n", 6),
+        (vec!["-l", "nodes=2", "-l", "place=pack"], "qsub: Cannot be used with select or place: nodes\n", 6),
+        (vec!["-l", "nodes=2", "-l", "ncpus=3"], "qsub: Illegal attribute or resource value\n", 166),
+    ];
+    for (args, stderr, code) in refused {
+        let out = c.run_with_stdin("qsub", &args, "true\n", false);
+        assert_eq!((out.stderr.as_str(), out.code), (stderr, code), "qsub {args:?}");
+    }
+    // A given ncpus is shared between the tasks.
+    let shared = submit(&c, &["-h", "-l", "nodes=2", "-l", "ncpus=4"], "true\n");
+    assert_eq!(attr(&c, &shared, "Resource_List.select"), "2:ncpus=2");
+
+    // qalter makes the select again from a new spec, and refuses a bad one.
+    let id = submit(&c, &["-h", "-l", "nodes=1"], "true\n");
+    c.run("qalter", &["-l", "nodes=2:ppn=2", &id]).ok();
+    assert_eq!(attr(&c, &id, "Resource_List.select"), "2:ncpus=2:mpiprocs=2");
+    assert_eq!(attr(&c, &id, "Resource_List.ncpus"), "4");
+    assert_eq!(attr(&c, &id, "Resource_List.nodect"), "2");
+    let out = c.run("qalter", &["-l", "nodes=0", &id]);
+    assert_eq!((out.stderr, out.code), (format!("qalter: node(s) specification error {id}\n"), 241));
+    assert_eq!(attr(&c, &id, "Resource_List.nodes"), "2:ppn=2");
+}
