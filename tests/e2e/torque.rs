@@ -1,5 +1,5 @@
 //! Workflows from other batch systems: Torque-style `nodes=` requests converted to
-//! select and place as OpenPBS converts them.
+//! select and place as OpenPBS converts them, and `qalter -r` of a running job.
 
 use std::path::Path;
 use std::time::Duration;
@@ -103,4 +103,30 @@ fn nodes_specs_openpbs_refuses_are_refused_with_its_messages() {
     let out = c.run("qalter", &["-l", "nodes=0", &id]);
     assert_eq!((out.stderr, out.code), (format!("qalter: node(s) specification error {id}\n"), 241));
     assert_eq!(attr(&c, &id, "Resource_List.nodes"), "2:ppn=2");
+}
+
+#[test]
+fn qalter_r_changes_a_running_jobs_rerunability() {
+    let c = Cluster::with_moms(1, 1);
+    let shared = c.shared_dir();
+    let go = shared.join("go");
+    let out = shared.join("out");
+    let args = ["-S", "/bin/sh", "-r", "y", "-o", out.to_str().unwrap(), "-j", "oe"];
+    let id = c.run_with_stdin("qsub", &args, &wait_for(&go), true).ok().line().to_string();
+    c.wait_job_state(&id, "R", JOB_TIMEOUT);
+    // qalter_r_n_running.txt and qalter_r_y_running.txt: the owner's qalter is accepted.
+    let alter = |value: &str| c.run_as_nobody("qalter", &["-r", value, &id]);
+    let answer = alter("n");
+    assert_eq!((answer.stderr.as_str(), answer.code), ("", 0));
+    assert_eq!((attr(&c, &id, "job_state"), attr(&c, &id, "Rerunable")), ("R".into(), "False".into()));
+    let answer = alter("y");
+    assert_eq!((answer.stderr.as_str(), answer.code), ("", 0));
+    assert_eq!((attr(&c, &id, "job_state"), attr(&c, &id, "Rerunable")), ("R".into(), "True".into()));
+    // qalter_r_bad.txt
+    let answer = alter("x");
+    assert!(answer.stderr.starts_with("qalter: illegal -r value\nusage: qalter"), "{answer:?}");
+    assert_eq!(answer.code, 2);
+    std::fs::write(&go, "").unwrap();
+    c.wait_job_state(&id, "F", JOB_TIMEOUT);
+    assert_eq!(attr(&c, &id, "Exit_status"), "0", "{}", c.logs());
 }
