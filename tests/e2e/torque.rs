@@ -1,10 +1,13 @@
 //! Workflows from other batch systems: Torque-style `nodes=` requests converted to
-//! select and place as OpenPBS converts them, and `qalter -r` of a running job.
+//! select and place as OpenPBS converts them, `qalter -r` of a running job, and SIGHUP to
+//! each daemon while a job runs.
 
 use std::path::Path;
 use std::time::Duration;
 
-use pbs_e2e::Cluster;
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use pbs_e2e::{Cluster, alive, wait_until};
 
 const JOB_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -23,6 +26,16 @@ fn attr(c: &Cluster, id: &str, name: &str) -> String {
 /// A script line that waits until the test creates `go`.
 fn wait_for(go: &Path) -> String {
     format!("while [ ! -e {} ]; do sleep 0.1; done\n", go.display())
+}
+
+#[track_caller]
+fn logged(what: &str, text: &str, log: impl Fn() -> String) {
+    wait_until(&format!("`{text}` in the {what} log"), JOB_TIMEOUT, || log().contains(text));
+}
+
+fn hangup(pid: Option<u32>) {
+    let pid = i32::try_from(pid.expect("the daemon runs")).expect("a pid");
+    kill(Pid::from_raw(pid), Signal::SIGHUP).expect("SIGHUP");
 }
 
 #[test]
@@ -129,4 +142,66 @@ fn qalter_r_changes_a_running_jobs_rerunability() {
     std::fs::write(&go, "").unwrap();
     c.wait_job_state(&id, "F", JOB_TIMEOUT);
     assert_eq!(attr(&c, &id, "Exit_status"), "0", "{}", c.logs());
+}
+
+#[test]
+fn sighup_leaves_every_daemon_and_the_running_job_alone() {
+    let c = Cluster::with_moms(1, 1);
+    let go = c.dir().join("go");
+    let id = submit(&c, &["-N", "hup"], &wait_for(&go));
+    c.wait_job_state(&id, "R", JOB_TIMEOUT);
+
+    // The mom reads pbs.conf again: new jobs get their TMPDIR under the new base.
+    let conf_path = c.mom_conf_path("n1");
+    let conf = std::fs::read_to_string(&conf_path).unwrap();
+    let new_base = c.dir().join("tmp-after-hup");
+    std::fs::create_dir_all(&new_base).unwrap();
+    std::fs::set_permissions(&new_base, std::os::unix::fs::PermissionsExt::from_mode(0o1777)).unwrap();
+    let conf: String = conf
+        .lines()
+        .map(|l| {
+            if l.starts_with("PBS_TMPDIR=") { format!("PBS_TMPDIR={}\n", new_base.display()) } else { format!("{l}\n") }
+        })
+        .collect();
+    std::fs::write(&conf_path, conf).unwrap();
+    let mom = c.mom_pid("n1");
+    hangup(mom);
+    // mom_hup_log.txt
+    for line in [
+        ";0002;pbs_mom;n/a;catch_hup;caught signal 1",
+        ";0002;pbs_mom;n/a;process_hup;reset",
+        ";0002;pbs_mom;Svr;Log;Log closed",
+        ";0002;pbs_mom;Svr;Log;Log opened",
+        "pbs.conf read again",
+    ] {
+        logged("mom", line, || c.mom_stderr("n1"));
+    }
+    assert!(mom.is_some_and(alive), "{}", c.logs());
+
+    let server = c.server_pid();
+    hangup(server);
+    logged("server", ";Svr;Log;Log opened", || c.server_stderr());
+    assert!(server.is_some_and(alive), "{}", c.logs());
+
+    let sched = c.sched_pid();
+    hangup(sched);
+    logged("scheduler", ";Svr;restart;restart on signal 1", || c.sched_stderr());
+    logged("scheduler", "Reloaded sched_config", || c.sched_stderr());
+    assert!(sched.is_some_and(alive), "{}", c.logs());
+
+    // mom_hup_pbsnodes.txt and mom_hup_ps.txt: the node stayed up, the job runs on.
+    assert_eq!(c.node_attr("n1", "state").as_deref(), Some("job-busy"));
+    assert_eq!(attr(&c, &id, "job_state"), "R");
+    std::fs::write(&go, "").unwrap();
+    c.wait_job_state(&id, "F", JOB_TIMEOUT);
+    // mom_hup_job_finished.txt
+    assert_eq!(attr(&c, &id, "Exit_status"), "0", "{}", c.logs());
+    assert!(attr(&c, &id, "comment").ends_with(" and finished"), "{}", attr(&c, &id, "comment"));
+
+    // The scheduler still schedules, and the mom uses what it read.
+    let after = submit(&c, &["-N", "after"], "echo $TMPDIR\n");
+    c.wait_job_state(&after, "F", JOB_TIMEOUT);
+    let out = std::fs::read_to_string(c.dir().join(format!("after.o{}", seq(&after)))).unwrap();
+    assert!(out.starts_with(&new_base.display().to_string()), "{out:?}");
+    assert!([mom, server, sched].into_iter().all(|pid| pid.is_some_and(alive)));
 }
