@@ -25,3 +25,4 @@ mod mom_privilege;
 mod nodes_cli;
 mod protocol;
 mod soft_walltime;
+mod torque;

@@ -387,7 +387,8 @@ impl Cluster {
         self.run("qmgr", &["-c", command]).ok();
     }
 
-    fn mom_conf_path(&self, node: &str) -> PathBuf {
+    /// The pbs.conf of `node`'s mom.
+    pub fn mom_conf_path(&self, node: &str) -> PathBuf {
         self.dir.path().join(format!("mom-{node}.conf"))
     }
 
@@ -529,6 +530,11 @@ impl Cluster {
         self.sched = Some(child);
     }
 
+    /// The scheduler's pid, while it runs.
+    pub fn sched_pid(&self) -> Option<u32> {
+        self.sched.as_ref().map(Child::id)
+    }
+
     /// What the scheduler wrote to stderr.
     pub fn sched_stderr(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("sched.stderr")).unwrap_or_default()
@@ -603,6 +609,14 @@ impl Drop for Cluster {
         kill_shepherds(self.dir.path());
         self.kill9();
     }
+}
+
+/// Whether process `pid` runs: it exists and has not ended (a child that ended is a zombie
+/// until it is waited for).
+pub fn alive(pid: u32) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // The state follows the command name, which is in parentheses and may hold anything.
+    stat.rsplit_once(") ").and_then(|(_, rest)| rest.chars().next()).is_some_and(|state| !matches!(state, 'Z' | 'X'))
 }
 
 /// Kills what is left of jobs started under `dir`: job shepherds outlive their mom by

@@ -1,6 +1,7 @@
 //! `pbs_mom`: reads pbs.conf, sets up logging, re-adopts the jobs of a previous run, and
 //! serves the server's link in the foreground until SIGTERM or SIGINT (running jobs go on:
-//! their shepherds do not need the mom). With `--shepherd <records file>` it is instead the
+//! their shepherds do not need the mom); SIGHUP reopens its log and reads pbs.conf again,
+//! jobs and link untouched. With `--shepherd <records file>` it is instead the
 //! per-job shepherd the mom starts.
 
 use std::net::SocketAddr;
@@ -9,6 +10,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Parser;
+use nix::sys::signal::Signal;
 use pbs_mom::layout::Layout;
 use pbs_mom::logging::daemon::{self, DaemonArgs};
 use pbs_mom::{Mom, MomConfig};
@@ -58,8 +60,26 @@ fn run(args: Args) -> anyhow::Result<()> {
         tracing::warn!("{e}: the server's links are refused until it is installed");
     }
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the runtime")?;
+    let conf_path = args.daemon.conf.clone();
+    let listen = args.listen;
     runtime.block_on(async move {
         let mom = Mom::new(config.clone())?;
+        let reloaded = mom.clone();
+        daemon::on_hangup(move || {
+            // As OpenPBS's mom: the signal caught, a reset, the log reopened, the settings read again.
+            tracing::info!(object_type = "n/a", object_name = "catch_hup", "caught signal {}", Signal::SIGHUP as i32);
+            tracing::info!(object_type = "n/a", object_name = "process_hup", "reset");
+            pbs_mom::logging::reopen();
+            let read = daemon::load_conf(&conf_path)
+                .and_then(|conf| MomConfig::from_conf(&conf, listen).map_err(anyhow::Error::from));
+            match read {
+                Ok(config) => {
+                    reloaded.reload(config);
+                    tracing::info!("pbs.conf read again from {}", conf_path.display());
+                }
+                Err(e) => tracing::warn!("SIGHUP: keeping the current settings: {e:#}"),
+            }
+        })?;
         let notes = mom.bind_notes()?;
         mom.recover();
         let listener = tokio::net::TcpListener::bind(config.listen)

@@ -79,15 +79,20 @@ fn run(args: Args) -> anyhow::Result<()> {
         .spawn(move || {
             loop {
                 match signals.wait() {
-                    Ok(Signal::SIGHUP) => match read_settings(&sched_config_path, &sched_priv) {
-                        Ok((config, problems)) => {
-                            for problem in problems {
-                                tracing::warn!("{problem}");
+                    Ok(Signal::SIGHUP) => {
+                        // As OpenPBS's scheduler (`restart`): the log reopened, the restart noted.
+                        pbs_sched::logging::reopen();
+                        tracing::info!(object_name = "restart", "restart on signal {}", Signal::SIGHUP as i32);
+                        match read_settings(&sched_config_path, &sched_priv) {
+                            Ok((config, problems)) => {
+                                for problem in problems {
+                                    tracing::warn!("{problem}");
+                                }
+                                reloader.reload(config);
                             }
-                            reloader.reload(config);
+                            Err(e) => tracing::warn!("SIGHUP: keeping the current settings: {e:#}"),
                         }
-                        Err(e) => tracing::warn!("SIGHUP: keeping the current settings: {e:#}"),
-                    },
+                    }
                     Ok(signal) => {
                         pbs_sched::logging::daemon::log_stop(signal.as_str(), "");
                         break;

@@ -1,5 +1,5 @@
 //! `pbs_server`: reads pbs.conf, sets up logging, and runs the server in the foreground
-//! until SIGTERM or SIGINT.
+//! until SIGTERM or SIGINT; SIGHUP reopens its log.
 
 /// mimalloc: the server allocates many small, short-lived buffers from several threads,
 /// where it is markedly cheaper than the system allocator.
@@ -79,6 +79,8 @@ fn run(args: Args) -> anyhow::Result<()> {
     let tcp_addr = args.listen.unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], conf.batch_port)));
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the runtime")?;
     runtime.block_on(async move {
+        // OpenPBS's server reopens its log at SIGHUP (`change_logs`) and reads nothing again.
+        daemon::on_hangup(pbs_server::logging::reopen)?;
         let server = Arc::new(Server::open(config.clone()).await?);
         let listeners = pbs_server::bind(&config, Some(tcp_addr)).await?;
         tracing::info!(socket = %config.socket_path.display(), tcp = %tcp_addr, "Server ready");

@@ -236,7 +236,7 @@ pub static JOB_ATTRS: &[AttrDef] = &[
     run("Priority", T::Long, U, UW),
     def("qtime", T::Time, U, RO),
     def("Remove_Files", T::Str, U, UW),
-    def("Rerunable", T::Bool, U, UW),
+    run("Rerunable", T::Bool, U, UW),
     run("Resource_List", T::Resources, U, UW),
     def("schedselect", T::Str, M, RO),
     def("stime", T::Time, U, RO),

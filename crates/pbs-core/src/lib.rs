@@ -1,7 +1,8 @@
 //! The domain model of the batch system: values (durations, sizes), resources, `select` and
 //! `place`, job ids and array ranges, job states, attribute tables with their permissions, what a
-//! job attribute's value may be and which command option sets it, the attributes new
-//! objects start with, PBSE error codes, and pbs.conf. Nothing here does I/O.
+//! job attribute's value may be and which command option sets it, Torque-style `nodes`
+//! requests and the `select` and `place` they become, the attributes new objects start with,
+//! PBSE error codes, and pbs.conf. Nothing here does I/O.
 
 pub mod acl;
 pub mod attr;
@@ -17,6 +18,7 @@ pub mod hookattr;
 pub mod jobattr;
 pub mod jobid;
 pub mod jobpath;
+pub mod nodespec;
 pub mod pbse;
 pub mod range;
 pub mod resource;

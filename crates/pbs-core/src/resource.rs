@@ -230,6 +230,8 @@ impl ResourceDef {
         match self.name.as_str() {
             "select" => return value.parse::<Select>().map(|s| s.to_string()).map_err(|_| bad()),
             "place" => return value.parse::<Place>().map(|_| value.to_string()).map_err(|_| bad()),
+            "nodes" if value.is_empty() => return Err(bad()),
+            "nodes" => return crate::nodespec::check_syntax(value).map(|()| value.to_string()).map_err(|_| bad()),
             _ => {}
         }
         match self.rtype {
@@ -399,6 +401,9 @@ mod tests {
         check("select", "abc", None);
         check("place", "scatter", Some("scatter"));
         check("place", "nowhere", None);
+        check("nodes", "2:ppn=4#excl", Some("2:ppn=4#excl"));
+        check("nodes", "2:ppn=4,blue", None);
+        check("nodes", "", None);
     }
 
     #[test]

@@ -1,10 +1,12 @@
 //! Property tests of every pbs-core parser that reads outside input (job ids, select and
-//! place, exec_vnode, durations, sizes, resource values, pbs.conf) and of the soft_walltime
+//! place, exec_vnode, durations, sizes, resource values, pbs.conf, Torque-style nodes specs)
+//! and of the soft_walltime
 //! arithmetic: no input makes them panic, and what they print they read back unchanged.
 //! Index ranges have their own tests (`parsers.rs`).
 
 use pbs_core::conf::PbsConf;
 use pbs_core::jobid::ArrayPart;
+use pbs_core::nodespec;
 use pbs_core::resource::{ResourceDef, ResourceRegistry};
 use pbs_core::select::{Arrangement, Sharing};
 use pbs_core::walltime::{completion_percent, soft_estimate};
@@ -47,6 +49,11 @@ proptest! {
         let _ = text.parse::<JobId>();
         let _ = text.parse::<ExecVnode>();
         let _ = PbsConf::parse(&text, &[]);
+        for ncpus in [None, Some(0), Some(u64::MAX)] {
+            let _ = nodespec::convert(&text, ncpus, Some(u64::MAX), |name| name.len() == 2);
+        }
+        let _ = nodespec::node_count(&text);
+        let _ = nodespec::cpu_count(&text);
         let registry = ResourceRegistry::new();
         for name in ["ncpus", "mem", "walltime", "select", "place", "host", "arch", "nodect", "soft_walltime"] {
             if let Some(def) = registry.get(name) {
@@ -57,6 +64,29 @@ proptest! {
             let _ = ResourceDef::custom("r", rtype, "");
         }
         let _ = ResourceDef::custom(&text, &text, &text);
+    }
+
+    #[test]
+    fn nodes_specs_become_selects_that_parse(
+        parts in vec(("[0-9]{0,4}", vec("(ppn|cpp|ncpus)=[0-9]{1,4}|[a-z][a-z0-9]{0,3}", 0..4)), 1..4),
+        modifiers in vec("excl|shared|[a-z]{1,4}", 0..3),
+        ncpus in proptest::option::of(0u64..100),
+    ) {
+        let spec: Vec<String> = parts
+            .iter()
+            .map(|(count, props)| {
+                let mut all: Vec<&str> = Vec::new();
+                if !count.is_empty() {
+                    all.push(count);
+                }
+                all.extend(props.iter().map(String::as_str));
+                all.join(":")
+            })
+            .collect();
+        let text = spec.join("+") + &modifiers.iter().map(|m| format!("#{m}")).collect::<String>();
+        if let Ok(conversion) = nodespec::convert(&text, ncpus, Some(1 << 20), |name| name.starts_with('n')) {
+            prop_assert!(conversion.select.parse::<Select>().is_ok(), "{text} -> {}", conversion.select);
+        }
     }
 
     #[test]

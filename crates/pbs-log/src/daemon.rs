@@ -1,6 +1,6 @@
 //! What pbs_server, pbs_sched and pbs_mom share around their own work: the options every
 //! daemon takes (`--conf`, `--debug`, `--check-config`), reading pbs.conf, setting up the
-//! log, the exit status, and waiting for SIGTERM or SIGINT.
+//! log, the exit status, waiting for SIGTERM or SIGINT, and handling SIGHUP.
 //!
 //! pbs.conf is read here rather than in `pbs_core::conf`, which stays free of I/O: this
 //! module reads the file and the `PBS_*` environment, [`PbsConf::parse`] does the rest.
@@ -90,6 +90,20 @@ pub fn exit_on_panic() {
 /// Logs that `signal` (`SIGTERM`) stops the daemon; `note` follows `shutting down`.
 pub fn log_stop(signal: &str, note: &str) {
     tracing::info!("Received {signal}, shutting down{note}");
+}
+
+/// Handles SIGHUP from now on: each one calls `on_hangup` on the runtime (the handler is
+/// in place when this returns, so a SIGHUP no longer ends the process). Needs a tokio
+/// runtime with its I/O driver.
+pub fn on_hangup(mut on_hangup: impl FnMut() + Send + 'static) -> anyhow::Result<()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut hangups = signal(SignalKind::hangup()).context("handling SIGHUP")?;
+    tokio::spawn(async move {
+        while hangups.recv().await.is_some() {
+            on_hangup();
+        }
+    });
+    Ok(())
 }
 
 /// Resolves at the first SIGTERM or SIGINT, after logging it (see [`log_stop`]); never if

@@ -40,6 +40,8 @@ enum LogMsg {
     Line(String, String),
     /// Write out everything before this, then answer.
     Flush(mpsc::Sender<()>),
+    /// Close the file; the next line opens it again.
+    Reopen,
 }
 
 /// The writer thread's inbox, for [`flush`].
@@ -82,6 +84,11 @@ fn writer_loop(dir: PathBuf, inbox: mpsc::Receiver<LogMsg>) {
                     let _ = stderr.write_all(line.as_bytes());
                 }
                 LogMsg::Flush(done) => waiting.push(done),
+                LogMsg::Reopen => {
+                    if let Some((_, mut old)) = file.take() {
+                        let _ = old.flush();
+                    }
+                }
             }
             next = inbox.try_recv().ok();
         }
@@ -97,6 +104,18 @@ fn writer_loop(dir: PathBuf, inbox: mpsc::Receiver<LogMsg>) {
             std::thread::sleep(GATHER);
         }
     }
+}
+
+/// Closes the day's log file and opens it again, as OpenPBS's daemons do at SIGHUP so that
+/// a file renamed by log rotation is let go: `Log closed` is the old file's last line, `Log
+/// opened` and the version the new one's first.
+pub fn reopen() {
+    tracing::info!(object_type = "Svr", object_name = "Log", "Log closed");
+    if let Some(writer) = WRITER.get() {
+        let _ = writer.send(LogMsg::Reopen);
+    }
+    tracing::info!(object_type = "Svr", object_name = "Log", "Log opened");
+    tracing::info!(object_type = "Svr", "pbs_version={}", env!("CARGO_PKG_VERSION"));
 }
 
 #[derive(Default)]
@@ -272,7 +291,7 @@ mod tests {
             .try_iter()
             .filter_map(|msg| match msg {
                 LogMsg::Line(_, line) => Some(line),
-                LogMsg::Flush(_) => None,
+                LogMsg::Flush(_) | LogMsg::Reopen => None,
             })
             .collect()
     }
@@ -294,6 +313,30 @@ mod tests {
         assert!(lines[0].ends_with(";Job;1.h;job name = x\\n11/25/2026 10:00:00;0008;Server@h;Job;9.h;Job deleted at request of root@h, queue = workq\n"), "{}", lines[0]);
         assert!(lines[1].ends_with(";Job;2.h\\nforged;owner = a\\rb\\x1b[2J\n"), "{}", lines[1]);
         assert!(lines[2].ends_with(";Server;Server@h;tab\\tand DEL\\x7f peer=p\\nq\n"), "{}", lines[2]);
+    }
+
+    #[test]
+    fn a_reopened_log_goes_on_in_a_new_file_where_the_old_one_was() {
+        let dir = tempfile::tempdir().unwrap();
+        let (lines, inbox) = mpsc::channel();
+        let writer = {
+            let dir = dir.path().to_path_buf();
+            std::thread::spawn(move || writer_loop(dir, inbox))
+        };
+        let line = |text: &str| LogMsg::Line("20261125".into(), format!("{text}\n"));
+        lines.send(line("before")).unwrap();
+        let (done, wait) = mpsc::channel();
+        lines.send(LogMsg::Flush(done)).unwrap();
+        wait.recv().unwrap();
+        // Log rotation renames the file; the writer still holds it open.
+        std::fs::rename(dir.path().join("20261125"), dir.path().join("20261125.old")).unwrap();
+        lines.send(line("still old")).unwrap();
+        lines.send(LogMsg::Reopen).unwrap();
+        lines.send(line("after")).unwrap();
+        drop(lines);
+        writer.join().unwrap();
+        assert_eq!(std::fs::read_to_string(dir.path().join("20261125.old")).unwrap(), "before\nstill old\n");
+        assert_eq!(std::fs::read_to_string(dir.path().join("20261125")).unwrap(), "after\n");
     }
 
     #[test]

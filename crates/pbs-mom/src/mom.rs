@@ -17,7 +17,7 @@ use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 use std::time::Duration;
 
 use pbs_core::Pbse;
@@ -188,7 +188,8 @@ impl State {
 
 /// One execution daemon.
 pub struct Mom {
-    cfg: MomConfig,
+    /// The settings; SIGHUP replaces those that may change while the mom runs.
+    cfg: RwLock<Arc<MomConfig>>,
     layout: Layout,
     state: Mutex<State>,
     /// The shepherds' shared stderr, open for appending.
@@ -230,7 +231,7 @@ impl Mom {
             layout,
             shepherd_err,
             hooks,
-            cfg,
+            cfg: RwLock::new(Arc::new(cfg)),
             state: Mutex::new(State::default()),
             host_ncpus: procfs::host_ncpus(),
             host_mem_kb: procfs::host_mem_kb(),
@@ -240,8 +241,39 @@ impl Mom {
     }
 
     /// The settings.
-    pub fn config(&self) -> &MomConfig {
-        &self.cfg
+    pub fn config(&self) -> Arc<MomConfig> {
+        self.cfg.read().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// Takes the settings pbs.conf gives now (SIGHUP): the usage sample period, the base of
+    /// new jobs' TMPDIRs, the port jobs are told and the key file. What the running mom is
+    /// built on (its PBS_HOME, node and host names, listening address, hooks' Python and
+    /// server name) stays until it restarts, with a warning when it changed.
+    pub fn reload(&self, new: MomConfig) {
+        let old = self.config();
+        let fixed = [
+            ("PBS_HOME", old.home == new.home),
+            ("PBS_MOM_NODE_NAME", old.node_name == new.node_name),
+            ("PBS_MOM_SERVICE_PORT", old.listen == new.listen),
+            ("PBS_PYTHON", old.python == new.python),
+            ("PBS_SERVER", old.server_name == new.server_name),
+        ];
+        for (name, same) in fixed {
+            if !same {
+                tracing::warn!("{name} changed in pbs.conf: it takes effect when pbs_mom restarts");
+            }
+        }
+        let kept = MomConfig {
+            home: old.home.clone(),
+            node_name: old.node_name.clone(),
+            host: old.host.clone(),
+            listen: old.listen,
+            shepherd_exe: old.shepherd_exe.clone(),
+            python: old.python.clone(),
+            server_name: old.server_name.clone(),
+            ..new
+        };
+        *self.cfg.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(kept);
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -377,7 +409,7 @@ impl Mom {
             ncpus: self.host_ncpus,
             mem_kb: self.host_mem_kb,
             arch: "linux".to_string(),
-            host: self.cfg.host.clone(),
+            host: self.config().host.clone(),
             version: env!("CARGO_PKG_VERSION").to_string(),
             jobs,
         }
@@ -495,11 +527,12 @@ impl Mom {
         if let Some(job) = self.lock().jobs.get_mut(&job_id) {
             job.shepherd_secret = secret.clone();
         }
+        let cfg = self.config();
         let spec = Spec {
             launch,
-            home: self.cfg.home.clone(),
-            tmpdir_base: self.cfg.tmpdir_base.clone(),
-            mom_port: self.cfg.job_mom_port,
+            home: cfg.home.clone(),
+            tmpdir_base: cfg.tmpdir_base.clone(),
+            mom_port: cfg.job_mom_port,
             notify_socket: self.layout.notify_socket(),
             shepherd_secret: secret,
         };
@@ -603,7 +636,7 @@ impl Mom {
 
     fn spawn_shepherd(&self, records: &Path, secret: &str) -> std::io::Result<tokio::process::Child> {
         let err = self.shepherd_err.try_clone()?;
-        let mut command = std::process::Command::new(&self.cfg.shepherd_exe);
+        let mut command = std::process::Command::new(&self.config().shepherd_exe);
         command
             .arg0("pbs_mom")
             .args(shepherd::shepherd_args(records))
@@ -974,10 +1007,14 @@ impl Mom {
     }
 
     fn remove_job_files(&self, job_id: &str, records: &Path) {
+        let cfg = self.config();
+        // The job's TMPDIR is under the base of its start, which a SIGHUP may have changed since.
+        let tmpdir_base =
+            records::read(records).get::<Spec>().map_or_else(|| cfg.tmpdir_base.clone(), |s| s.tmpdir_base);
         let _ = std::fs::remove_file(records);
         let _ = std::fs::remove_file(self.layout.script_path(job_id));
-        let _ = std::fs::remove_file(layout::nodefile_path(&self.cfg.home, job_id));
-        let _ = std::fs::remove_dir_all(layout::tmpdir_path(&self.cfg.tmpdir_base, job_id));
+        let _ = std::fs::remove_file(layout::nodefile_path(&cfg.home, job_id));
+        let _ = std::fs::remove_dir_all(layout::tmpdir_path(&tmpdir_base, job_id));
         tracing::debug!(object_type = "Job", object_name = job_id, "job files removed");
     }
 
@@ -1177,10 +1214,18 @@ impl Mom {
 
     /// Samples usage every `sample_period`.
     pub async fn sample_loop(self: Arc<Self>) {
-        let mut interval = tokio::time::interval(self.cfg.sample_period);
+        let mut period = self.config().sample_period;
+        let mut interval = tokio::time::interval(period);
         interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             interval.tick().await;
+            // A SIGHUP may have given a new period.
+            let now = self.config().sample_period;
+            if now != period {
+                period = now;
+                interval = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+                interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            }
             let mom = self.clone();
             let _ = tokio::task::spawn_blocking(move || mom.sample()).await;
         }

@@ -6,7 +6,7 @@ use pbs_proto::{Attr, IdError};
 
 use crate::effects::Effects;
 use crate::error::ReqError;
-use crate::job::submit::{apply_resource_defaults, check_queue_limits, check_resource_rules};
+use crate::job::submit::{alter_nodes, apply_resource_defaults, check_queue_limits, check_resource_rules};
 use crate::request::attrs::check_job_attr;
 use crate::request::{Ctx, per_id};
 use crate::state::{Job, State};
@@ -58,9 +58,14 @@ pub fn modify_jobs(state: &mut State, ctx: &Ctx<'_>, ids: &[String], attrs: &[At
         check_resource_rules(&list, job.array)?;
         let to_mom = if running { crate::job::altrun::check(state, ctx.privilege, job, &list)? } else { Vec::new() };
         let select_changed = attrs.iter().any(|a| a.0 == "Resource_List.select");
+        let nodes_changed = attrs.iter().any(|a| a.0 == "Resource_List.nodes");
         let queue_index = state.queue_index(&job.queue).unwrap_or(0);
-        if select_changed {
-            apply_resource_defaults(state, queue_index, &mut list)?;
+        if nodes_changed {
+            let old_select = job.attrs.get(job_idx!("Resource_List"), Some("select")).map(str::to_string);
+            alter_nodes(state, &mut list, attrs, old_select.as_deref())?;
+        }
+        if select_changed || nodes_changed {
+            apply_resource_defaults(state, queue_index, &mut list, select_changed)?;
         }
         check_queue_limits(state, queue_index, &list)?;
         crate::entity_limits::check_alter(state, ctx, seq, &list)?;

@@ -67,7 +67,9 @@ pub fn queue_job(
         return Err(ReqError::new(Pbse::NOTARRAY_ATTR));
     }
 
-    apply_resource_defaults(state, queue_index, &mut list)?;
+    let select_given = list.get(job_idx!("Resource_List"), Some("select")).is_some();
+    convert_nodes(state, queue_index, &mut list)?;
+    apply_resource_defaults(state, queue_index, &mut list, select_given)?;
     check_resource_rules(&list, is_array)?;
     check_queue_limits(state, queue_index, &list)?;
     crate::entity_limits::check_new(state, ctx, &queue_name, &list)?;
@@ -195,19 +197,107 @@ pub fn queue_job(
     Ok((id, ops))
 }
 
+/// A submitted job's Torque-style `nodes` request, as OpenPBS's server takes it: a spec it
+/// cannot read is `node(s) specification error`, a spec beside `select` or `place` is
+/// refused, and unless a `resources_default.select` gives the job its select, the spec
+/// becomes the job's `select` and `place` and sets its `ncpus` (`nodes` is kept).
+fn convert_nodes(state: &mut State, queue_index: usize, list: &mut AttrList) -> Result<(), ReqError> {
+    let rl = job_idx!("Resource_List");
+    let Some(nodes) = list.get(rl, Some("nodes")).map(str::to_string) else {
+        return Ok(());
+    };
+    let ncpus = list.get(rl, Some("ncpus")).and_then(|v| v.parse::<u64>().ok());
+    let mem_kb = list.get(rl, Some("mem")).and_then(|v| v.parse::<Size>().ok()).map(|s| s.to_bytes().div_ceil(1024));
+    let conversion = pbs_core::nodespec::convert(&nodes, ncpus, mem_kb, |name| is_node_name(state, name))
+        .map_err(|e| ReqError::new(e.pbse()))?;
+    if list.get(rl, Some("select")).is_some() || list.get(rl, Some("place")).is_some() {
+        return Err(ReqError::with_message(Pbse::INVALNODEPLACE, format!("{}: nodes", Pbse::INVALNODEPLACE)));
+    }
+    let default_select =
+        |attrs: &AttrList, kind| resources_of(attrs, kind, "resources_default").iter().any(|(r, _)| r == "select");
+    if default_select(&state.queues[queue_index].attrs, ObjectKind::Queue)
+        || default_select(&state.server, ObjectKind::Server)
+    {
+        return Ok(());
+    }
+    set_conversion(state, list, conversion);
+    Ok(())
+}
+
+/// Whether `name` names a node, as OpenPBS matches a nodes spec's properties (any case).
+fn is_node_name(state: &State, name: &str) -> bool {
+    state.nodes.iter().any(|n| n.name.eq_ignore_ascii_case(name))
+}
+
+/// Sets the `select`, `place` and `ncpus` a nodes spec became; a spec without a place
+/// (`#shared`) leaves the job's as it is.
+fn set_conversion(state: &mut State, list: &mut AttrList, conversion: pbs_core::nodespec::Conversion) {
+    let rl = job_idx!("Resource_List");
+    let select = state.interner.intern("select");
+    list.set(rl, Some(select), conversion.select);
+    if let Some(place) = conversion.place {
+        let key = state.interner.intern("place");
+        list.set(rl, Some(key), place);
+    }
+    let ncpus = state.interner.intern("ncpus");
+    list.set(rl, Some(ncpus), conversion.ncpus.to_string());
+}
+
+/// A qalter of a job's `nodes` (OpenPBS's `set_node_ct` when altering, then the select
+/// rebuilt from it): the spec checked, `ncpus` set to its tasks, and unless the same qalter
+/// sets `select`, the job's `select` and `place` made again from it. A `mem` the qalter sets,
+/// or one the job's select already split between its chunks, is split again.
+///
+/// OpenPBS keeps a select its submitter gave (rather than one it made); the server does not
+/// record which, so here a `nodes` alteration always remakes it.
+pub fn alter_nodes(
+    state: &mut State,
+    list: &mut AttrList,
+    attrs: &[Attr],
+    old_select: Option<&str>,
+) -> Result<(), ReqError> {
+    let rl = job_idx!("Resource_List");
+    let Some(nodes) = list.get(rl, Some("nodes")).map(str::to_string) else {
+        return Ok(());
+    };
+    let mem_altered = attrs.iter().any(|a| a.0 == "Resource_List.mem");
+    let mem_split = old_select
+        .and_then(|s| s.parse::<Select>().ok())
+        .is_some_and(|s| s.chunks().iter().any(|c| c.get("mem").is_some()));
+    let mem_kb = (mem_altered || mem_split)
+        .then(|| list.get(rl, Some("mem")).and_then(|v| v.parse::<Size>().ok()))
+        .flatten()
+        .map(|s| s.to_bytes().div_ceil(1024));
+    let conversion = pbs_core::nodespec::convert(&nodes, None, mem_kb, |name| is_node_name(state, name))
+        .map_err(|e| ReqError::new(e.pbse()))?;
+    if attrs.iter().any(|a| a.0 == "Resource_List.select") {
+        let ncpus = state.interner.intern("ncpus");
+        list.set(rl, Some(ncpus), conversion.ncpus.to_string());
+        return Ok(());
+    }
+    set_conversion(state, list, conversion);
+    Ok(())
+}
+
 /// Fills `Resource_List` from queue then server `resources_default`, builds `select` from
 /// job-wide resources when absent, applies `default_chunk`, and derives the job-wide sums
-/// (`ncpus`, `mem`, `nodect`) from `select`, as OpenPBS does.
-pub fn apply_resource_defaults(state: &mut State, queue_index: usize, list: &mut AttrList) -> Result<(), ReqError> {
+/// (`ncpus`, `mem`, `nodect`) from `select`, as OpenPBS does. `select_given`: the client
+/// gave the select (not the server, from job-wide resources or a nodes spec), so job-wide
+/// defaults of chunk resources do not apply.
+pub fn apply_resource_defaults(
+    state: &mut State,
+    queue_index: usize,
+    list: &mut AttrList,
+    select_given: bool,
+) -> Result<(), ReqError> {
     let rl = job_idx!("Resource_List");
     let queue_defaults: Vec<(String, String)> =
         resources_of(&state.queues[queue_index].attrs, ObjectKind::Queue, "resources_default");
     let server_defaults: Vec<(String, String)> = resources_of(&state.server, ObjectKind::Server, "resources_default");
-    let had_select = list.get(rl, Some("select")).is_some();
     for (resource, value) in queue_defaults.iter().chain(server_defaults.iter()) {
         if list.get(rl, Some(resource)).is_none() {
             // A job-wide default that a given select already implies must not override it.
-            if had_select && is_chunk_resource(state, resource) {
+            if select_given && is_chunk_resource(state, resource) {
                 continue;
             }
             let shared = state.interner.intern(resource);
