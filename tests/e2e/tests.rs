@@ -24,4 +24,5 @@ mod mom_hooks;
 mod mom_privilege;
 mod nodes_cli;
 mod protocol;
+mod runlimits;
 mod soft_walltime;
