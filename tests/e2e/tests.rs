@@ -24,5 +24,6 @@ mod mom_hooks;
 mod mom_privilege;
 mod nodes_cli;
 mod protocol;
+mod runlimits;
 mod soft_walltime;
 mod torque;

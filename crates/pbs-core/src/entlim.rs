@@ -111,6 +111,108 @@ pub fn parse(text: &str) -> Result<Vec<Entry<'_>>, EntlimError> {
     Ok(entries)
 }
 
+/// The attributes whose values are entity limits: qmgr checks their syntax before
+/// sending, and lets unquoted spaces into them.
+pub const ATTRS: [&str; 8] = [
+    "max_run",
+    "max_run_res",
+    "max_run_soft",
+    "max_run_res_soft",
+    "max_queued",
+    "max_queued_res",
+    "queued_jobs_threshold",
+    "queued_jobs_threshold_res",
+];
+
+/// Where a limit text breaks the syntax qmgr checks before sending (OpenPBS's
+/// `entlim_parse` without a callback): the byte offset of the first character in error.
+/// Values are not read here; the server refuses one that is not a number or an amount.
+pub fn syntax_error_at(text: &str) -> Option<usize> {
+    let bytes = text.as_bytes();
+    let mut start = 0;
+    while start <= bytes.len() {
+        let end = text[start..].find(',').map_or(bytes.len(), |e| start + e);
+        if let Err(at) = check_one(bytes, start, end) {
+            return Some(at);
+        }
+        start = end + 1;
+    }
+    None
+}
+
+/// One `[k:name=value]` between `start` and `end` (a comma or the end of the text).
+fn check_one(bytes: &[u8], start: usize, end: usize) -> Result<(), usize> {
+    let at = |i: usize| if i < end { Some(bytes[i]) } else { None };
+    let mut i = start;
+    while at(i).is_some_and(|b| b.is_ascii_whitespace()) {
+        i += 1;
+    }
+    if at(i) != Some(b'[') {
+        return Err(i);
+    }
+    i += 1;
+    while at(i).is_some_and(|b| b.is_ascii_whitespace()) {
+        i += 1;
+    }
+    if !matches!(at(i), Some(b'u' | b'g' | b'p' | b'o')) {
+        return Err(i);
+    }
+    i += 1;
+    if at(i) != Some(b':') {
+        return Err(i);
+    }
+    i += 1;
+    match at(i) {
+        None => return Err(i),
+        Some(b) if b.is_ascii_whitespace() => return Err(i),
+        _ => {}
+    }
+    let mut name_ended = false;
+    if let Some(quote @ (b'"' | b'\'')) = at(i) {
+        i += 1;
+        while at(i).is_some_and(|b| b != quote) {
+            i += 1;
+        }
+        if at(i).is_none() {
+            return Err(i);
+        }
+        name_ended = true;
+    }
+    i += 1;
+    loop {
+        match at(i) {
+            None => return Err(i),
+            Some(b'=' | b']') => break,
+            Some(b) if b.is_ascii_whitespace() => name_ended = true,
+            Some(_) if name_ended => return Err(i),
+            Some(_) => {}
+        }
+        i += 1;
+    }
+    if at(i) == Some(b']') {
+        // `[u:name]`, no value: what `-=` names.
+        return Ok(());
+    }
+    i += 1;
+    while at(i).is_some_and(|b| b.is_ascii_whitespace()) {
+        i += 1;
+    }
+    if matches!(at(i), None | Some(b'-')) {
+        return Err(i);
+    }
+    i += 1;
+    while at(i).is_some_and(|b| b != b']' && !b.is_ascii_whitespace()) {
+        i += 1;
+    }
+    while at(i).is_some_and(|b| b.is_ascii_whitespace()) {
+        i += 1;
+    }
+    if at(i) != Some(b']') {
+        return Err(i);
+    }
+    Ok(())
+}
+
 /// Writes entries back in the form OpenPBS prints: `[u:PBS_GENERIC=10],[u:alice=5]`.
 pub fn format(entries: &[(EntityKind, String, String)]) -> String {
     let mut out = String::new();
@@ -263,6 +365,20 @@ mod tests {
     }
 
     #[test]
+    fn syntax_errors_are_found_where_qmgr_points() {
+        assert_eq!(syntax_error_at("[x:PBS_GENERIC=1]"), Some(1));
+        assert_eq!(syntax_error_at("[u:PBS_GENERIC=abc]"), None);
+        assert_eq!(syntax_error_at("[u:PBS_GENERIC=1], [g:staff=2]"), None);
+        assert_eq!(syntax_error_at("[u:alice]"), None);
+        assert_eq!(syntax_error_at("u:alice=1"), Some(0));
+        assert_eq!(syntax_error_at("[u alice=1]"), Some(2));
+        assert_eq!(syntax_error_at("[u:alice=-1]"), Some(9));
+        assert_eq!(syntax_error_at("[u:alice=1"), Some(10));
+        assert_eq!(syntax_error_at("[u:alice=1],[q:b=2]"), Some(13));
+        assert_eq!(syntax_error_at("[u:al ice=1]"), Some(6));
+    }
+
+    #[test]
     fn formats_back() {
         let entries =
             vec![(EntityKind::Overall, ALL.to_string(), "2".to_string()), (EntityKind::User, "a".into(), "1".into())];
@@ -273,6 +389,7 @@ mod tests {
         #[test]
         fn never_panics(text in ".{0,200}") {
             let _ = parse(&text);
+            let _ = syntax_error_at(&text);
         }
 
         #[test]

@@ -59,7 +59,7 @@ pub struct SchedJob {
     /// The current `comment`, so the scheduler sends only comments that change.
     pub comment: Option<String>,
     /// Other attributes the policy reads (`max_run_subjobs`, `array_indices_remaining`,
-    /// `estimated.*`, `resources_used.walltime`...), as `(full name, value)`.
+    /// `project`, `estimated.*`, `resources_used.walltime`...), as `(full name, value)`.
     pub attrs: Vec<Attr>,
 }
 

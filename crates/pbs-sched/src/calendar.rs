@@ -80,7 +80,7 @@ impl Calendar {
                 m.exec_allocs(exec).into_iter().map(|(node, taken)| Alloc { node, taken }).collect();
             let exclusive =
                 allocs.iter().any(|a| m.node(a.node).is_some_and(|node| is_excl(req.sharing, node.sharing)));
-            ends.push(Ending { end, allocs, exclusive, counted: Some(Counted::of(job)) });
+            ends.push(Ending { end, allocs, exclusive, counted: Some(Counted::of(m, job)) });
         }
         for (id, pending) in &m.pending {
             let duration = m
@@ -92,9 +92,9 @@ impl Calendar {
             let allocs = pending.booking.allocs.iter().map(|(node, taken)| Alloc { node: *node, taken: taken.clone() });
             // Counted as the world booked it.
             let counted = Counted {
-                user: pending.user,
-                group: pending.group,
+                who: pending.who,
                 queue: pending.queue.clone(),
+                amounts: pending.job_wide.clone(),
                 array: pending.parent_seq,
                 limits: true,
             };

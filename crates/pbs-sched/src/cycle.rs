@@ -28,7 +28,9 @@ use pbs_proto::sched::{Action, JobUpdate, RunDecision};
 
 use crate::calendar::{Calendar, Ending, end_of};
 use crate::config::PeriodPolicy;
-use crate::limits::{Entity, check_limits};
+use pbs_core::entlim::EntityKind;
+
+use crate::limits::{check_limits, soft_standing};
 use crate::mirror::{ArrayRole, Booking, Job, Mirror, QueueInfo, subjob_parent_id};
 use crate::place::{SetView, can_fit_set, find_nodes};
 use crate::reason::{Failure, Reason, Status};
@@ -46,6 +48,11 @@ pub struct Decisions {
     pub actions: Vec<Action>,
     /// Lines for the daemon to log (the core does no I/O); not sent to the server.
     pub log: Vec<LogEvent>,
+    /// The lines of OpenPBS's main loop for each job the cycle looked at: `Considering job
+    /// to run`, then `Job run` or why not (the reason's log text). A job passed over
+    /// because its equivalence class already failed, or by strict ordering, costs no line:
+    /// a cycle over 100,000 waiting jobs would otherwise log 200,000.
+    pub considered: Vec<LogEvent>,
     /// Where each run goes, as placed, by job id: what the mirror books for it while the
     /// server applies it (see `Mirror::note_sent`).
     pub(crate) bookings: HashMap<String, Booking>,
@@ -78,6 +85,7 @@ struct Out {
     updates: Vec<Action>,
     runs: Vec<Action>,
     log: Vec<LogEvent>,
+    considered: Vec<LogEvent>,
     bookings: HashMap<String, Booking>,
 }
 
@@ -93,16 +101,17 @@ impl Out {
     }
 
     fn into_decisions(self) -> Decisions {
-        let Out { updates: mut actions, mut runs, log, bookings } = self;
+        let Out { updates: mut actions, mut runs, log, considered, bookings } = self;
         actions.append(&mut runs);
-        Decisions { actions, log, bookings }
+        Decisions { actions, log, considered, bookings }
     }
 }
 
-/// A scheduler log line the cycle asks for, logged by the daemon at OpenPBS's DEBUG event
-/// class (`0080`): `<object type>;<object name>;<message>`.
+/// A scheduler log line the cycle asks for: `<event>;<object type>;<object name>;<message>`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LogEvent {
+    /// OpenPBS's event class: `0080` (DEBUG), `0040` (SCHED), `0400` (DEBUG4).
+    pub event: &'static str,
     /// `Job`.
     pub object_type: &'static str,
     /// The job or array id.
@@ -114,7 +123,11 @@ pub struct LogEvent {
 impl LogEvent {
     /// `<arrayid>;Number of concurrent running subjobs limit reached`.
     fn max_run_subjobs(array_id: &str) -> LogEvent {
-        LogEvent { object_type: "Job", object_name: array_id.to_string(), message: Reason::MaxRunSubjobs.to_string() }
+        LogEvent::job("0080", array_id, Reason::MaxRunSubjobs.to_string())
+    }
+
+    fn job(event: &'static str, id: &str, message: impl Into<String>) -> LogEvent {
+        LogEvent { event, object_type: "Job", object_name: id.to_string(), message: message.into() }
     }
 }
 
@@ -151,8 +164,8 @@ impl Hasher for FxHasher {
     }
 }
 
-/// (queue, request, owner or NONE, group or NONE).
-type ClassKey = (u32, u32, u32, u32);
+/// (queue, request, owner or NONE, group or NONE, project or NONE).
+type ClassKey = (u32, u32, u32, u32, u32);
 const NONE: u32 = u32::MAX;
 
 /// Everything the cycle carries from job to job besides the world.
@@ -181,6 +194,7 @@ struct QueueCtx<'a> {
     info: &'a QueueInfo,
     split_user: bool,
     split_group: bool,
+    split_project: bool,
 }
 
 /// Runs one cycle: decides which queued jobs start now and where, and which comments
@@ -230,8 +244,9 @@ pub fn cycle(m: &Mirror, now: i64) -> Decisions {
             index: u32::try_from(index).unwrap_or(NONE - 1),
             name: name.as_str(),
             info,
-            split_user: m.server.limits.has_user_limit() || info.limits.has_user_limit(),
-            split_group: m.server.limits.has_group_limit() || info.limits.has_group_limit(),
+            split_user: m.server.limits.has(EntityKind::User) || info.limits.has(EntityKind::User),
+            split_group: m.server.limits.has(EntityKind::Group) || info.limits.has(EntityKind::Group),
+            split_project: m.server.limits.has(EntityKind::Project) || info.limits.has(EntityKind::Project),
         });
     }
     queues.sort_by(|a, b| b.info.priority.cmp(&a.info.priority).then(a.name.cmp(b.name)));
@@ -331,7 +346,14 @@ pub fn qrun(m: &Mirror, job_id: &str, now: i64) -> Decisions {
     let mut world = World::new(m, now);
     let default_info = QueueInfo::default();
     let info = m.queues.get(&job.view.queue).and_then(|q| q.info.as_ref()).unwrap_or(&default_info);
-    let queue = QueueCtx { index: NONE, name: job.view.queue.as_str(), info, split_user: false, split_group: false };
+    let queue = QueueCtx {
+        index: NONE,
+        name: job.view.queue.as_str(),
+        info,
+        split_user: false,
+        split_group: false,
+        split_project: false,
+    };
     match evaluate(&world, job, &queue, None, true) {
         Ok(placed) => commit(&mut world, &mut out, job, &run_id, &placed, parent_seq),
         // The answer to a qrun always carries the reason, changed or not: it is what the
@@ -396,6 +418,7 @@ fn handle_job(world: &mut World<'_>, ctx: &mut Ctx, queue: &QueueCtx<'_>, slot: 
         job.request,
         if queue.split_user { job.user } else { NONE },
         if queue.split_group { job.group } else { NONE },
+        if queue.split_project { job.project } else { NONE },
     );
     match &job.array {
         ArrayRole::Parent { remaining, max_run } => {
@@ -487,6 +510,7 @@ fn try_job(
         return Tried::Failed;
     }
     let now = ctx.now;
+    ctx.out.considered.push(LogEvent::job("0080", run_id, "Considering job to run"));
     let evaluated = evaluate(world, job, queue, array_limit, false).and_then(|placed| {
         // A shrink-to-fit job gets the longest walltime that ends before the next
         // dedicated time and before every top job it would take resources from.
@@ -523,6 +547,8 @@ fn try_job(
         Ok((placed, duration, shrunk)) => {
             let parent_seq = array_limit.map(|_| job.view.seq);
             commit(world, &mut ctx.out, job, run_id, &placed, parent_seq);
+            ctx.out.considered.push(LogEvent::job("0040", run_id, "Job run"));
+            note_soft_limits(world, &mut ctx.out, queue, job, run_id);
             if let Some(walltime) = shrunk {
                 let text = pbs_core::Duration::from_secs(u64::try_from(walltime).unwrap_or(0)).to_string();
                 ctx.out.push_update(JobUpdate {
@@ -537,7 +563,7 @@ fn try_job(
                     end,
                     allocs: placed.allocs.clone(),
                     exclusive: !placed.exclusive.is_empty(),
-                    counted: Some(Counted::run_of(job, parent_seq)),
+                    counted: Some(Counted::run_of(world.m, job, parent_seq)),
                 };
                 if let Some(cal) = ctx.cal.as_mut() {
                     cal.ends.push(ending.clone());
@@ -550,6 +576,14 @@ fn try_job(
             let comment = failure.comment();
             if may_comment {
                 note_comment(&mut ctx.out, &job.view.id, current, &comment);
+            }
+            // Its array's line says it already (`LogEvent::max_run_subjobs`).
+            if failure.reason != Reason::MaxRunSubjobs {
+                ctx.out.considered.push(LogEvent::job("0040", run_id, failure.reason.info()));
+            }
+            if failure.status == Status::NeverRun {
+                let text = "Job will never run with the resources currently configured in the complex";
+                ctx.out.considered.push(LogEvent::job("0040", run_id, text));
             }
             if failure.status == Status::NotRun
                 && (ctx.policy.strict_ordering
@@ -621,7 +655,8 @@ fn strict_failure(
     let duration = planned_duration(&job.view);
     let dedicated_queue = is_dedicated_queue(m, queue.name);
     let backfill_prime = ctx.policy.backfill_prime;
-    let who = entity(m, job);
+    let who = m.entity(job);
+    let amounts = &m.request(job.request).job_wide;
     let no_counts = Default::default();
     // A subjob of an array at its max_run_subjobs starts once one of its running ones ends.
     let array_max = array_limit.flatten();
@@ -634,6 +669,8 @@ fn strict_failure(
                 (queue.name, &queue.info.limits, queue_counts),
                 (&m.server.limits, &sim.server_counts),
                 &who,
+                amounts,
+                &m.res,
             )
             .is_none()
             && array_max.is_none_or(|max| sim.array_running.get(&job.view.seq).copied().unwrap_or(0) < max)
@@ -650,7 +687,7 @@ fn strict_failure(
         ctx.blocked |= strict;
         return;
     };
-    top.counted = Some(Counted::run_of(job, array_limit.map(|_| job.view.seq)));
+    top.counted = Some(Counted::run_of(m, job, array_limit.map(|_| job.view.seq)));
     let start = top.start.to_string();
     let exec = exec_vnode(world, &top.placed.allocs);
     let mut attrs = Vec::new();
@@ -667,9 +704,25 @@ fn strict_failure(
     ctx.tops.insert(job.view.id.clone());
 }
 
-/// Whom `job` counts as in run limits.
-fn entity<'m>(m: &'m Mirror, job: &Job) -> Entity<'m> {
-    Entity { user: job.user, user_name: m.users.name(job.user), group: job.group, group_name: m.groups.name(job.group) }
+/// A job just started that its start put over a soft limit (or that starts over one): a
+/// line in the DEBUG4 class of OpenPBS's limit checks naming the preemption class it is
+/// now in. What preemption reads is [`Mirror::over_soft_limits`].
+fn note_soft_limits(world: &World<'_>, out: &mut Out, queue: &QueueCtx<'_>, job: &Job, run_id: &str) {
+    let m = world.m;
+    if queue.info.limits.soft.is_empty() && m.server.limits.soft.is_empty() {
+        return;
+    }
+    let no_counts = Default::default();
+    let queue_counts = world.queue_counts.get(queue.name).unwrap_or(&no_counts);
+    let standing = soft_standing(
+        (&queue.info.limits, queue_counts),
+        (&m.server.limits, &world.server_counts),
+        &m.entity(job),
+        &m.request(job.request).job_wide,
+    );
+    if let Some(class) = standing.class() {
+        out.considered.push(LogEvent::job("0400", run_id, format!("Over soft limits: preempt priority class {class}")));
+    }
 }
 
 /// A run limit (server or queue, any entity) held the job back.
@@ -686,6 +739,11 @@ fn is_run_limit(reason: &Reason) -> bool {
             | Reason::QueueGroupLimit(_)
             | Reason::QueueByUserJobLimit(..)
             | Reason::QueueByGroupJobLimit(..)
+            | Reason::ServerProjectLimit
+            | Reason::QueueProjectLimit(_)
+            | Reason::ServerByProjectJobLimit(_)
+            | Reason::QueueByProjectJobLimit(..)
+            | Reason::ResourceLimit(_)
     )
 }
 
@@ -719,12 +777,16 @@ fn evaluate(
         });
     }
     if !qrun {
-        let who = entity(m, job);
+        let who = m.entity(job);
         let empty = Default::default();
         let queue_counts = world.queue_counts.get(queue.name).unwrap_or(&empty);
-        if let Some(reason) =
-            check_limits((queue.name, &queue.info.limits, queue_counts), (&m.server.limits, &world.server_counts), &who)
-        {
+        if let Some(reason) = check_limits(
+            (queue.name, &queue.info.limits, queue_counts),
+            (&m.server.limits, &world.server_counts),
+            &who,
+            &req.job_wide,
+            &m.res,
+        ) {
             return Err(Failure::not_run(reason));
         }
         if let Some(Some(max)) = array_limit
@@ -849,7 +911,7 @@ fn commit(
     let m = world.m;
     world.book_nodes(&placed.allocs, &placed.exclusive);
     let req = m.request(job.request);
-    world.book_counts(&job.view.queue, job.user, job.group, &req.job_wide, parent_seq);
+    world.book_counts(&job.view.queue, job.who(), &req.job_wide, parent_seq);
     out.push_run(RunDecision { job_id: run_id.to_string(), exec_vnode: exec_vnode(world, &placed.allocs) }, placed);
 }
 

@@ -580,19 +580,15 @@ fn join_part(parts: &mut Option<Snapshot>, part: Snapshot, more: bool) -> Option
     }
 }
 
-/// Logs what the cycle asked to log. They are OpenPBS DEBUG-class lines (event `0080`,
-/// e.g. `Job;12[].svr;Number of concurrent running subjobs limit reached`), written like
-/// the cycle markers: at `info` with the event code forced, since OpenPBS's default
-/// `log_events` includes that class.
+/// Logs what the cycle asked to log, each in its OpenPBS event class (`0080` DEBUG, e.g.
+/// `Job;12[].svr;Number of concurrent running subjobs limit reached`, `0040` SCHED...),
+/// written like the cycle markers: at `info` with the event code forced.
 fn log_events(decisions: &Decisions) {
+    for line in &decisions.considered {
+        info!(object_type = line.object_type, object_name = %line.object_name, event = line.event, "{}", line.message);
+    }
     for line in &decisions.log {
-        info!(
-            object_type = line.object_type,
-            object_name = %line.object_name,
-            event = "0080",
-            "{}",
-            line.message
-        );
+        info!(object_type = line.object_type, object_name = %line.object_name, event = line.event, "{}", line.message);
     }
 }
 

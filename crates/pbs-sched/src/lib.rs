@@ -51,6 +51,7 @@ mod world;
 
 pub use config::{PeriodPolicy, SchedConfig, local_epoch, parse_dedicated_time};
 pub use cycle::{Decisions, LogEvent, cycle, qrun};
+pub use limits::OverSoft;
 pub use mirror::Mirror;
 
 #[cfg(test)]

@@ -18,8 +18,8 @@ use pbs_proto::Attr;
 use pbs_proto::sched::{Action, SchedChange, SchedJob, SchedNode, SchedQueue, Snapshot};
 
 use crate::config::SchedConfig;
-use crate::limits::{RunCounts, RunLimits};
-use crate::resources::{Kind, ResId, ResourceTable, UNSET, amount_of, parse_amount, set_amount};
+use crate::limits::{Entity, OverSoft, RunCounts, RunLimits, Who, soft_standing};
+use crate::resources::{Kind, ResId, ResourceTable, UNSET, add_amounts, amount_of, parse_amount, set_amount};
 
 /// A node as the policy needs it.
 #[derive(Clone, Debug)]
@@ -112,6 +112,8 @@ pub(crate) struct Job {
     pub(crate) view: SchedJob,
     pub(crate) user: u32,
     pub(crate) group: u32,
+    /// `project`, interned: run limits count per project too.
+    pub(crate) project: u32,
     pub(crate) request: u32,
     pub(crate) array: ArrayRole,
     /// Where it sits in its queue's order, when it is a candidate.
@@ -119,6 +121,11 @@ pub(crate) struct Job {
 }
 
 impl Job {
+    /// Whom it counts for in run limits.
+    pub(crate) fn who(&self) -> Who {
+        Who { user: self.user, group: self.group, project: self.project }
+    }
+
     pub(crate) fn running(&self) -> bool {
         self.view.state == 'R'
     }
@@ -196,14 +203,13 @@ pub(crate) struct Pending {
     /// Where it goes, as its cycle placed it.
     pub(crate) booking: Booking,
     pub(crate) queue: String,
-    pub(crate) user: u32,
-    pub(crate) group: u32,
+    pub(crate) who: Who,
     pub(crate) job_wide: Vec<(ResId, i64)>,
     /// The array parent's sequence number, for a subjob.
     pub(crate) parent_seq: Option<u64>,
 }
 
-/// Names interned to small ids (users, groups).
+/// Names interned to small ids (users, groups, projects).
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Interner {
     names: Vec<String>,
@@ -251,6 +257,7 @@ pub struct Mirror {
     free_request_slots: Vec<u32>,
     pub(crate) users: Interner,
     pub(crate) groups: Interner,
+    pub(crate) projects: Interner,
     pub(crate) server_counts: RunCounts,
     pub(crate) server_assigned: Vec<i64>,
     /// Running or exiting (not suspended) subjobs per array (parent sequence number).
@@ -299,6 +306,7 @@ impl Mirror {
             free_request_slots: Vec::new(),
             users: Interner::default(),
             groups: Interner::default(),
+            projects: Interner::default(),
             server_counts: RunCounts::default(),
             server_assigned: Vec::new(),
             array_running: HashMap::new(),
@@ -464,8 +472,7 @@ impl Mirror {
             frame,
             booking: booking.clone(),
             queue: job.view.queue.clone(),
-            user: job.user,
-            group: job.group,
+            who: job.who(),
             job_wide: request.job_wide.clone(),
             parent_seq,
         };
@@ -476,7 +483,7 @@ impl Mirror {
         let mut info = ServerInfo {
             scheduling: true,
             scheduler_iteration: None,
-            limits: RunLimits::from_attrs(attr_map(attrs)),
+            limits: RunLimits::from_attrs(attr_map(attrs), &mut self.res),
             avail: Vec::new(),
             backfill_depth: None,
         };
@@ -513,7 +520,8 @@ impl Mirror {
     }
 
     fn upsert_queue(&mut self, queue: &SchedQueue) {
-        let mut info = QueueInfo { limits: RunLimits::from_attrs(attr_map(&queue.attrs)), ..QueueInfo::default() };
+        let limits = RunLimits::from_attrs(attr_map(&queue.attrs), &mut self.res);
+        let mut info = QueueInfo { limits, ..QueueInfo::default() };
         for (name, value) in attr_map(&queue.attrs) {
             match name {
                 "queue_type" => info.execution = value.trim().to_ascii_lowercase().starts_with('e'),
@@ -822,12 +830,12 @@ impl Mirror {
     /// Adds (`sign` 1) or removes (-1) a running job's share of the counts and sums.
     fn count_running(&mut self, job_slot: u32, sign: i64) {
         let Some(job) = self.jobs[job_slot as usize].as_ref() else { return };
-        let (user, group, request, queue) = (job.user, job.group, job.request, job.view.queue.clone());
-        self.server_counts.add(user, group, sign);
+        let (who, request, queue) = (job.who(), job.request, job.view.queue.clone());
         let job_wide = self.requests[request as usize].0.job_wide.clone();
+        self.server_counts.add(who, &job_wide, sign);
         add_amounts(&mut self.server_assigned, &job_wide, sign);
         let entry = self.queues.entry(queue).or_default();
-        entry.counts.add(user, group, sign);
+        entry.counts.add(who, &job_wide, sign);
         add_amounts(&mut entry.assigned, &job_wide, sign);
     }
 
@@ -886,6 +894,8 @@ impl Mirror {
         let (array, seq) = Mirror::array_role(&view);
         let user = self.users.intern(&view.owner);
         let group = self.groups.intern(&view.group);
+        let project_name = view.attrs.iter().find(|a| a.name() == "project").map_or(DEFAULT_PROJECT, |a| a.value());
+        let project = self.projects.intern(project_name);
         let request = self.acquire_request(&view);
         let candidate = match &array {
             ArrayRole::Parent { remaining, .. } => matches!(view.state, 'Q' | 'B') && !remaining.is_empty(),
@@ -910,7 +920,7 @@ impl Mirror {
             self.queues.entry(view.queue.clone()).or_default().queued.insert(key);
         }
         let running = view.state == 'R';
-        let job = Job { view, user, group, request, array, key };
+        let job = Job { view, user, group, project, request, array, key };
         let array_slot = job.array_slot();
         self.jobs[slot as usize] = Some(job);
         self.job_by_id.insert(id, slot);
@@ -946,20 +956,42 @@ impl Mirror {
     pub(crate) fn node(&self, slot: u32) -> Option<&Node> {
         self.nodes.get(slot as usize).and_then(Option::as_ref)
     }
+
+    /// Whom `job` counts as in run limits, names included.
+    pub(crate) fn entity(&self, job: &Job) -> Entity<'_> {
+        Entity {
+            who: job.who(),
+            user_name: self.users.name(job.user),
+            group_name: self.groups.name(job.group),
+            project_name: self.projects.name(job.project),
+        }
+    }
+
+    /// Where a running job stands against the soft run limits of its queue and of the
+    /// server now: what preemption's `queue_softlimits` and `server_softlimits` classes
+    /// read. Worked out from the usage of the job's user, group and project, which the
+    /// mirror keeps as jobs start and end, so it is current for every job at once; `None`
+    /// for a job that is unknown or not running.
+    pub fn over_soft_limits(&self, job_id: &str) -> Option<OverSoft> {
+        let job = self.job_slot(job_id).and_then(|slot| self.job(slot)).filter(|j| j.running())?;
+        let queue = self.queues.get(&job.view.queue)?;
+        let default = RunLimits::default();
+        let queue_limits = queue.info.as_ref().map_or(&default, |i| &i.limits);
+        Some(soft_standing(
+            (queue_limits, &queue.counts),
+            (&self.server.limits, &self.server_counts),
+            &self.entity(job),
+            &self.request(job.request).job_wide,
+        ))
+    }
 }
+
+/// The project of a job that names none, as OpenPBS's server sets it.
+const DEFAULT_PROJECT: &str = "_pbs_project_default";
 
 /// The array id (`12[].server`) of a subjob id (`12[3].server`); `None` for any other id.
 pub(crate) fn subjob_parent_id(id: &str) -> Option<String> {
     Some(id.parse::<JobId>().ok()?.parent()?.to_string())
-}
-
-/// Adds `sign` times `amounts` into a dense vector.
-pub(crate) fn add_amounts(values: &mut Vec<i64>, amounts: &[(ResId, i64)], sign: i64) {
-    for &(id, amount) in amounts {
-        let current = amount_of(values, id);
-        let base = if current == UNSET { 0 } else { current };
-        set_amount(values, id, base.saturating_add(amount.saturating_mul(sign)));
-    }
 }
 
 #[cfg(test)]

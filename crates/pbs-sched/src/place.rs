@@ -337,8 +337,8 @@ fn search_groups(w: &World<'_>, req: &Request, nodes: &[u32], group: ResId) -> R
                 let node_avail = zero_if_unset(amount_of(&node.avail, id));
                 let node_assigned = w.assigned(slot, id);
                 let contributed = if free { node_avail } else { node_assigned };
-                crate::mirror::add_amounts(&mut avail, &[(id, contributed)], 1);
-                crate::mirror::add_amounts(&mut assigned, &[(id, node_assigned)], 1);
+                crate::resources::add_amounts(&mut avail, &[(id, contributed)], 1);
+                crate::resources::add_amounts(&mut assigned, &[(id, node_assigned)], 1);
             }
         }
         let view = SetView { nodes: set_nodes, free_nodes, avail: &avail, assigned: &assigned };

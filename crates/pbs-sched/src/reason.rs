@@ -7,6 +7,8 @@
 
 use std::fmt;
 
+use pbs_core::entlim::EntityKind;
+
 /// Whether the job could run later or never will (`schd_err_status` NOT_RUN / NEVER_RUN).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Status {
@@ -56,6 +58,16 @@ pub(crate) enum Reason {
     ServerByUserJobLimit(String),
     /// SERVER_BYGROUP_JOB_LIMIT_REACHED.
     ServerByGroupJobLimit(String),
+    /// SERVER_PROJECT_LIMIT_REACHED.
+    ServerProjectLimit,
+    /// QUEUE_PROJECT_LIMIT_REACHED.
+    QueueProjectLimit(String),
+    /// SERVER_BYPROJECT_JOB_LIMIT_REACHED.
+    ServerByProjectJobLimit(String),
+    /// QUEUE_BYPROJECT_JOB_LIMIT_REACHED (queue, project).
+    QueueByProjectJobLimit(String, String),
+    /// The `*_RES_LIMIT_REACHED` codes: a `max_run_res` limit.
+    ResourceLimit(ResLimit),
     /// MAX_RUN_SUBJOBS.
     MaxRunSubjobs,
     /// STRICT_ORDERING.
@@ -74,6 +86,60 @@ pub(crate) enum Reason {
     NonprimeOnly,
     /// CROSS_PRIME_BOUNDARY: `Job will cross into %s` (`primetime` / `non-primetime`).
     CrossPrime(&'static str),
+}
+
+/// A `max_run_res` limit a job would pass: of a queue or the server (`queue` `None`), of
+/// an entity kind, generic or of the entity `named`, on `resource`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct ResLimit {
+    pub(crate) queue: Option<String>,
+    pub(crate) kind: EntityKind,
+    pub(crate) named: Option<String>,
+    pub(crate) resource: String,
+}
+
+impl fmt::Display for ResLimit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let r = &self.resource;
+        let word = match self.kind {
+            EntityKind::User => "user",
+            EntityKind::Group => "group",
+            EntityKind::Project => "project",
+            EntityKind::Overall => "",
+        };
+        match (&self.queue, self.kind, &self.named) {
+            (None, EntityKind::Overall, _) => write!(f, "would exceed overall limit on resource {r} in complex"),
+            (Some(q), EntityKind::Overall, _) => write!(f, "would exceed overall limit on resource {r} in queue {q}"),
+            (None, _, None) => write!(f, "Server per-{word} limit reached on resource {r}"),
+            (Some(q), _, None) => write!(f, "Queue {q} per-{word} limit reached on resource {r}"),
+            (None, _, Some(n)) => write!(f, "would exceed {word} {n}'s limit on resource {r} in complex"),
+            (Some(q), _, Some(n)) => write!(f, "would exceed {word} {n}'s limit on resource {r} in queue {q}"),
+        }
+    }
+}
+
+impl Reason {
+    /// The text the scheduler logs for it (`fctt[].fc_info`): the comment's, but for the
+    /// codes whose log text OpenPBS words differently.
+    pub(crate) fn info(&self) -> String {
+        match self {
+            Reason::QueueJobLimit(queue) => format!("Queue {queue} job limit reached"),
+            Reason::ServerJobLimit => "Server job limit reached".into(),
+            Reason::ServerUserLimit => "Server per-user job limit reached".into(),
+            Reason::QueueUserLimit(queue) => format!("Queue {queue} per-user job limit reached"),
+            Reason::ServerGroupLimit => "Server per-group limit reached".into(),
+            Reason::QueueGroupLimit(queue) => format!("Queue {queue} per-group job limit reached"),
+            Reason::ServerProjectLimit => "Server per-project limit reached".into(),
+            Reason::QueueProjectLimit(queue) => format!("Queue {queue} per-project job limit reached"),
+            Reason::SetTooSmall(kind, name) => format!("{kind} set {name} has too few free resources or is too small"),
+            Reason::CrossDedTime => "Job would not finish before dedicated time".into(),
+            Reason::DedTime => "Dedicated Time".into(),
+            Reason::PrimeOnly => "Job only runs in primetime".into(),
+            Reason::NonprimeOnly => "Job only runs in nonprimetime".into(),
+            Reason::CrossPrime(what) => format!("Job would cross into {what}"),
+            other => other.to_string(),
+        }
+    }
 }
 
 impl fmt::Display for Reason {
@@ -105,6 +171,13 @@ impl fmt::Display for Reason {
             }
             Reason::ServerByUserJobLimit(user) => write!(f, "Server job limit reached for user {user}"),
             Reason::ServerByGroupJobLimit(group) => write!(f, "Server job limit reached for group {group}"),
+            Reason::ServerProjectLimit => f.write_str("Project has reached server running limit."),
+            Reason::QueueProjectLimit(queue) => write!(f, "Project has reached queue {queue}'s running limit."),
+            Reason::ServerByProjectJobLimit(project) => write!(f, "Server job limit reached for project {project}"),
+            Reason::QueueByProjectJobLimit(queue, project) => {
+                write!(f, "Queue {queue} job limit reached for project {project}")
+            }
+            Reason::ResourceLimit(limit) => limit.fmt(f),
             Reason::MaxRunSubjobs => f.write_str("Number of concurrent running subjobs limit reached"),
             Reason::StrictOrdering => f.write_str("Job would break strict sorted order"),
             Reason::InvalidJob(what) => write!(f, "Invalid Job/Resv {what}"),

@@ -200,6 +200,15 @@ pub(crate) fn amount_of(values: &[i64], id: ResId) -> i64 {
     values.get(usize::from(id)).copied().unwrap_or(UNSET)
 }
 
+/// Adds `sign` times `amounts` into a dense vector.
+pub(crate) fn add_amounts(values: &mut Vec<i64>, amounts: &[(ResId, i64)], sign: i64) {
+    for &(id, amount) in amounts {
+        let current = amount_of(values, id);
+        let base = if current == UNSET { 0 } else { current };
+        set_amount(values, id, base.saturating_add(amount.saturating_mul(sign)));
+    }
+}
+
 /// Sets `values[id]`, growing the vector with unset entries.
 pub(crate) fn set_amount(values: &mut Vec<i64>, id: ResId, amount: i64) {
     let index = usize::from(id);

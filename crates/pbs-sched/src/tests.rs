@@ -339,6 +339,108 @@ fn run_limits_give_openpbs_comments() {
     assert_eq!(comment_of(&d, "1.svr"), Some("Not Running: Server job limit has been reached."));
 }
 
+fn with_project(mut j: SchedJob, project: &str) -> SchedJob {
+    j.attrs.push(Attr::new("project", project));
+    j
+}
+
+#[test]
+fn resource_and_project_run_limits_give_openpbs_comments_and_log_lines() {
+    let limited = |server: Vec<Attr>, queue_extra: &[(&str, &str)], jobs: Vec<SchedJob>| {
+        let mut s = snap(vec![queue("workq", 0, queue_extra)], four_nodes(), jobs);
+        s.server.extend(server);
+        cycle(&mirror(s), 0)
+    };
+    let mixed = || {
+        vec![
+            job(1, "workq", "1:ncpus=1", "pack"),
+            job(2, "workq", "1:ncpus=1", "pack"),
+            owned(job(3, "workq", "1:ncpus=1", "pack"), "bob", "staff"),
+        ]
+    };
+    // runlimit_max_run_res_qstat_s.txt and runlimit_max_run_res_sched_log.txt.
+    let d = limited(vec![Attr::new("max_run_res.ncpus", "[u:PBS_GENERIC=1]")], &[], mixed());
+    assert_eq!(run_ids(&d), vec!["1.svr", "3.svr"]);
+    assert_eq!(comment_of(&d, "2.svr"), Some("Not Running: Server per-user limit reached on resource ncpus"));
+    let lines: Vec<(&str, &str, &str)> =
+        d.considered.iter().map(|l| (l.event, l.object_name.as_str(), l.message.as_str())).collect();
+    assert_eq!(
+        lines,
+        vec![
+            ("0080", "1.svr", "Considering job to run"),
+            ("0040", "1.svr", "Job run"),
+            ("0080", "2.svr", "Considering job to run"),
+            ("0040", "2.svr", "Server per-user limit reached on resource ncpus"),
+            ("0080", "3.svr", "Considering job to run"),
+            ("0040", "3.svr", "Job run"),
+        ]
+    );
+
+    let d = limited(vec![Attr::new("max_run_res.ncpus", "[u:PBS_GENERIC=5],[u:alice=1]")], &[], mixed());
+    assert_eq!(
+        comment_of(&d, "2.svr"),
+        Some("Not Running: would exceed user alice's limit on resource ncpus in complex")
+    );
+    let d = limited(vec![Attr::new("max_run_res.ncpus", "[o:PBS_ALL=2]")], &[], mixed());
+    assert_eq!(comment_of(&d, "3.svr"), Some("Not Running: would exceed overall limit on resource ncpus in complex"));
+    let d = limited(vec![Attr::new("max_run_res.ncpus", "[g:PBS_GENERIC=1]")], &[], mixed());
+    assert_eq!(comment_of(&d, "2.svr"), Some("Not Running: Server per-group limit reached on resource ncpus"));
+    let d = limited(vec![], &[("max_run_res.ncpus", "[u:PBS_GENERIC=1]")], mixed());
+    assert_eq!(comment_of(&d, "2.svr"), Some("Not Running: Queue workq per-user limit reached on resource ncpus"));
+    // runlimit_max_run_overall_comment.txt, runlimit_max_run_user_comment.txt.
+    let d = limited(vec![Attr::new("max_run", "[o:PBS_ALL=2]")], &[], mixed());
+    assert_eq!(comment_of(&d, "3.svr"), Some("Not Running: Server job limit has been reached."));
+    assert!(d.considered.iter().any(|l| l.object_name == "3.svr" && l.message == "Server job limit reached"));
+
+    // Projects: the job's own, or OpenPBS's default when it names none.
+    let projects = || {
+        vec![
+            with_project(job(1, "workq", "1:ncpus=1", "pack"), "p1"),
+            with_project(owned(job(2, "workq", "1:ncpus=1", "pack"), "bob", "staff"), "p1"),
+            job(3, "workq", "1:ncpus=1", "pack"),
+        ]
+    };
+    let d = limited(vec![Attr::new("max_run", "[p:PBS_GENERIC=1]")], &[], projects());
+    assert_eq!(run_ids(&d), vec!["1.svr", "3.svr"]);
+    assert_eq!(comment_of(&d, "2.svr"), Some("Not Running: Project has reached server running limit."));
+    let d = limited(vec![], &[("max_run", "[p:p1=1]")], projects());
+    assert_eq!(comment_of(&d, "2.svr"), Some("Not Running: Queue workq job limit reached for project p1"));
+    let d = limited(vec![Attr::new("max_run_res.ncpus", "[p:_pbs_project_default=0]")], &[], projects());
+    assert_eq!(
+        comment_of(&d, "3.svr"),
+        Some("Not Running: would exceed project _pbs_project_default's limit on resource ncpus in complex")
+    );
+}
+
+#[test]
+fn soft_limits_let_jobs_run_and_mark_them_in_the_mirror() {
+    let mut s = snap(vec![queue("workq", 0, &[])], four_nodes(), vec![]);
+    s.server.push(Attr::new("max_run_soft", "[u:PBS_GENERIC=1]"));
+    s.server.push(Attr::new("max_run_res_soft.ncpus", "[o:PBS_ALL=8]"));
+    let jobs = vec![job(1, "workq", "1:ncpus=1", "pack"), job(2, "workq", "1:ncpus=1", "pack")];
+    s.jobs = jobs.clone();
+    let mut m = mirror(s);
+    let d = cycle(&m, 0);
+    // runlimit_max_run_soft_qstat.txt: both run, the comments are the usual ones.
+    assert_eq!(run_ids(&d), vec!["1.svr", "2.svr"]);
+    assert!(d.updates().all(|u| !u.attrs.iter().any(|a| a.name() == "comment")));
+    let soft: Vec<&str> = d.considered.iter().filter(|l| l.event == "0400").map(|l| l.object_name.as_str()).collect();
+    assert_eq!(soft, vec!["2.svr"]);
+    // The server's echo: both running. Both are now over alice's soft limit.
+    for (mut j, exec) in jobs.into_iter().zip(["(n1:ncpus=1)", "(n1:ncpus=1)"]) {
+        j.state = 'R';
+        j.exec_vnode = Some(exec.into());
+        m.apply(SchedChange::Job { job: Box::new(j) });
+    }
+    let over = crate::OverSoft { queue: false, server: true };
+    assert_eq!(m.over_soft_limits("1.svr"), Some(over));
+    assert_eq!(m.over_soft_limits("2.svr"), Some(over));
+    // One ends: the other is within its limits again, with nothing recomputed per job.
+    m.apply(SchedChange::JobGone { id: "2.svr".into() });
+    assert_eq!(m.over_soft_limits("1.svr"), Some(crate::OverSoft::default()));
+    assert_eq!(m.over_soft_limits("2.svr"), None);
+}
+
 #[test]
 fn offline_and_down_nodes_are_skipped() {
     let mut nodes = vec![node("n1", 4, "8gb"), node("n2", 4, "8gb"), node("n3", 4, "8gb")];
@@ -655,6 +757,7 @@ fn subjob(seq: u64, index: u64, select: &str, state: char) -> SchedJob {
 
 fn limit_log(array_id: &str) -> crate::LogEvent {
     crate::LogEvent {
+        event: "0080",
         object_type: "Job",
         object_name: array_id.into(),
         message: "Number of concurrent running subjobs limit reached".into(),

@@ -5,17 +5,18 @@
 
 use std::collections::HashMap;
 
-use crate::limits::RunCounts;
-use crate::mirror::{Mirror, Pending, add_amounts};
-use crate::resources::{Kind, ResId, UNSET, amount_of};
+use crate::limits::{RunCounts, Who};
+use crate::mirror::{Mirror, Pending};
+use crate::resources::{Kind, ResId, UNSET, add_amounts, amount_of};
 
-/// Whom a job counts against in run limits: owner, group and queue, and for a subjob
-/// its array's `max_run_subjobs`.
+/// Whom a job counts against in run limits: owner, group, project and queue, with the
+/// amounts it counts for, and for a subjob its array's `max_run_subjobs`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Counted {
-    pub(crate) user: u32,
-    pub(crate) group: u32,
+    pub(crate) who: Who,
     pub(crate) queue: String,
+    /// Its consumable `Resource_List` amounts (`max_run_res` limits).
+    pub(crate) amounts: Vec<(ResId, i64)>,
     /// The array's sequence number, for a subjob.
     pub(crate) array: Option<u64>,
     /// Whether it counts against run limits: running, not yet exiting (the mirror's count).
@@ -25,19 +26,19 @@ pub(crate) struct Counted {
 impl Counted {
     /// A job as the mirror counts it: in run limits while running, against its array
     /// while running or exiting.
-    pub(crate) fn of(job: &crate::mirror::Job) -> Counted {
+    pub(crate) fn of(m: &Mirror, job: &crate::mirror::Job) -> Counted {
         Counted {
-            user: job.user,
-            group: job.group,
+            who: job.who(),
             queue: job.view.queue.clone(),
+            amounts: m.request(job.request).job_wide.clone(),
             array: job.array_slot(),
             limits: job.running(),
         }
     }
 
     /// A subjob of `parent` (or `parent` itself when `array` is `None`) once it runs.
-    pub(crate) fn run_of(parent: &crate::mirror::Job, array: Option<u64>) -> Counted {
-        Counted { array, limits: true, ..Counted::of(parent) }
+    pub(crate) fn run_of(m: &Mirror, parent: &crate::mirror::Job, array: Option<u64>) -> Counted {
+        Counted { array, limits: true, ..Counted::of(m, parent) }
     }
 }
 
@@ -294,9 +295,9 @@ impl<'m> World<'m> {
     /// calendar's view of who runs at some later time.
     pub(crate) fn count_run(&mut self, counted: &Counted, sign: i64) {
         if counted.limits {
-            self.server_counts.add(counted.user, counted.group, sign);
+            self.server_counts.add(counted.who, &counted.amounts, sign);
             if let Some(counts) = self.queue_counts.get_mut(counted.queue.as_str()) {
-                counts.add(counted.user, counted.group, sign);
+                counts.add(counted.who, &counted.amounts, sign);
             }
         }
         if let Some(seq) = counted.array {
@@ -306,18 +307,11 @@ impl<'m> World<'m> {
     }
 
     /// Counts a started job against the limits and the queue and server sums.
-    pub(crate) fn book_counts(
-        &mut self,
-        queue: &str,
-        user: u32,
-        group: u32,
-        job_wide: &[(ResId, i64)],
-        parent_seq: Option<u64>,
-    ) {
-        self.server_counts.add(user, group, 1);
+    pub(crate) fn book_counts(&mut self, queue: &str, who: Who, job_wide: &[(ResId, i64)], parent_seq: Option<u64>) {
+        self.server_counts.add(who, job_wide, 1);
         add_amounts(&mut self.server_assigned, job_wide, 1);
         if let Some(counts) = self.queue_counts.get_mut(queue) {
-            counts.add(user, group, 1);
+            counts.add(who, job_wide, 1);
         }
         if let Some(assigned) = self.queue_assigned.get_mut(queue) {
             add_amounts(assigned, job_wide, 1);
@@ -331,7 +325,7 @@ impl<'m> World<'m> {
         let allocs: Vec<Alloc> =
             pending.booking.allocs.iter().map(|(node, taken)| Alloc { node: *node, taken: taken.clone() }).collect();
         self.book_nodes(&allocs, &pending.booking.exclusive);
-        self.book_counts(&pending.queue, pending.user, pending.group, &pending.job_wide, pending.parent_seq);
+        self.book_counts(&pending.queue, pending.who, &pending.job_wide, pending.parent_seq);
     }
 
     /// Distinct values of a string resource over a node set.

@@ -1,7 +1,9 @@
 //! Queued-job entity limits of the server and its queues (`max_queued`, `max_queued_res.*`,
 //! `queued_jobs_threshold`, `queued_jobs_threshold_res.*`, each per `o:`, `u:`, `g:`, `p:`
 //! entity), checked when a job is submitted and when qalter would raise what it counts
-//! for, with OpenPBS's messages; and the usage they are checked against.
+//! for, with OpenPBS's messages; and the usage they are checked against. Also the values
+//! of every entity-limit attribute qmgr sets, the run limits (`max_run`, `max_run_soft`,
+//! `max_run_res.*`, `max_run_res_soft.*`) included: the scheduler enforces those.
 //!
 //! Usage is kept incrementally, and only while some limit is set: each job's contribution
 //! (its queue, owner, group, project, how many jobs it counts for and its limited
@@ -28,11 +30,12 @@ use crate::request::Ctx;
 use crate::state::entity_usage::{Config, Contribution, Family, Scope, ScopeLimits, Tracker, Usage};
 use crate::state::{Job, State};
 
-/// Count limits, by attribute name.
-const COUNT_ATTRS: [&str; 3] = ["max_queued", "queued_jobs_threshold", "max_run"];
+/// Count limits, by attribute name (the run limits are the scheduler's to enforce; their
+/// values are checked here like the others).
+const COUNT_ATTRS: [&str; 4] = ["max_queued", "queued_jobs_threshold", "max_run", "max_run_soft"];
 
 /// Resource limits, by attribute name (each per resource: `max_queued_res.ncpus`).
-const RESOURCE_ATTRS: [&str; 2] = ["max_queued_res", "queued_jobs_threshold_res"];
+const RESOURCE_ATTRS: [&str; 4] = ["max_queued_res", "queued_jobs_threshold_res", "max_run_res", "max_run_res_soft"];
 
 /// A resource amount as a number for sums and comparisons: bytes, seconds, or the value.
 pub(crate) fn amount(rtype: ResourceType, text: &str) -> Option<f64> {

@@ -38,7 +38,9 @@ pub fn sched_job(state: &State, job: &Job) -> SchedJob {
     let resources: Vec<(String, String)> =
         job.attrs.resources(job_idx!("Resource_List")).map(|(r, v)| (r.to_string(), v.to_string())).collect();
     let mut attrs = Vec::new();
-    for name in ["max_run_subjobs", "array_indices_remaining", "array_indices_submitted", "Rerunable", "run_count"] {
+    for name in
+        ["max_run_subjobs", "array_indices_remaining", "array_indices_submitted", "Rerunable", "run_count", "project"]
+    {
         if let Some(value) = job.get(name, None) {
             attrs.push(Attr::new(name, value));
         }

@@ -230,12 +230,14 @@ fn parse_attrs(line: &str, pos: usize, verb: Verb, kind: ObjectKind) -> Result<V
         };
         let mut value = String::new();
         let value_start;
+        let mut quoted = false;
         match op {
             Some(_) => {
                 skip_space(&mut i);
                 value_start = i;
                 if i < bytes.len() && (bytes[i] == b'"' || bytes[i] == b'\'') {
                     let quote = bytes[i];
+                    quoted = true;
                     let close = line[i + 1..].find(quote as char).ok_or(SyntaxError { position: line.len() })?;
                     value.push_str(&line[i + 1..i + 1 + close]);
                     i += close + 2;
@@ -258,6 +260,14 @@ fn parse_attrs(line: &str, pos: usize, verb: Verb, kind: ObjectKind) -> Result<V
         let (base, _) = split_name(name);
         if kind.find(base).is_none() {
             return Err(SyntaxError { position: value_start });
+        }
+        // Entity limits are checked here, as OpenPBS's qmgr does, so a malformed one is a
+        // syntax error pointing at its fault rather than a refusal from the server.
+        if op.is_some()
+            && pbs_core::entlim::ATTRS.contains(&base)
+            && let Some(at) = pbs_core::entlim::syntax_error_at(&value)
+        {
+            return Err(SyntaxError { position: value_start + usize::from(quoted) + at });
         }
         attrs.push(MgrAttr { name: name.to_string(), op: op.unwrap_or(MgrOp::Set), value });
         skip_space(&mut i);
@@ -667,6 +677,10 @@ mod tests {
         assert_eq!(parse("set nothing a=1"), Err(SyntaxError { position: 4 }));
         assert!(parse("create queue").is_err());
         assert!(parse("set server scheduling").is_err());
+        // runlimit_bad_syntax.txt: the caret under the `x`.
+        assert_eq!(parse("set server max_run_res.ncpus=[x:PBS_GENERIC=1]"), Err(SyntaxError { position: 30 }));
+        assert!(parse("set server max_run=[u:PBS_GENERIC=abc]").is_ok());
+        assert!(parse("set queue workq max_run_soft = '[u:PBS_GENERIC=1], [g:staff=2]'").is_ok());
     }
 
     fn object(name: &str, attrs: &[(&str, &str)]) -> StatusObject {
@@ -759,6 +773,13 @@ mod props {
                             Verb::Manage(MgrCommand::Unset) | Verb::List => {
                                 MgrAttr { name, op: MgrOp::Set, value: String::new() }
                             }
+                            // qmgr checks an entity limit's syntax itself; any value of that
+                            // form stands for them all here.
+                            _ if pbs_core::entlim::ATTRS.contains(&name.as_str()) => MgrAttr {
+                                name,
+                                op: [MgrOp::Set, MgrOp::Incr, MgrOp::Decr][op],
+                                value: "[u:PBS_GENERIC=1]".into(),
+                            },
                             _ => MgrAttr { name, op: [MgrOp::Set, MgrOp::Incr, MgrOp::Decr][op], value },
                         }
                     })
