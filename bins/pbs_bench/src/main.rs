@@ -307,6 +307,19 @@ impl Bench {
         Ok((n - 1) as f64 / started.elapsed().as_secs_f64())
     }
 
+    /// Submits `n` jobs each depending on one held job; returns jobs per second.
+    fn submit_fan_out(&self, n: usize) -> Result<f64> {
+        let mut client = self.client()?;
+        let held = vec![Attr::new("Hold_Types", "u"), Attr::new("Job_Name", "fan")];
+        let parent = client.submit(held, "#!/bin/sh\ntrue\n".into(), None)?;
+        let started = Instant::now();
+        for _ in 0..n {
+            let attrs = vec![Attr::new("Job_Name", "fan"), Attr::new("depend", format!("afterok:{parent}"))];
+            client.submit(attrs, "#!/bin/sh\ntrue\n".into(), None)?;
+        }
+        Ok(n as f64 / started.elapsed().as_secs_f64())
+    }
+
     /// Median time from releasing a held tiny job to seeing its afterok child finished,
     /// on an idle cluster: one job's run, its end, the child's release, run and end.
     fn chain_of_two(&self, runs: usize) -> Result<Duration> {
@@ -549,6 +562,10 @@ fn server_figures(args: &Args, bins: &Bins, figures: &mut Vec<Figure>) -> Result
     let chain = bench.submit_chain(per_client)?;
     let note = format!("{per_client} jobs, each afterok the one before; {:.2}x the plain rate", chain / rate1);
     bench.record("submit_rate_chain", Some(chain), "jobs/s", Some(">= 0.8x submit_rate_1_client"), note);
+    // A fan-out: every job depends on the same one, as a sweep after a setup step.
+    let fan = bench.submit_fan_out(per_client)?;
+    let note = format!("{per_client} jobs, each afterok one held job; {:.2}x the plain rate", fan / rate1);
+    bench.record("submit_rate_fan_out", Some(fan), "jobs/s", Some(">= 0.8x submit_rate_1_client"), note);
 
     // The same with one trivial queuejob hook enabled, in the same run.
     bench.install_trivial_hook()?;
