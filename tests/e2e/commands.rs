@@ -274,14 +274,14 @@ fn qmgr_resources_queues_and_print_server_replay() {
 fn state_survives_restart_with_commands() {
     let mut cluster = Cluster::start();
     let id = submit_as_nobody(&cluster, &["-N", "durable", "-h", "--", "/bin/true"]);
-    cluster.run("qmgr", &["-c", "set server max_queued = 500"]).ok();
+    cluster.run("qmgr", &["-c", "set server max_queued = [o:PBS_ALL=500]"]).ok();
     let before = full(&cluster, &id);
     cluster.kill9();
     cluster.start_server();
     assert_eq!(full(&cluster, &id), before);
     let next = submit_as_nobody(&cluster, &["--", "/bin/true"]);
     assert_ne!(next, id);
-    assert!(cluster.run("qmgr", &["-c", "l s"]).ok().stdout.contains("    max_queued = 500\n"));
+    assert!(cluster.run("qmgr", &["-c", "l s"]).ok().stdout.contains("    max_queued = [o:PBS_ALL=500]\n"));
 }
 
 #[test]
