@@ -169,6 +169,7 @@ fn refresh_with(state: &mut State, seq: u64, now: i64, write: bool) -> Vec<Store
     let exit = parent.get("Exit_status", None).and_then(|s| s.parse::<i32>().ok());
     state.changes.jobs.insert(JobKey::job(seq), id.clone());
     if done && !history {
+        // Not `remove_job`: the jobs waiting on it are found in the index just below.
         state.jobs.remove(&seq);
         state.remove_subjobs_of(seq);
         state.changes.cycle = true;

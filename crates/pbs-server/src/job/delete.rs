@@ -69,7 +69,7 @@ fn delete_one(
         if !purge_history || key.index.is_some() {
             return Err(ReqError::new(Pbse::HISTJOBID));
         }
-        state.jobs.remove(&key.seq);
+        state.remove_job(key.seq);
         state.remove_subjobs_of(key.seq);
         return Ok(Effects::ops(vec![StoreOp::DeleteJob { seq: key.seq }]));
     }
@@ -93,7 +93,7 @@ fn delete_one(
         ops.push(job.put_op(None));
         return Ok(Effects::ops(ops));
     }
-    state.jobs.remove(&key.seq);
+    state.remove_job(key.seq);
     ops.push(StoreOp::DeleteJob { seq: key.seq });
     Ok(Effects::ops(ops))
 }

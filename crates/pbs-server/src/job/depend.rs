@@ -13,8 +13,7 @@ use crate::store::StoreOp;
 
 pub use crate::job::dependlist::SUBSTATE_DEPEND_HOLD;
 use crate::job::dependlist::{
-    delete_child, drop_dependency_hold, hold_for_dependencies, merged, set_list, target_seq, without_entry,
-    without_target,
+    delete_child, drop_dependency_hold, hold_for_dependencies, merged, set_list, target_seq, without_target,
 };
 
 /// The kinds a job waits with, which qalter can change: anything else in a list is
@@ -57,16 +56,6 @@ fn on_count(list: &str) -> u64 {
 /// jobs still to name it (`on`).
 fn still_waiting(list: &str) -> bool {
     !crate::state::depends::waits(list).is_empty() || on_count(list) > 0
-}
-
-/// The `before` entry a parent gets for a child waiting with `kind`.
-fn reverse(kind: DependKind) -> DependKind {
-    match kind {
-        DependKind::After => DependKind::Before,
-        DependKind::Afterok => DependKind::Beforeok,
-        DependKind::Afternotok => DependKind::Beforenotok,
-        _ => DependKind::Beforeany,
-    }
 }
 
 /// Checks a new job's list before the job exists: every kind one this server acts on,
@@ -174,16 +163,10 @@ fn outcome(parent: &crate::state::Job, kind: DependKind) -> Option<bool> {
     }
 }
 
-/// `child` now waits on `parent` for `kind`: the index knows it and the parent's list
-/// names the child with the matching `before` entry. Gives the parent's write.
-fn register(state: &mut State, parent: u64, child: u64, kind: DependKind) -> Option<StoreOp> {
+/// `child` now waits on `parent` for `kind`: the index knows it, and shows it as the
+/// parent's `before` entry (`state::depends::shown`); the parent's record is not written.
+fn register(state: &mut State, parent: u64, child: u64, kind: DependKind) {
     state.dependents.add(parent, child, kind);
-    let child_id = state.jobs.get(&child)?.id(&state.server_name);
-    let entry = format!("{}:{child_id}@{}", reverse(kind).name(), state.server_name);
-    let parent_job = state.jobs.get_mut(&parent)?;
-    let merged = merged(parent_job.get("depend", None), &entry);
-    parent_job.attrs.set(job_idx!("depend"), None, merged);
-    Some(parent_job.put_op(None))
 }
 
 /// What a list's `before` kinds name: (job, the wait it takes on this one).
@@ -223,14 +206,8 @@ fn with_on_decremented(list: &str) -> String {
 }
 
 /// [`register`] undone: `child` no longer waits on `parent` for `kind`.
-fn unregister(state: &mut State, parent: u64, child: u64, kind: DependKind) -> Option<StoreOp> {
+fn unregister(state: &mut State, parent: u64, child: u64, kind: DependKind) {
     state.dependents.remove(parent, child, kind);
-    let child_id = state.jobs.get(&child)?.id(&state.server_name);
-    let parent_job = state.jobs.get_mut(&parent)?;
-    let list = parent_job.get("depend", None)?;
-    let left = without_entry(list, reverse(kind), &child_id);
-    set_list(parent_job, left);
-    Some(parent_job.put_op(None))
 }
 
 /// Whether `from` waits, directly or through the jobs it waits on, on `target`: a new
@@ -316,14 +293,17 @@ pub fn check_alter(state: &State, seq: u64, requested: &str) -> Result<AlterPlan
 
 /// Carries out a checked [`AlterPlan`] on job `seq`: the parents it no longer waits on
 /// forget it, the new ones learn of it, and the job is held for its dependencies or
-/// released from them. Gives the parents' writes; the job's own is the caller's.
-pub fn apply_alter(state: &mut State, seq: u64, plan: AlterPlan, now: i64) -> Vec<StoreOp> {
-    let mut ops: Vec<StoreOp> =
-        plan.dropped.iter().filter_map(|&(parent, kind)| unregister(state, parent, seq, kind)).collect();
+/// released from them. Only the job changes in the store: its write is the caller's.
+pub fn apply_alter(state: &mut State, seq: u64, plan: AlterPlan, now: i64) {
+    for &(parent, kind) in &plan.dropped {
+        unregister(state, parent, seq, kind);
+    }
     if let Some(job) = state.jobs.get_mut(&seq) {
         set_list(job, plan.list);
     }
-    ops.extend(plan.added.iter().filter_map(|&(parent, kind)| register(state, parent, seq, kind)));
+    for &(parent, kind) in &plan.added {
+        register(state, parent, seq, kind);
+    }
     let waiting = state.jobs.get(&seq).and_then(|j| j.get("depend", None)).is_some_and(still_waiting);
     if let Some(job) = state.jobs.get_mut(&seq) {
         if waiting {
@@ -333,7 +313,6 @@ pub fn apply_alter(state: &mut State, seq: u64, plan: AlterPlan, now: i64) -> Ve
         }
     }
     state.changes.cycle = true;
-    ops
 }
 
 /// Enters a new job's list (already checked by [`check_new`]): each dependency already met
@@ -375,7 +354,7 @@ pub fn submitted(state: &mut State, seq: u64, now: i64) -> Vec<StoreOp> {
             }
             None => {
                 waiting = true;
-                ops.extend(register(state, parent, seq, kind));
+                register(state, parent, seq, kind);
             }
         }
     }
@@ -414,8 +393,19 @@ pub fn parent_started(state: &mut State, parent: u64, now: i64) -> Vec<StoreOp> 
 /// `parent_id` is its id as its children name it (`12.server`, `12[].server` for an
 /// array, whose end is that of its last subjob).
 pub fn parent_ended(state: &mut State, parent: u64, parent_id: &str, exit: Option<i32>, now: i64) -> Vec<StoreOp> {
-    let Some(exit) = exit else { return Vec::new() };
+    let Some(exit) = exit else {
+        // Deleted before it ran: its children wait on, as in OpenPBS, and its history
+        // still names them.
+        if !state.jobs.contains_key(&parent) {
+            state.dependents.forget_parent(parent);
+        }
+        return Vec::new();
+    };
     let children = state.dependents.take(parent, &WAITING_KINDS);
+    if !state.jobs.contains_key(&parent) {
+        // Gone without history: nothing will show its `before` entries.
+        state.dependents.forget_parent(parent);
+    }
     let mut ops = Vec::new();
     for (child, kind) in children {
         if met_by_end(kind, Some(exit)) {

@@ -66,14 +66,13 @@ pub fn delete_child(state: &mut State, child: u64, parent_id: &str, now: i64) ->
     let history = state.server_flag("job_history_enable", false);
     let Some(job) = state.jobs.get(&child).filter(|j| !j.state.is_history() && !j.array) else { return Vec::new() };
     let child_id = job.id(&state.server_name);
-    let parents: Vec<u64> =
-        job.get("depend", None).map(crate::state::depends::waits).unwrap_or_default().iter().map(|(p, _)| *p).collect();
     tracing::info!(
         object_type = "Job",
         object_name = child_id.as_str(),
         "Job deleted as result of dependency on job {parent_id}"
     );
-    state.dependents.forget_child(child, &parents);
+    // Its waits on other parents stay in the index, as the `before` entries OpenPBS keeps
+    // on them; their ends find it finished and leave it be.
     state.changes.jobs.insert(JobKey::job(child), child_id);
     state.changes.cycle = true;
     let ops = if history {
@@ -85,7 +84,7 @@ pub fn delete_child(state: &mut State, child: u64, parent_id: &str, now: i64) ->
         job.attrs.set(job_idx!("history_timestamp"), None, now.as_str());
         vec![job.put_op(None)]
     } else {
-        state.jobs.remove(&child);
+        state.remove_job(child);
         vec![StoreOp::DeleteJob { seq: child }]
     };
     // Its own children stay as they are, as for any job deleted before it ran.

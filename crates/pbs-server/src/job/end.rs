@@ -207,6 +207,7 @@ fn finish_job(
         state.subjobs.remove(&(key.seq, index));
         vec![StoreOp::DeleteSubjob { seq: key.seq, index }]
     } else {
+        // Not `remove_job`: the jobs waiting on it are found in the index by `finish`.
         state.jobs.remove(&key.seq);
         vec![StoreOp::DeleteJob { seq: key.seq }]
     }

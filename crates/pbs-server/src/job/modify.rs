@@ -77,14 +77,13 @@ pub fn modify_jobs(state: &mut State, ctx: &Ctx<'_>, ids: &[String], attrs: &[At
         if matches!(job.state, JobState::Queued | JobState::Held | JobState::Waiting) {
             settle_queued_state(job, ctx.now);
         }
-        let mut ops = match depend {
-            Some(plan) => crate::job::depend::apply_alter(state, seq, plan, ctx.now),
-            None => Vec::new(),
-        };
+        if let Some(plan) = depend {
+            crate::job::depend::apply_alter(state, seq, plan, ctx.now);
+        }
         let Some(job) = state.jobs.get(&seq) else {
             return Err(ReqError::new(Pbse::UNKJOBID));
         };
-        ops.push(job.put_op(None));
+        let ops = vec![job.put_op(None)];
         crate::entity_limits::job_changed(state, seq);
         crate::job::deferred::arm(state, seq);
         Ok(Effects { ops, to_moms: to_mom, ..Effects::default() })

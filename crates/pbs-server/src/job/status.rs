@@ -222,7 +222,7 @@ pub fn purge_history(state: &mut State, now: i64) -> Vec<StoreOp> {
     expired
         .into_iter()
         .map(|seq| {
-            state.jobs.remove(&seq);
+            state.remove_job(seq);
             state.remove_subjobs_of(seq);
             StoreOp::DeleteJob { seq }
         })

@@ -120,6 +120,9 @@ impl StatusFilter {
             };
             attrs.push(Attr(full, value()));
         };
+        // A job others wait on shows them as `before` entries its record does not hold.
+        let depend_def = job_idx!("depend");
+        let mut depend_shown = state.dependents.names(job.seq).then(|| crate::state::depends::shown(state, job));
         let mut pending = sorted_computed.iter().peekable();
         for stored in job.attrs.iter() {
             while let Some(&&def) = pending.peek() {
@@ -129,7 +132,20 @@ impl StatusFilter {
                 push(def, None, &|| computed(def));
                 pending.next();
             }
+            if stored.def >= depend_def
+                && let Some(shown) = depend_shown.take()
+            {
+                if let Some(value) = shown {
+                    push(depend_def, None, &|| value.clone());
+                }
+                if stored.def == depend_def {
+                    continue;
+                }
+            }
             push(stored.def, stored.resource.as_deref(), &|| stored.value.to_string());
+        }
+        if let Some(Some(value)) = depend_shown {
+            push(depend_def, None, &|| value.clone());
         }
         for &def in pending {
             push(def, None, &|| computed(def));

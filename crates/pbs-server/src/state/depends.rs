@@ -4,61 +4,107 @@
 
 use std::collections::BTreeMap;
 
-use pbs_core::depend::DependKind;
+use pbs_core::depend::{DependKind, DependList, Dependency};
 
-/// Parent sequence number to its waiting children: (child sequence number, kind).
+/// One relation: `child` waits (or waited) on the parent for `kind`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Relation {
+    child: u64,
+    kind: DependKind,
+    /// Still to be met; a met relation stays for the parent's `before` entries.
+    waiting: bool,
+}
+
+/// Parent sequence number to the children that wait or waited on it, in the order they
+/// came. The parent's `before` entries are shown from here ([`shown`]) instead of being
+/// written into its record at each child's submission: a parent of n children would be
+/// rewritten n times, growing each time (n² bytes for a fan-out).
 #[derive(Debug, Default)]
 pub struct Dependents {
-    by_parent: BTreeMap<u64, Vec<(u64, DependKind)>>,
+    by_parent: BTreeMap<u64, Vec<Relation>>,
 }
 
 impl Dependents {
     /// `child` waits on `parent` for `kind` (once per pair and kind).
     pub fn add(&mut self, parent: u64, child: u64, kind: DependKind) {
-        let children = self.by_parent.entry(parent).or_default();
-        if !children.contains(&(child, kind)) {
-            children.push((child, kind));
+        let relations = self.by_parent.entry(parent).or_default();
+        match relations.iter_mut().find(|r| r.child == child && r.kind == kind) {
+            Some(relation) => relation.waiting = true,
+            None => relations.push(Relation { child, kind, waiting: true }),
         }
     }
 
-    /// Takes the children waiting on `parent` for one of `kinds`, leaving the others.
+    /// Takes the children still waiting on `parent` for one of `kinds`: their waits are
+    /// met (or can no longer be), and stay only as the parent's `before` entries.
     pub fn take(&mut self, parent: u64, kinds: &[DependKind]) -> Vec<(u64, DependKind)> {
-        let Some(children) = self.by_parent.get_mut(&parent) else { return Vec::new() };
-        let (taken, kept): (Vec<_>, Vec<_>) = children.drain(..).partition(|(_, kind)| kinds.contains(kind));
-        if kept.is_empty() {
-            self.by_parent.remove(&parent);
-        } else {
-            self.by_parent.insert(parent, kept);
+        let Some(relations) = self.by_parent.get_mut(&parent) else { return Vec::new() };
+        let mut taken = Vec::new();
+        for relation in relations.iter_mut().filter(|r| r.waiting && kinds.contains(&r.kind)) {
+            relation.waiting = false;
+            taken.push((relation.child, relation.kind));
         }
         taken
     }
 
-    /// `child` no longer waits on `parent` for `kind`.
+    /// `child` no longer waits on `parent` for `kind`, nor ever did (qalter dropped it).
     pub fn remove(&mut self, parent: u64, child: u64, kind: DependKind) {
-        if let Some(children) = self.by_parent.get_mut(&parent) {
-            children.retain(|entry| *entry != (child, kind));
-            if children.is_empty() {
+        if let Some(relations) = self.by_parent.get_mut(&parent) {
+            relations.retain(|r| (r.child, r.kind) != (child, kind));
+            if relations.is_empty() {
                 self.by_parent.remove(&parent);
             }
         }
     }
 
-    /// Forgets `child` wherever it waits (it was deleted or its list replaced).
-    pub fn forget_child(&mut self, child: u64, parents: &[u64]) {
-        for parent in parents {
-            if let Some(children) = self.by_parent.get_mut(parent) {
-                children.retain(|(c, _)| *c != child);
-                if children.is_empty() {
-                    self.by_parent.remove(parent);
-                }
-            }
-        }
+    /// Forgets `parent`'s relations: it left the server.
+    pub fn forget_parent(&mut self, parent: u64) {
+        self.by_parent.remove(&parent);
     }
 
-    /// The children waiting on `parent`.
-    pub fn children_of(&self, parent: u64) -> &[(u64, DependKind)] {
-        self.by_parent.get(&parent).map(Vec::as_slice).unwrap_or(&[])
+    /// The children still waiting on `parent`.
+    pub fn children_of(&self, parent: u64) -> Vec<(u64, DependKind)> {
+        let relations = self.by_parent.get(&parent).map(Vec::as_slice).unwrap_or(&[]);
+        relations.iter().filter(|r| r.waiting).map(|r| (r.child, r.kind)).collect()
     }
+
+    /// Whether any job waits or waited on `parent`.
+    pub fn names(&self, parent: u64) -> bool {
+        self.by_parent.contains_key(&parent)
+    }
+}
+
+/// The `before` entry a parent shows for a child that waits with `kind`.
+pub fn before_of(kind: DependKind) -> DependKind {
+    match kind {
+        DependKind::After => DependKind::Before,
+        DependKind::Afterok => DependKind::Beforeok,
+        DependKind::Afternotok => DependKind::Beforenotok,
+        _ => DependKind::Beforeany,
+    }
+}
+
+/// A job's `depend` as OpenPBS shows it: its own list, then a `before` entry for each job
+/// that waits or waited on it, added to the item of that kind (`beforeok:12.s@s:13.s@s`).
+pub fn shown(state: &super::State, job: &super::Job) -> Option<String> {
+    let own = job.get("depend", None);
+    let relations = state.dependents.by_parent.get(&job.seq).map(Vec::as_slice).unwrap_or(&[]);
+    if relations.is_empty() {
+        return own.map(str::to_string);
+    }
+    let mut list = own.and_then(|l| pbs_core::depend::DependList::parse(l, "").ok()).unwrap_or(DependList(Vec::new()));
+    for relation in relations {
+        // A child purged from the server is no longer named.
+        let Some(child) = state.jobs.get(&relation.child) else { continue };
+        let target = format!("{}@{}", child.id(&state.server_name), state.server_name);
+        let kind = before_of(relation.kind);
+        match list.0.iter_mut().find(|d| d.kind == kind) {
+            // A job that named it with a `before` kind has the entry in its own list.
+            Some(item) if item.targets.contains(&target) => {}
+            Some(item) => item.targets.push(target),
+            None => list.0.push(Dependency { kind, targets: vec![target] }),
+        }
+    }
+    if list.0.is_empty() { None } else { Some(list.to_string()) }
 }
 
 /// The kinds a child waits on its parent with: the `after` family, acted on where the
@@ -87,18 +133,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn children_are_taken_by_kind_and_forgotten() {
+    fn children_are_taken_by_kind_and_stay_named_until_their_parent_goes() {
         let mut index = Dependents::default();
         index.add(1, 2, DependKind::Afterok);
         index.add(1, 2, DependKind::Afterok);
         index.add(1, 3, DependKind::After);
         index.add(4, 3, DependKind::Afterany);
         assert_eq!(index.take(1, &[DependKind::After]), vec![(3, DependKind::After)]);
+        assert_eq!(index.take(1, &[DependKind::After]), vec![], "taken once");
         assert_eq!(index.children_of(1), &[(2, DependKind::Afterok)]);
-        index.forget_child(3, &[4]);
-        assert!(index.children_of(4).is_empty());
+        index.remove(4, 3, DependKind::Afterany);
+        assert!(index.children_of(4).is_empty() && !index.names(4));
         assert_eq!(index.take(1, &[DependKind::Afterok, DependKind::Afterany]), vec![(2, DependKind::Afterok)]);
         assert!(index.children_of(1).is_empty());
+        assert!(index.names(1), "met waits stay as the parent's before entries");
+        index.forget_parent(1);
+        assert!(!index.names(1));
         assert_eq!(
             waits("afterok:12.svr@svr:13.svr@svr,afterany:12.svr@svr,beforeok:9.svr@svr"),
             vec![(12, DependKind::Afterok), (13, DependKind::Afterok), (12, DependKind::Afterany)]

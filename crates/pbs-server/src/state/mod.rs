@@ -530,6 +530,13 @@ impl State {
         }
     }
 
+    /// Removes a job from the server, with what the index keeps of the jobs that wait or
+    /// waited on it.
+    pub fn remove_job(&mut self, seq: u64) -> Option<Job> {
+        self.dependents.forget_parent(seq);
+        self.jobs.remove(&seq)
+    }
+
     /// Forgets every subjob record of an array (the array itself is gone).
     pub fn remove_subjobs_of(&mut self, seq: u64) {
         for map in [&mut self.subjobs, &mut self.finished_subjobs] {
