@@ -897,3 +897,39 @@ fn every_request_kind_has_a_handler_test() {
     kinds.dedup();
     assert_eq!(kinds.len(), samples.len(), "a sample per kind");
 }
+
+/// A chain 10,000 deep and a parent named 2,000 times in one list: submission writes the
+/// child only, the index holds one relation per pair, and a qalter that would close the
+/// chain into a cycle is refused after one walk of the jobs waiting on it.
+#[test]
+fn deep_chains_and_repeated_parents_stay_bounded() {
+    let mut f = fixture();
+    let head = f.submit(&alice(), &[("Hold_Types", "u")]);
+    let mut previous = head.clone();
+    for _ in 0..10_000 {
+        let attrs = vec![Attr::new("depend", format!("afterok:{previous}"))];
+        let (reply, effects) =
+            f.request(&alice(), Request::QueueJob { attrs, script: "true\n".into(), destination: None });
+        let job_writes = writes(&effects).into_iter().filter(|w| *w == "PutJob").count();
+        assert_eq!(job_writes, 1, "the child's record only, never its parent's: {reply:?}");
+        previous = match reply.body {
+            ReplyBody::JobId(id) => id,
+            other => panic!("no job id: {other:?}"),
+        };
+    }
+    let seq = |id: &str| crate::jobkey::key_of(id).map(|k| k.seq).unwrap_or(u64::MAX);
+    let alter = |f: &mut Fixture, id: &str, list: String| {
+        f.request(&alice(), Request::ModifyJob { ids: vec![id.to_string()], attrs: vec![Attr::new("depend", list)] })
+    };
+    let (reply, _) = alter(&mut f, &head, format!("afterok:{previous}"));
+    assert_eq!(reply.code, Pbse::BADDEPEND.0, "{reply:?}");
+    assert_eq!(f.state.dependents.children_of(seq(&previous)).len(), 0);
+
+    let parent = f.submit(&alice(), &[("Hold_Types", "u")]);
+    let list = format!("afterok:{}", vec![parent.as_str(); 2000].join(":"));
+    let child = f.submit(&alice(), &[("depend", list.as_str())]);
+    assert_eq!(
+        f.state.dependents.children_of(seq(&parent)),
+        vec![(seq(&child), pbs_core::depend::DependKind::Afterok)]
+    );
+}

@@ -110,8 +110,10 @@ pub fn check_new(state: &State, owner: &str, list: &str) -> Result<String, ReqEr
             }
         }
     }
+    // One walk over everything the new job will wait on, however many jobs it names.
+    let ancestors = if named_by_before.is_empty() { Default::default() } else { reachable(state, &waits_on_parents) };
     for (named, target) in &named_by_before {
-        if waits_on_parents.iter().any(|&parent| waits_on(state, parent, *named)) {
+        if ancestors.contains(named) {
             let named_id = target.split('@').next().unwrap_or(target);
             return Err(cycle(format!("{named_id} would wait on a job that waits on it")));
         }
@@ -210,22 +212,31 @@ fn unregister(state: &mut State, parent: u64, child: u64, kind: DependKind) {
     state.dependents.remove(parent, child, kind);
 }
 
-/// Whether `from` waits, directly or through the jobs it waits on, on `target`: a new
-/// wait of `target` on `from` would close a cycle. Walks only the jobs `from` waits on.
-fn waits_on(state: &State, from: u64, target: u64) -> bool {
+/// `seq` and every job that waits on it, directly or through others: a new wait of `seq`
+/// on one of them would close a cycle. Walks the index, only as far as those jobs.
+fn waiting_on(state: &State, seq: u64) -> std::collections::HashSet<u64> {
     let mut seen = std::collections::HashSet::new();
-    let mut stack = vec![from];
-    while let Some(seq) = stack.pop() {
-        if seq == target {
-            return true;
+    let mut stack = vec![seq];
+    while let Some(job) = stack.pop() {
+        if seen.insert(job) {
+            stack.extend(state.dependents.children_of(job).into_iter().map(|(child, _)| child));
         }
+    }
+    seen
+}
+
+/// `from` and every job they wait on, directly or through others.
+fn reachable(state: &State, from: &[u64]) -> std::collections::HashSet<u64> {
+    let mut seen = std::collections::HashSet::new();
+    let mut stack = from.to_vec();
+    while let Some(seq) = stack.pop() {
         if !seen.insert(seq) {
             continue;
         }
         let Some(list) = state.jobs.get(&seq).and_then(|j| j.get("depend", None)) else { continue };
         stack.extend(crate::state::depends::waits(list).into_iter().map(|(parent, _)| parent));
     }
-    false
+    seen
 }
 
 /// A qalter of `depend`, checked before anything changes: the list the job will keep and
@@ -260,12 +271,13 @@ pub fn check_alter(state: &State, seq: u64, requested: &str) -> Result<AlterPlan
         !replaced
     });
     let mut added = Vec::new();
+    let descendants = waiting_on(state, seq);
     for mut item in requested.0 {
         check_supported(item.kind)?;
         let mut kept = Vec::new();
         for target in &item.targets {
             let (parent, full) = resolve(state, target)?;
-            if parent == seq || waits_on(state, parent, seq) {
+            if descendants.contains(&parent) {
                 let parent_id = full.split('@').next().unwrap_or(&full);
                 let why = if parent == seq {
                     "a job cannot wait on itself".to_string()

@@ -28,7 +28,11 @@ impl Dependents {
     /// `child` waits on `parent` for `kind` (once per pair and kind).
     pub fn add(&mut self, parent: u64, child: u64, kind: DependKind) {
         let relations = self.by_parent.entry(parent).or_default();
-        match relations.iter_mut().find(|r| r.child == child && r.kind == kind) {
+        // A pair can only be entered twice by one submission or qalter naming the parent
+        // twice, so only the child's latest entries are looked at: a fan-out of n children
+        // stays linear.
+        let latest = relations.iter_mut().rev().take_while(|r| r.child == child);
+        match latest.into_iter().find(|r| r.kind == kind) {
             Some(relation) => relation.waiting = true,
             None => relations.push(Relation { child, kind, waiting: true }),
         }
