@@ -333,3 +333,29 @@ fn only_one_job_of_a_runone_group_runs() {
     c.run("qdel", &[&running]).ok();
     c.wait_job_state(&waiter, "F", JOB_TIMEOUT);
 }
+
+#[test]
+fn a_deleted_parent_leaves_queued_children_waiting_and_a_killed_one_ends_them_by_kind() {
+    let c = Cluster::with_moms(1, 4);
+    // depend_qdel_parent_*.txt: deleted before it ran, its children wait on.
+    let queued = submit(&c, &["-h"], "true\n");
+    let waiting = submit(&c, &["-W", &format!("depend=afterok:{queued}")], "true\n");
+    c.run("qdel", &[&queued]).ok();
+    c.wait_job_state(&queued, "F", JOB_TIMEOUT);
+    assert_eq!(attr(&c, &waiting, "job_state").as_deref(), Some("H"));
+    // depend_qdel_running_parent_*.txt: killed while running (Exit_status 271), afterok
+    // children are deleted, afterany and afternotok ones run.
+    let running = submit(&c, &[], "sleep 30\n");
+    c.wait_job_state(&running, "R", JOB_TIMEOUT);
+    let ok = submit(&c, &["-W", &format!("depend=afterok:{running}")], "true\n");
+    let any = submit(&c, &["-W", &format!("depend=afterany:{running}")], "true\n");
+    let notok = submit(&c, &["-W", &format!("depend=afternotok:{running}")], "true\n");
+    c.run("qdel", &[&running]).ok();
+    for id in [&any, &notok] {
+        c.wait_job_state(id, "F", JOB_TIMEOUT);
+        assert_eq!(attr(&c, id, "Exit_status").as_deref(), Some("0"), "{id}");
+    }
+    c.wait_job_state(&ok, "F", JOB_TIMEOUT);
+    assert_eq!(attr(&c, &ok, "substate").as_deref(), Some("92"));
+    logged(&c, &format!(";Job;{ok};Job deleted as result of dependency on job {running}"));
+}
