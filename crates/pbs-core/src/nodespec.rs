@@ -195,8 +195,19 @@ pub fn convert(
         if let Some(kb) = mem_each {
             select.push_str(&format!(":mem={kb}KB"));
         }
+        // A property named twice (`blue#blue`) is asked once; two hosts for one chunk can
+        // never be placed, and a select naming a resource twice does not parse.
+        let mut seen: Vec<&str> = Vec::new();
+        let mut host = None;
         for name in &part.properties {
+            if seen.contains(&name.as_str()) {
+                continue;
+            }
+            seen.push(name);
             if is_node(name) {
+                if host.replace(name).is_some() {
+                    return Err(NodespecError::Spec);
+                }
                 select.push_str(&format!(":host={name}"));
             } else {
                 select.push_str(&format!(":{name}=True"));
@@ -372,6 +383,8 @@ mod tests {
         check("2:ppn=2+host1", None, None, Ok(("2:ncpus=2:mpiprocs=2+2:ncpus=1:host=host1", Some("scatter"))));
         // Modifiers other than excl and shared become properties of every sub-spec.
         check("2+n3#blue", None, None, Ok(("2:ncpus=1:blue=True+2:ncpus=1:blue=True:host=n3", Some("scatter"))));
+        check("1:blue#blue", None, None, Ok(("1:ncpus=1:blue=True", Some("scatter"))));
+        check("1:host1:host2", None, None, Err(NodespecError::Spec));
         check("2#excl", None, None, Ok(("2:ncpus=1", Some("scatter:excl"))));
         check("2#shared", None, None, Ok(("2:ncpus=1", None)));
     }
