@@ -27,3 +27,4 @@ mod protocol;
 mod runlimits;
 mod soft_walltime;
 mod torque;
+mod update_period;

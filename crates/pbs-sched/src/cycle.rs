@@ -56,6 +56,10 @@ pub struct Decisions {
     /// Where each run goes, as placed, by job id: what the mirror books for it while the
     /// server applies it (see `Mirror::note_sent`).
     pub(crate) bookings: HashMap<String, Booking>,
+    /// "Job can't run" updates (`comment`, `estimated.*`) this cycle held back because
+    /// `attr_update_period` has not passed (`None`: they were sent, as every cycle without
+    /// a period).
+    pub held_back: Option<usize>,
 }
 
 impl Decisions {
@@ -87,11 +91,25 @@ struct Out {
     log: Vec<LogEvent>,
     considered: Vec<LogEvent>,
     bookings: HashMap<String, Booking>,
+    /// `attr_update_period` has not passed: "job can't run" updates are counted, not sent.
+    hold_can_t_run: bool,
+    held_back: usize,
 }
 
 impl Out {
     fn push_update(&mut self, update: JobUpdate) {
         self.updates.push(Action::Update(update));
+    }
+
+    /// A "job can't run" update (a comment on a job that does not run, an estimate): sent
+    /// unless this cycle holds them back. The mirror keeps the job as it was, so a later
+    /// cycle that sends finds the difference again.
+    fn push_can_t_run(&mut self, update: JobUpdate) {
+        if self.hold_can_t_run {
+            self.held_back += 1;
+        } else {
+            self.push_update(update);
+        }
     }
 
     fn push_run(&mut self, run: RunDecision, placed: &crate::place::Placed) {
@@ -101,9 +119,10 @@ impl Out {
     }
 
     fn into_decisions(self) -> Decisions {
-        let Out { updates: mut actions, mut runs, log, considered, bookings } = self;
+        let Out { updates: mut actions, mut runs, log, considered, bookings, hold_can_t_run, held_back } = self;
         actions.append(&mut runs);
-        Decisions { actions, log, considered, bookings }
+        let held_back = hold_can_t_run.then_some(held_back);
+        Decisions { actions, log, considered, bookings, held_back }
     }
 }
 
@@ -212,7 +231,7 @@ pub fn cycle(m: &Mirror, now: i64) -> Decisions {
     let mut ctx = Ctx {
         classes: HashMap::default(),
         blocked: false,
-        out: Out::default(),
+        out: Out { hold_can_t_run: !m.can_t_run_updates_due(now), ..Out::default() },
         now,
         backfill: policy.backfill && (policy.strict_ordering || any_starving),
         started: Vec::new(),
@@ -328,7 +347,7 @@ fn clear_stale_estimates(m: &Mirror, ctx: &mut Ctx) {
             continue;
         }
         let attrs = set.into_iter().map(|name| Attr::new(name, "")).collect();
-        ctx.out.push_update(JobUpdate { job_id: job.view.id.clone(), attrs });
+        ctx.out.push_can_t_run(JobUpdate { job_id: job.view.id.clone(), attrs });
     }
 }
 
@@ -400,10 +419,10 @@ fn subjob_id(m: &Mirror, parent: &Job, index: u64) -> String {
     JobId::subjob(parent.view.seq, index, &m.server_name).to_string()
 }
 
-/// Emits a comment update when the comment changes.
+/// Emits a comment update when the comment of a job that does not run changes.
 fn note_comment(out: &mut Out, job_id: &str, current: Option<&str>, comment: &str) {
     if current != Some(comment) {
-        out.push_update(JobUpdate { job_id: job_id.to_string(), attrs: vec![Attr::new("comment", comment)] });
+        out.push_can_t_run(JobUpdate { job_id: job_id.to_string(), attrs: vec![Attr::new("comment", comment)] });
     }
 }
 
@@ -698,7 +717,7 @@ fn strict_failure(
         attrs.push(Attr::new("estimated.exec_vnode", exec));
     }
     if !attrs.is_empty() {
-        ctx.out.push_update(JobUpdate { job_id: job.view.id.clone(), attrs });
+        ctx.out.push_can_t_run(JobUpdate { job_id: job.view.id.clone(), attrs });
     }
     cal.tops.push(top);
     ctx.tops.insert(job.view.id.clone());

@@ -546,8 +546,10 @@ impl Daemon {
         // default log_events includes; tests and admins look for them.
         info!(object_type = "Req", object_name = "", event = "0080", "Starting Scheduling Cycle");
         let started = Instant::now();
-        let decisions = cycle(mirror, now_secs());
+        let now = now_secs();
+        let decisions = cycle(mirror, now);
         log_events(&decisions);
+        log_update_period(mirror, &decisions, now);
         for run in decisions.runs() {
             debug!(object_type = "Job", object_name = %run.job_id, "Job run on {}", run.exec_vnode);
         }
@@ -577,6 +579,31 @@ fn join_part(parts: &mut Option<Snapshot>, part: Snapshot, more: bool) -> Option
         None
     } else {
         Some(whole)
+    }
+}
+
+/// Says, when `attr_update_period` is set, whether this cycle sends its "job can't run"
+/// updates or holds them back, and notes the sending in the mirror.
+fn log_update_period(mirror: &mut Mirror, decisions: &Decisions, now: i64) {
+    let period = mirror.attr_update_period.unwrap_or(0);
+    match decisions.held_back {
+        None => {
+            mirror.note_can_t_run_sent(now);
+            if period > 0 {
+                info!(
+                    object_type = "Req",
+                    object_name = "",
+                    event = "0080",
+                    "Sending job can't run updates (attr_update_period {period} s)"
+                );
+            }
+        }
+        Some(held) => info!(
+            object_type = "Req",
+            object_name = "",
+            event = "0080",
+            "Holding back {held} job can't run updates (attr_update_period {period} s)"
+        ),
     }
 }
 

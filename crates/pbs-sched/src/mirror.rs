@@ -242,6 +242,10 @@ pub struct Mirror {
     pub(crate) server: ServerInfo,
     pub(crate) sched_scheduling: Option<bool>,
     pub(crate) sched_iteration: Option<u64>,
+    /// The scheduler object's `attr_update_period` (seconds; unset sends every cycle).
+    pub(crate) attr_update_period: Option<u64>,
+    /// When "job can't run" updates were last sent; `None` sends at the next cycle.
+    can_t_run_sent_at: Option<i64>,
     pub(crate) queues: BTreeMap<String, QueueEntry>,
     pub(crate) nodes: Vec<Option<Node>>,
     node_by_name: HashMap<String, u32>,
@@ -292,6 +296,8 @@ impl Mirror {
             },
             sched_scheduling: None,
             sched_iteration: None,
+            attr_update_period: None,
+            can_t_run_sent_at: None,
             queues: BTreeMap::new(),
             nodes: Vec::new(),
             node_by_name: HashMap::new(),
@@ -510,13 +516,35 @@ impl Mirror {
     fn set_sched(&mut self, attrs: &[Attr]) {
         self.sched_scheduling = None;
         self.sched_iteration = None;
+        let period = self.attr_update_period.take();
         for (name, value) in attr_map(attrs) {
             match name {
                 "scheduling" => self.sched_scheduling = truth(value),
                 "scheduler_iteration" => self.sched_iteration = value.trim().parse().ok(),
+                "attr_update_period" => self.attr_update_period = value.trim().parse().ok(),
                 _ => {}
             }
         }
+        // A new period starts now: the next cycle sends (OpenPBS resets its timer).
+        if self.attr_update_period != period {
+            self.can_t_run_sent_at = None;
+        }
+    }
+
+    /// Whether a cycle starting at `now` sends "job can't run" updates (`comment`,
+    /// `estimated.*`): every cycle without `attr_update_period`, else once the period has
+    /// passed since they were last sent.
+    pub fn can_t_run_updates_due(&self, now: i64) -> bool {
+        let period = self.attr_update_period.unwrap_or(0);
+        period == 0
+            || self
+                .can_t_run_sent_at
+                .is_none_or(|sent| now.saturating_sub(sent) >= i64::try_from(period).unwrap_or(i64::MAX))
+    }
+
+    /// A cycle that started at `now` sent its "job can't run" updates.
+    pub fn note_can_t_run_sent(&mut self, now: i64) {
+        self.can_t_run_sent_at = Some(now);
     }
 
     fn upsert_queue(&mut self, queue: &SchedQueue) {

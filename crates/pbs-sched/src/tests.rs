@@ -1656,3 +1656,49 @@ fn estimates_are_cleared_when_a_job_stops_being_a_top_job() {
     let d = cycle(&Mirror::new(s, SchedConfig::default()), 1000);
     assert_eq!(cleared(&d, "3.svr"), vec!["estimated.start_time", "estimated.exec_vnode"]);
 }
+
+/// Seed 004: with `attr_update_period`, a cycle inside the period sends no comment or
+/// estimate for jobs that do not run (and still runs what fits); the first cycle after
+/// setting or changing the period sends, and so does the first after the period.
+#[test]
+fn attr_update_period_holds_back_can_t_run_updates_inside_the_period() {
+    let s = snap(
+        vec![queue("workq", 0, &[])],
+        vec![node("vn0", 1, "1gb")],
+        vec![
+            job(1, "workq", "1:ncpus=1", "pack"),
+            job(2, "workq", "1:ncpus=1", "pack"),
+            job(3, "workq", "1:ncpus=2", "pack"),
+        ],
+    );
+    let mut m = mirror(s);
+    let period = |m: &mut Mirror, value: &str| {
+        m.apply(SchedChange::Sched { attrs: vec![Attr::new("attr_update_period", value)] });
+    };
+    period(&mut m, "60");
+    assert!(m.can_t_run_updates_due(1000), "the first cycle after setting the period sends");
+    let d = cycle(&m, 1000);
+    assert_eq!((d.held_back, comment_of(&d, "2.svr").is_some()), (None, true));
+    m.note_can_t_run_sent(1000);
+    // Inside the period: the run goes out, the comment does not.
+    let d = cycle(&m, 1030);
+    assert_eq!(run_ids(&d), vec!["1.svr"]);
+    assert_eq!((d.held_back, d.updates().count()), (Some(2), 0));
+    // The period passed: sent again.
+    let d = cycle(&m, 1060);
+    assert_eq!((d.held_back, comment_of(&d, "2.svr").is_some()), (None, true));
+    // Changing the period starts it again: the next cycle sends.
+    m.note_can_t_run_sent(1060);
+    assert!(!m.can_t_run_updates_due(1061));
+    period(&mut m, "120");
+    assert!(m.can_t_run_updates_due(1061));
+    // Unset or 0: every cycle sends.
+    period(&mut m, "0");
+    m.note_can_t_run_sent(1070);
+    assert!(m.can_t_run_updates_due(1070));
+    // A qrun's answer always carries its reason.
+    period(&mut m, "60");
+    m.note_can_t_run_sent(1080);
+    let d = qrun(&m, "3.svr", 1081);
+    assert!(comment_of(&d, "3.svr").is_some() && d.held_back.is_none());
+}

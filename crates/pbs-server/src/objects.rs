@@ -353,6 +353,13 @@ fn apply_attrs(
         } else {
             canonical
         };
+        // OpenPBS's `verify_value_zero_or_positive` for these two scheduler attributes.
+        if kind == ObjectKind::Sched
+            && matches!(def.name, "attr_update_period" | "server_dyn_res_alarm")
+            && canonical.parse::<i64>().is_ok_and(|n| n < 0)
+        {
+            return Err(ReqError::attr(Pbse::BADATVAL, &attr.name));
+        }
         if kind == ObjectKind::Node && def.name == "state" {
             // Only the offline flag is the manager's to set; the rest comes from the mom.
             let words: Vec<&str> = canonical.split(',').map(str::trim).collect();
