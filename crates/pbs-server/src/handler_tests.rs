@@ -69,19 +69,32 @@ fn n1(kinds: &[&'static str]) -> Vec<(String, &'static str)> {
     kinds.iter().map(|k| ("n1".to_string(), *k)).collect()
 }
 
-/// The kind of each store write, in order.
+/// The kind of each store write of state, in order (accounting records: [`records`]).
 fn writes(effects: &Effects) -> Vec<&'static str> {
     effects
         .ops
         .iter()
-        .map(|op| match op {
-            StoreOp::PutJob { .. } => "PutJob",
-            StoreOp::PutSubjob { .. } => "PutSubjob",
-            StoreOp::DeleteSubjob { .. } => "DeleteSubjob",
-            StoreOp::DeleteJob { .. } => "DeleteJob",
-            StoreOp::PutObject { .. } => "PutObject",
-            StoreOp::DeleteObject { .. } => "DeleteObject",
-            StoreOp::SetMeta { .. } => "SetMeta",
+        .filter_map(|op| match op {
+            StoreOp::PutJob { .. } => Some("PutJob"),
+            StoreOp::PutSubjob { .. } => Some("PutSubjob"),
+            StoreOp::DeleteSubjob { .. } => Some("DeleteSubjob"),
+            StoreOp::DeleteJob { .. } => Some("DeleteJob"),
+            StoreOp::PutObject { .. } => Some("PutObject"),
+            StoreOp::DeleteObject { .. } => Some("DeleteObject"),
+            StoreOp::SetMeta { .. } => Some("SetMeta"),
+            StoreOp::Account(_) => None,
+        })
+        .collect()
+}
+
+/// The accounting records among the writes, as `T;ID`, in order.
+fn records(effects: &Effects) -> Vec<String> {
+    effects
+        .ops
+        .iter()
+        .filter_map(|op| match op {
+            StoreOp::Account(record) => Some(format!("{};{}", record.kind, record.id)),
+            _ => None,
         })
         .collect()
 }

@@ -155,7 +155,7 @@ impl Server {
                 .map_err(io_err(format!("setting permissions of {}", path.display())))?;
         }
         let db_path = home.join("server_priv").join("serverdb.sqlite");
-        let (store, loaded) = Store::open(&db_path)?;
+        let (store, loaded) = Store::open(&db_path, Some(&crate::acctlog::dir_of(home)))?;
         let n_jobs = loaded.jobs.len();
         let (mut state, setup) =
             State::from_loaded(loaded, &config.server_name, &config.host, &home.display().to_string());
