@@ -301,6 +301,8 @@ fn an_end_writes_the_job_then_tells_the_mom_to_forget_it() {
     let (key, id) = f.running_job();
     let effects = crate::job::end::job_ended(&mut f.state, "n1", &id, 0, &Usage::default(), f.now);
     assert_eq!(writes(&effects), ["DeleteJob"]);
+    // The end's accounting record is committed with the end itself.
+    assert_eq!(records(&effects), [format!("E;{id}")]);
     assert_eq!(frames(&effects), n1(&["ForgetJob"]));
     assert_eq!(f.job_state(key), None);
 }
@@ -313,6 +315,7 @@ fn a_delete_of_a_running_job_asks_its_mom_to_kill_it() {
         f.request(&alice(), Request::DeleteJob { ids: ids(&[&id]), force: false, purge_history: false });
     assert_eq!(reply.code, 0);
     assert_eq!(writes(&effects), ["PutJob"]);
+    assert_eq!(records(&effects), [format!("D;{id}")]);
     assert_eq!(frames(&effects), n1(&["KillJob"]));
     assert_eq!(f.job_state(key), Some(JobState::Exiting));
     // Someone else's job: refused, with nothing to do.
@@ -331,6 +334,7 @@ fn a_forced_delete_forgets_the_job_only_after_its_end_is_committed() {
         f.request(&alice(), Request::DeleteJob { ids: ids(&[&id]), force: true, purge_history: false });
     assert_eq!(reply.code, 0);
     assert_eq!(writes(&effects), ["DeleteJob"]);
+    assert_eq!(records(&effects), [format!("D;{id}"), format!("E;{id}")]);
     assert_eq!(frames(&effects), n1(&["ForgetJob"]));
     assert_eq!(f.job_state(key), None);
 }
@@ -365,6 +369,7 @@ fn a_rerun_kills_the_job_and_its_end_requeues_it_then_forgets_it() {
     assert_eq!(frames(&effects), n1(&["KillJob"]));
     let effects = crate::job::end::job_ended(&mut f.state, "n1", &id, 271, &Usage::default(), f.now);
     assert_eq!(writes(&effects), ["PutJob"]);
+    assert_eq!(records(&effects), [format!("R;{id}")]);
     assert_eq!(frames(&effects), n1(&["ForgetJob"]));
     assert_eq!(f.job_state(key), Some(JobState::Queued));
 }

@@ -559,7 +559,7 @@ mod tests {
     }
 
     fn lines(path: &Path) -> Vec<String> {
-        std::fs::read_to_string(path).unwrap().lines().map(|l| l.splitn(2, ';').nth(1).unwrap().to_string()).collect()
+        std::fs::read_to_string(path).unwrap().lines().map(|l| l.split_once(';').unwrap().1.to_string()).collect()
     }
 
     #[tokio::test]

@@ -201,7 +201,6 @@ pub fn run_job(state: &mut State, key: JobKey, exec_vnode: &str, now: i64) -> Re
     state.starting.insert(key);
     let launches = launches(state, key, &select, exec, run_count);
     tracing::info!(object_type = "Job", object_name = job_id.as_str(), "Job run on {exec_text}");
-    let mut ops = ops;
     // A subjob's start is its array's: an `after` dependency on the array is met by it.
     ops.extend(crate::job::depend::parent_started(state, key.seq, now));
     Ok(Effects { ops, launches, ..Effects::default() })
