@@ -2,6 +2,7 @@
 //! the real command binaries or raw protocol frames.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
+mod accounting;
 mod arrays;
 mod authz;
 mod bounds;

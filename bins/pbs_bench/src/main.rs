@@ -65,6 +65,8 @@ struct Bench {
     figures: Vec<Figure>,
     /// Moms and the scheduler of the execution figures.
     daemons: Vec<Child>,
+    /// The server writes no accounting log (`--no-accounting`), to measure what it costs.
+    no_accounting: bool,
 }
 
 impl Bench {
@@ -77,7 +79,7 @@ impl Bench {
             dir.path().join("home").display()
         );
         std::fs::write(dir.path().join("pbs.conf"), conf)?;
-        Ok(Bench { dir, bins, server: None, host, figures: Vec::new(), daemons: Vec::new() })
+        Ok(Bench { dir, bins, server: None, host, figures: Vec::new(), daemons: Vec::new(), no_accounting: false })
     }
 
     fn conf(&self) -> PathBuf {
@@ -96,6 +98,7 @@ impl Bench {
     fn start_server(&mut self) -> Result<Duration> {
         let started = Instant::now();
         let child = Command::new(self.bins.daemons.join("pbs_server"))
+            .args(self.no_accounting.then_some("--no-accounting"))
             .env("PBS_CONF_FILE", self.conf())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -545,6 +548,7 @@ fn server_figures(args: &Args, bins: &Bins, figures: &mut Vec<Figure>) -> Result
     bench.record("submit_rate_1_client", Some(rate1), "jobs/s", None, format!("{per_client} durable submissions"));
     let rate16 = bench.submit_burst(16, per_client)?;
     bench.record("submit_rate_16_clients", Some(rate16), "jobs/s", Some(">= 20000"), format!("16 x {per_client}"));
+    accounting_cost_of_submissions(&mut bench, &bins, per_client, rate1, rate16)?;
 
     let one = bench.qsub_loops(1, loop_jobs);
     // Which build of the commands ran matters to these two figures (docs/architecture.md).
@@ -658,6 +662,35 @@ fn server_figures(args: &Args, bins: &Bins, figures: &mut Vec<Figure>) -> Result
     Ok(())
 }
 
+/// The same submissions to a fresh server that writes no accounting log: what the log
+/// costs, as a share of each rate (target: under 5%).
+fn accounting_cost_of_submissions(
+    bench: &mut Bench,
+    bins: &Bins,
+    per_client: usize,
+    rate1: f64,
+    rate16: f64,
+) -> Result<()> {
+    let mut bare = Bench::new(bins.clone())?;
+    bare.no_accounting = true;
+    bare.start_server()?;
+    let attr = MgrAttr { name: "acl_roots".into(), op: MgrOp::Set, value: "root".into() };
+    bare.client()?.manager(MgrCommand::Set, MgrObject::Server, vec![], vec![attr])?;
+    for (clients, with) in [(1, rate1), (16, rate16)] {
+        let without = bare.submit_burst(clients, per_client)?;
+        let cost = 100.0 * (1.0 - with / without);
+        bench.record(
+            &format!("accounting_cost_submit_{clients}_client{}", if clients == 1 { "" } else { "s" }),
+            Some(cost),
+            "%",
+            Some("< 5"),
+            format!("{with:.0} jobs/s with the accounting log, {without:.0} without ({clients} x {per_client})"),
+        );
+    }
+    bare.stop_server();
+    Ok(())
+}
+
 /// Jobs and arrays through a cluster of 4 moms and the scheduler.
 fn execution_figures(args: &Args, bins: &Bins, figures: &mut Vec<Figure>) -> Result<()> {
     let mut bench = Bench::new(bins.clone())?;
@@ -717,6 +750,27 @@ fn execution_figures(args: &Args, bins: &Bins, figures: &mut Vec<Figure>) -> Res
     client.manager(MgrCommand::Delete, MgrObject::Hook, vec!["begin".into()], vec![])?;
     array_figures(&mut bench, tiny_jobs, rate)?;
     bench.stop_server();
+    // Its moms and scheduler stop first, so the second cluster has the machine to itself.
+    for mut child in bench.daemons.drain(..) {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    // The same tiny jobs on a fresh cluster whose server writes no accounting log.
+    let mut bare = Bench::new(bins.clone())?;
+    bare.no_accounting = true;
+    bare.start_server()?;
+    let attr = MgrAttr { name: "acl_roots".into(), op: MgrOp::Set, value: "root".into() };
+    bare.client()?.manager(MgrCommand::Set, MgrObject::Server, vec![], vec![attr])?;
+    bare.start_cluster(4)?;
+    let without = bare.throughput(tiny_jobs)?;
+    bench.record(
+        "accounting_cost_tiny_jobs_4_moms",
+        Some(100.0 * (1.0 - rate / without)),
+        "%",
+        Some("< 5"),
+        format!("{rate:.0} jobs/s with the accounting log, {without:.0} without ({tiny_jobs} x /bin/true)"),
+    );
+    bare.stop_server();
     *figures = std::mem::take(&mut bench.figures);
     Ok(())
 }

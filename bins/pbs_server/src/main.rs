@@ -35,6 +35,9 @@ struct Args {
     /// then exit.
     #[arg(long, value_name = "FILE")]
     sched_key: Option<PathBuf>,
+    /// Write no accounting log (OpenPBS's `-A ""`), as when measuring what it costs.
+    #[arg(long)]
+    no_accounting: bool,
 }
 
 fn host_name() -> String {
@@ -75,6 +78,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         socket_path: conf.server_socket(),
         cluster_key: Some(cluster_key),
         python: conf.raw.get("PBS_PYTHON").map(PathBuf::from),
+        accounting: !args.no_accounting,
     };
     let tcp_addr = args.listen.unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], conf.batch_port)));
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the runtime")?;

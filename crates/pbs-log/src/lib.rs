@@ -131,7 +131,7 @@ struct Fields {
 /// `\xNN`), and the Unicode line and paragraph separators as `\u2028`/`\u2029`: a job
 /// name, user, queue or attribute value with a newline would otherwise start a line of its
 /// own that a reader takes for the server's. Newlines read `\n` as in OpenPBS's `qstat -f`.
-fn push_escaped(out: &mut String, text: &str) {
+pub fn push_escaped(out: &mut String, text: &str) {
     let needs = |c: char| c.is_control() || c == '\u{2028}' || c == '\u{2029}';
     if !text.contains(needs) {
         out.push_str(text);
@@ -224,7 +224,7 @@ thread_local! {
 }
 
 /// Calls `f` with the local time now as `MM/DD/YYYY HH:MM:SS` and as the day `YYYYMMDD`.
-fn with_local_time<R>(f: impl FnOnce(&str, &str) -> R) -> R {
+pub fn with_local_time<R>(f: impl FnOnce(&str, &str) -> R) -> R {
     let utc = chrono::Utc::now();
     let second = utc.timestamp();
     STAMP.with_borrow_mut(|stamp| {

@@ -69,19 +69,32 @@ fn n1(kinds: &[&'static str]) -> Vec<(String, &'static str)> {
     kinds.iter().map(|k| ("n1".to_string(), *k)).collect()
 }
 
-/// The kind of each store write, in order.
+/// The kind of each store write of state, in order (accounting records: [`records`]).
 fn writes(effects: &Effects) -> Vec<&'static str> {
     effects
         .ops
         .iter()
-        .map(|op| match op {
-            StoreOp::PutJob { .. } => "PutJob",
-            StoreOp::PutSubjob { .. } => "PutSubjob",
-            StoreOp::DeleteSubjob { .. } => "DeleteSubjob",
-            StoreOp::DeleteJob { .. } => "DeleteJob",
-            StoreOp::PutObject { .. } => "PutObject",
-            StoreOp::DeleteObject { .. } => "DeleteObject",
-            StoreOp::SetMeta { .. } => "SetMeta",
+        .filter_map(|op| match op {
+            StoreOp::PutJob { .. } => Some("PutJob"),
+            StoreOp::PutSubjob { .. } => Some("PutSubjob"),
+            StoreOp::DeleteSubjob { .. } => Some("DeleteSubjob"),
+            StoreOp::DeleteJob { .. } => Some("DeleteJob"),
+            StoreOp::PutObject { .. } => Some("PutObject"),
+            StoreOp::DeleteObject { .. } => Some("DeleteObject"),
+            StoreOp::SetMeta { .. } => Some("SetMeta"),
+            StoreOp::Account(_) => None,
+        })
+        .collect()
+}
+
+/// The accounting records among the writes, as `T;ID`, in order.
+fn records(effects: &Effects) -> Vec<String> {
+    effects
+        .ops
+        .iter()
+        .filter_map(|op| match op {
+            StoreOp::Account(record) => Some(format!("{};{}", record.kind, record.id)),
+            _ => None,
         })
         .collect()
 }
@@ -288,6 +301,8 @@ fn an_end_writes_the_job_then_tells_the_mom_to_forget_it() {
     let (key, id) = f.running_job();
     let effects = crate::job::end::job_ended(&mut f.state, "n1", &id, 0, &Usage::default(), f.now);
     assert_eq!(writes(&effects), ["DeleteJob"]);
+    // The end's accounting record is committed with the end itself.
+    assert_eq!(records(&effects), [format!("E;{id}")]);
     assert_eq!(frames(&effects), n1(&["ForgetJob"]));
     assert_eq!(f.job_state(key), None);
 }
@@ -300,6 +315,7 @@ fn a_delete_of_a_running_job_asks_its_mom_to_kill_it() {
         f.request(&alice(), Request::DeleteJob { ids: ids(&[&id]), force: false, purge_history: false });
     assert_eq!(reply.code, 0);
     assert_eq!(writes(&effects), ["PutJob"]);
+    assert_eq!(records(&effects), [format!("D;{id}")]);
     assert_eq!(frames(&effects), n1(&["KillJob"]));
     assert_eq!(f.job_state(key), Some(JobState::Exiting));
     // Someone else's job: refused, with nothing to do.
@@ -318,6 +334,7 @@ fn a_forced_delete_forgets_the_job_only_after_its_end_is_committed() {
         f.request(&alice(), Request::DeleteJob { ids: ids(&[&id]), force: true, purge_history: false });
     assert_eq!(reply.code, 0);
     assert_eq!(writes(&effects), ["DeleteJob"]);
+    assert_eq!(records(&effects), [format!("D;{id}"), format!("E;{id}")]);
     assert_eq!(frames(&effects), n1(&["ForgetJob"]));
     assert_eq!(f.job_state(key), None);
 }
@@ -352,6 +369,7 @@ fn a_rerun_kills_the_job_and_its_end_requeues_it_then_forgets_it() {
     assert_eq!(frames(&effects), n1(&["KillJob"]));
     let effects = crate::job::end::job_ended(&mut f.state, "n1", &id, 271, &Usage::default(), f.now);
     assert_eq!(writes(&effects), ["PutJob"]);
+    assert_eq!(records(&effects), [format!("R;{id}")]);
     assert_eq!(frames(&effects), n1(&["ForgetJob"]));
     assert_eq!(f.job_state(key), Some(JobState::Queued));
 }

@@ -12,6 +12,8 @@ macro_rules! job_idx {
     };
 }
 
+pub mod accounting;
+pub mod acctlog;
 pub mod acl;
 pub mod admission;
 pub mod attrlist;

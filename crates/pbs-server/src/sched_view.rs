@@ -123,7 +123,8 @@ pub fn note_written(state: &mut State, ops: &[StoreOp]) {
             | StoreOp::DeleteSubjob { .. }
             | StoreOp::PutObject { .. }
             | StoreOp::DeleteObject { .. }
-            | StoreOp::SetMeta { .. } => continue,
+            | StoreOp::SetMeta { .. }
+            | StoreOp::Account(_) => continue,
         };
         if state.changes.jobs.contains_key(&key) {
             continue;

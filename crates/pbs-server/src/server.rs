@@ -33,6 +33,8 @@ pub struct ServerConfig {
     pub cluster_key: Option<Vec<u8>>,
     /// The Python that runs hooks (`PBS_PYTHON`); `python3` from `PATH` when unset.
     pub python: Option<PathBuf>,
+    /// Whether the accounting log is written (`server_priv/accounting`).
+    pub accounting: bool,
 }
 
 /// Errors starting the server.
@@ -155,7 +157,8 @@ impl Server {
                 .map_err(io_err(format!("setting permissions of {}", path.display())))?;
         }
         let db_path = home.join("server_priv").join("serverdb.sqlite");
-        let (store, loaded) = Store::open(&db_path)?;
+        let accounting = config.accounting.then(|| crate::acctlog::dir_of(home));
+        let (store, loaded) = Store::open(&db_path, accounting.as_deref())?;
         let n_jobs = loaded.jobs.len();
         let (mut state, setup) =
             State::from_loaded(loaded, &config.server_name, &config.host, &home.display().to_string());
@@ -403,6 +406,7 @@ mod tests {
             socket_path: "/nonexistent/socket".into(),
             cluster_key: None,
             python: None,
+            accounting: false,
         };
         let server = Server {
             config,

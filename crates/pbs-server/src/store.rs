@@ -25,6 +25,9 @@ pub enum StoreError {
     /// A record could not be serialized; its commit fails rather than store it empty.
     #[error("cannot serialize a record: {0}")]
     Encode(String),
+    /// The accounting log could not be written (a full disk): the commit fails with it.
+    #[error("{0}")]
+    Accounting(#[from] crate::acctlog::AcctError),
 }
 
 /// A record serialized for the store, or why it could not be: such a record fails its
@@ -108,6 +111,8 @@ pub enum StoreOp {
         /// Value.
         value: String,
     },
+    /// An accounting record, written to the day's file with this commit (`acctlog`).
+    Account(crate::acctlog::AcctRecord),
 }
 
 /// Everything read back at start.
@@ -165,6 +170,7 @@ fn open_connection(path: &Path) -> Result<Connection, StoreError> {
     conn.pragma_update(None, "journal_mode", "WAL")?;
     conn.pragma_update(None, "synchronous", "FULL")?;
     conn.execute_batch(SCHEMA)?;
+    conn.execute_batch(crate::acctlog::SCHEMA)?;
     migrate(&conn)?;
     Ok(conn)
 }
@@ -196,15 +202,21 @@ fn migrate(conn: &Connection) -> Result<(), StoreError> {
 
 impl Store {
     /// Opens (creating if needed) the database, reads everything back and starts the
-    /// writer thread.
-    pub fn open(path: &Path) -> Result<(Store, Loaded), StoreError> {
-        Store::open_with(path, WAL_RESTART_FRAMES)
+    /// writer thread, which writes accounting records to files in `accounting` (none are
+    /// written without it).
+    pub fn open(path: &Path, accounting: Option<&Path>) -> Result<(Store, Loaded), StoreError> {
+        Store::open_with(path, accounting, WAL_RESTART_FRAMES)
     }
 
     /// [`Store::open`] with the WAL length at which the writer starts it over.
-    fn open_with(path: &Path, wal_restart_frames: i64) -> Result<(Store, Loaded), StoreError> {
-        let conn = open_connection(path)?;
+    fn open_with(
+        path: &Path,
+        accounting: Option<&Path>,
+        wal_restart_frames: i64,
+    ) -> Result<(Store, Loaded), StoreError> {
+        let mut conn = open_connection(path)?;
         let loaded = load(&conn)?;
+        let acct = accounting.map(|dir| crate::acctlog::AcctLog::open(dir, &mut conn)).transpose()?;
         // Checkpoints run on their own connection and thread: done inline (SQLite's
         // default) they would add a database fsync to some unlucky request's commit.
         conn.pragma_update(None, "wal_autocheckpoint", 0)?;
@@ -219,7 +231,7 @@ impl Store {
         let (tx, rx) = mpsc::channel::<(Vec<StoreOp>, Ack)>();
         thread::Builder::new()
             .name("store-writer".into())
-            .spawn(move || writer_loop(conn, rx, poke, &wal_long))
+            .spawn(move || writer_loop(conn, acct, rx, poke, &wal_long))
             .map_err(|_| StoreError::WriterGone)?;
         Ok((Store { tx }, loaded))
     }
@@ -328,6 +340,7 @@ fn checkpoint(conn: &Connection) -> Result<i64, rusqlite::Error> {
 
 fn writer_loop(
     mut conn: Connection,
+    mut acct: Option<crate::acctlog::AcctLog>,
     rx: mpsc::Receiver<(Vec<StoreOp>, Ack)>,
     poke: mpsc::SyncSender<()>,
     wal_long: &AtomicBool,
@@ -342,7 +355,7 @@ fn writer_loop(
                 break;
             }
         }
-        let result = apply(&mut conn, &batch).map_err(|e| CommitError::Database(e.to_string()));
+        let result = commit_batch(&mut conn, acct.as_mut(), &batch).map_err(|e| CommitError::Database(e.to_string()));
         for (_, ack) in batch {
             let _ = ack.send(result.clone());
         }
@@ -369,8 +382,46 @@ fn writer_loop(
     }
 }
 
-fn apply(conn: &mut Connection, batch: &[(Vec<StoreOp>, Ack)]) -> Result<(), StoreError> {
+/// Commits a batch: its accounting lines are appended first, then the transaction holds
+/// the changes and the lines' rows together (see `acctlog`).
+fn commit_batch(
+    conn: &mut Connection,
+    acct: Option<&mut crate::acctlog::AcctLog>,
+    batch: &[(Vec<StoreOp>, Ack)],
+) -> Result<(), StoreError> {
+    let Some(acct) = acct else { return apply(conn, batch, None, None).map(|_| ()) };
+    let records: Vec<&crate::acctlog::AcctRecord> = batch
+        .iter()
+        .flat_map(|(ops, _)| ops)
+        .filter_map(|op| match op {
+            StoreOp::Account(record) => Some(record),
+            _ => None,
+        })
+        .collect();
+    let appended = if records.is_empty() { None } else { Some(acct.append(conn, &records)?) };
+    let prune = acct.prunable();
+    match apply(conn, batch, appended.as_ref(), prune) {
+        Ok(last_row) => {
+            acct.committed(appended, last_row, prune);
+            Ok(())
+        }
+        Err(e) => {
+            if let Some(appended) = &appended {
+                acct.undo(appended);
+            }
+            Err(e)
+        }
+    }
+}
+
+fn apply(
+    conn: &mut Connection,
+    batch: &[(Vec<StoreOp>, Ack)],
+    appended: Option<&crate::acctlog::Appended>,
+    prune: Option<i64>,
+) -> Result<Option<i64>, StoreError> {
     let tx = conn.transaction()?;
+    let last_row = crate::acctlog::record_in(&tx, appended, prune)?;
     {
         // The script lives in the job's row (one B-tree touched per job, not two) and is
         // only written when given: later updates keep it.
@@ -414,12 +465,14 @@ fn apply(conn: &mut Connection, batch: &[(Vec<StoreOp>, Ack)]) -> Result<(), Sto
                     StoreOp::SetMeta { key, value } => {
                         set_meta.execute(params![key, value])?;
                     }
+                    // Written by `commit_batch` and `acctlog::record_in`.
+                    StoreOp::Account(_) => {}
                 }
             }
         }
     }
     tx.commit()?;
-    Ok(())
+    Ok(last_row)
 }
 
 #[cfg(test)]
@@ -431,7 +484,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("pbs.db");
         {
-            let (store, loaded) = Store::open(&path).unwrap();
+            let (store, loaded) = Store::open(&path, None).unwrap();
             assert!(loaded.jobs.is_empty());
             let ack = store.commit(vec![
                 StoreOp::PutJob { seq: 1, record: "{}".to_string().into(), script: Some("echo".into()) },
@@ -443,7 +496,7 @@ mod tests {
             ]);
             ack.await.unwrap().unwrap();
         }
-        let (_store, loaded) = Store::open(&path).unwrap();
+        let (_store, loaded) = Store::open(&path, None).unwrap();
         assert_eq!(loaded.jobs, vec![(1, "{}".to_string())]);
         assert_eq!(loaded.objects.len(), 1);
         assert_eq!(loaded.meta, vec![("next_seq".to_string(), "3".to_string())]);
@@ -466,7 +519,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("pbs.db");
         let wal = dir.path().join("pbs.db-wal");
-        let (store, _) = Store::open_with(&path, 16).unwrap();
+        let (store, _) = Store::open_with(&path, None, 16).unwrap();
         // Changes arrive faster than commits take, as in a burst of submissions: every
         // commit finds the next one's changes queued, so the checkpoint thread alone never
         // finds the WAL fully copied, and the WAL would only grow.
@@ -493,8 +546,82 @@ mod tests {
         // Commits are applied in order: once this one is on disk, all of them are.
         store.commit(vec![StoreOp::SetMeta { key: "next_seq", value: fed.to_string() }]).await.unwrap().unwrap();
         drop(store);
-        let (_store, loaded) = Store::open(&path).unwrap();
+        let (_store, loaded) = Store::open(&path, None).unwrap();
         assert_eq!(loaded.jobs.len() as u64, fed);
+    }
+
+    fn record(kind: char, id: &str) -> StoreOp {
+        StoreOp::Account(crate::acctlog::AcctRecord { kind, id: id.into(), text: format!("queue=workq {id}") })
+    }
+
+    fn today(dir: &Path) -> std::path::PathBuf {
+        dir.join(pbs_log::with_local_time(|_, day| day.to_string()))
+    }
+
+    fn lines(path: &Path) -> Vec<String> {
+        std::fs::read_to_string(path).unwrap().lines().map(|l| l.split_once(';').unwrap().1.to_string()).collect()
+    }
+
+    #[tokio::test]
+    async fn records_reach_the_days_file_once_across_restarts() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pbs.db");
+        let acct = dir.path().join("accounting");
+        {
+            let (store, _) = Store::open(&path, Some(&acct)).unwrap();
+            let ops = vec![StoreOp::SetMeta { key: "next_seq", value: "2".into() }, record('Q', "1.srv")];
+            store.commit(ops).await.unwrap().unwrap();
+            store.commit(vec![record('E', "1.srv")]).await.unwrap().unwrap();
+        }
+        let file = today(&acct);
+        assert_eq!(lines(&file), ["Q;1.srv;queue=workq 1.srv", "E;1.srv;queue=workq 1.srv"]);
+        assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o644);
+        assert_eq!(std::fs::metadata(&acct).unwrap().permissions().mode() & 0o777, 0o755);
+
+        // A restart writes nothing twice.
+        drop(Store::open(&path, Some(&acct)).unwrap());
+        assert_eq!(lines(&file).len(), 2);
+
+        // Lines appended for a transaction that never committed (a kill between the two)
+        // are cut off; committed lines a file lost (a power cut before it was synced) are
+        // written again.
+        {
+            let (store, _) = Store::open(&path, Some(&acct)).unwrap();
+            store.commit(vec![record('S', "2.srv")]).await.unwrap().unwrap();
+        }
+        let mut text = std::fs::read_to_string(&file).unwrap();
+        text.push_str("11/25/2026 13:24:24;E;3.srv;never committed\n");
+        std::fs::write(&file, &text).unwrap();
+        drop(Store::open(&path, Some(&acct)).unwrap());
+        assert_eq!(lines(&file).len(), 3, "the uncommitted line is gone");
+        {
+            let (store, _) = Store::open(&path, Some(&acct)).unwrap();
+            store.commit(vec![record('S', "3.srv")]).await.unwrap().unwrap();
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        let cut = text.len() - 10;
+        std::fs::write(&file, &text[..cut]).unwrap();
+        drop(Store::open(&path, Some(&acct)).unwrap());
+        assert_eq!(lines(&file)[2..], ["S;2.srv;queue=workq 2.srv", "S;3.srv;queue=workq 3.srv"]);
+    }
+
+    #[test]
+    fn a_record_that_cannot_be_written_fails_its_commit_and_the_change_with_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pbs.db");
+        let acct_dir = dir.path().join("accounting");
+        let mut conn = open_connection(&path).unwrap();
+        let mut acct = crate::acctlog::AcctLog::open(&acct_dir, &mut conn).unwrap();
+        // A full disk, as /dev/full answers every write.
+        std::os::unix::fs::symlink("/dev/full", today(&acct_dir)).unwrap();
+        let (ack, _) = oneshot::channel();
+        let batch = vec![(
+            vec![StoreOp::PutJob { seq: 9, record: "{}".to_string().into(), script: None }, record('Q', "9.srv")],
+            ack,
+        )];
+        assert!(commit_batch(&mut conn, Some(&mut acct), &batch).is_err());
+        assert!(load(&conn).unwrap().jobs.is_empty(), "the job was not committed without its record");
     }
 
     #[test]
@@ -511,7 +638,7 @@ mod tests {
             )
             .unwrap();
         }
-        let (_store, loaded) = Store::open(&path).unwrap();
+        let (_store, loaded) = Store::open(&path, None).unwrap();
         assert_eq!(loaded.jobs, vec![(4, "{}".to_string())]);
         assert_eq!(Store::read_script(&path, 4).unwrap().as_deref(), Some("echo old"));
     }

@@ -168,12 +168,19 @@ fn refresh_with(state: &mut State, seq: u64, now: i64, write: bool) -> Vec<Store
     // The jobs that wait on the array hear of its end once, from its last subjob.
     let exit = parent.get("Exit_status", None).and_then(|s| s.parse::<i32>().ok());
     state.changes.jobs.insert(JobKey::job(seq), id.clone());
+    // An array that began ends with a record of its own, after its last subjob's.
+    let began = parent.get("stime", None).is_some();
     if done && !history {
+        let mut ops = Vec::new();
+        if let Some(parent) = state.jobs.get_mut(&seq).filter(|_| began) {
+            parent.state = JobState::Finished;
+            ops.push(crate::accounting::run_ended(parent, &id, crate::accounting::RunEnd::Ended, now));
+        }
         // Not `remove_job`: the jobs waiting on it are found in the index just below.
         state.jobs.remove(&seq);
         state.remove_subjobs_of(seq);
         state.changes.cycle = true;
-        let mut ops = vec![StoreOp::DeleteJob { seq }];
+        ops.push(StoreOp::DeleteJob { seq });
         ops.extend(crate::job::depend::parent_ended(state, seq, &id, exit, now));
         return ops;
     }
@@ -198,6 +205,9 @@ fn refresh_with(state: &mut State, seq: u64, now: i64, write: bool) -> Vec<Store
     }
     let mut ops =
         if write || before != (parent.state, parent.substate) { vec![parent.put_op(None)] } else { Vec::new() };
+    if done && began {
+        ops.insert(0, crate::accounting::run_ended(parent, &id, crate::accounting::RunEnd::Ended, now));
+    }
     if done {
         ops.extend(crate::job::depend::parent_ended(state, seq, &id, exit, now));
     }

@@ -29,7 +29,10 @@ pub fn delete_jobs(
                 if !queued.holds(key.seq) {
                     effects.ops.extend(queued.flush(state, ctx.now));
                 }
-                return queued.delete(state, key.seq, index).map(|()| Effects::default());
+                queued.delete(state, key.seq, index)?;
+                let id = pbs_core::JobId::subjob(key.seq, index, &state.server_name).to_string();
+                effects.ops.push(crate::accounting::deleted(&id, &ctx.who.user_at_host()));
+                return Ok(Effects::default());
             }
         }
         // Anything else sees the batched deletions written first, and its writes follow
@@ -44,6 +47,28 @@ pub fn delete_jobs(
 
 /// qdel of one job, array or subjob that is not a queued subjob.
 fn delete_one(
+    state: &mut State,
+    ctx: &Ctx<'_>,
+    key: JobKey,
+    force: bool,
+    purge_history: bool,
+    history: bool,
+) -> Result<Effects, ReqError> {
+    let Some(job) = state.job(key) else {
+        return Err(ReqError::new(Pbse::UNKJOBID));
+    };
+    // OpenPBS records the request as it takes it, before the job ends.
+    let record = crate::accounting::deleted(&job.id(&state.server_name), &ctx.who.user_at_host());
+    if !job.state.is_history() && state.ending.get(&key) != Some(&crate::state::EndReason::Delete) {
+        let mut effects = Effects::ops(vec![record]);
+        effects.merge(delete_live(state, ctx, key, force, purge_history, history)?);
+        return Ok(effects);
+    }
+    delete_live(state, ctx, key, force, purge_history, history)
+}
+
+/// [`delete_one`] once its record is made.
+fn delete_live(
     state: &mut State,
     ctx: &Ctx<'_>,
     key: JobKey,

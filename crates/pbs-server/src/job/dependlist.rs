@@ -73,6 +73,8 @@ pub fn delete_child(state: &mut State, child: u64, parent_id: &str, now: i64) ->
     );
     // Its waits on other parents stay in the index, as the `before` entries OpenPBS keeps
     // on them; their ends find it finished and leave it be.
+    let record =
+        crate::accounting::aborted(&child_id, &format!("Job deleted as result of dependency on job {parent_id}"));
     state.changes.jobs.insert(JobKey::job(child), child_id);
     state.changes.cycle = true;
     let ops = if history {
@@ -82,10 +84,10 @@ pub fn delete_child(state: &mut State, child: u64, parent_id: &str, now: i64) ->
         let now = now.to_string();
         job.attrs.set(job_idx!("mtime"), None, now.as_str());
         job.attrs.set(job_idx!("history_timestamp"), None, now.as_str());
-        vec![job.put_op(None)]
+        vec![record, job.put_op(None)]
     } else {
         state.remove_job(child);
-        vec![StoreOp::DeleteJob { seq: child }]
+        vec![record, StoreOp::DeleteJob { seq: child }]
     };
     // Its own children stay as they are, as for any job deleted before it ran.
     ops

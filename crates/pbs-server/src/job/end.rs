@@ -5,6 +5,7 @@ use pbs_core::attr::ObjectKind;
 use pbs_core::{JobState, Substate};
 use pbs_proto::mom::{ToMom, Usage};
 
+use crate::accounting::RunEnd;
 use crate::effects::{Effects, MomFrames};
 use crate::job::running::SUBSTATE_PRERUN;
 use crate::jobkey::{JobKey, key_of};
@@ -90,10 +91,14 @@ fn release(state: &mut State, key: JobKey, now: i64) -> MomFrames {
     placement.exec.vnodes().into_iter().map(|v| (v.to_string(), ToMom::ForgetJob { job_id: job_id.clone() })).collect()
 }
 
-/// Puts a job that was running back in the queue.
+/// Puts a job that was running back in the queue, its run recorded (`R`) first.
 fn requeue(state: &mut State, key: JobKey, now: i64) -> Vec<StoreOp> {
+    let Some(job) = state.job(key) else { return Vec::new() };
+    let record = crate::accounting::run_ended(job, &job.id(&state.server_name), RunEnd::Requeued, now);
     if key.index.is_some() {
-        return crate::job::array::requeue_subjob(state, key, now);
+        let mut ops = vec![record];
+        ops.extend(crate::job::array::requeue_subjob(state, key, now));
+        return ops;
     }
     let Some(job) = state.job_mut(key) else { return Vec::new() };
     job.state = JobState::Queued;
@@ -105,7 +110,7 @@ fn requeue(state: &mut State, key: JobKey, now: i64) -> Vec<StoreOp> {
     job.attrs.unset_all(job_idx!("resources_used"));
     job.attrs.set(job_idx!("etime"), None, now.to_string());
     job.attrs.set(job_idx!("mtime"), None, now.to_string());
-    let mut ops = vec![job.put_op(None)];
+    let mut ops = vec![record, job.put_op(None)];
     ops.extend(crate::job::runone::requeued(state, key.seq, now));
     state.changes.cycle = true;
     ops
@@ -168,6 +173,9 @@ fn finish_job(
         job.get("resources_used", Some("cput")).unwrap_or("00:00:00"),
         job.get("resources_used", Some("walltime")).unwrap_or("00:00:00"),
     );
+    // The end's record goes before the job's own writes, as OpenPBS writes it before it
+    // moves the job to history.
+    let record = crate::accounting::run_ended(job, &job_id, RunEnd::Ended, now);
     if let Some(index) = key.index {
         // A finished subjob is expired (`X`); its record stays while history is kept.
         job.state = JobState::Expired;
@@ -178,14 +186,15 @@ fn finish_job(
             let status = crate::job::depend::array_exit_status(status);
             array.attrs.set(job_idx!("Exit_status"), None, status.to_string());
         }
-        let record = state.subjobs.remove(&(key.seq, index));
-        let mut ops = match record {
-            Some(record) if history => {
-                state.finished_subjobs.insert((key.seq, index), record);
-                vec![op]
+        let kept = state.subjobs.remove(&(key.seq, index));
+        let mut ops = vec![record];
+        match kept {
+            Some(kept) if history => {
+                state.finished_subjobs.insert((key.seq, index), kept);
+                ops.push(op);
             }
-            _ => vec![StoreOp::DeleteSubjob { seq: key.seq, index }],
-        };
+            _ => ops.push(StoreOp::DeleteSubjob { seq: key.seq, index }),
+        }
         ops.extend(crate::job::array::refresh_after_end(state, key.seq, now));
         return ops;
     }
@@ -202,14 +211,11 @@ fn finish_job(
         job.attrs.set(job_idx!("mtime"), None, now.as_str());
         job.attrs.set(job_idx!("obittime"), None, now.as_str());
         job.attrs.set(job_idx!("history_timestamp"), None, now.as_str());
-        vec![job.put_op(None)]
-    } else if let Some(index) = key.index {
-        state.subjobs.remove(&(key.seq, index));
-        vec![StoreOp::DeleteSubjob { seq: key.seq, index }]
+        vec![record, job.put_op(None)]
     } else {
         // Not `remove_job`: the jobs waiting on it are found in the index by `finish`.
         state.jobs.remove(&key.seq);
-        vec![StoreOp::DeleteJob { seq: key.seq }]
+        vec![record, StoreOp::DeleteJob { seq: key.seq }]
     }
 }
 

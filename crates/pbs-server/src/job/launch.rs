@@ -153,11 +153,17 @@ fn check_nodes(state: &State, exec: &ExecVnode) -> Result<(), ReqError> {
 /// subjob, the caller adds [`crate::job::array::settle`]'s operations.
 pub fn run_job(state: &mut State, key: JobKey, exec_vnode: &str, now: i64) -> Result<Effects, ReqError> {
     let parsed: ExecVnode = exec_vnode.parse().map_err(|_| ReqError::new(Pbse::BADNODESPEC))?;
+    let mut array_began = None;
     if let Some(index) = key.index {
         // A queued subjob has no record until it starts.
         if state.job(key).is_none() {
             check_nodes(state, &parsed)?;
+            let first = state.jobs.get(&key.seq).is_some_and(|p| p.get("stime", None).is_none());
             crate::job::array::materialize(state, key.seq, index, now)?;
+            // The array's own start is recorded before its first subjob's.
+            if first {
+                array_began = crate::accounting::started(state, JobKey::job(key.seq));
+            }
         }
     }
     let job = state.job(key).ok_or_else(|| ReqError::new(Pbse::UNKJOBID))?;
@@ -185,7 +191,9 @@ pub fn run_job(state: &mut State, key: JobKey, exec_vnode: &str, now: i64) -> Re
     let placement = std::sync::Arc::new(crate::state::Placement { exec, exclusive });
     job.set_placement(Some(placement.clone()));
     let exec = &placement.exec;
-    let ops = vec![job.put_op(None)];
+    let mut ops: Vec<_> = array_began.into_iter().collect();
+    ops.push(job.put_op(None));
+    ops.extend(crate::accounting::started(state, key));
     if key.index.is_some() {
         // Brought up to date once per batch of starts: see `job::array::settle`.
         state.arrays_to_refresh.insert(key.seq);
@@ -193,7 +201,6 @@ pub fn run_job(state: &mut State, key: JobKey, exec_vnode: &str, now: i64) -> Re
     state.starting.insert(key);
     let launches = launches(state, key, &select, exec, run_count);
     tracing::info!(object_type = "Job", object_name = job_id.as_str(), "Job run on {exec_text}");
-    let mut ops = ops;
     // A subjob's start is its array's: an `after` dependency on the array is met by it.
     ops.extend(crate::job::depend::parent_started(state, key.seq, now));
     Ok(Effects { ops, launches, ..Effects::default() })

@@ -187,10 +187,18 @@ pub fn queue_job(
         placement: None,
     };
     let id = job.id(&state.server_name);
+    let has_depend = job.attrs.get(job_idx!("depend"), None).is_some();
     state.jobs.insert(seq, job);
+    // The record shows the job as its dependencies leave it (held: `etime=0`), unless they
+    // end it at once (on a parent that already failed): then as it was queued.
+    let key = crate::jobkey::JobKey::job(seq);
+    let queued_before = if has_depend { crate::accounting::queued(state, key) } else { None };
     // Its dependencies may hold it (or, on a parent that already failed, end it at once).
     let parents = crate::job::depend::submitted(state, seq, ctx.now);
     let mut ops: Vec<StoreOp> = state.jobs.get(&seq).map(|job| job.put_op(Some(script))).into_iter().collect();
+    let queued_now =
+        state.jobs.get(&seq).filter(|j| !j.state.is_history()).and_then(|_| crate::accounting::queued(state, key));
+    ops.extend(queued_now.or(queued_before));
     ops.extend(state.reserve_seq());
     ops.extend(parents);
     crate::job::deferred::arm(state, seq);

@@ -1,0 +1,233 @@
+//! What the accounting log says of a job, as OpenPBS's `accounting.c` says it: the text
+//! of each record type, built from the job as the change leaves it, returned as a
+//! [`StoreOp::Account`] among the change's own operations so that the record is committed
+//! in the same transaction as the change (the file side is `acctlog`).
+//!
+//! Record types: `Q` queued (also after qmove), `S` started, `E` ended, `R` requeued (a
+//! rerun, `Exit_status=-11`), `D` deleted (`requestor=user@host`), `A` aborted (a dependency
+//! that can no longer be met).
+
+use std::fmt::Write;
+
+use pbs_core::{JobState, Size};
+
+use crate::acctlog::AcctRecord;
+use crate::jobkey::JobKey;
+use crate::state::{Job, State};
+use crate::store::StoreOp;
+
+/// How a run ended, for its record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunEnd {
+    /// `E`: the job (or array) is done.
+    Ended,
+    /// `R`: the job goes back to the queue to run again.
+    Requeued,
+}
+
+/// The `Q` record of a job just queued (submitted, or moved to another queue).
+pub fn queued(state: &State, key: JobKey) -> Option<StoreOp> {
+    let job = state.job(key)?;
+    Some(op('Q', job.id(&state.server_name), common(job, 'Q')))
+}
+
+/// The `S` record of a job (or array) that started: the common part and the consumable
+/// resources its placement holds (`resource_assigned.*`).
+pub fn started(state: &State, key: JobKey) -> Option<StoreOp> {
+    let job = state.job(key)?;
+    let mut text = common(job, 'S');
+    if let Some(placement) = job.placement.as_deref() {
+        for (resource, value) in assigned(state, &placement.exec, placement.exclusive) {
+            let _ = write!(text, "resource_assigned.{resource}=");
+            push_quoted(&mut text, &value);
+            text.push(' ');
+        }
+    }
+    Some(op('S', job.id(&state.server_name), text))
+}
+
+/// The `E` or `R` record of a run that ended at `now`, from the job's `Exit_status` and
+/// `resources_used` as its end left them; `id` is the job's full id.
+pub fn run_ended(job: &Job, id: &str, end: RunEnd, now: i64) -> StoreOp {
+    let kind = match end {
+        RunEnd::Ended => 'E',
+        RunEnd::Requeued => 'R',
+    };
+    let mut text = common(job, kind);
+    let session = job.get("session_id", None).unwrap_or("0");
+    let _ = write!(text, "session={session}");
+    if let Some(alt_id) = job.get("alt_id", None) {
+        let _ = write!(text, " alt_id={alt_id}");
+    }
+    let _ = write!(text, " end={now}");
+    let status = if end == RunEnd::Requeued { "-11" } else { job.get("Exit_status", None).unwrap_or("0") };
+    let _ = write!(text, " Exit_status={status}");
+    for (resource, value) in job.attrs.resources(job_idx!("resources_used")) {
+        if !value.is_empty() {
+            let _ = write!(text, " resources_used.{resource}={value}");
+        }
+    }
+    let run_count = job.get("run_count", None).unwrap_or("0");
+    let _ = write!(text, " run_count={run_count}");
+    op(kind, id.to_string(), text)
+}
+
+/// The `D` record of a job deleted at `requestor`'s request (`user@host`).
+pub fn deleted(id: &str, requestor: &str) -> StoreOp {
+    op('D', id.to_string(), format!("requestor={requestor}"))
+}
+
+/// The `A` record of a job aborted by the server, with OpenPBS's reason text.
+pub fn aborted(id: &str, reason: &str) -> StoreOp {
+    op('A', id.to_string(), reason.to_string())
+}
+
+fn op(kind: char, id: String, text: String) -> StoreOp {
+    StoreOp::Account(AcctRecord { kind, id, text })
+}
+
+/// OpenPBS's `acct_job`: what every job record but `D` and `A` starts with, each pair
+/// followed by a space.
+fn common(job: &Job, kind: char) -> String {
+    let mut text = String::with_capacity(320);
+    let get = |name: &str| job.get(name, None);
+    let _ = write!(text, "user={} group={} ", get("euser").unwrap_or(""), get("egroup").unwrap_or(""));
+    if let Some(account) = get("Account_Name") {
+        let _ = write!(text, "account=\"{account}\" ");
+    }
+    if let Some(project) = get("project") {
+        if project.contains(' ') {
+            let _ = write!(text, "project=\"{project}\" ");
+        } else {
+            let _ = write!(text, "project={project} ");
+        }
+    }
+    if let Some(accounting_id) = get("accounting_id") {
+        let _ = write!(text, "accounting_id=\"{accounting_id}\" ");
+    }
+    let _ = write!(text, "jobname={} queue={} ", get("Job_Name").unwrap_or(""), job.queue);
+    let time = |name: &str| get(name).unwrap_or("0");
+    let _ = write!(text, "ctime={} qtime={} etime={} ", time("ctime"), time("qtime"), time("etime"));
+    if kind != 'Q' {
+        let _ = write!(text, "start={} ", time("stime"));
+    } else if let Some(depend) = get("depend") {
+        let _ = write!(text, "depend={depend} ");
+    }
+    // An array being queued, or beginning or begun, names its indices instead of hosts;
+    // its `E` (once finished) names neither.
+    match get("array_indices_submitted") {
+        Some(indices) if job.state == JobState::Begun || kind == 'Q' || kind == 'S' => {
+            let _ = write!(text, "array_indices={indices} ");
+        }
+        _ => {
+            for name in ["exec_host", "exec_vnode"] {
+                if let Some(value) = get(name) {
+                    let _ = write!(text, "{name}={value} ");
+                }
+            }
+        }
+    }
+    for (resource, value) in job.attrs.resources(job_idx!("Resource_List")) {
+        let _ = write!(text, "Resource_List.{resource}=");
+        push_quoted(&mut text, value);
+        text.push(' ');
+    }
+    text
+}
+
+/// OpenPBS's `cpy_quote_value`: a value with a space is quoted, with `'` if it holds a `"`.
+fn push_quoted(text: &mut String, value: &str) {
+    if value.contains(' ') {
+        let quote = if value.contains('"') { '\'' } else { '"' };
+        text.push(quote);
+        text.push_str(value);
+        text.push(quote);
+    } else {
+        text.push_str(value);
+    }
+}
+
+/// OpenPBS's `sum_resc_alloc`: the consumable resources a placement holds, summed over its
+/// vnodes in the order resources are defined; a vnode held exclusively counts whole, once.
+fn assigned(state: &State, exec: &pbs_core::ExecVnode, exclusive: bool) -> Vec<(String, String)> {
+    let counted = |name: &str| {
+        state
+            .resources
+            .get(name)
+            .is_some_and(|d| d.flags.consumable || d.flags.consumable_first || d.flags.queue_assigned)
+    };
+    let mut amounts: Vec<(&str, Vec<&str>)> = Vec::new();
+    let mut whole: Vec<(String, String)> = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    for part in exec.parts() {
+        if exclusive {
+            if !seen.insert(part.vnode.as_str()) {
+                continue;
+            }
+            if let Some(node) = state.nodes.iter().find(|n| n.name == part.vnode) {
+                whole.extend(crate::node::available(state, node).into_iter().filter(|(r, _)| counted(r)));
+            }
+            continue;
+        }
+        for (resource, value) in &part.resources {
+            if !counted(resource) {
+                continue;
+            }
+            match amounts.iter_mut().find(|(r, _)| r == resource) {
+                Some((_, values)) => values.push(value),
+                None => amounts.push((resource, vec![value])),
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for def in state.resources.all() {
+        let values: Vec<&str> = if exclusive {
+            whole.iter().filter(|(r, _)| *r == def.name).map(|(_, v)| v.as_str()).collect()
+        } else {
+            amounts.iter().find(|(r, _)| *r == def.name).map(|(_, v)| v.clone()).unwrap_or_default()
+        };
+        if let Some(sum) = sum(&values) {
+            out.push((def.name.clone(), sum));
+        }
+    }
+    out
+}
+
+/// The sum of several amounts of one resource: whole numbers, else sizes in the smallest
+/// unit given, else the first value (a string resource cannot be added).
+fn sum(values: &[&str]) -> Option<String> {
+    let first = values.first()?;
+    if let Ok(n) = values.iter().map(|v| v.parse::<u64>()).sum::<Result<u64, _>>() {
+        return Some(n.to_string());
+    }
+    if let Ok(f) = values.iter().map(|v| v.parse::<f64>()).sum::<Result<f64, _>>() {
+        return Some(f.to_string());
+    }
+    if let Ok(sizes) = values.iter().map(|v| v.parse::<Size>()).collect::<Result<Vec<_>, _>>() {
+        let bytes = sizes.iter().map(|s| s.to_bytes()).fold(0u64, u64::saturating_add);
+        let shift = sizes.iter().map(|s| s.unit_shift()).min().unwrap_or(10);
+        return Some(Size::in_unit(bytes, shift).to_string());
+    }
+    Some(first.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_with_spaces_are_quoted_as_openpbs_quotes_them() {
+        let mut text = String::new();
+        push_quoted(&mut text, "a b");
+        push_quoted(&mut text, "plain");
+        push_quoted(&mut text, "say \"hi\" now");
+        assert_eq!(text, "\"a b\"plain'say \"hi\" now'");
+    }
+
+    #[test]
+    fn amounts_add_up_by_kind() {
+        assert_eq!(sum(&["1", "2"]).as_deref(), Some("3"));
+        assert_eq!(sum(&["1gb", "512mb"]).as_deref(), Some("1536mb"));
+        assert_eq!(sum(&[]), None);
+    }
+}

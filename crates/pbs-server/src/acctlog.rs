@@ -1,0 +1,339 @@
+//! The accounting log's files (`PBS_HOME/server_priv/accounting/YYYYMMDD`): the lines the
+//! store's writer appends in the same transaction as the changes they describe, and the
+//! repair at start that leaves every committed record in the files exactly once.
+//!
+//! Per group commit the writer appends the batch's lines to the day's file *before* it
+//! commits the transaction, which also holds (a) each line with its file and offset in the
+//! `accounting` table and (b) the end of the file once the lines are in (`meta`
+//! `accounting_end`). So:
+//! - a write that fails (a full disk) fails the commit, and the state change with it;
+//! - a crash after the append but before the commit leaves lines past the committed end,
+//!   which the next start cuts off: a record is never kept for a change that was not;
+//! - a crash (or a power loss, the file not being synced yet) after the commit leaves
+//!   the lines in the table, and the next start writes again those missing from the file:
+//!   a record that was committed is never lost, and one already there never written twice.
+//!
+//! The file is synced at most once a second, and the rows it then holds are deleted in the
+//! next transaction. Before the first line goes to a file other than the one the committed
+//! end names (a new day, or a file moved away), that end is committed anew in a small
+//! transaction of its own, after the old file is synced and its rows deleted: only the
+//! file the committed end names can ever hold lines past it. See docs/accounting.md.
+
+use std::fs::{File, OpenOptions};
+use std::io::{Seek, SeekFrom, Write};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use rusqlite::{Connection, OptionalExtension, Transaction, params};
+
+/// One accounting record: its type letter (`Q`, `S`, `E`, `D`, `R`, `A`...), the id it is
+/// about and its text (`key=value ...`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AcctRecord {
+    /// Record type.
+    pub kind: char,
+    /// The job (or array, subjob) id.
+    pub id: String,
+    /// The record's text after the id.
+    pub text: String,
+}
+
+/// Errors of the accounting files; any fails the commit that needed the write.
+#[derive(Debug, thiserror::Error)]
+pub enum AcctError {
+    /// A file or the directory could not be written (a full disk).
+    #[error("accounting log {path}: {source}")]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The rows that hold the lines could not be read or written.
+    #[error("accounting log records: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+}
+
+/// The table of lines not yet known to be synced to their file.
+pub const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS accounting (
+    id INTEGER PRIMARY KEY, day TEXT NOT NULL, offset INTEGER NOT NULL, line TEXT NOT NULL
+);
+";
+
+/// The meta key of the committed end: `YYYYMMDD <bytes>`.
+const END_KEY: &str = "accounting_end";
+
+/// How often the file is synced so that the rows it holds can go.
+const SYNC_INTERVAL: Duration = Duration::from_secs(1);
+
+/// The accounting directory under `PBS_HOME`.
+pub fn dir_of(home: &Path) -> PathBuf {
+    home.join("server_priv").join("accounting")
+}
+
+/// One line as written: `MM/DD/YYYY HH:MM:SS;T;ID;TEXT` with control characters escaped
+/// as in the server's log, so no value can end a line and forge the next.
+pub fn format_line(stamp: &str, record: &AcctRecord) -> String {
+    let mut line = String::with_capacity(stamp.len() + record.id.len() + record.text.len() + 8);
+    line.push_str(stamp);
+    line.push(';');
+    line.push(record.kind);
+    line.push(';');
+    pbs_log::push_escaped(&mut line, &record.id);
+    line.push(';');
+    pbs_log::push_escaped(&mut line, &record.text);
+    line
+}
+
+/// The day's file being appended to.
+struct DayFile {
+    day: String,
+    path: PathBuf,
+    file: File,
+    ino: u64,
+    dev: u64,
+}
+
+/// Lines appended to a file and not committed yet.
+pub(crate) struct Appended {
+    day: String,
+    start: u64,
+    lines: Vec<String>,
+}
+
+/// The writer thread's accounting files.
+pub(crate) struct AcctLog {
+    dir: PathBuf,
+    file: Option<DayFile>,
+    /// The committed end, as the writer last committed it.
+    committed_end: Option<(String, u64)>,
+    /// The last row whose line is appended but whose file is not synced since.
+    unsynced_upto: Option<i64>,
+    /// Rows up to here are in synced files and go with the next transaction.
+    prunable: Option<i64>,
+    last_sync: Instant,
+}
+
+fn err(path: &Path) -> impl FnOnce(std::io::Error) -> AcctError + '_ {
+    move |source| AcctError::Io { path: path.to_path_buf(), source }
+}
+
+/// Opens (creating, mode 0644) a day's file for appending.
+fn open_append(path: &Path) -> Result<File, AcctError> {
+    let file = OpenOptions::new().create(true).append(true).mode(0o644).open(path).map_err(err(path))?;
+    Ok(file)
+}
+
+impl AcctLog {
+    /// Creates the directory (0755) and repairs the files from the store: cuts off lines
+    /// past the committed end and writes again committed lines a file lacks.
+    pub(crate) fn open(dir: &Path, conn: &mut Connection) -> Result<AcctLog, AcctError> {
+        std::fs::create_dir_all(dir).map_err(err(dir))?;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).map_err(err(dir))?;
+        let end: Option<String> =
+            conn.query_row("SELECT value FROM meta WHERE key = ?1", params![END_KEY], |r| r.get(0)).optional()?;
+        if let Some((day, end)) = end.as_deref().and_then(parse_end) {
+            let path = dir.join(&day);
+            if let Ok(meta) = std::fs::metadata(&path) {
+                if meta.len() > end {
+                    let file = OpenOptions::new().write(true).open(&path).map_err(err(&path))?;
+                    file.set_len(end).map_err(err(&path))?;
+                    file.sync_data().map_err(err(&path))?;
+                    tracing::warn!(
+                        file = %path.display(),
+                        bytes = meta.len() - end,
+                        "Removed accounting records of changes that were not committed"
+                    );
+                }
+            }
+        }
+        let rows: Vec<(String, u64, String)> = {
+            let mut stmt = conn.prepare("SELECT day, offset, line FROM accounting ORDER BY id")?;
+            stmt.query_map([], |r| Ok((r.get(0)?, r.get::<_, i64>(1)? as u64, r.get(2)?)))?.collect::<Result<_, _>>()?
+        };
+        let mut rewritten = 0usize;
+        let mut touched: Vec<(PathBuf, File)> = Vec::new();
+        for (day, offset, line) in rows {
+            let path = dir.join(&day);
+            let mut file = open_append(&path)?;
+            let len = file.metadata().map_err(err(&path))?.len();
+            let want = offset + line.len() as u64 + 1;
+            if len >= want {
+                continue;
+            }
+            // A line cut short by the crash is written again whole.
+            if len > offset {
+                file.set_len(offset).map_err(err(&path))?;
+                file.seek(SeekFrom::End(0)).map_err(err(&path))?;
+            }
+            file.write_all(format!("{line}\n").as_bytes()).map_err(err(&path))?;
+            rewritten += 1;
+            touched.push((path, file));
+        }
+        for (path, file) in &touched {
+            file.sync_data().map_err(err(path))?;
+        }
+        if rewritten > 0 {
+            tracing::warn!(n_records = rewritten, "Wrote committed accounting records missing from their file");
+        }
+        conn.execute("DELETE FROM accounting", [])?;
+        Ok(AcctLog {
+            dir: dir.to_path_buf(),
+            file: None,
+            committed_end: None,
+            unsynced_upto: None,
+            prunable: None,
+            last_sync: Instant::now(),
+        })
+    }
+
+    /// Appends `records` to today's file, before the transaction that records them is
+    /// committed. On error nothing is left appended.
+    pub(crate) fn append(&mut self, conn: &mut Connection, records: &[&AcctRecord]) -> Result<Appended, AcctError> {
+        let (stamp, day) = pbs_log::with_local_time(|time, day| (time.to_string(), day.to_string()));
+        self.open_day(conn, &day)?;
+        let Some(current) = self.file.as_mut() else {
+            return Err(AcctError::Io { path: self.dir.join(&day), source: std::io::ErrorKind::NotFound.into() });
+        };
+        let start = current.file.metadata().map_err(err(&current.path))?.len();
+        if self.committed_end.as_ref() != Some(&(day.clone(), start)) {
+            commit_end(conn, &day, start, None)?;
+            self.committed_end = Some((day.clone(), start));
+        }
+        let lines: Vec<String> = records.iter().map(|r| format_line(&stamp, r)).collect();
+        let mut text = String::with_capacity(lines.iter().map(|l| l.len() + 1).sum());
+        for line in &lines {
+            text.push_str(line);
+            text.push('\n');
+        }
+        if let Err(e) = current.file.write_all(text.as_bytes()) {
+            let _ = current.file.set_len(start);
+            return Err(AcctError::Io { path: current.path.clone(), source: e });
+        }
+        Ok(Appended { day, start, lines })
+    }
+
+    /// Takes back lines whose transaction failed.
+    pub(crate) fn undo(&mut self, appended: &Appended) {
+        if let Some(current) = self.file.as_ref().filter(|f| f.day == appended.day) {
+            let _ = current.file.set_len(appended.start);
+        }
+    }
+
+    /// The rows whose lines are in synced files, to delete in the next transaction.
+    pub(crate) fn prunable(&self) -> Option<i64> {
+        self.prunable
+    }
+
+    /// Notes a committed transaction: its lines' rows end at `last_row`, and `pruned` rows
+    /// went with it. Syncs the file when it is time.
+    pub(crate) fn committed(&mut self, appended: Option<Appended>, last_row: Option<i64>, pruned: Option<i64>) {
+        if pruned.is_some() && pruned == self.prunable {
+            self.prunable = None;
+        }
+        if let (Some(appended), Some(last_row)) = (appended, last_row) {
+            let end = appended.start + appended.lines.iter().map(|l| l.len() as u64 + 1).sum::<u64>();
+            self.committed_end = Some((appended.day, end));
+            self.unsynced_upto = Some(last_row);
+        }
+        if self.unsynced_upto.is_some() && self.last_sync.elapsed() >= SYNC_INTERVAL {
+            self.sync();
+        }
+    }
+
+    fn sync(&mut self) {
+        let Some(current) = self.file.as_ref() else { return };
+        match current.file.sync_data() {
+            Ok(()) => {
+                self.prunable = self.unsynced_upto.take().or(self.prunable);
+                self.last_sync = Instant::now();
+            }
+            Err(e) => tracing::warn!(file = %current.path.display(), error = %e, "Cannot sync the accounting log"),
+        }
+    }
+
+    /// Makes `day`'s file the current one, opening it anew when the day changed or the
+    /// file at its path is no longer the one open (moved away by an administrator).
+    fn open_day(&mut self, conn: &mut Connection, day: &str) -> Result<(), AcctError> {
+        let path = self.dir.join(day);
+        let same = self.file.as_ref().is_some_and(|f| {
+            f.day == day && std::fs::metadata(&path).is_ok_and(|m| m.ino() == f.ino && m.dev() == f.dev)
+        });
+        if same {
+            return Ok(());
+        }
+        if self.file.is_some() {
+            // The old file's rows cannot be checked against the new one at a restart:
+            // sync it and let them go with the new committed end.
+            self.sync();
+            if self.unsynced_upto.is_some() {
+                let path = self.file.as_ref().map(|f| f.path.clone()).unwrap_or_default();
+                return Err(AcctError::Io { path, source: std::io::Error::other("cannot sync") });
+            }
+        }
+        let file = open_append(&path)?;
+        let meta = file.metadata().map_err(err(&path))?;
+        let start = meta.len();
+        commit_end(conn, day, start, self.prunable.take())?;
+        self.committed_end = Some((day.to_string(), start));
+        self.file = Some(DayFile { day: day.to_string(), path, file, ino: meta.ino(), dev: meta.dev() });
+        Ok(())
+    }
+}
+
+/// Commits the end of `day`'s file on its own, deleting the rows up to `prune`.
+fn commit_end(conn: &mut Connection, day: &str, end: u64, prune: Option<i64>) -> Result<(), rusqlite::Error> {
+    let tx = conn.transaction()?;
+    set_end(&tx, day, end)?;
+    if let Some(prune) = prune {
+        tx.execute("DELETE FROM accounting WHERE id <= ?1", params![prune])?;
+    }
+    tx.commit()
+}
+
+fn set_end(tx: &Transaction<'_>, day: &str, end: u64) -> Result<(), rusqlite::Error> {
+    tx.prepare_cached("INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)")?
+        .execute(params![END_KEY, format!("{day} {end}")])?;
+    Ok(())
+}
+
+/// Within the batch's transaction: the appended lines' rows and the new committed end,
+/// and the synced rows deleted. Returns the last row's id.
+pub(crate) fn record_in(
+    tx: &Transaction<'_>,
+    appended: Option<&Appended>,
+    prune: Option<i64>,
+) -> Result<Option<i64>, rusqlite::Error> {
+    if let Some(prune) = prune {
+        tx.prepare_cached("DELETE FROM accounting WHERE id <= ?1")?.execute(params![prune])?;
+    }
+    let Some(appended) = appended else { return Ok(None) };
+    let mut insert = tx.prepare_cached("INSERT INTO accounting (day, offset, line) VALUES (?1, ?2, ?3)")?;
+    let mut offset = appended.start;
+    for line in &appended.lines {
+        insert.execute(params![appended.day, offset as i64, line])?;
+        offset += line.len() as u64 + 1;
+    }
+    set_end(tx, &appended.day, offset)?;
+    Ok(Some(tx.last_insert_rowid()))
+}
+
+fn parse_end(text: &str) -> Option<(String, u64)> {
+    let (day, end) = text.split_once(' ')?;
+    Some((day.to_string(), end.parse().ok()?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_line_is_openpbs_layout_and_cannot_forge_another() {
+        let record = AcctRecord { kind: 'D', id: "12.srv".into(), text: "requestor=u@h".into() };
+        assert_eq!(format_line("11/25/2026 13:24:24", &record), "11/25/2026 13:24:24;D;12.srv;requestor=u@h");
+        let record = AcctRecord { kind: 'Q', id: "13.srv".into(), text: "jobname=a\n11/25/2026;E;1.srv;x".into() };
+        assert_eq!(format_line("t", &record), "t;Q;13.srv;jobname=a\\n11/25/2026;E;1.srv;x");
+    }
+}
