@@ -149,7 +149,22 @@ pub(crate) type Ack = oneshot::Sender<Result<(), CommitError>>;
 /// Handle to the writer thread.
 #[derive(Clone)]
 pub struct Store {
+    // Dropped before `_writer`: with the last clone's sender gone, the writer's loop ends
+    // once it has committed what was queued, and the guard then waits for it.
     tx: mpsc::Sender<(Vec<StoreOp>, Ack)>,
+    _writer: Option<Arc<WriterGuard>>,
+}
+
+/// The writer thread, joined when the last clone of the store is dropped, so what it
+/// still holds (accounting lines waiting to be written) is out before the process goes on.
+struct WriterGuard(Option<thread::JoinHandle<()>>);
+
+impl Drop for WriterGuard {
+    fn drop(&mut self) {
+        if let Some(writer) = self.0.take() {
+            let _ = writer.join();
+        }
+    }
 }
 
 const SCHEMA: &str = "
@@ -229,11 +244,11 @@ impl Store {
             .spawn(move || checkpoint_loop(checkpoint_conn, poked, wal_restart_frames, &flag))
             .map_err(|_| StoreError::WriterGone)?;
         let (tx, rx) = mpsc::channel::<(Vec<StoreOp>, Ack)>();
-        thread::Builder::new()
+        let writer = thread::Builder::new()
             .name("store-writer".into())
             .spawn(move || writer_loop(conn, acct, rx, poke, &wal_long))
             .map_err(|_| StoreError::WriterGone)?;
-        Ok((Store { tx }, loaded))
+        Ok((Store { tx, _writer: Some(Arc::new(WriterGuard(Some(writer)))) }, loaded))
     }
 
     /// A store without a database whose commits go to the returned receiver: a test
@@ -241,7 +256,7 @@ impl Store {
     #[cfg(test)]
     pub(crate) fn recording() -> (Store, mpsc::Receiver<(Vec<StoreOp>, Ack)>) {
         let (tx, rx) = mpsc::channel();
-        (Store { tx }, rx)
+        (Store { tx, _writer: None }, rx)
     }
 
     /// Queues changes; the receiver fires once they are committed. Call it while holding
@@ -345,7 +360,27 @@ fn writer_loop(
     poke: mpsc::SyncSender<()>,
     wal_long: &AtomicBool,
 ) {
-    while let Ok(first) = rx.recv() {
+    loop {
+        // Committed accounting lines wait a moment to be written together (`acctlog`):
+        // wake for them when no commit comes first.
+        let waiting = acct.as_ref().is_some_and(crate::acctlog::AcctLog::waiting);
+        let first = if waiting {
+            match rx.recv_timeout(crate::acctlog::FLUSH_INTERVAL) {
+                Ok(first) => first,
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    if let Some(acct) = acct.as_mut() {
+                        acct.tick();
+                    }
+                    continue;
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            }
+        } else {
+            match rx.recv() {
+                Ok(first) => first,
+                Err(_) => break,
+            }
+        };
         // Everything that queued up while the previous commit was on disk goes into this
         // one transaction: that is the group commit.
         let mut batch = vec![first];
@@ -607,21 +642,33 @@ mod tests {
     }
 
     #[test]
-    fn a_record_that_cannot_be_written_fails_its_commit_and_the_change_with_it() {
+    fn a_record_that_cannot_be_written_waits_in_the_store_and_reaches_its_file_once() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("pbs.db");
         let acct_dir = dir.path().join("accounting");
         let mut conn = open_connection(&path).unwrap();
         let mut acct = crate::acctlog::AcctLog::open(&acct_dir, &mut conn).unwrap();
         // A full disk, as /dev/full answers every write.
-        std::os::unix::fs::symlink("/dev/full", today(&acct_dir)).unwrap();
+        let file = today(&acct_dir);
+        std::os::unix::fs::symlink("/dev/full", &file).unwrap();
         let (ack, _) = oneshot::channel();
         let batch = vec![(
             vec![StoreOp::PutJob { seq: 9, record: "{}".to_string().into(), script: None }, record('Q', "9.srv")],
             ack,
         )];
-        assert!(commit_batch(&mut conn, Some(&mut acct), &batch).is_err());
-        assert!(load(&conn).unwrap().jobs.is_empty(), "the job was not committed without its record");
+        // The change and its record are committed together; the file cannot take the line.
+        commit_batch(&mut conn, Some(&mut acct), &batch).unwrap();
+        assert_eq!(load(&conn).unwrap().jobs.len(), 1);
+        std::thread::sleep(crate::acctlog::FLUSH_INTERVAL);
+        acct.tick();
+        assert!(acct.waiting(), "the line waits for room");
+        drop(acct);
+        // Room again: the next start writes it, once.
+        std::fs::remove_file(&file).unwrap();
+        drop(crate::acctlog::AcctLog::open(&acct_dir, &mut conn).unwrap());
+        assert_eq!(lines(&file), ["Q;9.srv;queue=workq 9.srv"]);
+        drop(crate::acctlog::AcctLog::open(&acct_dir, &mut conn).unwrap());
+        assert_eq!(lines(&file).len(), 1);
     }
 
     #[test]
