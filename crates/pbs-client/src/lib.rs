@@ -377,6 +377,15 @@ impl Client {
         self.per_id(Request::SignalJob { ids, signal })
     }
 
+    /// Preempts running jobs (OpenPBS's `pbs_preempt_jobs`; managers only): each id with
+    /// the method that worked (`S`, `C`, `R`, `D`) or `0`.
+    pub fn preempt_jobs(&mut self, ids: &[String]) -> Result<Vec<(String, char)>> {
+        match self.request(Request::PreemptJobs { ids: ids.to_vec() })?.body {
+            ReplyBody::Preempted(each) => Ok(each.into_iter().map(|p| (p.job_id, p.method)).collect()),
+            _ => Err(ClientError::Protocol),
+        }
+    }
+
     /// Requeues running jobs (qrerun, `force` for `-W force`); returns the ids that failed.
     pub fn rerun_jobs(&mut self, ids: Vec<String>, force: bool) -> Result<Vec<IdError>> {
         self.per_id(Request::RerunJob { ids, force })

@@ -20,6 +20,7 @@ pub mod jobid;
 pub mod jobpath;
 pub mod nodespec;
 pub mod pbse;
+pub mod preempt;
 pub mod range;
 pub mod resource;
 pub mod select;

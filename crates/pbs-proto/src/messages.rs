@@ -248,6 +248,13 @@ pub enum Request {
         /// `-W force`: requeue even if the mom cannot be reached.
         force: bool,
     },
+    /// Preempt running jobs (OpenPBS's `pbs_preempt_jobs`): managers and the scheduler
+    /// only. Each job is tried with the methods of the scheduler's `preempt_order`.
+    /// Reply: [`ReplyBody::Preempted`], one entry per id in the order given.
+    PreemptJobs {
+        /// Jobs.
+        ids: Vec<String>,
+    },
     /// A qmgr command on a server object. Reply: [`ReplyBody::None`].
     Manager {
         /// create, delete, set or unset.
@@ -284,6 +291,8 @@ macro_rules! per_job_ids {
             | Request::ImportHook { .. }
             | Request::ExportHook { .. }
             | Request::RunJob { .. }
+            // Answered per id with a method, not an error, and bounded by its own walk.
+            | Request::PreemptJobs { .. }
             | Request::Manager { .. } => None,
         }
     };
@@ -323,6 +332,7 @@ impl Request {
             Request::RunJob { .. } => 15,
             Request::SignalJob { .. } => 18,
             Request::StatusNode { .. } => 58,
+            Request::PreemptJobs { .. } => 93,
             Request::StatusSched { .. } => 81,
             Request::StatusResource { .. } => 82,
             Request::StatusHook { .. } => 83,
@@ -496,6 +506,19 @@ pub enum ReplyBody {
     PerId(Vec<IdError>),
     /// A text (a hook's exported body).
     Text(String),
+    /// Each job of a PreemptJobs request with how it was preempted.
+    Preempted(Vec<Preempted>),
+}
+
+/// How one job of a PreemptJobs request was preempted: `S` (suspended), `C`
+/// (checkpointed), `R` (requeued), `D` (deleted), or `0` when no method worked.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Preempted {
+    /// The id as the request gave it.
+    pub job_id: String,
+    /// The method's letter, `0` for none.
+    pub method: char,
 }
 
 /// A reply frame.

@@ -195,6 +195,14 @@ pub enum ToSched {
         /// Full job id (a subjob id for arrays).
         job_id: String,
     },
+    /// The answer to a [`FromSched::PreemptJobs`]: every job with how it was preempted;
+    /// all `Changes` the preemption caused were sent before this.
+    Preempted {
+        /// The number the request carried.
+        number: u64,
+        /// One entry per id, in the order asked.
+        results: Vec<crate::messages::Preempted>,
+    },
     /// The outcome of a `Decisions` frame; all `Changes` it caused were sent before this.
     DecisionsApplied {
         /// The `cycle` number of the decisions.
@@ -238,6 +246,11 @@ pub enum Action {
     Run(RunDecision),
     /// Set attributes of a job.
     Update(JobUpdate),
+    /// Resume a job the scheduler suspended (preempted) on the vnodes it holds.
+    Resume {
+        /// Full job id.
+        job_id: String,
+    },
 }
 
 /// A frame from the scheduler to the server.
@@ -255,6 +268,15 @@ pub enum FromSched {
         /// cycle must not overwrite, and a shrink-to-fit walltime must be set while the
         /// job is still queued.
         actions: Vec<Action>,
+    },
+    /// Preempt these running jobs, so that a job of higher priority can run (OpenPBS's
+    /// PreemptJobs, one per cycle at most): the server tries the `preempt_order` methods
+    /// on each, asking all their moms at once, and answers with [`ToSched::Preempted`].
+    PreemptJobs {
+        /// Echoed in the answer.
+        number: u64,
+        /// Full job ids.
+        ids: Vec<String>,
     },
 }
 
@@ -419,6 +441,7 @@ mod tests {
             .map(|a| match a {
                 Action::Run(r) => ("run", r.job_id.as_str()),
                 Action::Update(u) => ("update", u.job_id.as_str()),
+                Action::Resume { job_id } => ("resume", job_id.as_str()),
             })
             .collect();
         assert_eq!(order, vec![("run", "1.s"), ("update", "1.s"), ("run", "2.s")]);

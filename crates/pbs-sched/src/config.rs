@@ -266,6 +266,10 @@ impl SchedConfig {
                     Some(secs) => config.prime_spill = secs,
                     None => bad(&mut problems),
                 },
+                // Scheduler object attributes now (seed 002): set with qmgr, never read here.
+                name @ ("preempt_queue_prio" | "preempt_prio" | "preempt_order" | "preempt_sort") => {
+                    problems.push(format!("Obsolete config name {name}, instead use nothing - set via qmgr"));
+                }
                 "resources" => {
                     let list = value.trim_matches('"');
                     config.resources =
@@ -305,6 +309,20 @@ mod tests {
         assert!(config.backfill_prime && config.prime_exempt_anytime_queues);
         assert_eq!(config.prime_spill, 3600);
         assert_eq!((config.primetime_prefix.as_str(), config.nonprimetime_prefix.as_str()), ("pr_", "npr_"));
+    }
+
+    #[test]
+    fn preemption_settings_are_obsolete_here_and_ignored() {
+        let (config, problems) =
+            SchedConfig::parse_checked("preempt_order: \"R\"\npreempt_sort: min_time_since_start\n");
+        assert_eq!(config, SchedConfig::default());
+        assert_eq!(
+            problems,
+            vec![
+                "Obsolete config name preempt_order, instead use nothing - set via qmgr",
+                "Obsolete config name preempt_sort, instead use nothing - set via qmgr",
+            ]
+        );
     }
 
     #[test]

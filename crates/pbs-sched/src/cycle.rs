@@ -60,6 +60,18 @@ pub struct Decisions {
     /// `attr_update_period` has not passed (`None`: they were sent, as every cycle without
     /// a period).
     pub held_back: Option<usize>,
+    /// Running jobs to preempt for a job of higher priority that cannot run: at most one
+    /// list per cycle, sent in one PreemptJobs request once these decisions are applied.
+    pub preempt: Option<Preemption>,
+}
+
+/// The jobs a cycle preempts, and for which job.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Preemption {
+    /// The job that is to run once they are preempted.
+    pub for_job: String,
+    /// Full ids of the running jobs to preempt.
+    pub jobs: Vec<String>,
 }
 
 impl Decisions {
@@ -67,7 +79,7 @@ impl Decisions {
     pub fn runs(&self) -> impl Iterator<Item = &RunDecision> {
         self.actions.iter().filter_map(|action| match action {
             Action::Run(run) => Some(run),
-            Action::Update(_) => None,
+            Action::Update(_) | Action::Resume { .. } => None,
         })
     }
 
@@ -75,7 +87,7 @@ impl Decisions {
     pub fn updates(&self) -> impl Iterator<Item = &JobUpdate> {
         self.actions.iter().filter_map(|action| match action {
             Action::Update(update) => Some(update),
-            Action::Run(_) => None,
+            Action::Run(_) | Action::Resume { .. } => None,
         })
     }
 }
@@ -94,6 +106,7 @@ struct Out {
     /// `attr_update_period` has not passed: "job can't run" updates are counted, not sent.
     hold_can_t_run: bool,
     held_back: usize,
+    preempt: Option<Preemption>,
 }
 
 impl Out {
@@ -119,10 +132,10 @@ impl Out {
     }
 
     fn into_decisions(self) -> Decisions {
-        let Out { updates: mut actions, mut runs, log, considered, bookings, hold_can_t_run, held_back } = self;
+        let Out { updates: mut actions, mut runs, log, considered, bookings, hold_can_t_run, held_back, preempt } = self;
         actions.append(&mut runs);
         let held_back = hold_can_t_run.then_some(held_back);
-        Decisions { actions, log, considered, bookings, held_back }
+        Decisions { actions, log, considered, bookings, held_back, preempt }
     }
 }
 
@@ -269,9 +282,16 @@ pub fn cycle(m: &Mirror, now: i64) -> Decisions {
         });
     }
     queues.sort_by(|a, b| b.info.priority.cmp(&a.info.priority).then(a.name.cmp(b.name)));
+    // Jobs the scheduler suspended resume once express queues' jobs have had their turn,
+    // before the other queued jobs take the room back.
+    let mut resumed = false;
     let mut start = 0;
     while start < queues.len() {
         let priority = queues[start].info.priority;
+        if !resumed && priority < m.preempt_queue_prio() {
+            resumed = true;
+            resume_suspended(&mut world, &mut ctx);
+        }
         let end = queues[start..].iter().position(|q| q.info.priority != priority).map_or(queues.len(), |n| start + n);
         let group = &queues[start..end];
         // Starving jobs go first (the longest starving first, then in queue order), as
@@ -320,8 +340,54 @@ pub fn cycle(m: &Mirror, now: i64) -> Decisions {
         }
         start = end;
     }
+    if !resumed {
+        resume_suspended(&mut world, &mut ctx);
+    }
     clear_stale_estimates(m, &mut ctx);
     ctx.out.into_decisions()
+}
+
+/// Resumes, oldest first, the jobs the scheduler suspended whose vnodes have room for
+/// them again (a suspended job resumes where it ran), booking what they take back.
+fn resume_suspended(world: &mut World<'_>, ctx: &mut Ctx) {
+    let m = world.m;
+    let mut suspended: Vec<&Job> = m
+        .jobs
+        .iter()
+        .flatten()
+        .filter(|job| job.view.state == 'S' && job.view.substate == 45 && !m.pending.contains_key(&job.view.id))
+        .collect();
+    suspended.sort_by_key(|job| (job.view.stime, job.view.seq));
+    for job in suspended {
+        let Some(exec) = job.view.exec_vnode.as_deref() else { continue };
+        let allocs: Vec<Alloc> = m.exec_allocs(exec).into_iter().map(|(node, taken)| Alloc { node, taken }).collect();
+        let room = allocs.iter().all(|alloc| {
+            let Some(node) = m.node(alloc.node) else { return false };
+            world.free.get(alloc.node as usize).copied().unwrap_or(false)
+                && alloc.taken.iter().all(|&(id, amount)| {
+                    let avail = amount_of(&node.avail, id);
+                    avail == UNSET || world.assigned(alloc.node, id).saturating_add(amount) <= avail
+                })
+        });
+        if !room {
+            continue;
+        }
+        let req = m.request(job.request);
+        let exclusive: Vec<u32> = allocs
+            .iter()
+            .filter(|a| m.node(a.node).is_some_and(|node| pbs_core::sharing::is_excl(req.sharing, node.sharing)))
+            .map(|a| a.node)
+            .collect();
+        let booking = Booking {
+            allocs: allocs.iter().map(|a| (a.node, a.taken.clone())).collect(),
+            exclusive: exclusive.clone(),
+        };
+        ctx.out.bookings.insert(job.view.id.clone(), booking);
+        world.book_nodes(&allocs, &exclusive);
+        world.count_run(&Counted::of(m, job), 1);
+        ctx.out.considered.push(LogEvent::job("0080", &job.view.id, "Resuming job preempted by suspension"));
+        ctx.out.runs.push(Action::Resume { job_id: job.view.id.clone() });
+    }
 }
 
 /// OpenPBS's `job_starving` (without `eligible_time_enable`): how long past `max_starve`
@@ -604,6 +670,16 @@ fn try_job(
                 let text = "Job will never run with the resources currently configured in the complex";
                 ctx.out.considered.push(LogEvent::job("0040", run_id, text));
             }
+            if ctx.out.preempt.is_none() && failure.status == Status::NotRun && for_want_of_room(&failure.reason) {
+                let starving = ctx.policy.help_starving_jobs && starve_amount(world.m, job, ctx.now).is_some();
+                let high = crate::preempt::level(world.m, job, starving);
+                let fits = |sim: &World<'_>| evaluate(sim, job, queue, array_limit, false).is_ok();
+                if let Some(jobs) = crate::preempt::choose(world, high, fits) {
+                    let text = "Employing preemption to try and run high priority job.";
+                    ctx.out.considered.push(LogEvent::job("0080", run_id, text));
+                    ctx.out.preempt = Some(Preemption { for_job: run_id.to_string(), jobs });
+                }
+            }
             if failure.status == Status::NotRun
                 && (ctx.policy.strict_ordering
                     || (ctx.policy.help_starving_jobs && starve_amount(world.m, job, ctx.now).is_some()))
@@ -619,6 +695,19 @@ fn try_job(
             Tried::Failed
         }
     }
+}
+
+/// A job that would run if running jobs gave their resources back (not one held by a run
+/// limit or its array's `max_run_subjobs`, which preemption never serves).
+fn for_want_of_room(reason: &Reason) -> bool {
+    matches!(
+        reason,
+        Reason::InsufficientResource(..)
+            | Reason::NoNodeResources
+            | Reason::NoFreeNodes
+            | Reason::SetTooSmall(..)
+            | Reason::NodeNotExcl
+    )
 }
 
 /// Strict ordering, or a starving job, and a job that cannot run now: with `backfill` and

@@ -460,8 +460,24 @@ impl Daemon {
         let mut last_cycle: Option<Instant> = None;
         let mut in_flight: Option<(u64, Instant)> = None;
         let mut qruns: VecDeque<(u64, String)> = VecDeque::new();
+        // A cycle's preemption: sent once its decisions are applied, and no cycle runs
+        // until the server has answered it.
+        let mut to_preempt: Option<crate::cycle::Preemption> = None;
+        let mut preempting: Option<(u64, Instant)> = None;
         loop {
-            if in_flight.is_none() {
+            if in_flight.is_none() && preempting.is_none() {
+                if let Some(preemption) = to_preempt.take() {
+                    let number = self.next_frame;
+                    self.next_frame += 1;
+                    info!(object_type = "Job", object_name = %preemption.for_job, jobs = preemption.jobs.len(), "Sending one PreemptJobs request");
+                    let message = FromSched::PreemptJobs { number, ids: preemption.jobs };
+                    if let Err(e) = conn.write(&message) {
+                        return (End::Lost(e.to_string()), true);
+                    }
+                    preempting = Some((number, Instant::now()));
+                }
+            }
+            if in_flight.is_none() && preempting.is_none() {
                 let sent = if let Some((qrun_id, job_id)) = qruns.pop_front() {
                     let decisions = qrun(&mirror, &job_id, now_secs());
                     debug!(object_type = "Job", object_name = %job_id, runs = decisions.runs().count(), "qrun placement");
@@ -473,7 +489,7 @@ impl Daemon {
                 {
                     want_cycle = false;
                     last_cycle = Some(Instant::now());
-                    Some(self.run_cycle(&mut conn, &mut mirror))
+                    Some(self.run_cycle(&mut conn, &mut mirror, &mut to_preempt))
                 } else {
                     None
                 };
@@ -487,7 +503,7 @@ impl Daemon {
                     None => {}
                 }
             }
-            let timeout = match (in_flight, last_cycle) {
+            let timeout = match (in_flight.or(preempting), last_cycle) {
                 (Some((_, sent)), _) => self.config.apply_timeout.saturating_sub(sent.elapsed()),
                 (None, _) if !qruns.is_empty() => Duration::ZERO,
                 (None, Some(last)) if mirror.scheduling() => {
@@ -511,6 +527,23 @@ impl Daemon {
                         }
                     }
                     ToSched::RunNow { qrun, job_id } => qruns.push_back((qrun, job_id)),
+                    ToSched::Preempted { number, results } => {
+                        if preempting.is_some_and(|(sent, _)| sent == number) {
+                            preempting = None;
+                        }
+                        for result in results {
+                            let text = match result.method {
+                                'S' => "Job preempted by suspension",
+                                'C' => "Job preempted by checkpointing",
+                                'R' => "Job preempted by requeuing",
+                                'D' => "Job preempted by deletion",
+                                _ => "Job failed to be preempted",
+                            };
+                            info!(object_type = "Job", object_name = %result.job_id, event = "0040", "{text}");
+                        }
+                        // The room made is used at once: the changes it caused are in.
+                        want_cycle = true;
+                    }
                     ToSched::DecisionsApplied { cycle, errors } => {
                         mirror.applied(cycle);
                         if in_flight.is_some_and(|(frame, _)| frame == cycle) {
@@ -532,6 +565,10 @@ impl Daemon {
                 }
                 Ok(Event::Stop) | Err(RecvTimeoutError::Disconnected) => return (End::Stopped, true),
                 Err(RecvTimeoutError::Timeout) => {
+                    if preempting.is_some_and(|(_, sent)| sent.elapsed() >= self.config.apply_timeout) {
+                        warn!("The server did not answer the PreemptJobs request; going on without");
+                        preempting = None;
+                    }
                     if in_flight.is_some_and(|(_, sent)| sent.elapsed() >= self.config.apply_timeout) {
                         warn!("The server did not confirm the last decisions; going on without");
                         in_flight = None;
@@ -541,15 +578,21 @@ impl Daemon {
         }
     }
 
-    fn run_cycle(&mut self, conn: &mut Conn, mirror: &mut Mirror) -> Result<(u64, bool), FrameError> {
+    fn run_cycle(
+        &mut self,
+        conn: &mut Conn,
+        mirror: &mut Mirror,
+        to_preempt: &mut Option<crate::cycle::Preemption>,
+    ) -> Result<(u64, bool), FrameError> {
         // The cycle markers are logged at OpenPBS's DEBUG event class (0080), which its
         // default log_events includes; tests and admins look for them.
         info!(object_type = "Req", object_name = "", event = "0080", "Starting Scheduling Cycle");
         let started = Instant::now();
         let now = now_secs();
-        let decisions = cycle(mirror, now);
+        let mut decisions = cycle(mirror, now);
         log_events(&decisions);
         log_update_period(mirror, &decisions, now);
+        *to_preempt = decisions.preempt.take();
         for run in decisions.runs() {
             debug!(object_type = "Job", object_name = %run.job_id, "Job run on {}", run.exec_vnode);
         }
@@ -657,6 +700,8 @@ fn trim_to_budget(decisions: &mut Decisions, budget: usize) -> bool {
     let before = decisions.actions.len();
     decisions.actions.retain(|action| {
         let (seen, kept) = match action {
+            // A few bytes each, and at most one per suspended job: always kept.
+            Action::Resume { .. } => return true,
             Action::Run(_) => (&mut runs, runs_kept),
             Action::Update(_) => (&mut updates, updates_kept),
         };

@@ -41,6 +41,7 @@ mod limits;
 pub use pbs_log as logging;
 mod mirror;
 mod place;
+mod preempt;
 pub mod prime;
 mod reason;
 mod resources;

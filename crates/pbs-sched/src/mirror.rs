@@ -246,6 +246,8 @@ pub struct Mirror {
     pub(crate) attr_update_period: Option<u64>,
     /// When "job can't run" updates were last sent; `None` sends at the next cycle.
     can_t_run_sent_at: Option<i64>,
+    /// The scheduler object's preemption settings.
+    pub(crate) preempt: pbs_core::preempt::Settings,
     pub(crate) queues: BTreeMap<String, QueueEntry>,
     pub(crate) nodes: Vec<Option<Node>>,
     node_by_name: HashMap<String, u32>,
@@ -295,6 +297,7 @@ impl Mirror {
                 backfill_depth: None,
             },
             sched_scheduling: None,
+            preempt: pbs_core::preempt::Settings::default(),
             sched_iteration: None,
             attr_update_period: None,
             can_t_run_sent_at: None,
@@ -374,6 +377,11 @@ impl Mirror {
     }
 
     /// Seconds between cycles nobody asked for: the scheduler object's
+    /// `preempt_queue_prio`: queues of this priority or more are express queues.
+    pub(crate) fn preempt_queue_prio(&self) -> i64 {
+        self.preempt.queue_prio
+    }
+
     /// `scheduler_iteration`, else the server's, else 600.
     pub fn scheduler_iteration(&self) -> u64 {
         self.sched_iteration.or(self.server.scheduler_iteration).unwrap_or(600).max(1)
@@ -401,6 +409,13 @@ impl Mirror {
                     continue;
                 }
                 Action::Update(update) => update,
+                // Booked like a run until the server has applied it.
+                Action::Resume { job_id } => {
+                    if let Some(booking) = bookings.get(job_id) {
+                        self.note_run(frame, job_id, booking);
+                    }
+                    continue;
+                }
             };
             let Some(&slot) = self.job_by_id.get(&update.job_id) else { continue };
             let Some(job) = self.jobs.get_mut(slot as usize).and_then(Option::as_mut) else { continue };
@@ -517,6 +532,7 @@ impl Mirror {
         self.sched_scheduling = None;
         self.sched_iteration = None;
         let period = self.attr_update_period.take();
+        self.preempt = pbs_core::preempt::Settings::from_attrs(attr_map(attrs));
         for (name, value) in attr_map(attrs) {
             match name {
                 "scheduling" => self.sched_scheduling = truth(value),

@@ -1376,6 +1376,7 @@ fn actions_put_every_update_before_every_run_and_keep_each_kind_in_order() {
         .iter()
         .map(|action| match action {
             Action::Run(run) => ("run", run.job_id.as_str()),
+            Action::Resume { job_id } => ("resume", job_id.as_str()),
             Action::Update(update) => (update.attrs[0].name(), update.job_id.as_str()),
         })
         .collect();

@@ -114,11 +114,12 @@ impl Peer {
     }
 
     fn decisions(&mut self) -> Seen {
-        let FromSched::Decisions { cycle, qrun, actions } = self.recv();
+        let FromSched::Decisions { cycle, qrun, actions } = self.recv() else { panic!("a Decisions frame") };
         let (mut run, mut updates) = (Vec::new(), Vec::new());
         for action in actions {
             match action {
                 Action::Run(r) => run.push((r.job_id, r.exec_vnode)),
+                Action::Resume { .. } => panic!("no job was preempted"),
                 Action::Update(u) => {
                     assert!(run.is_empty(), "an update after a run");
                     updates.push((u.job_id, u.attrs[0].value().to_string()));

@@ -69,6 +69,8 @@ pub(crate) enum Handled {
     AskScheduler(String),
     /// A qsig whose answer waits for the moms'.
     AskMoms(AskingMoms),
+    /// A PreemptJobs list, run through its rounds outside the lock.
+    Preempt(Vec<String>),
 }
 
 /// A qsig waiting for its moms: the ids as the request gave them (for the answer's
@@ -110,6 +112,10 @@ pub async fn dispatch(server: &Arc<Server>, who: &Identity, id: u64, mut request
             let mut reply = answer_from_moms(server, id, ask, answered, asking, applied).await;
             repeats.restore(&mut reply);
             return Response::Reply(reply);
+        }
+        Locked::Preempt(ids) => {
+            let results = crate::preemptwait::preempt(server, &ids).await;
+            return Response::Reply(Reply::ok(id, ReplyBody::Preempted(results)));
         }
         Locked::AwaitScheduler { ask, answered } => {
             let _ = tokio::time::timeout(QRUN_TIMEOUT, answered).await;
@@ -219,6 +225,8 @@ enum Locked {
     Respond(Response),
     /// A qrun waiting for the scheduler's answer (request number `ask`).
     AwaitScheduler { ask: u64, answered: oneshot::Receiver<()> },
+    /// A PreemptJobs request, checked.
+    Preempt(Vec<String>),
     /// A request waiting for moms' answers (request number `ask`), its frames handed on
     /// by `applied`.
     AwaitMoms { ask: u64, answered: oneshot::Receiver<()>, asking: AskingMoms, applied: Applied },
@@ -265,6 +273,7 @@ fn handle_locked(
             let applied = server.apply_effects(shared, Effects { to_moms: frames, ..Effects::default() });
             Locked::AwaitMoms { ask, answered, asking, applied }
         }
+        Handled::Preempt(ids) => Locked::Preempt(ids),
         Handled::AskScheduler(full_id) => match crate::sched_view::ask_scheduler(&mut shared.links, full_id) {
             Ok((ask, answered)) => Locked::AwaitScheduler { ask, answered },
             Err(e) => Locked::Respond(Response::Reply(Reply::error(id, e.code.0, e.message))),
@@ -303,6 +312,14 @@ pub(crate) fn handle(state: &mut State, ctx: &Ctx<'_>, id: u64, request: Request
             } else {
                 Handled::AskMoms(AskingMoms { ids, asks })
             }
+        }
+        Request::PreemptJobs { ids } => {
+            // The scheduler's own requests come over its link; of the clients, managers
+            // alone may take running jobs' resources away.
+            if ctx.privilege < pbs_core::Privilege::Manager {
+                return fail(ReqError::new(Pbse::PERM));
+            }
+            Handled::Preempt(ids)
         }
         Request::RerunJob { ids, force } => per_id(crate::job::signal::rerun_jobs(state, ctx, &ids, force)),
         Request::HoldJob { ids, hold_types } => {

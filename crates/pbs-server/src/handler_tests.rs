@@ -844,6 +844,46 @@ fn what_a_hook_set_is_checked_with_manager_privilege_and_nothing_else_is() {
     assert_eq!(submit(&mut f, &["Resource_List.walltime".to_string()]).code, Pbse::ATTRRO.0);
 }
 
+#[test]
+fn preempt_jobs_is_a_managers_and_tries_each_jobs_methods_in_rounds() {
+    let mut f = fixture();
+    let (key, id) = f.running_job();
+    let (other_key, other) = f.running_job();
+    let ask = |f: &mut Fixture, who: &Identity, ids: Vec<String>| {
+        let privilege = who.privilege(f.state.server_attr("managers", None), f.state.server_attr("operators", None));
+        let ctx = Ctx { who, privilege, now: f.now, groups: &[], hook_attrs: &[] };
+        match handle(&mut f.state, &ctx, 1, Request::PreemptJobs { ids }) {
+            Handled::Preempt(ids) => Ok(ids),
+            Handled::Apply(reply, effects) => Err((reply.code, effects.is_empty())),
+            _ => panic!("a PreemptJobs is run or refused"),
+        }
+    };
+    assert_eq!(ask(&mut f, &alice(), vec![id.clone()]), Err((Pbse::PERM.0, true)));
+    let ids = ask(&mut f, &root(), vec![id.clone(), "nosuch".into(), id.clone(), other.clone()]).expect("run");
+    // The default order, SCR: both suspensions asked in one round, nothing changed yet.
+    let mut preemption = crate::job::preempt::begin(&f.state, &ids, f.now);
+    let round = crate::job::preempt::step(&mut f.state, &mut preemption, f.now);
+    let asked: Vec<&str> =
+        round.items.iter().map(|(_, node, _, m)| (node.as_str(), m.letter())).map(|(n, _)| n).collect();
+    assert_eq!(asked, ["n1", "n1"]);
+    assert_eq!(f.job_state(key), Some(JobState::Running));
+    // One mom stops its job, the other does not answer: that job falls to C (which fails
+    // here: no checkpoint script), then R, whose kill goes out in the next round.
+    let effects = crate::job::preempt::answered(&mut f.state, &mut preemption, &round, &[Some(Ok(())), None], f.now);
+    assert_eq!(writes(&effects), ["PutJob"]);
+    assert_eq!(f.job_state(key), Some(JobState::Suspended));
+    assert_eq!(f.state.job(key).map(|j| j.substate), Some(pbs_core::Substate::SCHSUSP));
+    let round = crate::job::preempt::step(&mut f.state, &mut preemption, f.now);
+    assert_eq!(round.items.len(), 1);
+    assert_eq!(frames(&round.effects), n1(&["KillJob"]));
+    assert!(!crate::job::preempt::done(&preemption));
+    crate::job::preempt::answered(&mut f.state, &mut preemption, &round, &[Some(Ok(()))], f.now);
+    assert!(crate::job::preempt::done(&preemption));
+    let methods: Vec<char> = crate::job::preempt::results(&preemption).iter().map(|p| p.method).collect();
+    assert_eq!(methods, ['S', '0', '0', 'R']);
+    assert_eq!(f.job_state(other_key), Some(JobState::Running), "its end, not the answer, requeues it");
+}
+
 /// The kind of a request, by an exhaustive match: a new kind does not build until it is
 /// named here, and then [`every_request_kind_has_a_handler_test`] wants a test of it.
 fn kind_of(request: &Request) -> &'static str {
@@ -867,6 +907,7 @@ fn kind_of(request: &Request) -> &'static str {
         Request::SignalJob { .. } => "SignalJob",
         Request::RerunJob { .. } => "RerunJob",
         Request::Manager { .. } => "Manager",
+        Request::PreemptJobs { .. } => "PreemptJobs",
     }
 }
 
@@ -896,6 +937,7 @@ fn every_request_kind_has_a_handler_test() {
         Request::RunJob { id: String::new(), exec_vnode: None },
         Request::SignalJob { ids: Vec::new(), signal: String::new() },
         Request::RerunJob { ids: Vec::new(), force: false },
+        Request::PreemptJobs { ids: Vec::new() },
         Request::Manager {
             command: pbs_proto::MgrCommand::Set,
             object: pbs_proto::MgrObject::Server,

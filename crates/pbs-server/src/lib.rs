@@ -39,6 +39,7 @@ pub mod momlink;
 pub mod net;
 pub mod node;
 pub mod objects;
+pub mod preemptwait;
 pub mod privilege;
 pub mod request;
 pub mod run;

@@ -218,6 +218,9 @@ fn handle(server: &Arc<Server>, node: &str, report: FromMom) {
     {
         undo = crate::mom_report::late_signal(node, job_id, signal);
     }
+    if let FromMom::JobEnded { job_id, .. } = &report {
+        crate::state::links::job_ended(&mut shared.links, node, job_id);
+    }
     let mut effects = crate::mom_report::apply(&mut shared, node, report, chrono::Utc::now().timestamp());
     effects.merge(undo);
     let _ = server.apply_effects(&mut shared, effects);

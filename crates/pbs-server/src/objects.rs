@@ -311,8 +311,18 @@ fn apply_attrs(
             (_, None) => None,
         };
         if command == MgrCommand::Unset {
-            list.unset(index, resource_name.as_deref());
+            // Preemption's settings fall back to OpenPBS's defaults, which qmgr then shows.
+            match pbs_core::preempt::default_of(def.name).filter(|_| kind == ObjectKind::Sched) {
+                Some(default) => list.set(index, None, default),
+                None => {
+                    list.unset(index, resource_name.as_deref());
+                }
+            }
             continue;
+        }
+        if kind == ObjectKind::Sched {
+            pbs_core::preempt::check_sched_value(def.name, &attr.value)
+                .map_err(|_| ReqError::attr(Pbse::BADATVAL, &attr.name))?;
         }
         let current = list.get(index, resource_name.as_deref());
         if let Some(value) = crate::entity_limits::manager_value(

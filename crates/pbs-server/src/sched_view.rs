@@ -239,10 +239,37 @@ pub fn apply_decisions(
                     Err(e) => errors.push(IdError { id: decision.job_id.clone(), code: e.code.0, message: e.message }),
                 }
             }
+            // Asked of the moms once these are applied ([`resumes`]).
+            Action::Resume { .. } => {}
         }
     }
     effects.ops.extend(crate::job::array::settle(state, now));
     (errors, effects)
+}
+
+/// The resumes among a scheduler's actions, as signals to ask of each job's mother
+/// superior: only jobs the scheduler suspended (substate 45) that are still suspended. A
+/// job resumes, and takes its resources back, once its mom has continued it.
+pub fn resumes(state: &State, actions: &[Action]) -> Vec<crate::job::signal::SignalAsk> {
+    actions
+        .iter()
+        .filter_map(|action| {
+            let Action::Resume { job_id } = action else { return None };
+            let key = key_of(job_id)?;
+            let job = state.job(key)?;
+            if job.state != JobState::Suspended || job.substate != pbs_core::Substate::SCHSUSP {
+                return None;
+            }
+            let node = job.mother_superior()?.to_string();
+            Some(crate::job::signal::SignalAsk {
+                id: job_id.clone(),
+                key,
+                job_id: job.id(&state.server_name),
+                node,
+                signal: "resume".into(),
+            })
+        })
+        .collect()
 }
 
 /// What a `qrun` the scheduler answered with `actions` hears: its job started, or why not

@@ -17,7 +17,9 @@ use tokio::sync::mpsc;
 
 use crate::error::ReqError;
 use crate::server::Server;
+use crate::state::links::Asked;
 use crate::state::sched_queue::SchedSender;
+use pbs_proto::mom::ToMom;
 
 /// Serves a scheduler until it disconnects.
 pub async fn serve<S>(server: Arc<Server>, conn: LinkConn<S>, peer: &str)
@@ -80,11 +82,23 @@ where
                         .iter()
                         .filter_map(|action| match action {
                             pbs_proto::sched::Action::Run(run) => Some(run.job_id.clone()),
-                            pbs_proto::sched::Action::Update(_) => None,
+                            pbs_proto::sched::Action::Update(_) | pbs_proto::sched::Action::Resume { .. } => None,
                         })
                         .collect();
                     let verdicts = crate::hookwait::runjob_verdicts(&server, &runs).await;
                     apply(&server, &tx, cycle, qrun, &actions, verdicts.as_deref());
+                }
+                Ok(FromSched::PreemptJobs { number, ids }) => {
+                    // Its rounds wait for moms; the link reads on meanwhile.
+                    let server = server.clone();
+                    let tx = tx.clone();
+                    tokio::spawn(async move {
+                        let results = crate::preemptwait::preempt(&server, &ids).await;
+                        let mut state = server.lock();
+                        if let Some(link) = state.links.sched.as_mut().filter(|link| link.is(&tx)) {
+                            let _ = link.send(ToSched::Preempted { number, results });
+                        }
+                    });
                 }
                 Err(e) => {
                     tracing::warn!(object_type = "Server", "bad frame from the scheduler: {e}");
@@ -132,7 +146,17 @@ fn apply(
     let mut guard = server.lock();
     let state = &mut *guard;
     let now = chrono::Utc::now().timestamp();
-    let (errors, effects) = crate::sched_view::apply_decisions(state, actions, now, verdicts);
+    let (errors, mut effects) = crate::sched_view::apply_decisions(state, actions, now, verdicts);
+    let resumes = crate::sched_view::resumes(&state.state, actions);
+    let resuming = (!resumes.is_empty()).then(|| {
+        let asked = resumes.iter().map(|a| Asked::Mom { node: a.node.clone(), job_id: a.job_id.clone() }).collect();
+        let (ask, answered) = crate::state::links::open_ask(&mut state.links, asked);
+        for a in &resumes {
+            let frame = ToMom::SignalJob { job_id: a.job_id.clone(), signal: "resume".into(), ask };
+            effects.to_moms.push((a.node.clone(), frame));
+        }
+        (ask, answered, resumes)
+    });
     // The qrun this answers, if it still waits, and what it hears.
     let answer = qrun.and_then(|ask| {
         let asked = crate::state::links::asked_of_scheduler(&state.links, ask).into_iter().next()?;
@@ -145,6 +169,10 @@ fn apply(
         let _ = link.send(ToSched::DecisionsApplied { cycle, errors });
     }
     drop(guard);
+    if let Some((ask, answered, resumes)) = resuming {
+        let server = server.clone();
+        tokio::spawn(resume_when_answered(server, ask, answered, resumes));
+    }
     // A qrun hears once its job's run is committed and its start handed to the mom.
     if let Some((ask, asked, result)) = answer {
         let server = server.clone();
@@ -154,4 +182,36 @@ fn apply(
             crate::state::links::answer(&mut server.lock().links, ask, &asked, outcome);
         });
     }
+}
+
+/// How long a resume waits for its mom, as a qsig's.
+const RESUME_DEADLINE: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Resumes the scheduler's suspended jobs whose moms continued them; one whose mom refused
+/// or did not answer stays suspended (a late answer is undone), and the scheduler tries it
+/// again in a later cycle.
+async fn resume_when_answered(
+    server: Arc<Server>,
+    ask: u64,
+    answered: tokio::sync::oneshot::Receiver<()>,
+    resumes: Vec<crate::job::signal::SignalAsk>,
+) {
+    let _ = tokio::time::timeout(RESUME_DEADLINE, answered).await;
+    let mut guard = server.lock();
+    let shared = &mut *guard;
+    let mut answers = crate::state::links::close_ask(&mut shared.links, ask).into_iter();
+    let codes: Vec<u32> = resumes
+        .iter()
+        .map(|_| match answers.next().flatten() {
+            Some(Ok(())) => 0,
+            Some(Err(e)) => e.code.0,
+            None => Pbse::NORELYMOM.0,
+        })
+        .collect();
+    let now = chrono::Utc::now().timestamp();
+    let (errors, effects) = crate::job::signal::answered(&mut shared.state, now, &resumes, &codes);
+    for error in errors {
+        tracing::info!(object_type = "Job", object_name = error.id.as_str(), "resume failed ({})", error.code);
+    }
+    let _ = server.apply_effects(shared, effects);
 }

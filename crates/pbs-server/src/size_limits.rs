@@ -92,6 +92,9 @@ pub fn check_request(request: &Request) -> Result<(), ReqError> {
         | Request::SignalJob { .. }
         | Request::RerunJob { .. }
         | Request::RunJob { .. } => 0,
+        // Any length the frame carries: each id costs one lookup and one line of the
+        // answer, and only running jobs (each once) cost more (`job::preempt::begin`).
+        Request::PreemptJobs { .. } => 0,
         // One hook; its body is bounded by the frame and by `hooks::admin::MAX_HOOK_BODY`.
         Request::ImportHook { .. } | Request::ExportHook { .. } => 0,
     };

@@ -28,7 +28,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     // Carrying out effects.
     ("server", &["server"]),
     // Every client request, through one match.
-    ("dispatch", &["dispatch", "hookwait"]),
+    ("dispatch", &["dispatch", "hookwait", "preemptwait"]),
     // Sockets, links and timers: they move bytes and own no rules.
     ("transport", &["net", "momlink", "schedlink", "admission", "run", "cluster_key"]),
 ];

@@ -139,7 +139,9 @@ fn parse(line: &str) -> Result<Option<Command>, SyntaxError> {
         // The server is usually not named, so a known attribute name there is an attribute,
         // also when a comma and more attributes follow (`unset server comment,managers`).
         let first = word.split(',').next().unwrap_or_default();
-        let is_attr_name_alone = object == MgrObject::Server && object.kind().find(split_name(first).0).is_some();
+        // Likewise the default scheduler (`unset sched preempt_order`).
+        let is_attr_name_alone =
+            matches!(object, MgrObject::Server | MgrObject::Sched) && object.kind().find(split_name(first).0).is_some();
         if !is_attribute && !is_attr_name_alone {
             names = word
                 .split(',')

@@ -12,6 +12,7 @@ pub mod faults;
 pub mod launch;
 pub mod modify;
 pub mod nodefail;
+pub mod preempt;
 pub mod running;
 pub mod runone;
 pub mod signal;

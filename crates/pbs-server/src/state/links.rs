@@ -23,6 +23,9 @@ pub struct Links {
     pub asks: HashMap<u64, PendingAsk>,
     /// The last number given to a waiting request (0 is never one).
     pub last_ask: u64,
+    /// Jobs whose end a waiting request takes as its answer (a preemption's requeue or
+    /// delete), by full id: the request's number.
+    pub ends: HashMap<String, u64>,
 }
 
 /// Who is asked one item of a waiting request, and about which job.
@@ -117,7 +120,24 @@ pub fn answer_all_of_scheduler(links: &mut Links, outcome: &Outcome) {
 /// Closes request `ask`: each asked item's answer in the order asked, `None` where none
 /// came.
 pub fn close_ask(links: &mut Links, ask: u64) -> Vec<Option<Outcome>> {
+    if !links.ends.is_empty() {
+        links.ends.retain(|_, waiting| *waiting != ask);
+    }
     links.asks.remove(&ask).map(|p| p.answers).unwrap_or_default()
+}
+
+/// Makes the end of `job_id` (reported by its mother superior) the answer to its item of
+/// request `ask`.
+pub fn await_end(links: &mut Links, job_id: &str, ask: u64) {
+    links.ends.insert(job_id.to_string(), ask);
+}
+
+/// `node`'s mom reported the end of `job_id`: a request waiting for it hears.
+pub fn job_ended(links: &mut Links, node: &str, job_id: &str) {
+    if let Some(ask) = links.ends.remove(job_id) {
+        let asked = Asked::Mom { node: node.to_string(), job_id: job_id.to_string() };
+        answer(links, ask, &asked, Ok(()));
+    }
 }
 
 /// What a mom's numeric answer (a PBSE code, 0 for success) means to its item.
