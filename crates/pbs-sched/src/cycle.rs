@@ -132,7 +132,8 @@ impl Out {
     }
 
     fn into_decisions(self) -> Decisions {
-        let Out { updates: mut actions, mut runs, log, considered, bookings, hold_can_t_run, held_back, preempt } = self;
+        let Out { updates: mut actions, mut runs, log, considered, bookings, hold_can_t_run, held_back, preempt } =
+            self;
         actions.append(&mut runs);
         let held_back = hold_can_t_run.then_some(held_back);
         Decisions { actions, log, considered, bookings, held_back, preempt }
