@@ -218,6 +218,27 @@ fn qrerun_requeues_and_the_job_runs_again() {
 }
 
 #[test]
+fn a_job_held_while_running_comes_back_held_from_a_requeue() {
+    let c = Cluster::with_moms(1, 1);
+    let id = submit(&c, &[], "sleep 60\n");
+    c.wait_job_state(&id, "R", JOB_TIMEOUT);
+    wait_until("session id", JOB_TIMEOUT, || c.job_attr(&id, "session_id").is_some());
+    c.run("qhold", &[&id]).ok();
+    assert_eq!(c.job_attr(&id, "job_state").as_deref(), Some("R"), "the hold waits for the run to end");
+    c.run("qrerun", &[&id]).ok();
+    c.wait_job_state(&id, "H", JOB_TIMEOUT);
+    assert_eq!(c.job_attr(&id, "Hold_Types").as_deref(), Some("u"));
+    assert_eq!(c.job_attr(&id, "substate").as_deref(), Some("20"));
+    // Released, it runs again.
+    c.run("qrls", &[&id]).ok();
+    wait_until("second run", JOB_TIMEOUT, || {
+        c.job_attr(&id, "run_count").as_deref() == Some("2") && c.job_attr(&id, "job_state").as_deref() == Some("R")
+    });
+    c.run("qdel", &[&id]).ok();
+    c.wait_job_state(&id, "F", JOB_TIMEOUT);
+}
+
+#[test]
 fn job_survives_a_mom_restart_and_its_exit_status_is_recorded() {
     let mut c = Cluster::with_moms(1, 1);
     let id = submit(&c, &[], "sleep 3\nexit 7\n");

@@ -101,14 +101,22 @@ fn requeue(state: &mut State, key: JobKey, now: i64) -> Vec<StoreOp> {
         return ops;
     }
     let Some(job) = state.job_mut(key) else { return Vec::new() };
-    job.state = JobState::Queued;
-    job.substate = Substate::QUEUED;
+    // A job held while it ran (qhold, then qrerun or a lost node) comes back held, and
+    // runs again only once released, as in OpenPBS.
+    let held = job.get("Hold_Types", None).is_some_and(|h| h != "n");
+    if held {
+        job.state = JobState::Held;
+        job.substate = Substate::HELD;
+    } else {
+        job.state = JobState::Queued;
+        job.substate = Substate::QUEUED;
+        job.attrs.set(job_idx!("etime"), None, now.to_string());
+    }
     job.set_placement(None);
     for def in [job_idx!("session_id"), job_idx!("stime")] {
         job.attrs.unset(def, None);
     }
     job.attrs.unset_all(job_idx!("resources_used"));
-    job.attrs.set(job_idx!("etime"), None, now.to_string());
     job.attrs.set(job_idx!("mtime"), None, now.to_string());
     let mut ops = vec![record, job.put_op(None)];
     ops.extend(crate::job::runone::requeued(state, key.seq, now));
