@@ -112,7 +112,7 @@ fn hold_if_failing(state: &mut State, key: JobKey, now: i64, ops: &mut Vec<Store
     }
     let server_name = state.server_name.clone();
     let Some(job) = state.job_mut(key) else { return };
-    if job.state != JobState::Queued || run_count(job).is_none_or(|n| n <= MAX_RUN_COUNT) {
+    if !matches!(job.state, JobState::Queued | JobState::Held) || run_count(job).is_none_or(|n| n <= MAX_RUN_COUNT) {
         return;
     }
     let current = job.get("Hold_Types", None).unwrap_or("n");
