@@ -1,7 +1,9 @@
 //! The q-commands against a live server: round trips, OpenPBS's error texts and exit
 //! statuses, as an ordinary user (`nobody`) and as root.
 
-use pbs_e2e::{Cluster, Out};
+use std::time::Duration;
+
+use pbs_e2e::{Cluster, Out, wait_until};
 
 /// What OpenPBS prints for a failed command: stderr line and exit status.
 #[track_caller]
@@ -331,4 +333,38 @@ fn script_file_server_and_queue_views_and_history_purge() {
     assert!(cluster.run("qstat", &["-x", &id]).ok().stdout.contains(" F workq"));
     cluster.run_as_nobody("qdel", &["-x", &id]).ok();
     assert_fails(&cluster.run("qstat", &["-x", &id]), &format!("qstat: Unknown Job Id {id}\n"), 153);
+}
+
+#[test]
+fn qdisable_qenable_qstop_and_qstart_switch_a_queue_as_openpbs() {
+    let c = Cluster::with_moms(1, 1);
+    // qdisable_*.txt: a disabled queue takes no job; only managers and operators switch it.
+    let out = c.run_as_nobody("qdisable", &["workq"]);
+    assert_eq!((out.code, out.stderr.as_str()), (2, "qdisable: Unauthorized Request  workq\n"), "{out:?}");
+    c.run("qdisable", &["workq"]).ok();
+    let out = c.run_as_nobody("qsub", &["--", "/bin/true"]);
+    assert_eq!((out.code, out.stderr.as_str()), (173, "qsub: Queue is not enabled\n"), "{out:?}");
+    let listed = c.run("qstat", &["-Q", "workq"]).ok().stdout;
+    assert!(listed.lines().nth(2).is_some_and(|l| l.contains("  no yes ")), "{listed}");
+    c.run("qenable", &["workq"]).ok();
+    // qstop_*.txt: a stopped queue keeps its jobs queued, with the reason.
+    c.run("qstop", &["workq"]).ok();
+    let listed = c.run("qstat", &["-Q", "workq"]).ok().stdout;
+    assert!(listed.lines().nth(2).is_some_and(|l| l.contains(" yes  no ")), "{listed}");
+    let id = c.qsub(&["--", "/bin/true"]);
+    wait_until("the stopped queue's comment", Duration::from_secs(30), || {
+        c.job_attr(&id, "comment").as_deref() == Some("Not Running: Queue not started.")
+    });
+    assert_eq!(c.job_attr(&id, "job_state").as_deref(), Some("Q"));
+    let out = c.run_as_nobody("qstart", &["workq"]);
+    assert_eq!((out.code, out.stderr.as_str()), (2, "qstart: Unauthorized Request  workq\n"), "{out:?}");
+    // qstart_*.txt: started again, the job runs.
+    c.run("qstart", &["workq"]).ok();
+    c.wait_job_state(&id, "F", Duration::from_secs(30));
+    // Each destination in turn; the status is the last failure's, as OpenPBS's.
+    let out = c.run("qstop", &["bad@", "nosuchq"]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert_eq!(out.stderr, "qstop: illegally formed destination: bad@\nqstop: Unknown queue nosuchq\n");
+    let out = c.run("qenable", &[]);
+    assert_eq!((out.code, out.stderr.as_str()), (1, "Usage: qenable [queue][@server] ...\n       qenable --version\n"));
 }

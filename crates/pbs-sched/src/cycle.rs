@@ -270,7 +270,17 @@ pub fn cycle(m: &Mirror, now: i64) -> Decisions {
     let mut queues: Vec<QueueCtx<'_>> = Vec::new();
     for (index, (name, entry)) in m.queues.iter().enumerate() {
         let Some(info) = entry.info.as_ref() else { continue };
-        if !info.execution || !info.started || entry.queued.is_empty() {
+        if info.execution && !info.started {
+            // A stopped queue (`qstop`): its jobs wait, and say why.
+            let comment = Failure::not_run(Reason::QueueNotStarted).comment();
+            for key in &entry.queued {
+                if let Some(job) = m.job(key.3) {
+                    note_comment(&mut ctx.out, &job.view.id, job.view.comment.as_deref(), &comment);
+                }
+            }
+            continue;
+        }
+        if !info.execution || entry.queued.is_empty() {
             continue;
         }
         queues.push(QueueCtx {

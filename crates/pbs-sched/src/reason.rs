@@ -72,6 +72,8 @@ pub(crate) enum Reason {
     MaxRunSubjobs,
     /// STRICT_ORDERING.
     StrictOrdering,
+    /// QUEUE_NOT_STARTED: the job's queue is stopped (`qstop`).
+    QueueNotStarted,
     /// INVALID_RESRESV: `Invalid Job/Resv %s`.
     InvalidJob(String),
     /// RESERVATION_CONFLICT: a filler would delay a top job.
@@ -180,6 +182,7 @@ impl fmt::Display for Reason {
             Reason::ResourceLimit(limit) => limit.fmt(f),
             Reason::MaxRunSubjobs => f.write_str("Number of concurrent running subjobs limit reached"),
             Reason::StrictOrdering => f.write_str("Job would break strict sorted order"),
+            Reason::QueueNotStarted => f.write_str("Queue not started."),
             Reason::InvalidJob(what) => write!(f, "Invalid Job/Resv {what}"),
             Reason::ReservationConflict => f.write_str("Job would conflict with reservation or top job"),
             Reason::CrossDedTime => f.write_str("Job would cross dedicated time boundary"),
