@@ -186,17 +186,7 @@ async fn answer_from_moms(
     let (errors, applied) = {
         let mut guard = server.lock();
         let shared = &mut *guard;
-        let mut answers = crate::state::links::close_ask(&mut shared.links, ask).into_iter();
-        // An item without an answer (none came in time) fails on its own.
-        let codes: Vec<u32> = asks
-            .asks
-            .iter()
-            .map(|_| match answers.next().flatten() {
-                Some(Ok(())) => 0,
-                Some(Err(e)) => e.code.0,
-                None => Pbse::NORELYMOM.0,
-            })
-            .collect();
+        let codes = crate::state::links::close_ask_codes(&mut shared.links, ask, asks.asks.len());
         let now = chrono::Utc::now().timestamp();
         let (mut errors, effects) = crate::job::signal::answered(&mut shared.state, now, &asks.asks, &codes);
         errors.extend(asks.errors);

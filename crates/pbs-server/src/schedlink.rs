@@ -199,15 +199,7 @@ async fn resume_when_answered(
     let _ = tokio::time::timeout(RESUME_DEADLINE, answered).await;
     let mut guard = server.lock();
     let shared = &mut *guard;
-    let mut answers = crate::state::links::close_ask(&mut shared.links, ask).into_iter();
-    let codes: Vec<u32> = resumes
-        .iter()
-        .map(|_| match answers.next().flatten() {
-            Some(Ok(())) => 0,
-            Some(Err(e)) => e.code.0,
-            None => Pbse::NORELYMOM.0,
-        })
-        .collect();
+    let codes = crate::state::links::close_ask_codes(&mut shared.links, ask, resumes.len());
     let now = chrono::Utc::now().timestamp();
     let (errors, effects) = crate::job::signal::answered(&mut shared.state, now, &resumes, &codes);
     for error in errors {

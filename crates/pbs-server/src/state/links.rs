@@ -126,6 +126,20 @@ pub fn close_ask(links: &mut Links, ask: u64) -> Vec<Option<Outcome>> {
     links.asks.remove(&ask).map(|p| p.answers).unwrap_or_default()
 }
 
+/// Closes request `ask` and gives each of its `items` items' PBSE code, in the order
+/// asked: 0 where the mom did it, the mom's code where it refused, PBSE_NORELYMOM where no
+/// answer came in time (that item fails on its own).
+pub fn close_ask_codes(links: &mut Links, ask: u64, items: usize) -> Vec<u32> {
+    let mut answers = close_ask(links, ask).into_iter();
+    (0..items)
+        .map(|_| match answers.next().flatten() {
+            Some(Ok(())) => 0,
+            Some(Err(e)) => e.code.0,
+            None => pbs_core::Pbse::NORELYMOM.0,
+        })
+        .collect()
+}
+
 /// Makes the end of `job_id` (reported by its mother superior) the answer to its item of
 /// request `ask`.
 pub fn await_end(links: &mut Links, job_id: &str, ask: u64) {
