@@ -1,6 +1,7 @@
-//! `attr_update_period` on real daemons (seed 004): inside the period the scheduler sends
-//! no "job can't run" update (a new queued job gets no comment), and the first cycle after
-//! the period sends what it held back; the value's checks and permissions.
+//! The scheduler's settings on real daemons: `attr_update_period` (seed 004: inside the
+//! period the scheduler sends no "job can't run" update, a new queued job gets no comment,
+//! and the first cycle after the period sends what it held back; the value's checks and
+//! permissions), and the default sched_config a first start installs.
 
 use std::time::Duration;
 
@@ -53,4 +54,23 @@ fn the_period_is_a_managers_non_negative_number_everyone_reads() {
     assert!(seen.contains("    attr_update_period = 45\n"), "{seen}");
     c.qmgr("unset sched default attr_update_period");
     assert!(!c.run("qmgr", &["-c", "list sched"]).ok().stdout.contains("attr_update_period"));
+}
+
+#[test]
+fn a_first_start_installs_the_default_sched_config_and_never_overwrites_one() {
+    use std::os::unix::fs::PermissionsExt;
+    let c = Cluster::with_moms(1, 1);
+    let file = c.home().join("sched_priv").join("sched_config");
+    wait_until("the scheduler's log line", TIMEOUT, || c.sched_stderr().contains("Installed the default sched_config"));
+    let text = std::fs::read_to_string(&file).expect("installed");
+    assert!(text.contains("\nstrict_ordering: false\tALL\n") && text.contains("\nmax_starve: 24:00:00\n"), "{text}");
+    assert_eq!(std::fs::metadata(&file).expect("file").permissions().mode() & 0o777, 0o644);
+    // A site's own file is read, not replaced.
+    let site = "strict_ordering: true ALL\n";
+    let c = Cluster::with_moms_and_sched_config(1, 1, Some(site));
+    let file = c.home().join("sched_priv").join("sched_config");
+    let busy = c.qsub(&["--", "/bin/true"]);
+    c.wait_job_state(&busy, "F", TIMEOUT);
+    assert_eq!(std::fs::read_to_string(&file).expect("kept"), site);
+    assert!(!c.sched_stderr().contains("Installed the default sched_config"));
 }

@@ -38,6 +38,7 @@ fn run(args: Args) -> anyhow::Result<()> {
     let sched_config_path =
         args.sched_config.clone().unwrap_or_else(|| conf.home.join("sched_priv").join("sched_config"));
     let sched_priv = conf.home.join("sched_priv");
+    let installed = if args.sched_config.is_none() { install_default_config(&sched_config_path) } else { Ok(false) };
     let (sched_config, problems) = read_settings(&sched_config_path, &sched_priv)?;
     if args.daemon.check_config {
         println!("pbs_sched: configuration OK (PBS_HOME={})", conf.home.display());
@@ -55,6 +56,13 @@ fn run(args: Args) -> anyhow::Result<()> {
     // A panicked reader or cycle would leave a scheduler that never decides again; a
     // restart rebuilds its mirror from the server's snapshot.
     pbs_sched::logging::daemon::exit_on_panic();
+    match installed {
+        Ok(true) => tracing::info!(file = %sched_config_path.display(), "Installed the default sched_config"),
+        Ok(false) => {}
+        Err(e) => {
+            tracing::warn!(file = %sched_config_path.display(), error = %e, "Cannot install the default sched_config")
+        }
+    }
     for problem in problems {
         tracing::warn!("{problem}");
     }
@@ -112,6 +120,23 @@ fn run(args: Args) -> anyhow::Result<()> {
 /// sched_config plus the `dedicated_time` windows and the `holidays` non-prime intervals
 /// of `sched_priv` (a missing file is empty), with one message per malformed line of any
 /// of them (skipped).
+/// Writes the default sched_config where none is (a first start), never over a file an
+/// admin has: `Ok(true)` when it was written.
+fn install_default_config(path: &Path) -> std::io::Result<bool> {
+    use std::io::Write;
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    if let Some(dir) = path.parent() {
+        std::fs::DirBuilder::new().recursive(true).mode(0o750).create(dir)?;
+    }
+    let mut file = match std::fs::OpenOptions::new().write(true).create_new(true).mode(0o644).open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(false),
+        Err(e) => return Err(e),
+    };
+    file.write_all(pbs_sched::DEFAULT_SCHED_CONFIG.as_bytes())?;
+    Ok(true)
+}
+
 fn read_settings(sched_config: &Path, sched_priv: &Path) -> anyhow::Result<(SchedConfig, Vec<String>)> {
     let read = pbs_sched::logging::daemon::read_optional;
     let (mut config, mut problems) = SchedConfig::parse_checked(&read(sched_config)?);

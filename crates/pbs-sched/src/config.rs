@@ -154,6 +154,10 @@ enum Period {
     NonPrime,
 }
 
+/// The sched_config a first start installs: the keys this scheduler reads, with their
+/// defaults and what each does, in the layout of OpenPBS's own file.
+pub const DEFAULT_SCHED_CONFIG: &str = include_str!("default_sched_config");
+
 /// The qualifier after the value (`true prime`): none or `ALL` is both periods.
 fn period(value: &str) -> Option<Period> {
     match value.split_whitespace().nth(1).map(str::to_ascii_lowercase).as_deref() {
@@ -285,6 +289,13 @@ impl SchedConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_installed_default_reads_back_as_the_defaults() {
+        let (parsed, problems) = SchedConfig::parse_checked(DEFAULT_SCHED_CONFIG);
+        assert!(problems.is_empty(), "{problems:?}");
+        assert_eq!(parsed, SchedConfig::default());
+    }
 
     #[test]
     fn reads_the_keys_it_knows() {

@@ -50,7 +50,7 @@ pub mod synthetic;
 pub mod walltime;
 mod world;
 
-pub use config::{PeriodPolicy, SchedConfig, local_epoch, parse_dedicated_time};
+pub use config::{DEFAULT_SCHED_CONFIG, PeriodPolicy, SchedConfig, local_epoch, parse_dedicated_time};
 pub use cycle::{Decisions, LogEvent, cycle, qrun};
 pub use limits::OverSoft;
 pub use mirror::Mirror;
