@@ -368,3 +368,42 @@ fn qdisable_qenable_qstop_and_qstart_switch_a_queue_as_openpbs() {
     let out = c.run("qenable", &[]);
     assert_eq!((out.code, out.stderr.as_str()), (1, "Usage: qenable [queue][@server] ...\n       qenable --version\n"));
 }
+
+#[test]
+fn qmove_moves_a_job_that_has_not_started_and_refuses_a_running_one() {
+    let c = Cluster::with_moms(1, 1);
+    c.qmgr("create queue q2 queue_type=execution,enabled=true,started=true");
+    let held = submit_as_nobody(&c, &["-h", "-N", "mv_held", "--", "/bin/true"]);
+    // qmove_held*.txt
+    let out = c.run_as_nobody("qmove", &["q2", &held]);
+    assert_eq!((out.code, out.stderr.as_str()), (0, ""), "{out:?}");
+    assert_eq!(c.job_attr(&held, "queue").as_deref(), Some("q2"));
+    assert_eq!(c.job_attr(&held, "job_state").as_deref(), Some("H"));
+    // qmove_acct.txt: a second Q record, naming the new queue.
+    let day = chrono::Local::now().format("%Y%m%d").to_string();
+    let accounting = c.home().join("server_priv/accounting").join(day);
+    wait_until("the move's Q record", Duration::from_secs(30), || {
+        let text = std::fs::read_to_string(&accounting).unwrap_or_default();
+        let queued: Vec<&str> = text.lines().filter(|l| l.contains(&format!(";Q;{held};"))).collect();
+        queued.len() == 2 && queued[1].contains(" queue=q2 ")
+    });
+    // qmove_unknown_queue.txt, then qmove_running.txt
+    let out = c.run_as_nobody("qmove", &["nosuchq", &held]);
+    assert_eq!((out.code, out.stderr.clone()), (170, format!("qmove: Unknown queue {held}\n")));
+    let running = submit_as_nobody(&c, &["--", "/bin/sleep", "30"]);
+    c.wait_job_state(&running, "R", Duration::from_secs(30));
+    let out = c.run_as_nobody("qmove", &["q2", &running]);
+    assert_eq!((out.code, out.stderr.clone()), (168, format!("qmove: Request invalid for state of job {running}\n")));
+    c.run("qdel", &[&running]).ok();
+    // Released in its new queue, it runs from there.
+    c.run_as_nobody("qrls", &[&held]).ok();
+    c.wait_job_state(&held, "F", Duration::from_secs(30));
+    assert_eq!(c.job_attr(&held, "queue").as_deref(), Some("q2"));
+    let out = c.run("qmove", &["q2"]);
+    assert_eq!(
+        (out.code, out.stderr.as_str()),
+        (2, "usage: qmove destination job_identifier...\n       qmove --version\n")
+    );
+    let out = c.run("qmove", &["bad@", &held]);
+    assert_eq!((out.code, out.stderr.as_str()), (2, "qmove: illegally formed destination: bad@\n"));
+}

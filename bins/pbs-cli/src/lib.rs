@@ -54,6 +54,20 @@ pub fn exit_code(code: u32) -> ExitCode {
     ExitCode::from((code & 0xff) as u8)
 }
 
+/// `queue[@server]` as OpenPBS's `parse_destination_id` reads it: a queue name starts with
+/// a letter or digit and holds no `@`; an empty server part is refused.
+pub fn parse_destination(text: &str) -> Option<(&str, Option<&str>)> {
+    let (queue, server) = match text.split_once('@') {
+        Some((queue, server)) => (queue, Some(server)),
+        None => (text, None),
+    };
+    let queue_ok = queue.is_empty()
+        || (queue.starts_with(|c: char| c.is_ascii_alphanumeric())
+            && queue.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.'));
+    let server_ok = server.is_none_or(|s| !s.is_empty() && !s.contains('@'));
+    (queue_ok && server_ok && !text.is_empty()).then_some((queue, server))
+}
+
 /// Completes a job id typed by the user with the server name (`12` -> `12.server`), the way
 /// OpenPBS's `get_server` does. Returns `None` if it is not a job id at all.
 pub fn full_job_id(typed: &str, server_name: &str) -> Option<String> {
@@ -296,6 +310,16 @@ pub fn argv() -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn destinations_read_as_openpbs_reads_them() {
+        assert_eq!(parse_destination("workq"), Some(("workq", None)));
+        assert_eq!(parse_destination("workq@vm"), Some(("workq", Some("vm"))));
+        assert_eq!(parse_destination("@vm"), Some(("", Some("vm"))));
+        for bad in ["", "workq@", "-q", "a@b@c", "wo rk"] {
+            assert_eq!(parse_destination(bad), None, "{bad}");
+        }
+    }
 
     #[test]
     fn ids_are_completed() {

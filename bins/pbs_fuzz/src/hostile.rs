@@ -362,7 +362,7 @@ impl Gen {
     /// Any request kind with random fields.
     pub(crate) fn request(&mut self) -> Request {
         let b = |rng: &mut Rng| rng.chance(50);
-        match self.rng.below(17) {
+        match self.rng.below(18) {
             0 => Request::QueueJob {
                 attrs: {
                     let mut attrs = self.attrs(ObjectKind::Job);
@@ -420,6 +420,7 @@ impl Gen {
             },
             14 => Request::SignalJob { ids: self.ids(), signal: self.string() },
             15 => Request::RerunJob { ids: self.ids(), force: b(&mut self.rng) },
+            16 => Request::MoveJob { ids: self.ids(), destination: self.string() },
             _ => self.manager(),
         }
     }

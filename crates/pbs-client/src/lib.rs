@@ -386,6 +386,11 @@ impl Client {
         }
     }
 
+    /// Moves queued jobs to `destination` (qmove); returns the ids that failed.
+    pub fn move_jobs(&mut self, ids: Vec<String>, destination: String) -> Result<Vec<IdError>> {
+        self.per_id(Request::MoveJob { ids, destination })
+    }
+
     /// Requeues running jobs (qrerun, `force` for `-W force`); returns the ids that failed.
     pub fn rerun_jobs(&mut self, ids: Vec<String>, force: bool) -> Result<Vec<IdError>> {
         self.per_id(Request::RerunJob { ids, force })

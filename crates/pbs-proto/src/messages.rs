@@ -248,6 +248,13 @@ pub enum Request {
         /// `-W force`: requeue even if the mom cannot be reached.
         force: bool,
     },
+    /// Move queued jobs to another queue of this server (qmove). Reply: [`ReplyBody::PerId`].
+    MoveJob {
+        /// Jobs.
+        ids: Vec<String>,
+        /// `queue`, `queue@server` or `@server` (the server's default queue).
+        destination: String,
+    },
     /// Preempt running jobs (OpenPBS's `pbs_preempt_jobs`): managers and the scheduler
     /// only. Each job is tried with the methods of the scheduler's `preempt_order`.
     /// Reply: [`ReplyBody::Preempted`], one entry per id in the order given.
@@ -277,7 +284,8 @@ macro_rules! per_job_ids {
             | Request::HoldJob { ids, .. }
             | Request::ReleaseJob { ids, .. }
             | Request::SignalJob { ids, .. }
-            | Request::RerunJob { ids, .. } => Some(ids),
+            | Request::RerunJob { ids, .. }
+            | Request::MoveJob { ids, .. } => Some(ids),
             // Every kind is named, so a new one is decided on here before anything builds.
             Request::QueueJob { .. }
             | Request::StatusJob { .. }
@@ -329,6 +337,7 @@ impl Request {
             Request::StatusQueue { .. } => 20,
             Request::StatusServer { .. } => 21,
             Request::RerunJob { .. } => 14,
+            Request::MoveJob { .. } => 12,
             Request::RunJob { .. } => 15,
             Request::SignalJob { .. } => 18,
             Request::StatusNode { .. } => 58,

@@ -104,6 +104,7 @@ fn request() -> impl Strategy<Value = Request> {
         (text(), option::of(text())).prop_map(|(id, exec_vnode)| Request::RunJob { id, exec_vnode }),
         (texts(), text()).prop_map(|(ids, signal)| Request::SignalJob { ids, signal }),
         (texts(), any::<bool>()).prop_map(|(ids, force)| Request::RerunJob { ids, force }),
+        (texts(), text()).prop_map(|(ids, destination)| Request::MoveJob { ids, destination }),
         (mgr_command(), mgr_object(), texts(), vec(mgr_attr(), 0..3))
             .prop_map(|(command, object, names, attrs)| Request::Manager { command, object, names, attrs }),
     ]

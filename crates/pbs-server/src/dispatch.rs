@@ -312,6 +312,7 @@ pub(crate) fn handle(state: &mut State, ctx: &Ctx<'_>, id: u64, request: Request
             Handled::Preempt(ids)
         }
         Request::RerunJob { ids, force } => per_id(crate::job::signal::rerun_jobs(state, ctx, &ids, force)),
+        Request::MoveJob { ids, destination } => per_id(crate::job::moving::move_jobs(state, ctx, &ids, &destination)),
         Request::HoldJob { ids, hold_types } => {
             per_id(crate::job::modify::hold_jobs(state, ctx, &ids, &hold_types, true))
         }

@@ -338,6 +338,23 @@ pub fn check_alter(state: &mut State, ctx: &Ctx<'_>, seq: u64, list: &AttrList) 
     check(tracker, &candidate, Some(&own))
 }
 
+/// Checks moving job `seq` to `queue` (qmove): the destination queue's limits count the
+/// job, the server's already do. Operators and managers move past the limits, as they
+/// alter past them.
+pub fn check_move(state: &mut State, ctx: &Ctx<'_>, seq: u64, queue: &str) -> Result<(), ReqError> {
+    if ctx.privilege >= Privilege::Operator {
+        return Ok(());
+    }
+    ensure(state);
+    let queue: Arc<str> = state.interner.intern(queue);
+    let tracker = &state.entity_limits;
+    let Some(config) = tracker.config.as_ref() else { return Ok(()) };
+    let Some(job) = state.jobs.get(&seq) else { return Ok(()) };
+    let Some(own) = contribution_of(config, state, job) else { return Ok(()) };
+    let candidate = Contribution { queue, ..own.clone() };
+    check(tracker, &candidate, Some(&own))
+}
+
 /// OpenPBS's order: the queue's count limits, then the server's, then the queue's
 /// resource limits, then the server's; `max_*` before `queued_jobs_threshold*`; within
 /// each, overall, user, group, project.

@@ -148,6 +148,14 @@ impl Fixture {
     }
 }
 
+/// The codes of a per-id reply's failed ids, in order.
+fn per_id_codes(reply: &Reply) -> Vec<u32> {
+    match &reply.body {
+        ReplyBody::PerId(errors) => errors.iter().map(|e| e.code).collect(),
+        other => panic!("per-id reply expected: {other:?}"),
+    }
+}
+
 fn ids(ids: &[&str]) -> Vec<String> {
     ids.iter().map(|s| s.to_string()).collect()
 }
@@ -884,6 +892,31 @@ fn preempt_jobs_is_a_managers_and_tries_each_jobs_methods_in_rounds() {
     assert_eq!(f.job_state(other_key), Some(JobState::Running), "its end, not the answer, requeues it");
 }
 
+/// qmove: a job that has not started moves to an enabled queue, with its Q record; a
+/// running one, an unknown queue and a disabled queue are refused.
+#[test]
+fn a_move_takes_a_waiting_job_to_another_queue_and_refuses_a_running_one() {
+    use pbs_proto::{MgrAttr, MgrCommand, MgrObject, MgrOp};
+    let mut f = fixture();
+    let set = |name: &str, value: &str| MgrAttr { name: name.into(), op: MgrOp::Set, value: value.into() };
+    let attrs = vec![set("queue_type", "execution"), set("enabled", "True"), set("started", "True")];
+    let create =
+        Request::Manager { command: MgrCommand::Create, object: MgrObject::Queue, names: vec!["q2".into()], attrs };
+    assert_eq!(f.request(&root(), create).0.code, 0);
+    let held = f.submit(&alice(), &[("Hold_Types", "u")]);
+    let key = crate::jobkey::key_of(&held).unwrap_or(JobKey::job(u64::MAX));
+    let (reply, effects) = f.request(&alice(), Request::MoveJob { ids: ids(&[&held]), destination: "q2".into() });
+    assert_eq!(reply.code, 0, "{reply:?}");
+    assert_eq!(writes(&effects), ["PutJob"]);
+    assert_eq!(records(&effects), [format!("Q;{held}")]);
+    assert_eq!(f.state.job(key).map(|j| j.queue.to_string()).as_deref(), Some("q2"));
+    let (reply, _) = f.request(&alice(), Request::MoveJob { ids: ids(&[&held]), destination: "nosuchq".into() });
+    assert_eq!(per_id_codes(&reply), [Pbse::UNKQUE.0]);
+    let (_, running) = f.running_job();
+    let (reply, _) = f.request(&alice(), Request::MoveJob { ids: ids(&[&running]), destination: "q2".into() });
+    assert_eq!(per_id_codes(&reply), [Pbse::BADSTATE.0]);
+}
+
 /// The kind of a request, by an exhaustive match: a new kind does not build until it is
 /// named here, and then [`every_request_kind_has_a_handler_test`] wants a test of it.
 fn kind_of(request: &Request) -> &'static str {
@@ -908,6 +941,7 @@ fn kind_of(request: &Request) -> &'static str {
         Request::RerunJob { .. } => "RerunJob",
         Request::Manager { .. } => "Manager",
         Request::PreemptJobs { .. } => "PreemptJobs",
+        Request::MoveJob { .. } => "MoveJob",
     }
 }
 
@@ -938,6 +972,7 @@ fn every_request_kind_has_a_handler_test() {
         Request::SignalJob { ids: Vec::new(), signal: String::new() },
         Request::RerunJob { ids: Vec::new(), force: false },
         Request::PreemptJobs { ids: Vec::new() },
+        Request::MoveJob { ids: Vec::new(), destination: String::new() },
         Request::Manager {
             command: pbs_proto::MgrCommand::Set,
             object: pbs_proto::MgrObject::Server,

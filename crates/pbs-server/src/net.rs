@@ -297,6 +297,7 @@ const KNOWN_KINDS: &[&str] = &[
     "RunJob",
     "SignalJob",
     "RerunJob",
+    "MoveJob",
 ];
 
 async fn dispatch<S>(server: &Arc<Server>, who: &Identity, frame: RequestFrame, conn: &mut Conn<S>) -> bool

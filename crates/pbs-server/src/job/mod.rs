@@ -11,6 +11,7 @@ pub mod end;
 pub mod faults;
 pub mod launch;
 pub mod modify;
+pub mod moving;
 pub mod nodefail;
 pub mod preempt;
 pub mod running;

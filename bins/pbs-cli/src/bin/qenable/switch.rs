@@ -32,7 +32,7 @@ pub(crate) fn main(cmd: &str, attr: &str, value: &str) -> ExitCode {
     let mut status = 0u8;
     let mut client = None;
     for destination in &args.destinations {
-        let Some((queue, server)) = parse_destination(destination) else {
+        let Some((queue, server)) = pbs_cli::parse_destination(destination) else {
             eprintln!("{cmd}: illegally formed destination: {destination}");
             status = 1;
             continue;
@@ -59,33 +59,4 @@ pub(crate) fn main(cmd: &str, attr: &str, value: &str) -> ExitCode {
         }
     }
     ExitCode::from(status)
-}
-
-/// `queue[@server]` as OpenPBS's `parse_destination_id` reads it: a queue name starts with
-/// a letter or digit and holds no `@`; an empty server part is refused.
-fn parse_destination(text: &str) -> Option<(&str, Option<&str>)> {
-    let (queue, server) = match text.split_once('@') {
-        Some((queue, server)) => (queue, Some(server)),
-        None => (text, None),
-    };
-    let queue_ok = queue.is_empty()
-        || (queue.starts_with(|c: char| c.is_ascii_alphanumeric())
-            && queue.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.'));
-    let server_ok = server.is_none_or(|s| !s.is_empty() && !s.contains('@'));
-    (queue_ok && server_ok && !text.is_empty()).then_some((queue, server))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::parse_destination;
-
-    #[test]
-    fn destinations_read_as_openpbs_reads_them() {
-        assert_eq!(parse_destination("workq"), Some(("workq", None)));
-        assert_eq!(parse_destination("workq@vm"), Some(("workq", Some("vm"))));
-        assert_eq!(parse_destination("@vm"), Some(("", Some("vm"))));
-        for bad in ["", "workq@", "-q", "a@b@c", "wo rk"] {
-            assert_eq!(parse_destination(bad), None, "{bad}");
-        }
-    }
 }
