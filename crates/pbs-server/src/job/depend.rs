@@ -1,7 +1,9 @@
-//! Dependencies between jobs (`qsub -W depend=`): a new job's `after`-family list checked
-//! and kept (the child held with a system hold while it waits, each parent marked with the
-//! matching `before` entry), and the children released or deleted where a parent starts or
-//! ends, found through `State::dependents`, never by walking the jobs.
+//! Dependencies between jobs (`qsub -W depend=`, `qalter -W depend=`): a job's list
+//! checked and kept (the child held with a system hold while it waits; `on:N` waiting for
+//! jobs that name it with a `before` kind, which makes it wait on them), qalter's changes to
+//! it, and the children released or deleted where a parent starts or ends, found through
+//! `State::dependents` (which also shows each parent's `before` entries), never by walking
+//! the jobs. `runone` groups are `job::runone`'s.
 
 use pbs_core::depend::{DependKind, DependList};
 use pbs_core::{JobState, Pbse};
