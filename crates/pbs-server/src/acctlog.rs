@@ -274,7 +274,13 @@ impl AcctLog {
         let Some(current) = self.file.as_mut() else { return false };
         match current.file.write_all(&self.pending) {
             Ok(()) => {
-                self.pending.clear();
+                // A burst of long records (a job's values may be a mebibyte each) is not
+                // kept allocated once written.
+                if self.pending.capacity() > FLUSH_BYTES {
+                    self.pending = Vec::new();
+                } else {
+                    self.pending.clear();
+                }
                 self.pending_since = None;
                 true
             }

@@ -353,6 +353,17 @@ fn checkpoint(conn: &Connection) -> Result<i64, rusqlite::Error> {
     conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| r.get::<_, i64>(1))
 }
 
+/// What the writer thread does before it waits for the next commit, set once by the
+/// server's binary: its allocator's collect. mimalloc gives a thread's freed pages back
+/// only when that thread allocates again, and the writer (which formats the accounting
+/// lines) may then wait a long time holding a burst's pages.
+static WRITER_IDLE: std::sync::OnceLock<fn()> = std::sync::OnceLock::new();
+
+/// Sets [`WRITER_IDLE`]'s hook (the first call wins).
+pub fn on_writer_idle(hook: fn()) {
+    let _ = WRITER_IDLE.set(hook);
+}
+
 fn writer_loop(
     mut conn: Connection,
     mut acct: Option<crate::acctlog::AcctLog>,
@@ -376,6 +387,9 @@ fn writer_loop(
                 Err(mpsc::RecvTimeoutError::Disconnected) => break,
             }
         } else {
+            if let Some(hook) = WRITER_IDLE.get() {
+                hook();
+            }
             match rx.recv() {
                 Ok(first) => first,
                 Err(_) => break,
