@@ -301,6 +301,23 @@ impl Site {
         self.run_program(&self.pbsctl, args)
     }
 
+    /// A site whose `pbsctl start` succeeded, and what it printed. A free port is released
+    /// before a daemon binds it, so a parallel test may take it first: that start fails
+    /// with `Address already in use`, and a site with other ports is tried.
+    fn started(start: &str) -> (Site, Out) {
+        let mut last = None;
+        for _ in 0..5 {
+            let site = Site::new(start);
+            let out = site.pbsctl(&["start"]);
+            if out.code == 0 {
+                return (site, out);
+            }
+            assert!(out.stderr.contains("Address already in use"), "pbsctl start failed: {out:?}");
+            last = Some(out);
+        }
+        panic!("no free ports for pbsctl's daemons: {last:?}");
+    }
+
     fn command(&self, name: &str, args: &[&str]) -> Out {
         self.run_program(&command_dir().join(name), args)
     }
@@ -318,11 +335,11 @@ impl Drop for Site {
 
 #[test]
 fn pbsctl_starts_reports_and_stops_the_server() {
-    let site = Site::new("PBS_START_SERVER=1\nPBS_START_MOM=0\nPBS_START_SCHED=0\n");
-    assert_fails(&site.pbsctl(&["status"]), "", 1);
-    assert_eq!(site.pbsctl(&["status"]).stdout, "pbs_server is not running\n");
+    let unstarted = Site::new("PBS_START_SERVER=1\nPBS_START_MOM=0\nPBS_START_SCHED=0\n");
+    assert_fails(&unstarted.pbsctl(&["status"]), "", 1);
+    assert_eq!(unstarted.pbsctl(&["status"]).stdout, "pbs_server is not running\n");
 
-    let started = site.pbsctl(&["start"]).ok();
+    let (site, started) = Site::started("PBS_START_SERVER=1\nPBS_START_MOM=0\nPBS_START_SCHED=0\n");
     let pid = std::fs::read_to_string(site.home().join("pbs_server.pid")).unwrap().trim().to_string();
     assert_eq!(started.stdout, format!("pbs_server started (pid {pid})\n"));
     // The server answers as soon as pbsctl returns.
@@ -385,9 +402,7 @@ fn pbsctl_starts_a_whole_cluster() {
         eprintln!("pbs_mom or pbs_sched not built: skipped");
         return;
     }
-    let site = Site::new("PBS_START_SERVER=1\nPBS_START_MOM=1\nPBS_START_SCHED=1\n");
-    let started = site.pbsctl(&["start"]);
-    assert_eq!(started.code, 0, "{started:?}");
+    let (site, started) = Site::started("PBS_START_SERVER=1\nPBS_START_MOM=1\nPBS_START_SCHED=1\n");
     let host = nix::unistd::gethostname().ok().and_then(|h| h.into_string().ok()).unwrap_or_default();
     let short = host.split('.').next().unwrap_or_default().to_string();
     let lines: Vec<&str> = started.stdout.lines().collect();
