@@ -132,6 +132,25 @@ fn a_jobs_life_is_recorded_as_openpbs_records_it() {
 }
 
 #[test]
+fn a_qalter_is_recorded_with_the_values_it_left() {
+    let c = Cluster::with_moms(1, 1);
+    let id = submit(&c, &["-h", "-N", "acct_alt"], "#!/bin/sh\nexit 0\n");
+    // Attributes in their definition order, whatever the order asked.
+    c.run("qalter", &["-l", "walltime=10:00", "-N", "renamed", &id]).ok();
+    c.run("qalter", &["-A", "my project", &id]).ok();
+    c.run("qdel", &[&id]).ok();
+    let life = wait_records(&c, &id, "QaaD");
+    assert_eq!(life[1].1, "Job_Name=renamed Resource_List.walltime=00:10:00");
+    assert_eq!(life[2].1, "Account_Name=\"my project\"");
+    // A qalter that the server refuses records nothing.
+    let ran = submit(&c, &["-N", "acct_alt_ran"], "#!/bin/sh\nexit 0\n");
+    c.wait_job_state(&ran, "F", JOB_TIMEOUT);
+    let refused = c.run("qalter", &["-N", "late", &ran]);
+    assert_ne!(refused.code, 0, "{refused:?}");
+    assert_eq!(kinds(&wait_records(&c, &ran, "QSE")), "QSE");
+}
+
+#[test]
 fn an_array_is_recorded_as_a_whole_and_by_subjob() {
     let c = Cluster::with_moms(1, 1);
     let array = submit(&c, &["-N", "acct_arr", "-J", "1-2"], "#!/bin/sh\nexit 0\n");

@@ -5,7 +5,7 @@
 //!
 //! Record types: `Q` queued (also after qmove), `S` started, `E` ended, `R` requeued (a
 //! rerun, `Exit_status=-11`), `D` deleted (`requestor=user@host`), `A` aborted (a dependency
-//! that can no longer be met).
+//! that can no longer be met), `a` altered (qalter, or a hook's change).
 
 use std::fmt::Write;
 
@@ -80,6 +80,52 @@ pub fn deleted(id: &str, requestor: &str) -> StoreOp {
 /// The `A` record of a job aborted by the server, with OpenPBS's reason text.
 pub fn aborted(id: &str, reason: &str) -> StoreOp {
     op('A', id.to_string(), reason.to_string())
+}
+
+/// The `a` record of a job whose attributes `attrs` were just changed (qalter or a hook),
+/// as OpenPBS's `log_alter_records_for_attrs` writes it: each attribute asked for, in the
+/// order attributes are defined, with its value as the change left it (`name.resource=`
+/// for a resource, `="..."` around a value with a space, `=UNSET` for one unset);
+/// `estimated` and `resources_used` are never named. `None` when nothing is left to say.
+pub fn altered(job: &Job, id: &str, attrs: &[pbs_proto::Attr]) -> Option<StoreOp> {
+    let mut asked: Vec<(usize, usize, &str, Option<&str>, &str)> = attrs
+        .iter()
+        .enumerate()
+        .filter_map(|(order, pbs_proto::Attr(name, value))| {
+            let (attr, resource) = pbs_core::attr::split_name(name);
+            if matches!(attr, "estimated" | "resources_used") {
+                return None;
+            }
+            let (index, def) = pbs_core::attr::ObjectKind::Job.find(attr)?;
+            Some((index, order, def.name, resource, value.as_str()))
+        })
+        .collect();
+    asked.sort_by_key(|&(index, order, ..)| (index, order));
+    let mut text = String::new();
+    for (index, _, name, resource, asked_value) in asked {
+        let Ok(def) = u8::try_from(index) else { continue };
+        let now = job.attrs.get(def, resource);
+        let value = match now {
+            Some(value) => value,
+            None if asked_value.is_empty() => "UNSET",
+            None => continue,
+        };
+        if !text.is_empty() {
+            text.push(' ');
+        }
+        text.push_str(name);
+        if let Some(resource) = resource {
+            text.push('.');
+            text.push_str(resource);
+        }
+        text.push('=');
+        if value.contains(' ') {
+            let _ = write!(text, "\"{value}\"");
+        } else {
+            text.push_str(value);
+        }
+    }
+    (!text.is_empty()).then(|| op('a', id.to_string(), text))
 }
 
 fn op(kind: char, id: String, text: String) -> StoreOp {
@@ -222,6 +268,39 @@ mod tests {
         push_quoted(&mut text, "plain");
         push_quoted(&mut text, "say \"hi\" now");
         assert_eq!(text, "\"a b\"plain'say \"hi\" now'");
+    }
+
+    #[test]
+    fn an_alteration_names_what_was_asked_in_definition_order() {
+        use pbs_proto::Attr;
+        let mut job = Job {
+            seq: 3,
+            array: false,
+            index: None,
+            state: JobState::Queued,
+            substate: pbs_core::Substate(10),
+            queue: "workq".into(),
+            attrs: crate::attrlist::AttrList::default(),
+            placement: None,
+        };
+        job.attrs.set(job_idx!("Job_Name"), None, "renamed");
+        job.attrs.set(job_idx!("Resource_List"), Some("walltime".into()), "00:10:00");
+        job.attrs.set(job_idx!("Account_Name"), None, "my project");
+        let asked = [
+            Attr::new("Resource_List.walltime", "10:00"),
+            Attr::new("estimated.start_time", "5"),
+            Attr::new("Job_Name", "renamed"),
+            Attr::new("Account_Name", "my project"),
+            Attr::new("Resource_List.mem", ""),
+            Attr::new("no_such_attribute", "x"),
+        ];
+        let Some(StoreOp::Account(record)) = altered(&job, "3.s", &asked) else { panic!("no record") };
+        assert_eq!((record.kind, record.id.as_str()), ('a', "3.s"));
+        assert_eq!(
+            record.text,
+            "Job_Name=renamed Account_Name=\"my project\" Resource_List.walltime=00:10:00 Resource_List.mem=UNSET"
+        );
+        assert!(altered(&job, "3.s", &[Attr::new("resources_used.cput", "1")]).is_none());
     }
 
     #[test]

@@ -83,7 +83,8 @@ pub fn modify_jobs(state: &mut State, ctx: &Ctx<'_>, ids: &[String], attrs: &[At
         let Some(job) = state.jobs.get(&seq) else {
             return Err(ReqError::new(Pbse::UNKJOBID));
         };
-        let ops = vec![job.put_op(None)];
+        let mut ops = vec![job.put_op(None)];
+        ops.extend(crate::accounting::altered(job, &job.id(&state.server_name), attrs));
         crate::entity_limits::job_changed(state, seq);
         crate::job::deferred::arm(state, seq);
         Ok(Effects { ops, to_moms: to_mom, ..Effects::default() })
