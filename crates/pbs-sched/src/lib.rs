@@ -33,6 +33,7 @@
 //! Boundary: nothing outside `daemon` and `logging` does I/O, and `cycle` depends only on
 //! its arguments.
 
+mod accrue;
 mod calendar;
 mod config;
 mod cycle;
