@@ -12,6 +12,7 @@ mod counts;
 mod deferred;
 mod depend;
 mod durability;
+mod eligible;
 mod exec;
 mod faults;
 mod fuzz;

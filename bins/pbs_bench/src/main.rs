@@ -878,6 +878,36 @@ fn calendar_figures(figures: &mut Vec<Figure>, smoke: bool) {
     }
 }
 
+/// attr_update_period (seed 004): one cycle over 100,000 queued jobs on 1,000 nodes under
+/// strict ordering, of which 50,000 run and 50,000 cannot, with the period unset and with
+/// 60 s (inside the period): its time and the job updates it sends the server.
+fn update_period_figures(figures: &mut Vec<Figure>, smoke: bool) {
+    use pbs_sched::synthetic::{period_cluster, time_period_cycle};
+    let (nodes, jobs) = if smoke { (10, 1_000) } else { (1_000, 100_000) };
+    let now = 1_700_000_000;
+    for (period, how) in [(None, "unset"), (Some(60), "60s")] {
+        let mirror = period_cluster(nodes, jobs, period, now);
+        let timing = time_period_cycle(&mirror, now);
+        figures.push(Figure {
+            name: format!("sched_cycle_100k_period_{how}"),
+            value: Some(ms(timing.time)),
+            unit: "ms",
+            target: Some("< 1000".into()),
+            note: format!(
+                "{jobs} queued jobs, {nodes} nodes, strict_ordering: {} run; {} job updates sent, {} held back",
+                timing.runs, timing.updates, timing.held_back
+            ),
+        });
+        figures.push(Figure {
+            name: format!("sched_updates_100k_period_{how}"),
+            value: Some(timing.updates as f64),
+            unit: "updates",
+            target: period.map(|_| "0".to_string()),
+            note: format!("job updates the cycle sends the server ({} can't run)", jobs - timing.runs),
+        });
+    }
+}
+
 /// Cycle time of the scheduler's pure core on synthetic clusters (no daemons involved).
 fn sched_cycle_figures(figures: &mut Vec<Figure>, smoke: bool) {
     use pbs_sched::synthetic::{Shape, cluster, time_cycle};
@@ -891,6 +921,7 @@ fn sched_cycle_figures(figures: &mut Vec<Figure>, smoke: bool) {
         ]
     };
     calendar_figures(figures, smoke);
+    update_period_figures(figures, smoke);
     for &(name, nodes, jobs, shape, target) in cases {
         let mut mirror = cluster(nodes, jobs, shape);
         let timing = time_cycle(&mut mirror, 5);

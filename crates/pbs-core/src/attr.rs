@@ -264,7 +264,8 @@ pub static JOB_ATTRS: &[AttrDef] = &[
     def("block", T::Bool, U, UW),
     def("run_count", T::Long, U, UW),
     def("accounting_id", T::Str, U, RO),
-    run("eligible_time", T::Duration, U, OW),
+    // Managers alone set it (OpenPBS lets operators too; see docs/architecture.md).
+    run("eligible_time", T::Duration, U, MW),
     def("accrue_type", T::Long, M, RO),
     def("Stageout_status", T::Long, U, RO),
     def("Exit_status", T::Long, U, RO),

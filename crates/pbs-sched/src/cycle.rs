@@ -107,6 +107,9 @@ struct Out {
     hold_can_t_run: bool,
     held_back: usize,
     preempt: Option<Preemption>,
+    /// Jobs whose `accrue_type` changes this cycle: their other updates go out with it,
+    /// whatever `attr_update_period` says, so eligible time is accrued exactly.
+    accrue_changed: HashSet<String>,
 }
 
 impl Out {
@@ -118,7 +121,7 @@ impl Out {
     /// unless this cycle holds them back. The mirror keeps the job as it was, so a later
     /// cycle that sends finds the difference again.
     fn push_can_t_run(&mut self, update: JobUpdate) {
-        if self.hold_can_t_run {
+        if self.hold_can_t_run && !self.accrue_changed.contains(&update.job_id) {
             self.held_back += 1;
         } else {
             self.push_update(update);
@@ -132,8 +135,9 @@ impl Out {
     }
 
     fn into_decisions(self) -> Decisions {
-        let Out { updates: mut actions, mut runs, log, considered, bookings, hold_can_t_run, held_back, preempt } =
-            self;
+        let Out {
+            updates: mut actions, mut runs, log, considered, bookings, hold_can_t_run, held_back, preempt, ..
+        } = self;
         actions.append(&mut runs);
         let held_back = hold_can_t_run.then_some(held_back);
         Decisions { actions, log, considered, bookings, held_back, preempt }
@@ -218,6 +222,22 @@ struct Ctx {
     policy: PeriodPolicy,
     /// This cycle's top jobs (ids): their estimates stay, every other job's are cleared.
     tops: HashSet<String>,
+    /// `eligible_time_enable`: jobs that do not run get their `accrue_type`.
+    eligible: bool,
+    /// The counts of every job looked at, for the cumulative limit check of `accrue`.
+    totals: Option<crate::accrue::Totals>,
+}
+
+impl Ctx {
+    /// The `accrue_type` of `job` of `queue`, held back by `reason`, when eligible time
+    /// is kept (`accrue`); counts the job as looked at.
+    fn accrue_for(&mut self, m: &Mirror, queue: &QueueCtx<'_>, job: &Job, reason: &Reason) -> Option<u8> {
+        if !self.eligible {
+            return None;
+        }
+        let limited = self.totals.as_mut().is_some_and(|t| t.look_at(m, (queue.name, &queue.info.limits), job));
+        Some(if limited { crate::accrue::INELIGIBLE } else { crate::accrue::of_reason(reason) })
+    }
 }
 
 /// The queue a job is scheduled from, with what the class key and limits need.
@@ -252,6 +272,8 @@ pub fn cycle(m: &Mirror, now: i64) -> Decisions {
         cal: None,
         policy,
         tops: HashSet::new(),
+        eligible: m.server.eligible_time_enable,
+        totals: None,
     };
     if !m.scheduling() {
         return ctx.out.into_decisions();
@@ -265,6 +287,7 @@ pub fn cycle(m: &Mirror, now: i64) -> Decisions {
         }
     }
     let mut world = World::new(m, now);
+    ctx.totals = crate::accrue::Totals::new(m, &world);
     // OpenPBS runs jobs of execution queues that are started (`enabled` only governs
     // submission).
     let mut queues: Vec<QueueCtx<'_>> = Vec::new();
@@ -275,7 +298,8 @@ pub fn cycle(m: &Mirror, now: i64) -> Decisions {
             let comment = Failure::not_run(Reason::QueueNotStarted).comment();
             for key in &entry.queued {
                 if let Some(job) = m.job(key.3) {
-                    note_comment(&mut ctx.out, &job.view.id, job.view.comment.as_deref(), &comment);
+                    let accrue = ctx.eligible.then_some(crate::accrue::ELIGIBLE);
+                    note_not_run(&mut ctx.out, job, Some(&comment), accrue);
                 }
             }
             continue;
@@ -407,6 +431,9 @@ fn resume_suspended(world: &mut World<'_>, ctx: &mut Ctx) {
 pub(crate) fn starve_amount(m: &Mirror, job: &Job, now: i64) -> Option<i64> {
     // Only candidates (queued, not held) starve.
     job.key?;
+    if m.server.eligible_time_enable {
+        return crate::accrue::starve_amount(m, job, now);
+    }
     let since = if job.view.etime > 0 { job.view.etime } else { job.view.qtime };
     let over = now.saturating_sub(since).saturating_sub(m.config.max_starve);
     (since > 0 && over > 0).then_some(over)
@@ -496,6 +523,24 @@ fn subjob_id(m: &Mirror, parent: &Job, index: u64) -> String {
     JobId::subjob(parent.view.seq, index, &m.server_name).to_string()
 }
 
+/// A job that does not run: its comment when it changes (`None`: left alone) and its
+/// `accrue_type` when eligible time is kept and it changes, in one update. An accrue type
+/// that changes sends the update, and the job's other updates this cycle, at once.
+fn note_not_run(out: &mut Out, job: &Job, comment: Option<&str>, accrue: Option<u8>) {
+    let mut attrs = Vec::new();
+    if let Some(comment) = comment.filter(|c| job.view.comment.as_deref() != Some(*c)) {
+        attrs.push(Attr::new("comment", comment));
+    }
+    let accrue = accrue.filter(|a| crate::accrue::current(&job.view) != Some(*a));
+    if let Some(accrue) = accrue {
+        attrs.push(Attr::new("accrue_type", accrue.to_string()));
+        out.accrue_changed.insert(job.view.id.clone());
+        out.push_update(JobUpdate { job_id: job.view.id.clone(), attrs });
+    } else if !attrs.is_empty() {
+        out.push_can_t_run(JobUpdate { job_id: job.view.id.clone(), attrs });
+    }
+}
+
 /// Emits a comment update when the comment of a job that does not run changes.
 fn note_comment(out: &mut Out, job_id: &str, current: Option<&str>, comment: &str) {
     if current != Some(comment) {
@@ -521,6 +566,7 @@ fn handle_job(world: &mut World<'_>, ctx: &mut Ctx, queue: &QueueCtx<'_>, slot: 
             let seq = job.view.seq;
             let present = m.subjobs_present.get(&seq);
             let begun = job.array_begun(m);
+            let mut waiting = false;
             for index in remaining.iter() {
                 if present.is_some_and(|p| p.contains(&index)) {
                     continue;
@@ -537,10 +583,18 @@ fn handle_job(world: &mut World<'_>, ctx: &mut Ctx, queue: &QueueCtx<'_>, slot: 
                     Tried::Started => {}
                     Tried::HeldByLimit => {
                         ctx.out.log.push(LogEvent::max_run_subjobs(&job.view.id));
+                        waiting = true;
                         break;
                     }
-                    Tried::Failed => break,
+                    Tried::Failed => {
+                        waiting = true;
+                        break;
+                    }
                 }
+            }
+            // No queued subjob left: the array accrues ineligible time (OpenPBS).
+            if !waiting && ctx.eligible {
+                note_not_run(&mut ctx.out, job, None, Some(crate::accrue::INELIGIBLE));
             }
         }
         ArrayRole::Sub { .. } => {
@@ -584,19 +638,16 @@ fn try_job(
     run_id: &str,
     may_comment: bool,
 ) -> Tried {
-    let current = job.view.comment.as_deref();
     if ctx.blocked {
-        if may_comment {
-            let comment = Failure::not_run(Reason::StrictOrdering).comment();
-            note_comment(&mut ctx.out, &job.view.id, current, &comment);
-        }
+        let comment = Failure::not_run(Reason::StrictOrdering).comment();
+        let accrue = ctx.accrue_for(world.m, queue, job, &Reason::StrictOrdering);
+        note_not_run(&mut ctx.out, job, may_comment.then_some(comment.as_str()), accrue);
         return Tried::Failed;
     }
     if let Some((failure, comment)) = ctx.classes.get(&key) {
-        let failure = failure.clone();
-        if may_comment {
-            note_comment(&mut ctx.out, &job.view.id, current, comment);
-        }
+        let (failure, comment) = (failure.clone(), comment.clone());
+        let accrue = ctx.accrue_for(world.m, queue, job, &failure.reason);
+        note_not_run(&mut ctx.out, job, may_comment.then_some(comment.as_str()), accrue);
         if failure.status == Status::NotRun
             && (ctx.policy.strict_ordering
                 || (ctx.policy.help_starving_jobs && starve_amount(world.m, job, ctx.now).is_some()))
@@ -643,6 +694,9 @@ fn try_job(
         Ok((placed, duration, shrunk)) => {
             let parent_seq = array_limit.map(|_| job.view.seq);
             commit(world, &mut ctx.out, job, run_id, &placed, parent_seq);
+            if let Some(totals) = ctx.totals.as_mut() {
+                totals.count(queue.name, job, world.m);
+            }
             ctx.out.considered.push(LogEvent::job("0040", run_id, "Job run"));
             note_soft_limits(world, &mut ctx.out, queue, job, run_id);
             if let Some(walltime) = shrunk {
@@ -670,9 +724,8 @@ fn try_job(
         }
         Err(failure) => {
             let comment = failure.comment();
-            if may_comment {
-                note_comment(&mut ctx.out, &job.view.id, current, &comment);
-            }
+            let accrue = ctx.accrue_for(world.m, queue, job, &failure.reason);
+            note_not_run(&mut ctx.out, job, may_comment.then_some(comment.as_str()), accrue);
             // Its array's line says it already (`LogEvent::max_run_subjobs`).
             if failure.reason != Reason::MaxRunSubjobs {
                 ctx.out.considered.push(LogEvent::job("0040", run_id, failure.reason.info()));

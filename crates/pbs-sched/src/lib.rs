@@ -16,8 +16,12 @@
 //!   do not delay them (`Job would conflict with reservation or top job`). A job that
 //!   stops being a top job (it ran, or fell out of the top jobs) has both cleared.
 //! - Starvation (`help_starving_jobs`, `max_starve`): a queued job eligible (since `etime`,
-//!   else `qtime`) for longer than `max_starve` goes first among the jobs of its queue
-//!   priority and, when it cannot run, becomes a top job even without strict ordering.
+//!   else `qtime`; with `eligible_time_enable`, its eligible time) for longer than
+//!   `max_starve` goes first among the jobs of its queue priority and, when it cannot run,
+//!   becomes a top job even without strict ordering.
+//! - `accrue`: with `eligible_time_enable`, the `accrue_type` of each job that does not
+//!   run (a user, group or project run limit: ineligible; anything else: eligible), sent
+//!   with the job's other updates at once, whatever `attr_update_period` says.
 //! - `strict_ordering`, `backfill`, `help_starving_jobs` and `backfill_prime` take the
 //!   `ALL` / `prime` / `non_prime` qualifiers; a cycle uses the values of the period it
 //!   runs in ([`SchedConfig::policy_at`]).
@@ -33,6 +37,7 @@
 //! Boundary: nothing outside `daemon` and `logging` does I/O, and `cycle` depends only on
 //! its arguments.
 
+mod accrue;
 mod calendar;
 mod config;
 mod cycle;

@@ -182,6 +182,8 @@ pub(crate) struct ServerInfo {
     pub(crate) avail: Vec<(ResId, i64)>,
     /// `backfill_depth` (OpenPBS default 1).
     pub(crate) backfill_depth: Option<u32>,
+    /// `eligible_time_enable`: the cycle decides jobs' `accrue_type` (`accrue.rs`).
+    pub(crate) eligible_time_enable: bool,
 }
 
 /// Where a run the scheduler decided goes, as its cycle placed it: what the mirror books
@@ -295,6 +297,7 @@ impl Mirror {
                 limits: RunLimits::default(),
                 avail: vec![],
                 backfill_depth: None,
+                eligible_time_enable: false,
             },
             sched_scheduling: None,
             preempt: pbs_core::preempt::Settings::default(),
@@ -507,10 +510,12 @@ impl Mirror {
             limits: RunLimits::from_attrs(attr_map(attrs), &mut self.res),
             avail: Vec::new(),
             backfill_depth: None,
+            eligible_time_enable: false,
         };
         for (name, value) in attr_map(attrs) {
             match name {
                 "scheduling" => info.scheduling = truth(value).unwrap_or(true),
+                "eligible_time_enable" => info.eligible_time_enable = truth(value).unwrap_or(false),
                 "backfill_depth" => info.backfill_depth = value.trim().parse().ok(),
                 "scheduler_iteration" => info.scheduler_iteration = value.trim().parse().ok(),
                 _ => {

@@ -235,3 +235,66 @@ pub fn calendar_cluster(n_nodes: usize, n_jobs: usize, depth: u32) -> Mirror {
     let config = SchedConfig { strict_ordering: true, ..SchedConfig::default() };
     Mirror::new(snap, config)
 }
+
+/// The `attr_update_period` workload (seed 004): `n_nodes` empty nodes with room for half
+/// of `n_jobs` one-cpu queued jobs, under `strict_ordering`. The half that fits comes
+/// first (priority 1) and runs; the other half cannot run (the cluster is full by then):
+/// each gets a "job can't run" comment. With `period`, the scheduler object's
+/// `attr_update_period`, and its "job can't run" updates counted as sent 10 s before
+/// `now`: a cycle at `now` is inside the period.
+pub fn period_cluster(n_nodes: usize, n_jobs: usize, period: Option<u64>, now: i64) -> Mirror {
+    let mut snap = snapshot(n_nodes, n_jobs, Shape::TooBig);
+    let cpus = n_jobs.div_ceil(2).div_ceil(n_nodes.max(1)).max(1).to_string();
+    for node in &mut snap.nodes {
+        node.resources_assigned.clear();
+        for (name, value) in &mut node.resources_available {
+            if name == "ncpus" {
+                value.clone_from(&cpus);
+            }
+        }
+    }
+    for (i, job) in snap.jobs.iter_mut().enumerate() {
+        job.priority = if i % 2 == 0 { 1 } else { 0 };
+        job.resources = vec![
+            ("ncpus".into(), "1".into()),
+            ("nodect".into(), "1".into()),
+            ("place".into(), "pack".into()),
+            ("select".into(), "1:ncpus=1".into()),
+        ];
+        job.select = "1:ncpus=1".into();
+    }
+    if let Some(period) = period {
+        snap.sched.push(Attr::new("attr_update_period", period.to_string()));
+    }
+    let config = SchedConfig { strict_ordering: true, ..SchedConfig::default() };
+    let mut mirror = Mirror::new(snap, config);
+    if period.is_some() {
+        mirror.note_can_t_run_sent(now - 10);
+    }
+    mirror
+}
+
+/// What one cycle over a [`period_cluster`] cost and sent.
+#[derive(Clone, Debug)]
+pub struct PeriodTiming {
+    /// The cycle's time.
+    pub time: Duration,
+    /// Jobs started.
+    pub runs: usize,
+    /// Job updates sent to the server.
+    pub updates: usize,
+    /// "Job can't run" updates held back by `attr_update_period`.
+    pub held_back: usize,
+}
+
+/// Times one cycle at `now` over `mirror`.
+pub fn time_period_cycle(mirror: &Mirror, now: i64) -> PeriodTiming {
+    let started = Instant::now();
+    let decisions = cycle(mirror, now);
+    PeriodTiming {
+        time: started.elapsed(),
+        runs: decisions.runs().count(),
+        updates: decisions.updates().count(),
+        held_back: decisions.held_back.unwrap_or(0),
+    }
+}

@@ -1703,3 +1703,115 @@ fn attr_update_period_holds_back_can_t_run_updates_inside_the_period() {
     let d = qrun(&m, "3.svr", 1081);
     assert!(comment_of(&d, "3.svr").is_some() && d.held_back.is_none());
 }
+
+/// The update of `id` carrying `accrue_type`, as (accrue_type, comment).
+fn accrue_of<'a>(d: &'a Decisions, id: &str) -> Option<(&'a str, Option<&'a str>)> {
+    let update = d.updates().find(|u| u.job_id == id && u.attrs.iter().any(|a| a.name() == "accrue_type"))?;
+    let value = |name: &str| update.attrs.iter().find(|a| a.name() == name).map(Attr::value);
+    Some((value("accrue_type")?, value("comment")))
+}
+
+fn with_attrs(mut j: SchedJob, attrs: &[(&str, &str)]) -> SchedJob {
+    j.attrs.extend(attrs.iter().map(|(n, v)| Attr::new(*n, *v)));
+    j
+}
+
+/// eligible_time_enable: a job held back by a user run limit accrues ineligible time, one
+/// held back by resources eligible time, and one that would pass the limit once the jobs
+/// before it this cycle ran is ineligible too (OpenPBS's cumulative check); an array held
+/// back by max_run_subjobs accrues eligible time. Off, no job gets an accrue_type.
+#[test]
+fn eligible_time_accrue_types_follow_why_a_job_does_not_run() {
+    let jobs = || {
+        vec![
+            job(1, "workq", "1:ncpus=1", "pack"),
+            job(2, "workq", "1:ncpus=1", "pack"),
+            owned(job(3, "workq", "1:ncpus=3", "pack"), "bob", "users"),
+            owned(job(4, "workq", "1:ncpus=1", "pack"), "bob", "users"),
+            owned(job(5, "workq", "1:ncpus=3", "pack"), "bob", "users"),
+            owned(array(6, "1:ncpus=1", 'Q', "1-3", Some(0)), "carol", "users"),
+        ]
+    };
+    let mut s = snap(vec![queue("workq", 0, &[])], vec![node("n1", 3, "8gb")], jobs());
+    s.server.push(Attr::new("max_run", "[u:PBS_GENERIC=1]"));
+    let d = cycle(&mirror(s.clone()), 1000);
+    assert_eq!(run_ids(&d), vec!["1.svr", "4.svr"]);
+    assert!(d.updates().all(|u| u.attrs.iter().all(|a| a.name() != "accrue_type")), "off: no accrue_type");
+
+    s.server.push(Attr::new("eligible_time_enable", "True"));
+    let d = cycle(&mirror(s.clone()), 1000);
+    assert_eq!(run_ids(&d), vec!["1.svr", "4.svr"]);
+    assert_eq!(accrue_of(&d, "2.svr").map(|a| a.0), Some("1"), "alice's run limit");
+    assert_eq!(accrue_of(&d, "3.svr").map(|a| a.0), Some("2"), "resources");
+    assert_eq!(accrue_of(&d, "5.svr").map(|a| a.0), Some("1"), "bob's limit, counting job 3 and 4");
+    assert_eq!(accrue_of(&d, "6[].svr").map(|a| a.0), Some("2"), "the array waits for its max_run_subjobs");
+    assert_eq!(accrue_of(&d, "1.svr"), None, "a run's accrue type is the server's");
+    // An unchanged accrue type is not sent again.
+    s.jobs[1].attrs.push(Attr::new("accrue_type", "1"));
+    let d = cycle(&mirror(s), 1000);
+    assert_eq!(accrue_of(&d, "2.svr"), None);
+}
+
+/// attr_update_period: inside the period, a job whose accrue_type must change gets it at
+/// once with its comment, and its other held updates; a job whose type stays gets nothing.
+#[test]
+fn an_accrue_type_change_sends_the_jobs_updates_inside_the_period() {
+    let s = snap(
+        vec![queue("workq", 0, &[])],
+        vec![node("n1", 1, "8gb")],
+        vec![
+            job(1, "workq", "1:ncpus=1", "pack"),
+            with_attrs(job(2, "workq", "1:ncpus=1", "pack"), &[("accrue_type", "2")]),
+            with_attrs(owned(job(3, "workq", "1:ncpus=1", "pack"), "bob", "users"), &[("accrue_type", "2")]),
+        ],
+    );
+    let mut m = mirror(s);
+    m.apply(SchedChange::Server {
+        attrs: vec![
+            Attr::new("scheduling", "True"),
+            Attr::new("eligible_time_enable", "True"),
+            Attr::new("max_run", "[u:PBS_GENERIC=1]"),
+        ],
+    });
+    m.apply(SchedChange::Sched { attrs: vec![Attr::new("attr_update_period", "60")] });
+    m.note_can_t_run_sent(1000);
+    let d = cycle(&m, 1030);
+    assert_eq!(run_ids(&d), vec!["1.svr"]);
+    // Job 2 waits for a node, and would pass alice's run limit with job 1 running: it is
+    // ineligible now, and its type and comment go out inside the period.
+    let (accrue, comment) = accrue_of(&d, "2.svr").expect("job 2's accrue_type");
+    assert_eq!((accrue, comment), ("1", Some("Not Running: Not enough free nodes available")));
+    // Job 3 waits for resources, as its type says: its new comment waits for the period.
+    assert_eq!((comment_of(&d, "3.svr"), d.held_back), (None, Some(1)));
+}
+
+/// eligible_time_enable: starvation is measured on eligible time (what the server stored
+/// plus the time since it began accruing, while eligible), not on etime.
+#[test]
+fn with_eligible_time_a_job_starves_on_its_eligible_time() {
+    let elig = |j: SchedJob, kind: &str, stored: &str, since: i64| {
+        let since = since.to_string();
+        let mut j = eligible(j, 1, 1);
+        j.attrs.extend([
+            Attr::new("accrue_type", kind),
+            Attr::new("eligible_time", stored),
+            Attr::new("sample_starttime", since.as_str()),
+        ]);
+        j
+    };
+    let mut s = snap(
+        vec![queue("workq", 0, &[])],
+        vec![node("n1", 1, "8gb")],
+        vec![
+            // Queued long ago (etime 1), but accrued little eligible time: not starving.
+            elig(job(1, "workq", "1:ncpus=1", "pack"), "1", "01:00:00", 90_000),
+            // 20 hours stored and eligible for 5 more: starving, so it goes first.
+            elig(job(2, "workq", "1:ncpus=1", "pack"), "2", "20:00:00", 82_000),
+        ],
+    );
+    let d = cycle(&mirror(s.clone()), 100_000);
+    assert_eq!(run_ids(&d), vec!["1.svr"], "by etime both starve, job 1 longest");
+    s.server.push(Attr::new("eligible_time_enable", "True"));
+    let d = cycle(&mirror(s), 100_000);
+    assert_eq!(run_ids(&d), vec!["2.svr"]);
+}

@@ -333,7 +333,7 @@ pub(crate) fn handle(state: &mut State, ctx: &Ctx<'_>, id: u64, request: Request
         }
         Request::StatusJob { ids, queues, attrs, history, subjobs } => {
             let (plan, errors) = crate::job::status::status_plan(state, ctx, &ids, &queues, history, subjobs);
-            let filter = StatusFilter::new(&attrs, ctx.privilege);
+            let filter = StatusFilter::new(&attrs, ctx.privilege).with_eligible_time(state, ctx.now);
             Handled::Parts(ReplyParts::JobStatus(JobStatusParts::new(id, plan, errors, filter)))
         }
         Request::StatusServer { attrs } => {

@@ -106,8 +106,10 @@ impl Fixture {
             who.privilege(self.state.server_attr("managers", None), self.state.server_attr("operators", None));
         let ctx = Ctx { who, privilege, now: self.now, groups: &[], hook_attrs: &[] };
         match handle(&mut self.state, &ctx, 1, request) {
-            Handled::Apply(reply, effects) => {
-                // As `apply_effects` does before the commit: written jobs are marked.
+            Handled::Apply(reply, mut effects) => {
+                // As `apply_effects` does before the commit: accrual, and written jobs are
+                // marked.
+                crate::state::accrual::on_written(&mut self.state, &mut effects.ops, self.now);
                 crate::sched_view::note_written(&mut self.state, &effects.ops);
                 (reply, effects)
             }
@@ -1027,4 +1029,93 @@ fn deep_chains_and_repeated_parents_stay_bounded() {
         f.state.dependents.children_of(seq(&parent)),
         vec![(seq(&child), pbs_core::depend::DependKind::Afterok)]
     );
+}
+
+/// The record a PutJob of `seq` among `ops` writes (the last one).
+fn job_record(ops: &[StoreOp], seq: u64) -> String {
+    ops.iter()
+        .rev()
+        .find_map(|op| match op {
+            StoreOp::PutJob { seq: s, record, .. } if *s == seq => record.text().ok().map(str::to_string),
+            _ => None,
+        })
+        .expect("a PutJob of the job")
+}
+
+/// eligible_time_enable (`state::accrual`): qalter of eligible_time is a manager's, and
+/// 15138 while it is off; turned on, a queued job accrues eligible time, a user hold stops
+/// it (the server's own decision), the scheduler's accrue_type starts it again, the time
+/// shown is exact between updates, and the record written keeps since when it accrues, so
+/// a restart shows the same time. Off, qstat shows neither attribute.
+#[test]
+fn eligible_time_accrues_only_while_a_job_could_run_and_survives_a_restart() {
+    use pbs_proto::sched::{Action, JobUpdate};
+    use pbs_proto::{MgrAttr, MgrCommand, MgrObject, MgrOp};
+
+    use crate::request::filter::StatusFilter;
+    use crate::state::accrual::eligible_secs;
+
+    let mut f = fixture();
+    let id = f.submit(&alice(), &[]);
+    let key = JobKey::job(0);
+    let alter = |value: &str| Request::ModifyJob { ids: ids(&[&id]), attrs: vec![Attr::new("eligible_time", value)] };
+    let (reply, _) = f.request(&root(), alter("00:10:00"));
+    assert_eq!(per_id_codes(&reply), [Pbse::ETEERROR.0], "off: {reply:?}");
+    assert_eq!(f.state.jobs[&0].get("accrue_type", None), None, "off: nothing kept");
+    let enable = |value: &str| Request::Manager {
+        command: MgrCommand::Set,
+        object: MgrObject::Server,
+        names: Vec::new(),
+        attrs: vec![MgrAttr { name: "eligible_time_enable".into(), op: MgrOp::Set, value: value.into() }],
+    };
+    let (reply, effects) = f.request(&root(), enable("True"));
+    assert_eq!(reply.code, 0, "{reply:?}");
+    assert!(job_record(&effects.ops, 0).contains("\"accrue_since\":1000"), "the job is written as it accrues");
+    let (reply, _) = f.request(&alice(), alter("00:10:00"));
+    assert_eq!(per_id_codes(&reply), [Pbse::ATTRRO.0], "a user may not set it");
+    let job = |f: &Fixture| f.state.job(key).cloned().expect("the job");
+    assert_eq!(job(&f).get("accrue_type", None), Some("2"));
+    f.now += 100;
+    assert_eq!(eligible_secs(&job(&f), f.now), 100, "exact between updates");
+    // A user hold: ineligible, decided by the server.
+    let (_, effects) = f.request(&alice(), Request::HoldJob { ids: ids(&[&id]), hold_types: "u".into() });
+    assert_eq!(job(&f).get("accrue_type", None), Some("1"));
+    assert!(job_record(&effects.ops, 0).contains("\"accrue_type\",\"1\""), "written with the hold");
+    f.now += 500;
+    assert_eq!(eligible_secs(&job(&f), f.now), 100, "a held job does not accrue");
+    // Released, the server cannot tell: the scheduler's update says eligible again.
+    f.request(&alice(), Request::ReleaseJob { ids: ids(&[&id]), hold_types: "u".into() });
+    assert_eq!(job(&f).get("accrue_type", None), Some("1"));
+    let update = |value: &str| {
+        vec![Action::Update(JobUpdate { job_id: id.clone(), attrs: vec![Attr::new("accrue_type", value)] })]
+    };
+    let (errors, _) = crate::sched_view::apply_decisions(&mut f.state, &update("3"), f.now, None);
+    assert_eq!(errors.len(), 1, "a scheduler never sets run time");
+    let (errors, mut effects) = crate::sched_view::apply_decisions(&mut f.state, &update("2"), f.now, None);
+    assert!(errors.is_empty(), "{errors:?}");
+    crate::state::accrual::on_written(&mut f.state, &mut effects.ops, f.now);
+    f.now += 50;
+    let shown = |f: &Fixture, privilege| {
+        let filter = StatusFilter::new(&[], privilege).with_eligible_time(&f.state, f.now);
+        let status = filter.job_status(&f.state, &job(f));
+        let value = |name: &str| status.attrs.iter().find(|a| a.0 == name).map(|a| a.1.clone());
+        (value("eligible_time"), value("accrue_type"))
+    };
+    assert_eq!(shown(&f, Privilege::Manager), (Some("00:02:30".into()), Some("2".into())));
+    assert_eq!(shown(&f, Privilege::User), (Some("00:02:30".into()), None), "accrue_type is a manager's to read");
+    // A manager's qalter: the new value accrues on from now.
+    let (reply, _) = f.request(&root(), alter("01:00:00"));
+    assert_eq!(per_id_codes(&reply), Vec::<u32>::new(), "{reply:?}");
+    // A restart reads back the record: the same time, still accruing.
+    f.now += 30;
+    let record = job_record(&effects.ops, 0);
+    let loaded = crate::store::Loaded { jobs: vec![(0, record)], ..Default::default() };
+    let (mut restarted, _) = State::from_loaded(loaded, "svr", "host", "/nonexistent");
+    restarted.server = f.state.server.clone();
+    let before = restarted.jobs.get(&0).map(|j| eligible_secs(j, f.now));
+    assert_eq!(before, Some(100 + 80), "the record of the scheduler's update, read back");
+    assert_eq!(eligible_secs(&job(&f), f.now), 3600 + 30);
+    // Off: neither attribute is shown.
+    f.request(&root(), enable("False"));
+    assert_eq!(shown(&f, Privilege::Manager), (None, None));
 }

@@ -193,9 +193,13 @@ fn manage(
                 return Err(ReqError::new(Pbse::INVALID_MAX_JOB_SEQUENCE_ID));
             }
         }
+        let eligible_before = crate::state::accrual::enabled(state);
         state.server = list;
         let mut ops = vec![state.server_op()];
         ops.extend(sync_scheduling(state, ObjectKind::Server, attrs));
+        if !eligible_before && crate::state::accrual::enabled(state) {
+            ops.extend(crate::state::accrual::enable_all(state, ctx.now));
+        }
         return Ok(ops);
     }
     let Some(named) = named_kind(kind) else { return Err(ReqError::new(Pbse::IVALREQ)) };

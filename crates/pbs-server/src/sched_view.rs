@@ -45,6 +45,14 @@ pub fn sched_job(state: &State, job: &Job) -> SchedJob {
             attrs.push(Attr::new(name, value));
         }
     }
+    // What the scheduler decides eligible time by: the type, the time accrued up to
+    // `accrue_since` and that time (OpenPBS's `sample_starttime`), only once the server
+    // keeps them.
+    if let Some(kind) = job.get("accrue_type", None) {
+        attrs.push(Attr::new("accrue_type", kind));
+        attrs.push(Attr::new("eligible_time", job.get("eligible_time", None).unwrap_or("0")));
+        attrs.push(Attr::new("sample_starttime", job.accrue_since.to_string()));
+    }
     for (base, resource) in
         [("estimated", None), ("resources_used", Some("walltime")), ("resources_used", Some("cput"))]
     {
@@ -214,7 +222,7 @@ pub fn apply_decisions(
     let mut verdicts = verdicts.unwrap_or_default().iter();
     for action in actions {
         match action {
-            Action::Update(update) => match apply_update(state, update) {
+            Action::Update(update) => match apply_update(state, update, now) {
                 Ok(more) => effects.ops.extend(more),
                 Err(e) => errors.push(IdError { id: update.job_id.clone(), code: e.code.0, message: e.message }),
             },
@@ -290,20 +298,30 @@ pub fn qrun_outcome(state: &State, actions: &[Action], errors: &[IdError]) -> Re
     })
 }
 
-fn apply_update(state: &mut State, update: &JobUpdate) -> Result<Vec<StoreOp>, ReqError> {
+fn apply_update(state: &mut State, update: &JobUpdate, now: i64) -> Result<Vec<StoreOp>, ReqError> {
     let key = key_of(&update.job_id).ok_or_else(|| ReqError::new(Pbse::UNKJOBID))?;
     let mut resolved = Vec::new();
+    let mut accrue = None;
     for Attr(name, value) in &update.attrs {
+        // The scheduler's accrue type (a run limit or resources) is a change of what the job
+        // accrues, applied with what the old type accrued (`state::accrual`).
+        if name == "accrue_type" {
+            let kind = crate::state::accrual::from_scheduler(state, value)
+                .ok_or_else(|| ReqError::attr(Pbse::BADATVAL, name))?;
+            accrue = Some(kind);
+            continue;
+        }
         let (def, resource) = resolve(ObjectKind::Job, name).ok_or_else(|| ReqError::attr(Pbse::NOATTR, name))?;
-        resolved.push((def, resource.map(|r| state.interner.intern(r)), value.clone()));
+        resolved.push((def, resource.map(|r| state.interner.intern(r)), value.clone(), name));
     }
+    let server_name = if accrue.is_some() { state.server_name.clone() } else { String::new() };
     let job = state.job_mut(key).ok_or_else(|| ReqError::new(Pbse::UNKJOBID))?;
     if job.state.is_history() {
         return Err(ReqError::new(Pbse::HISTJOBID));
     }
     // The scheduler holds the cluster key, not the users' trust: it may write only what
     // a scheduler owns, and one attribute beyond that refuses its whole update.
-    for ((def, resource, value), Attr(name, _)) in resolved.iter().zip(&update.attrs) {
+    for (def, resource, value, name) in &resolved {
         if !scheduler_may_set(job, *def, resource.as_deref(), value) {
             tracing::warn!(
                 object_type = "Job",
@@ -315,12 +333,15 @@ fn apply_update(state: &mut State, update: &JobUpdate) -> Result<Vec<StoreOp>, R
             return Err(ReqError::attr(Pbse::PERM, name));
         }
     }
-    for (def, resource, value) in resolved {
+    for (def, resource, value, _) in resolved {
         if value.is_empty() {
             job.attrs.unset(def, resource.as_deref());
         } else {
             job.attrs.set(def, resource, value);
         }
+    }
+    if let Some(kind) = accrue {
+        crate::state::accrual::change(job, kind, now, &server_name);
     }
     let ops = vec![job.put_op(None)];
     Ok(ops)

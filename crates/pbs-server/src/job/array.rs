@@ -60,6 +60,8 @@ pub fn materialize(state: &mut State, seq: u64, index: u64, now: i64) -> Result<
         queue: parent.queue.clone(),
         attrs,
         placement: None,
+        // With the array's accrue type and eligible time: it goes on from the array's.
+        accrue_since: parent.accrue_since,
     };
     let began = parent.state == JobState::Queued;
     let Some(parent) = state.jobs.get_mut(&seq) else { return Err(ReqError::new(Pbse::UNKJOBID)) };

@@ -234,6 +234,7 @@ mod tests {
             queue: "workq".into(),
             attrs: AttrList::default(),
             placement: None,
+            accrue_since: 0,
         };
         job.attrs.set(job_idx!("run_count"), None, "2");
         let exec: pbs_core::ExecVnode = "(n1:ncpus=1)".parse().expect("an exec_vnode");

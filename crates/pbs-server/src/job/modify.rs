@@ -30,6 +30,7 @@ pub fn modify_jobs(state: &mut State, ctx: &Ctx<'_>, ids: &[String], attrs: &[At
         let running = matches!(job.state, JobState::Running | JobState::Suspended | JobState::Exiting);
         let mut list = job.attrs.clone();
         let mut depend = None;
+        let mut eligible_time = None;
         for ((def, resource, value), Attr(name, _)) in checked.into_iter().zip(attrs) {
             let alter_running = ObjectKind::Job.attributes().get(def as usize).is_some_and(|d| d.alter_running)
                 && resource.as_deref().is_none_or(|r| state.resources.get(r).is_none_or(|d| d.alter_running));
@@ -39,6 +40,15 @@ pub fn modify_jobs(state: &mut State, ctx: &Ctx<'_>, ids: &[String], attrs: &[At
             if def == job_idx!("depend") {
                 // Merged into the job's list and acted on by `job::depend`, not set as sent.
                 depend = Some(crate::job::depend::check_alter(state, seq, &value)?);
+                continue;
+            }
+            if def == job_idx!("eligible_time") {
+                // Accrues on from the new value (`state::accrual::alter`); only while the
+                // server keeps eligible time.
+                if !crate::state::accrual::enabled(state) {
+                    return Err(ReqError::new(Pbse::ETEERROR));
+                }
+                eligible_time = Some(value);
                 continue;
             }
             let resource = resource.map(|r| state.interner.intern(&r));
@@ -74,6 +84,9 @@ pub fn modify_jobs(state: &mut State, ctx: &Ctx<'_>, ids: &[String], attrs: &[At
             return Err(ReqError::new(Pbse::UNKJOBID));
         };
         job.attrs = list;
+        if let Some(value) = eligible_time {
+            crate::state::accrual::alter(job, &value, ctx.now, &state.server_name);
+        }
         if matches!(job.state, JobState::Queued | JobState::Held | JobState::Waiting) {
             settle_queued_state(job, ctx.now);
         }

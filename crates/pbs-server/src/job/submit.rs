@@ -185,6 +185,7 @@ pub fn queue_job(
         queue,
         attrs: list,
         placement: None,
+        accrue_since: ctx.now,
     };
     let id = job.id(&state.server_name);
     let has_depend = job.attrs.get(job_idx!("depend"), None).is_some();

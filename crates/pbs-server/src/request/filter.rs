@@ -24,6 +24,10 @@ pub struct StatusFilter {
     pub(crate) privilege: Privilege,
     /// Indices of the attributes computed from the job rather than stored.
     pub(crate) computed: [u8; 4],
+    /// With `eligible_time_enable` on, the time the status is taken at: `eligible_time`
+    /// is shown as accrued then, as OpenPBS computes it at status time. Off (`None`),
+    /// neither it nor `accrue_type` is shown.
+    pub(crate) eligible_at: Option<i64>,
 }
 
 impl StatusFilter {
@@ -41,7 +45,13 @@ impl StatusFilter {
             }
         }
         let computed = [job_idx!("job_state"), job_idx!("queue"), job_idx!("server"), job_idx!("substate")];
-        StatusFilter { all: filter.is_empty(), bases, fulls, privilege, computed }
+        StatusFilter { all: filter.is_empty(), bases, fulls, privilege, computed, eligible_at: None }
+    }
+
+    /// Shows eligible time as at `now` when the server keeps it (`eligible_time_enable`).
+    pub fn with_eligible_time(mut self, state: &State, now: i64) -> StatusFilter {
+        self.eligible_at = crate::state::accrual::enabled(state).then_some(now);
+        self
     }
 
     pub(crate) fn wants(&self, def: u8, resource: Option<&str>) -> bool {
@@ -139,6 +149,14 @@ impl StatusFilter {
                     push(depend_def, None, &|| value.clone());
                 }
                 if stored.def == depend_def {
+                    continue;
+                }
+            }
+            if stored.def == job_idx!("eligible_time") || stored.def == job_idx!("accrue_type") {
+                let Some(now) = filter.eligible_at else { continue };
+                if stored.def == job_idx!("eligible_time") {
+                    let shown = crate::state::accrual::shown(job, now).unwrap_or_default();
+                    push(stored.def, None, &|| shown.clone());
                     continue;
                 }
             }

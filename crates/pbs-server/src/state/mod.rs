@@ -4,6 +4,7 @@
 //! **Invariant:** this is the only copy of the truth while the server runs; the store
 //! holds what every acknowledged request changed, so a restart rebuilds the same state.
 
+pub mod accrual;
 pub mod assigned;
 pub mod depends;
 pub mod entity_usage;
@@ -59,6 +60,9 @@ pub struct Job {
     /// ([`Job::set_placement`]) or loaded, and read by every event of its run (start, end,
     /// node failure, signals, restart) instead of being parsed again.
     pub placement: Option<Arc<Placement>>,
+    /// Since when it accrues its `accrue_type` (seconds since the epoch; 0 for a record
+    /// from before eligible time was kept): see `state::accrual`.
+    pub accrue_since: i64,
 }
 
 /// Where a running job is, as decided when it was run.
@@ -81,6 +85,8 @@ struct JobRecord {
     substate: u16,
     queue: String,
     attrs: Vec<(String, String)>,
+    #[serde(default)]
+    accrue_since: i64,
 }
 
 /// A named object with only attributes (queue, node, scheduler, hook).
@@ -262,6 +268,11 @@ impl Job {
             substate: u16,
             queue: &'a str,
             attrs: crate::attrlist::StoredPairs<'a>,
+            #[serde(skip_serializing_if = "is_zero")]
+            accrue_since: i64,
+        }
+        fn is_zero(n: &i64) -> bool {
+            *n == 0
         }
         let record = Out {
             seq: self.seq,
@@ -271,6 +282,7 @@ impl Job {
             substate: self.substate.0,
             queue: &self.queue,
             attrs: self.attrs.as_pairs(ObjectKind::Job),
+            accrue_since: self.accrue_since,
         };
         Record::json(&record)
     }
@@ -401,6 +413,7 @@ impl State {
                         queue,
                         placement: state.placement_of(&attrs),
                         attrs,
+                        accrue_since: rec.accrue_since,
                     };
                     match index {
                         Some(index) if job.state.is_history() => {
