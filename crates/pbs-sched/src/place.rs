@@ -118,7 +118,38 @@ impl Local {
 
 /// OpenPBS's `is_vnode_eligible`: exclusivity first, then the node state.
 fn eligible(w: &World<'_>, slot: u32, req: &Request) -> Result<(), Reason> {
-    let Some(node) = w.m.node(slot) else { return Err(Reason::NoNodeResources) };
+    match ineligible(w, slot, req) {
+        None => Ok(()),
+        Some(Ineligible::Missing) => Err(Reason::NoNodeResources),
+        Some(Ineligible::NotExcl) => Err(Reason::NodeNotExcl),
+        Some(Ineligible::State) => {
+            let node = w.m.node(slot);
+            let state = match node {
+                Some(node) if node.free => {
+                    if w.exclusive[slot as usize] {
+                        "job-exclusive"
+                    } else {
+                        "job-busy"
+                    }
+                }
+                Some(node) => &node.state,
+                None => "",
+            };
+            Err(Reason::InvalidNodeState(state.to_string()))
+        }
+    }
+}
+
+/// Why a node may not take a chunk of the job, as [`eligible`] says it without building
+/// the reason's text: a search passes over every full node before a free one.
+enum Ineligible {
+    Missing,
+    NotExcl,
+    State,
+}
+
+fn ineligible(w: &World<'_>, slot: u32, req: &Request) -> Option<Ineligible> {
+    let Some(node) = w.m.node(slot) else { return Some(Ineligible::Missing) };
     if is_excl(req.sharing, node.sharing) {
         let busy = if w.multi_vnode && is_exclhost(req.sharing, node.sharing) {
             w.hosts.get(node.host.as_str()).is_some_and(|v| v.iter().any(|s| w.njobs[*s as usize] > 0))
@@ -126,15 +157,10 @@ fn eligible(w: &World<'_>, slot: u32, req: &Request) -> Result<(), Reason> {
             w.njobs[slot as usize] > 0
         };
         if busy {
-            return Err(Reason::NodeNotExcl);
+            return Some(Ineligible::NotExcl);
         }
     }
-    if !w.free[slot as usize] {
-        let state =
-            if node.free { if w.exclusive[slot as usize] { "job-exclusive" } else { "job-busy" } } else { &node.state };
-        return Err(Reason::InvalidNodeState(state.to_string()));
-    }
-    Ok(())
+    (!w.free[slot as usize]).then_some(Ineligible::State)
 }
 
 /// Whether one chunk fits on a node, as `is_vnode_eligible_chunk` then
@@ -177,14 +203,19 @@ enum Apart {
 fn place_chunks(w: &World<'_>, req: &Request, nodes: &[u32], apart: Apart) -> Result<Vec<Alloc>, Option<Reason>> {
     // Chunks that take no cpu could be placed without end: no more are placed than the
     // nodes have slots (`pbs_core::capacity`), whatever count the job asks for.
-    let ncpus: i64 = w.ncpus.map_or(0, |id| {
-        nodes
-            .iter()
-            .filter_map(|&slot| w.m.node(slot))
-            .map(|n| zero_if_unset(amount_of(&n.avail, id)))
-            .fold(0, i64::saturating_add)
-    });
-    let slots = pbs_core::capacity::Slots::of(nodes.len() as u64, u64::try_from(ncpus).unwrap_or(0));
+    // Summed only once the chunks placed reach the node count: the slots are at least
+    // that many, so a job of few chunks (nearly all) never walks every node for it.
+    let slots = || {
+        let ncpus: i64 = w.ncpus.map_or(0, |id| {
+            nodes
+                .iter()
+                .filter_map(|&slot| w.m.node(slot))
+                .map(|n| zero_if_unset(amount_of(&n.avail, id)))
+                .fold(0, i64::saturating_add)
+        });
+        pbs_core::capacity::Slots::of(nodes.len() as u64, u64::try_from(ncpus).unwrap_or(0))
+    };
+    let mut total_slots: Option<u64> = None;
     let mut local = Local::default();
     let mut allocs: Vec<Alloc> = Vec::new();
     let mut used_hosts: Vec<&str> = Vec::new();
@@ -193,7 +224,9 @@ fn place_chunks(w: &World<'_>, req: &Request, nodes: &[u32], apart: Apart) -> Re
         // shrink during a search, so they still cannot.
         let mut start = 0;
         for _ in 0..chunk.count {
-            if allocs.len() as u64 >= slots.0 {
+            if allocs.len() as u64 >= nodes.len() as u64
+                && allocs.len() as u64 >= *total_slots.get_or_insert_with(|| slots().0)
+            {
                 return Err(Some(Reason::NoTotalNodes));
             }
             let mut last_err: Option<Reason> = None;
@@ -205,7 +238,7 @@ fn place_chunks(w: &World<'_>, req: &Request, nodes: &[u32], apart: Apart) -> Re
                     Apart::Host if used_hosts.contains(&node.host.as_str()) => continue,
                     _ => {}
                 }
-                if eligible(w, slot, req).is_err() {
+                if ineligible(w, slot, req).is_some() {
                     continue;
                 }
                 match fits(w, slot, chunk, &local) {
