@@ -200,6 +200,8 @@ pub struct Mom {
     host_mem_kb: u64,
     ticks_per_sec: u64,
     page_kb: u64,
+    /// Woken by the server's `Shutdown` (qterm -m): `link::run` returns.
+    pub stop: tokio::sync::Notify,
 }
 
 fn log_job(job_id: &str, message: std::fmt::Arguments<'_>) {
@@ -237,6 +239,7 @@ impl Mom {
             host_mem_kb: procfs::host_mem_kb(),
             ticks_per_sec: procfs::clock_ticks(),
             page_kb: (procfs::page_size() / 1024).max(1),
+            stop: tokio::sync::Notify::new(),
         }))
     }
 
@@ -466,6 +469,11 @@ impl Mom {
             ToMom::Ping => Some(FromMom::Pong),
             ToMom::Hooks { hooks } => {
                 self.hooks.replace(hooks);
+                None
+            }
+            ToMom::Shutdown => {
+                tracing::info!("Shutting down at the server's request (jobs keep running)");
+                self.stop.notify_one();
                 None
             }
         }

@@ -82,6 +82,9 @@ pub enum ToMom {
         /// The hooks, by name.
         hooks: Vec<MomHook>,
     },
+    /// `qterm -m`: the mom stops; its jobs go on under their shepherds and are adopted by
+    /// the next mom. No answer: the link closes.
+    Shutdown,
 }
 
 /// One execution hook as a mom runs it.

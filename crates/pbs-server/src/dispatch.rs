@@ -241,7 +241,14 @@ fn handle_locked(
         return Locked::Respond(Response::Reply(crate::acl::refusal(id, &request, e)));
     }
     match handle(&mut shared.state, &ctx, id, request) {
-        Handled::Apply(reply, effects) => Locked::Applied(reply, server.apply_effects(shared, effects)),
+        Handled::Apply(reply, effects) => {
+            let applied = server.apply_effects(shared, effects);
+            if shared.state.stopping.is_some() {
+                // `run` stops once the reply is out (it drains connections mid-request).
+                server.stop.notify_one();
+            }
+            Locked::Applied(reply, applied)
+        }
         Handled::Parts(parts) => Locked::Respond(Response::Parts(parts)),
         Handled::AskMoms(asking) => {
             let asked = asking
@@ -313,6 +320,16 @@ pub(crate) fn handle(state: &mut State, ctx: &Ctx<'_>, id: u64, request: Request
         }
         Request::RerunJob { ids, force } => per_id(crate::job::signal::rerun_jobs(state, ctx, &ids, force)),
         Request::MoveJob { ids, destination } => per_id(crate::job::moving::move_jobs(state, ctx, &ids, &destination)),
+        Request::Shutdown { manner, scheduler, moms } => {
+            match crate::shutdown::request(state, ctx, &manner, scheduler, moms) {
+                Ok(effects) => Handled::Apply(Reply::ok(id, ReplyBody::None), effects),
+                Err(e) => fail(e),
+            }
+        }
+        Request::OrderJob { first, second } => match crate::job::order::order_jobs(state, ctx, &first, &second) {
+            Ok(effects) => Handled::Apply(Reply::ok(id, ReplyBody::None), effects),
+            Err(e) => fail(e),
+        },
         Request::HoldJob { ids, hold_types } => {
             per_id(crate::job::modify::hold_jobs(state, ctx, &ids, &hold_types, true))
         }

@@ -298,6 +298,8 @@ const KNOWN_KINDS: &[&str] = &[
     "SignalJob",
     "RerunJob",
     "MoveJob",
+    "OrderJob",
+    "Shutdown",
 ];
 
 async fn dispatch<S>(server: &Arc<Server>, who: &Identity, frame: RequestFrame, conn: &mut Conn<S>) -> bool

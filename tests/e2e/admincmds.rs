@@ -1,0 +1,91 @@
+//! The administrators' commands qorder and qterm against live daemons, as root, as an
+//! operator and as an ordinary user (`nobody`), with OpenPBS's messages and statuses
+//! (../shared/reference/openpbs-outputs/qorder_*.txt, qterm_*.txt).
+
+use std::time::Duration;
+
+use pbs_e2e::{Cluster, alive, command_dir, wait_until};
+
+const WAIT: Duration = Duration::from_secs(30);
+
+fn submit_as_nobody(cluster: &Cluster, args: &[&str]) -> String {
+    cluster.run_as_nobody("qsub", args).ok().line().to_string()
+}
+
+#[test]
+fn qorder_swaps_two_queued_jobs_and_the_scheduler_runs_them_in_the_new_order() {
+    let c = Cluster::with_moms(1, 1);
+    c.qmgr("set server scheduling = False");
+    let first = submit_as_nobody(&c, &["--", "/bin/sleep", "60"]);
+    let second = submit_as_nobody(&c, &["--", "/bin/sleep", "60"]);
+    let rank = |id: &str| c.job_attr(id, "queue_rank");
+    let (rank1, rank2) = (rank(&first), rank(&second));
+    // qorder_jobs.txt, then qorder_before.txt / qorder_after.txt: the ranks are swapped.
+    let out = c.run_as_nobody("qorder", &[&first, &second]);
+    assert_eq!((out.code, out.stderr.as_str(), out.stdout.as_str()), (0, "", ""));
+    assert_eq!((rank(&first), rank(&second)), (rank2, rank1));
+    // One cpu: the scheduler starts the job that is now first, and only it.
+    c.qmgr("set server scheduling = True");
+    c.wait_job_state(&second, "R", WAIT);
+    assert_eq!(c.job_attr(&first, "job_state").as_deref(), Some("Q"));
+    // qorder_running.txt
+    let out = c.run_as_nobody("qorder", &[&first, &second]);
+    let expected = format!("qorder: Request invalid for state of job {first} or {second}\n");
+    assert_eq!((out.code, out.stderr), (168, expected));
+    // qorder_unknown.txt
+    let out = c.run_as_nobody("qorder", &[&first, "99999"]);
+    let expected = format!("qorder: Unknown Job Id {first} or 99999.{}\n", c.server_name());
+    assert_eq!((out.code, out.stderr), (153, expected));
+    // Another user's job is not nobody's to order (OpenPBS's text ends with a space), until nobody is an operator.
+    let roots = c.qsub(&["-h", "--", "/bin/true"]);
+    let out = c.run_as_nobody("qorder", &[&first, &roots]);
+    assert_eq!((out.code, out.stderr), (159, format!("qorder: Unauthorized Request  {first} or {roots}\n")));
+    c.qmgr("set server operators = nobody@*");
+    let out = c.run_as_nobody("qorder", &[&first, &roots]);
+    assert_eq!((out.code, out.stderr.as_str()), (0, ""));
+    let out = c.run("qorder", &[&first]);
+    assert_eq!(
+        (out.code, out.stderr.as_str()),
+        (2, "usage: qorder job_identifier job_identifier\n       qorder --version\n")
+    );
+}
+
+#[test]
+fn qterm_stops_the_daemons_asked_and_a_quick_stop_leaves_running_jobs_to_their_moms() {
+    let mut c = Cluster::with_moms(1, 2);
+    let job = submit_as_nobody(&c, &["--", "/bin/sleep", "120"]);
+    c.wait_job_state(&job, "R", WAIT);
+    wait_until("the job's session", WAIT, || c.job_attr(&job, "session_id").is_some());
+    let session = c.job_attr(&job, "session_id");
+    // qterm_bad_option.txt, qterm_user_bad_option.txt
+    // getopt names the program as it was run (OpenPBS's outputs ran it from the PATH).
+    let usage = format!(
+        "{}: invalid option -- 'x'\nUsage: qterm [-t immediate|delay|[quick]] [-m] [-s] [-f|-i] [server ...]\n       qterm --version\n",
+        command_dir().join("qterm").display()
+    );
+    for out in [c.run("qterm", &["-x"]), c.run_as_nobody("qterm", &["-x"])] {
+        assert_eq!((out.code, out.stderr.as_str()), (1, usage.as_str()));
+    }
+    let out = c.run_as_nobody("qterm", &[]);
+    assert_eq!((out.code, out.stderr.as_str()), (2, "qterm: Unauthorized Request  \n"));
+    // Quick, with the scheduler: both exit cleanly, the mom and its job go on.
+    let out = c.run("qterm", &["-s"]);
+    assert_eq!((out.code, out.stderr.as_str()), (0, ""));
+    assert_eq!(c.wait_server_exit(WAIT), Some(0), "{}", c.logs());
+    assert_eq!(c.wait_sched_exit(WAIT), Some(0), "{}", c.logs());
+    assert!(c.mom_pid("n1").is_some_and(alive), "the mom goes on");
+    c.start_server();
+    // Once the mom's link is back the job has been reconciled with what the mom runs.
+    c.wait_node_state("n1", "free");
+    assert_eq!(c.job_attr(&job, "job_state").as_deref(), Some("R"), "the restarted server finds the job");
+    assert_eq!(c.job_attr(&job, "session_id"), session, "the same run");
+    // An operator stops it at once with the moms: the rerunnable job is requeued first.
+    c.qmgr("set server operators = nobody@*");
+    let out = c.run_as_nobody("qterm", &["-t", "immediate", "-m"]);
+    assert_eq!((out.code, out.stderr.as_str()), (0, ""));
+    assert_eq!(c.wait_server_exit(WAIT), Some(0), "{}", c.logs());
+    assert_eq!(c.wait_mom_exit("n1", WAIT), Some(0), "{}", c.logs());
+    c.start_server();
+    assert_eq!(c.job_attr(&job, "job_state").as_deref(), Some("Q"), "requeued before the stop");
+    assert_eq!(c.job_attr(&job, "run_count").as_deref(), Some("1"));
+}
