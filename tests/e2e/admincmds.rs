@@ -89,3 +89,47 @@ fn qterm_stops_the_daemons_asked_and_a_quick_stop_leaves_running_jobs_to_their_m
     assert_eq!(c.job_attr(&job, "job_state").as_deref(), Some("Q"), "requeued before the stop");
     assert_eq!(c.job_attr(&job, "run_count").as_deref(), Some("1"));
 }
+
+#[test]
+fn qmsg_appends_to_a_running_jobs_files_as_its_owner_and_refuses_a_queued_job() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let c = Cluster::with_moms(1, 1);
+    let shared = c.shared_dir();
+    let (out, err) = (shared.join("msg_run.o"), shared.join("msg_run.e"));
+    let paths = ["-o", out.to_str().unwrap_or(""), "-e", err.to_str().unwrap_or("")];
+    let job = submit_as_nobody(&c, &[&paths[..], &["-N", "msg_run", "--", "/bin/sleep", "60"]].concat());
+    c.wait_job_state(&job, "R", WAIT);
+    wait_until("the job's files", WAIT, || out.exists() && err.exists());
+    // qmsg_E_running.txt, qmsg_O_running.txt, qmsg_default_running.txt, then qmsg_job_files.txt
+    for args in [&["-E", "message from qmsg -E"][..], &["-O", "message from qmsg -O"], &["message from qmsg (default)"]]
+    {
+        let out = c.run_as_nobody("qmsg", &[args, &[job.as_str()]].concat());
+        assert_eq!((out.code, out.stderr.as_str(), out.stdout.as_str()), (0, "", ""), "{}", c.logs());
+    }
+    let read = |path: &std::path::Path| std::fs::read_to_string(path).unwrap_or_default();
+    assert_eq!(read(&err), "message from qmsg -E\nmessage from qmsg (default)\n");
+    assert_eq!(read(&out), "message from qmsg -O\n");
+    // qmsg_queued.txt: one cpu, so the second job waits.
+    let queued = submit_as_nobody(&c, &["--", "/bin/true"]);
+    let out = c.run_as_nobody("qmsg", &["text", &queued]);
+    assert_eq!((out.code, out.stderr), (168, format!("qmsg: Request invalid for state of job {queued}\n")));
+    // Written as the owner, never as root: once the owner's error file is a link to a file
+    // of root's, the mom's append is refused and root's file is untouched.
+    let roots = shared.join("roots_file");
+    std::fs::write(&roots, "root's\n").expect("root's file");
+    std::fs::set_permissions(&roots, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    std::fs::remove_file(&err).expect("the job's error file");
+    std::os::unix::fs::symlink(&roots, &err).expect("link");
+    let out = c.run("qmsg", &["from root, for nobody's job", &job]);
+    assert_ne!(out.code, 0, "{out:?}");
+    assert_eq!(read(&roots), "root's\n");
+    // Another user's job: nobody may not write to root's.
+    let roots_job = c.qsub(&["--", "/bin/sleep", "60"]);
+    let out = c.run_as_nobody("qmsg", &["text", &roots_job]);
+    assert_eq!((out.code, out.stderr), (159, format!("qmsg: Unauthorized Request  {roots_job}\n")));
+    let out = c.run("qmsg", &["text"]);
+    assert_eq!(
+        (out.code, out.stderr.as_str()),
+        (2, "usage: qmsg [-O] [-E] msg_string job_identifier...\n       qmsg --version\n")
+    );
+}

@@ -23,6 +23,7 @@ pub mod exec;
 pub mod hooks;
 pub mod layout;
 pub mod link;
+pub mod message;
 pub use pbs_log as logging;
 pub mod mom;
 pub mod owner;

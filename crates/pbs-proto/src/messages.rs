@@ -292,6 +292,19 @@ pub enum Request {
         /// `-m`: the moms stop too (their jobs go on under their shepherds).
         moms: bool,
     },
+    /// Append a line to a running job's stderr and/or stdout (qmsg), written by its
+    /// mother superior's mom as the job's owner. Reply: [`ReplyBody::None`] once the mom
+    /// has written it, or the mom's error.
+    MessageJob {
+        /// The job.
+        id: String,
+        /// The line (without its newline).
+        text: String,
+        /// `-O`: to the job's stdout.
+        stdout: bool,
+        /// `-E` (the default): to the job's stderr.
+        stderr: bool,
+    },
 }
 
 /// The id list of a per-id request, borrowed as the request is.
@@ -323,7 +336,8 @@ macro_rules! per_job_ids {
             | Request::Manager { .. }
             // Two ids, each answered by the request's one outcome, as OpenPBS's qorder.
             | Request::OrderJob { .. }
-            | Request::Shutdown { .. } => None,
+            | Request::Shutdown { .. }
+            | Request::MessageJob { .. } => None,
         }
     };
 }
@@ -369,6 +383,7 @@ impl Request {
             Request::StatusHook { .. } => 83,
             Request::OrderJob { .. } => 50,
             Request::Shutdown { .. } => 17,
+            Request::MessageJob { .. } => 10,
             // qmgr's import and export are Manager requests in OpenPBS.
             Request::ImportHook { .. } | Request::ExportHook { .. } => 9,
         }

@@ -106,6 +106,12 @@ fn request() -> impl Strategy<Value = Request> {
         (texts(), any::<bool>()).prop_map(|(ids, force)| Request::RerunJob { ids, force }),
         (texts(), text()).prop_map(|(ids, destination)| Request::MoveJob { ids, destination }),
         (text(), text()).prop_map(|(first, second)| Request::OrderJob { first, second }),
+        (text(), text(), any::<bool>(), any::<bool>()).prop_map(|(id, text, stdout, stderr)| Request::MessageJob {
+            id,
+            text,
+            stdout,
+            stderr
+        }),
         (text(), any::<bool>(), any::<bool>()).prop_map(|(manner, scheduler, moms)| Request::Shutdown {
             manner,
             scheduler,

@@ -60,6 +60,7 @@ fn frames(effects: &Effects) -> Vec<(String, &'static str)> {
                 ToMom::Ping => "Ping",
                 ToMom::Hooks { .. } => "Hooks",
                 ToMom::Shutdown => "Shutdown",
+                ToMom::MessageJob { .. } => "MessageJob",
             };
             (node.clone(), kind)
         })
@@ -971,6 +972,35 @@ fn a_shutdown_is_an_operators_and_an_immediate_one_requeues_running_jobs_first()
     assert!(crate::shutdown::may_stop(&f.state));
 }
 
+/// qmsg: a running job's message goes to its mother superior's mom, with the streams
+/// asked (stderr when none is); a queued job, an array and a stranger are refused, and
+/// nothing is written.
+#[test]
+fn a_message_asks_the_running_jobs_mom_and_refuses_a_queued_job() {
+    let mut f = fixture();
+    let (_, running) = f.running_job();
+    let queued = f.submit(&alice(), &[]);
+    let message =
+        |id: &str, stdout: bool| Request::MessageJob { id: id.into(), text: "hi".into(), stdout, stderr: false };
+    let owner = alice();
+    let ctx = Ctx { who: &owner, privilege: Privilege::User, now: 1000, groups: &[], hook_attrs: &[] };
+    match handle(&mut f.state, &ctx, 1, message(&running, false)) {
+        Handled::AskMom(asking) => {
+            assert_eq!(asking.node, "n1");
+            let ToMom::MessageJob { job_id, text, stdout, stderr, .. } = asking.frame else { panic!("a MessageJob") };
+            assert_eq!((job_id.as_str(), text.as_str(), stdout, stderr), (running.as_str(), "hi", false, true));
+        }
+        _ => panic!("the mom is asked"),
+    }
+    let (reply, effects) = f.request(&alice(), message(&queued, true));
+    assert_eq!(reply.code, Pbse::BADSTATE.0);
+    assert!(effects.is_empty());
+    assert_eq!(f.request(&bob(), message(&running, true)).0.code, Pbse::PERM.0);
+    let array = f.submit(&alice(), &[("array_indices_submitted", "1-2")]);
+    let (reply, _) = f.request(&alice(), message(&array, true));
+    assert_eq!((reply.code, reply.message.as_str()), (Pbse::NOSUP.0, "not supported for Array Jobs"));
+}
+
 /// A subjob cannot be held alone (as in OpenPBS): its array is. A subjob requeued while
 /// its array is held goes back among the array's queued indices and does not run until
 /// the array is released.
@@ -1030,6 +1060,7 @@ fn kind_of(request: &Request) -> &'static str {
         Request::MoveJob { .. } => "MoveJob",
         Request::OrderJob { .. } => "OrderJob",
         Request::Shutdown { .. } => "Shutdown",
+        Request::MessageJob { .. } => "MessageJob",
     }
 }
 
@@ -1063,6 +1094,7 @@ fn every_request_kind_has_a_handler_test() {
         Request::MoveJob { ids: Vec::new(), destination: String::new() },
         Request::OrderJob { first: String::new(), second: String::new() },
         Request::Shutdown { manner: String::new(), scheduler: false, moms: false },
+        Request::MessageJob { id: String::new(), text: String::new(), stdout: false, stderr: false },
         Request::Manager {
             command: pbs_proto::MgrCommand::Set,
             object: pbs_proto::MgrObject::Server,

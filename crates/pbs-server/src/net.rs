@@ -300,6 +300,7 @@ const KNOWN_KINDS: &[&str] = &[
     "MoveJob",
     "OrderJob",
     "Shutdown",
+    "MessageJob",
 ];
 
 async fn dispatch<S>(server: &Arc<Server>, who: &Identity, frame: RequestFrame, conn: &mut Conn<S>) -> bool

@@ -10,6 +10,7 @@ pub mod dependlist;
 pub mod end;
 pub mod faults;
 pub mod launch;
+pub mod message;
 pub mod modify;
 pub mod moving;
 pub mod nodefail;

@@ -185,6 +185,7 @@ pub fn send_frames(links: &mut Links, frames: MomFrames) {
                             ToMom::Ping => "a ping".to_string(),
                             ToMom::Hooks { .. } => "the execution hooks".to_string(),
                             ToMom::Shutdown => "a shutdown".to_string(),
+                            ToMom::MessageJob { job_id, .. } => format!("a message to {job_id}"),
                         }
                     );
                 }
