@@ -133,3 +133,60 @@ fn qmsg_appends_to_a_running_jobs_files_as_its_owner_and_refuses_a_queued_job() 
         (2, "usage: qmsg [-O] [-E] msg_string job_identifier...\n       qmsg --version\n")
     );
 }
+
+/// Runs printjob (a binary of the mom's package, beside the daemons) with `node`'s mom's
+/// pbs.conf, as root or as nobody.
+fn printjob(c: &Cluster, node: &str, args: &[&str], as_nobody: bool) -> (i32, String, String) {
+    let program = pbs_e2e::bin_dir().join("printjob");
+    let mut command = if as_nobody {
+        let mut command = std::process::Command::new("setpriv");
+        command.args(["--reuid=65534", "--regid=65534", "--clear-groups"]).arg(program);
+        command
+    } else {
+        std::process::Command::new(program)
+    };
+    let out = command.args(args).env("PBS_CONF_FILE", c.mom_conf_path(node)).output().expect("printjob");
+    let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
+    (out.status.code().unwrap_or(-1), text(&out.stdout), text(&out.stderr))
+}
+
+#[test]
+fn printjob_shows_the_moms_records_of_a_job_to_root_only() {
+    let c = Cluster::with_moms(1, 1);
+    let job = submit_as_nobody(&c, &["-N", "pj_run", "--", "/bin/sleep", "60"]);
+    c.wait_job_state(&job, "R", WAIT);
+    wait_until("the job's session", WAIT, || c.job_attr(&job, "session_id").is_some());
+    let session = c.job_attr(&job, "session_id").unwrap_or_default();
+    // printjob_jobid.txt's layout, from the mom's records (printjob_mom_JB.txt).
+    let (code, stdout, stderr) = printjob(&c, "n1", &[&job], false);
+    assert_eq!((code, stderr.as_str()), (0, ""));
+    let rule = "---------------------------------------------------";
+    assert!(
+        stdout.starts_with(&format!(
+            "{rule}\njobid:\t{job}\n{rule}\nstate:\t\t0x4\nsubstate:\t0x2a (42)\nsvrflgs:\t0x1 (1)\n"
+        )),
+        "{stdout}"
+    );
+    assert!(stdout.contains(&format!("\nsession_id = {session}\n")), "{stdout}");
+    assert!(
+        stdout.contains("\n--attributes--\n") && stdout.ends_with("job_state = R\nJob_Name = pj_run\n\n"),
+        "{stdout}"
+    );
+    // printjob_mom_JB_a.txt: the records file named, without attributes.
+    // The mom's PBS_HOME is one of the cluster's directories.
+    let records = std::fs::read_dir(c.dir())
+        .expect("the cluster's directory")
+        .flatten()
+        .map(|e| e.path().join("mom_priv/jobs").join(format!("{job}.JB")))
+        .find(|p| p.exists())
+        .expect("the job's records file");
+    let (code, stdout, _) = printjob(&c, "n1", &["-a", records.to_str().unwrap_or("")], false);
+    assert_eq!(code, 0);
+    assert!(stdout.ends_with(&format!("\tuid\t{}\n\tgid\t{}\n\n", pbs_e2e::NOBODY, pbs_e2e::NOBODY)), "{stdout}");
+    // printjob_unknown.txt, printjob_usage.txt, printjob_user.txt
+    let unknown = format!("99999.{}", c.server_name());
+    assert_eq!(printjob(&c, "n1", &[&unknown], false), (1, String::new(), format!("Job {unknown} not found\n")));
+    let usage = "Usage: printjob [-a] (jobid|file)\n       printjob -s jobid\n       printjob --version\n";
+    assert_eq!(printjob(&c, "n1", &[], false), (1, String::new(), usage.to_string()));
+    assert_eq!(printjob(&c, "n1", &[&job], true), (1, String::new(), "printjob must be run by root\n".to_string()));
+}

@@ -27,6 +27,7 @@ pub mod message;
 pub use pbs_log as logging;
 pub mod mom;
 pub mod owner;
+pub mod printjob;
 pub mod procfs;
 pub mod prologue;
 pub mod records;
