@@ -3,6 +3,7 @@
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
 mod accounting;
+mod admincmds;
 mod arrays;
 mod authz;
 mod bounds;

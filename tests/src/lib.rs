@@ -239,6 +239,29 @@ impl Cluster {
         child.wait().ok()?.code()
     }
 
+    /// Waits up to `timeout` for the server to exit by itself (qterm); its exit code, or
+    /// `None` if it still runs (or was not running).
+    pub fn wait_server_exit(&mut self, timeout: Duration) -> Option<i32> {
+        let code = wait_child_exit(self.server.as_mut()?, timeout)?;
+        self.server = None;
+        Some(code)
+    }
+
+    /// [`Cluster::wait_server_exit`] for the scheduler.
+    pub fn wait_sched_exit(&mut self, timeout: Duration) -> Option<i32> {
+        let code = wait_child_exit(self.sched.as_mut()?, timeout)?;
+        self.sched = None;
+        Some(code)
+    }
+
+    /// [`Cluster::wait_server_exit`] for `node`'s mom.
+    pub fn wait_mom_exit(&mut self, node: &str, timeout: Duration) -> Option<i32> {
+        let mom = self.moms.iter_mut().find(|m| m.node == node)?;
+        let code = wait_child_exit(mom.child.as_mut()?, timeout)?;
+        mom.child = None;
+        Some(code)
+    }
+
     pub fn server_pid(&self) -> Option<u32> {
         self.server.as_ref().map(Child::id)
     }
@@ -608,6 +631,20 @@ impl Drop for Cluster {
         }
         kill_shepherds(self.dir.path());
         self.kill9();
+    }
+}
+
+/// Waits up to `timeout` for `child` to exit: its exit code (-1 for a signal).
+fn wait_child_exit(child: &mut Child, timeout: Duration) -> Option<i32> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Some(status.code().unwrap_or(-1));
+        }
+        if Instant::now() >= deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
     }
 }
 

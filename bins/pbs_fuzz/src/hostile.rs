@@ -362,7 +362,7 @@ impl Gen {
     /// Any request kind with random fields.
     pub(crate) fn request(&mut self) -> Request {
         let b = |rng: &mut Rng| rng.chance(50);
-        match self.rng.below(18) {
+        match self.rng.below(20) {
             0 => Request::QueueJob {
                 attrs: {
                     let mut attrs = self.attrs(ObjectKind::Job);
@@ -421,6 +421,14 @@ impl Gen {
             14 => Request::SignalJob { ids: self.ids(), signal: self.string() },
             15 => Request::RerunJob { ids: self.ids(), force: b(&mut self.rng) },
             16 => Request::MoveJob { ids: self.ids(), destination: self.string() },
+            // Not Shutdown: root's would stop the server under test.
+            17 => Request::OrderJob { first: self.job_id(), second: self.job_id() },
+            18 => Request::MessageJob {
+                id: self.job_id(),
+                text: self.string(),
+                stdout: b(&mut self.rng),
+                stderr: b(&mut self.rng),
+            },
             _ => self.manager(),
         }
     }

@@ -391,6 +391,18 @@ impl Client {
         self.per_id(Request::MoveJob { ids, destination })
     }
 
+    /// Swaps two jobs' places in the queues' order (qorder).
+    pub fn order_jobs(&mut self, first: String, second: String) -> Result<()> {
+        self.request(Request::OrderJob { first, second })?;
+        Ok(())
+    }
+
+    /// Stops the server (qterm); `manner` is `quick`, `immediate` or `delay`.
+    pub fn shutdown(&mut self, manner: String, scheduler: bool, moms: bool) -> Result<()> {
+        self.request(Request::Shutdown { manner, scheduler, moms })?;
+        Ok(())
+    }
+
     /// Requeues running jobs (qrerun, `force` for `-W force`); returns the ids that failed.
     pub fn rerun_jobs(&mut self, ids: Vec<String>, force: bool) -> Result<Vec<IdError>> {
         self.per_id(Request::RerunJob { ids, force })

@@ -55,6 +55,7 @@ pub async fn run(
     loop {
         tokio::select! {
             () = &mut shutdown => break,
+            () = mom.stop.notified() => break,
             accepted = listener.accept() => match accepted {
                 Ok((stream, peer)) => {
                     let entry = gate.enter(peer.ip());

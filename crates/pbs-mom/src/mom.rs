@@ -200,6 +200,8 @@ pub struct Mom {
     host_mem_kb: u64,
     ticks_per_sec: u64,
     page_kb: u64,
+    /// Woken by the server's `Shutdown` (qterm -m): `link::run` returns.
+    pub stop: tokio::sync::Notify,
 }
 
 fn log_job(job_id: &str, message: std::fmt::Arguments<'_>) {
@@ -237,6 +239,7 @@ impl Mom {
             host_mem_kb: procfs::host_mem_kb(),
             ticks_per_sec: procfs::clock_ticks(),
             page_kb: (procfs::page_size() / 1024).max(1),
+            stop: tokio::sync::Notify::new(),
         }))
     }
 
@@ -466,6 +469,15 @@ impl Mom {
             ToMom::Ping => Some(FromMom::Pong),
             ToMom::Hooks { hooks } => {
                 self.hooks.replace(hooks);
+                None
+            }
+            ToMom::MessageJob { job_id, text, stdout, stderr, ask } => {
+                let code = self.message_job(&job_id, &text, stdout, stderr);
+                Some(FromMom::MessageResult { job_id, code, ask })
+            }
+            ToMom::Shutdown => {
+                tracing::info!("Shutting down at the server's request (jobs keep running)");
+                self.stop.notify_one();
                 None
             }
         }
@@ -1019,6 +1031,24 @@ impl Mom {
     }
 
     /// SignalJob: the PBSE code of the answer.
+    /// qmsg: appends a line to the running job's stderr and/or stdout as its owner.
+    fn message_job(&self, job_id: &str, text: &str, stdout: bool, stderr: bool) -> u32 {
+        let records = {
+            let state = self.lock();
+            let Some(job) = state.jobs.get(job_id).filter(|j| !j.forgotten) else { return Pbse::UNKJOBID.0 };
+            if !matches!(job.phase, Phase::Running) {
+                return Pbse::BADSTATE.0;
+            }
+            job.records.clone()
+        };
+        let Some(spec) = records::read(&records).get::<Spec>() else { return Pbse::SYSTEM.0 };
+        let code = crate::message::append(&spec.launch, stdout, stderr, text);
+        if code != 0 {
+            warn_job(job_id, format_args!("qmsg could not be written ({code})"));
+        }
+        code
+    }
+
     fn signal_job(&self, job_id: &str, text: &str) -> u32 {
         let Some(signal) = signals::parse(text) else {
             // OpenPBS's mom answers PBSE_UNKSIG here, as the server does for a bad name.

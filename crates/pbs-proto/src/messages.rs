@@ -273,6 +273,38 @@ pub enum Request {
         /// Attributes with their operation.
         attrs: Vec<MgrAttr>,
     },
+    /// Swap two jobs' places in the queues' order (qorder): their `queue_rank`, and their
+    /// queues when they differ. Neither may have started. Reply: [`ReplyBody::None`].
+    OrderJob {
+        /// The first job.
+        first: String,
+        /// The second job.
+        second: String,
+    },
+    /// Stop the server (qterm): operators and managers. Reply: [`ReplyBody::None`], once
+    /// the server has done what `manner` asks and is about to stop.
+    Shutdown {
+        /// `quick` (running jobs go on), `immediate` (running jobs are requeued, or
+        /// killed when not rerunnable) or `delay` (no new runs; waits for running jobs).
+        manner: String,
+        /// `-s`: the scheduler stops too.
+        scheduler: bool,
+        /// `-m`: the moms stop too (their jobs go on under their shepherds).
+        moms: bool,
+    },
+    /// Append a line to a running job's stderr and/or stdout (qmsg), written by its
+    /// mother superior's mom as the job's owner. Reply: [`ReplyBody::None`] once the mom
+    /// has written it, or the mom's error.
+    MessageJob {
+        /// The job.
+        id: String,
+        /// The line (without its newline).
+        text: String,
+        /// `-O`: to the job's stdout.
+        stdout: bool,
+        /// `-E` (the default): to the job's stderr.
+        stderr: bool,
+    },
 }
 
 /// The id list of a per-id request, borrowed as the request is.
@@ -301,7 +333,11 @@ macro_rules! per_job_ids {
             | Request::RunJob { .. }
             // Answered per id with a method, not an error, and bounded by its own walk.
             | Request::PreemptJobs { .. }
-            | Request::Manager { .. } => None,
+            | Request::Manager { .. }
+            // Two ids, each answered by the request's one outcome, as OpenPBS's qorder.
+            | Request::OrderJob { .. }
+            | Request::Shutdown { .. }
+            | Request::MessageJob { .. } => None,
         }
     };
 }
@@ -345,6 +381,9 @@ impl Request {
             Request::StatusSched { .. } => 81,
             Request::StatusResource { .. } => 82,
             Request::StatusHook { .. } => 83,
+            Request::OrderJob { .. } => 50,
+            Request::Shutdown { .. } => 17,
+            Request::MessageJob { .. } => 10,
             // qmgr's import and export are Manager requests in OpenPBS.
             Request::ImportHook { .. } | Request::ExportHook { .. } => 9,
         }

@@ -82,6 +82,23 @@ pub enum ToMom {
         /// The hooks, by name.
         hooks: Vec<MomHook>,
     },
+    /// Append `text` and a newline to the running job's stderr and/or stdout files (qmsg),
+    /// as the job's owner. The mom answers [`FromMom::MessageResult`].
+    MessageJob {
+        /// Full job id.
+        job_id: String,
+        /// The line.
+        text: String,
+        /// To the job's stdout.
+        stdout: bool,
+        /// To the job's stderr.
+        stderr: bool,
+        /// The server's number for the request waiting on the answer.
+        ask: u64,
+    },
+    /// `qterm -m`: the mom stops; its jobs go on under their shepherds and are adopted by
+    /// the next mom. No answer: the link closes.
+    Shutdown,
 }
 
 /// One execution hook as a mom runs it.
@@ -262,6 +279,16 @@ pub enum FromMom {
         code: u32,
         /// The `ask` of the [`ToMom::SignalJob`] answered.
         #[serde(default)]
+        ask: u64,
+    },
+    /// The outcome of a [`ToMom::MessageJob`].
+    MessageResult {
+        /// Full job id.
+        job_id: String,
+        /// PBSE code, 0 once written (15001 unknown job, 15016 not running, 15010 no
+        /// file the owner may append to).
+        code: u32,
+        /// The `ask` of the request answered.
         ask: u64,
     },
     /// Answer to [`ToMom::Ping`].

@@ -211,6 +211,8 @@ pub enum ToSched {
         /// down...).
         errors: Vec<IdError>,
     },
+    /// `qterm -s`: the scheduler stops (exits) instead of reconnecting.
+    Quit,
 }
 
 /// Run a job now on these vnodes.

@@ -105,6 +105,18 @@ fn request() -> impl Strategy<Value = Request> {
         (texts(), text()).prop_map(|(ids, signal)| Request::SignalJob { ids, signal }),
         (texts(), any::<bool>()).prop_map(|(ids, force)| Request::RerunJob { ids, force }),
         (texts(), text()).prop_map(|(ids, destination)| Request::MoveJob { ids, destination }),
+        (text(), text()).prop_map(|(first, second)| Request::OrderJob { first, second }),
+        (text(), text(), any::<bool>(), any::<bool>()).prop_map(|(id, text, stdout, stderr)| Request::MessageJob {
+            id,
+            text,
+            stdout,
+            stderr
+        }),
+        (text(), any::<bool>(), any::<bool>()).prop_map(|(manner, scheduler, moms)| Request::Shutdown {
+            manner,
+            scheduler,
+            moms
+        }),
         (mgr_command(), mgr_object(), texts(), vec(mgr_attr(), 0..3))
             .prop_map(|(command, object, names, attrs)| Request::Manager { command, object, names, attrs }),
     ]

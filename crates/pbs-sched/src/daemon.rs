@@ -447,6 +447,10 @@ impl Daemon {
                             break Mirror::new(whole, self.config.sched_config.clone());
                         }
                     }
+                    ToSched::Quit => {
+                        info!("Shutting down at the server's request");
+                        return (End::Stopped, false);
+                    }
                     other => debug!("Ignoring a frame before the snapshot: {other:?}"),
                 },
                 Ok(Event::Closed(_, why)) => return (End::Lost(why), false),
@@ -527,6 +531,10 @@ impl Daemon {
                         }
                     }
                     ToSched::RunNow { qrun, job_id } => qruns.push_back((qrun, job_id)),
+                    ToSched::Quit => {
+                        info!("Shutting down at the server's request");
+                        return (End::Stopped, true);
+                    }
                     ToSched::Preempted { number, results } => {
                         if preempting.is_some_and(|(sent, _)| sent == number) {
                             preempting = None;

@@ -103,7 +103,8 @@ pub(crate) enum ArrayRole {
     },
 }
 
-/// Position of a queued job in its queue: priority (higher first), then submission.
+/// Position of a queued job in its queue: priority (higher first), then `queue_rank`
+/// (submission order unless qorder swapped it), then subjob index.
 pub(crate) type OrderKey = (Reverse<i64>, u64, u64, u32);
 
 /// A job as the policy needs it.
@@ -961,7 +962,9 @@ impl Mirror {
                 u32::try_from(self.jobs.len() - 1).unwrap_or(u32::MAX)
             }
         };
-        let key = candidate.then_some((Reverse(view.priority), view.seq, sub_index, slot));
+        // Submission order, or the place qorder gave it (`queue_rank`, sent only then).
+        let rank = view.attrs.iter().find(|a| a.name() == "queue_rank").and_then(|a| a.value().parse().ok());
+        let key = candidate.then_some((Reverse(view.priority), rank.unwrap_or(view.seq), sub_index, slot));
         if let (ArrayRole::Sub { index }, Some(seq)) = (&array, seq) {
             self.subjobs_present.entry(seq).or_default().insert(*index);
         }

@@ -131,6 +131,26 @@ fn order_is_queue_priority_then_job_priority_then_submission() {
     assert!(d.updates().next().is_none());
 }
 
+/// qorder swaps two jobs' `queue_rank`: the mirror re-sorts them when the change comes, so
+/// the next cycle considers them in the swapped order.
+#[test]
+fn a_queue_rank_qorder_swapped_orders_jobs_of_equal_priority() {
+    let ranked = |mut j: SchedJob, rank: u64| {
+        j.attrs.push(Attr::new("queue_rank", rank.to_string()));
+        j
+    };
+    let s = snap(
+        vec![queue("workq", 0, &[])],
+        vec![node("n1", 1, "8gb")],
+        vec![job(1, "workq", "1:ncpus=1", "pack"), job(2, "workq", "1:ncpus=1", "pack")],
+    );
+    let mut m = mirror(s);
+    assert_eq!(run_ids(&cycle(&m, 0)), vec!["1.svr"]);
+    m.apply(SchedChange::Job { job: Box::new(ranked(job(1, "workq", "1:ncpus=1", "pack"), 2)) });
+    m.apply(SchedChange::Job { job: Box::new(ranked(job(2, "workq", "1:ncpus=1", "pack"), 1)) });
+    assert_eq!(run_ids(&cycle(&m, 0)), vec!["2.svr"]);
+}
+
 #[test]
 fn equal_priority_queues_interleave_by_job_priority() {
     let s = snap(

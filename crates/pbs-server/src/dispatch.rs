@@ -69,6 +69,8 @@ pub(crate) enum Handled {
     AskScheduler(String),
     /// A qsig whose answer waits for the moms'.
     AskMoms(AskingMoms),
+    /// A qmsg whose answer is its mom's.
+    AskMom(crate::job::message::MessageAsk),
     /// A PreemptJobs list, run through its rounds outside the lock.
     Preempt(Vec<String>),
 }
@@ -112,6 +114,16 @@ pub async fn dispatch(server: &Arc<Server>, who: &Identity, id: u64, mut request
             let mut reply = answer_from_moms(server, id, ask, answered, asking, applied).await;
             repeats.restore(&mut reply);
             return Response::Reply(reply);
+        }
+        Locked::AwaitMom { ask, answered, applied } => {
+            let _ = applied.done().await;
+            let _ = tokio::time::timeout(MOM_ANSWER_DEADLINE, answered).await;
+            let codes = crate::state::links::close_ask_codes(&mut server.lock().links, ask, 1);
+            let code = codes.first().copied().unwrap_or(Pbse::NORELYMOM.0);
+            return Response::Reply(match code {
+                0 => Reply::ok(id, ReplyBody::None),
+                code => Reply::error(id, code, Pbse(code).to_string()),
+            });
         }
         Locked::Preempt(ids) => {
             let results = crate::preemptwait::preempt(server, &ids).await;
@@ -220,6 +232,8 @@ enum Locked {
     /// A request waiting for moms' answers (request number `ask`), its frames handed on
     /// by `applied`.
     AwaitMoms { ask: u64, answered: oneshot::Receiver<()>, asking: AskingMoms, applied: Applied },
+    /// Waiting for one mom's answer (qmsg), which is the reply.
+    AwaitMom { ask: u64, answered: oneshot::Receiver<()>, applied: Applied },
 }
 
 /// The part of a request under the state lock: checks, the handler, and the start of its
@@ -241,7 +255,14 @@ fn handle_locked(
         return Locked::Respond(Response::Reply(crate::acl::refusal(id, &request, e)));
     }
     match handle(&mut shared.state, &ctx, id, request) {
-        Handled::Apply(reply, effects) => Locked::Applied(reply, server.apply_effects(shared, effects)),
+        Handled::Apply(reply, effects) => {
+            let applied = server.apply_effects(shared, effects);
+            if shared.state.stopping.is_some() {
+                // `run` stops once the reply is out (it drains connections mid-request).
+                server.stop.notify_one();
+            }
+            Locked::Applied(reply, applied)
+        }
         Handled::Parts(parts) => Locked::Respond(Response::Parts(parts)),
         Handled::AskMoms(asking) => {
             let asked = asking
@@ -262,6 +283,16 @@ fn handle_locked(
                 .collect();
             let applied = server.apply_effects(shared, Effects { to_moms: frames, ..Effects::default() });
             Locked::AwaitMoms { ask, answered, asking, applied }
+        }
+        Handled::AskMom(mut asking) => {
+            let asked = Asked::Mom { node: asking.node.clone(), job_id: asking.job_id.clone() };
+            let (ask, answered) = crate::state::links::open_ask(&mut shared.links, vec![asked]);
+            if let ToMom::MessageJob { ask: number, .. } = &mut asking.frame {
+                *number = ask;
+            }
+            let frames = vec![(asking.node, asking.frame)];
+            let applied = server.apply_effects(shared, Effects { to_moms: frames, ..Effects::default() });
+            Locked::AwaitMom { ask, answered, applied }
         }
         Handled::Preempt(ids) => Locked::Preempt(ids),
         Handled::AskScheduler(full_id) => match crate::sched_view::ask_scheduler(&mut shared.links, full_id) {
@@ -313,6 +344,22 @@ pub(crate) fn handle(state: &mut State, ctx: &Ctx<'_>, id: u64, request: Request
         }
         Request::RerunJob { ids, force } => per_id(crate::job::signal::rerun_jobs(state, ctx, &ids, force)),
         Request::MoveJob { ids, destination } => per_id(crate::job::moving::move_jobs(state, ctx, &ids, &destination)),
+        Request::Shutdown { manner, scheduler, moms } => {
+            match crate::shutdown::request(state, ctx, &manner, scheduler, moms) {
+                Ok(effects) => Handled::Apply(Reply::ok(id, ReplyBody::None), effects),
+                Err(e) => fail(e),
+            }
+        }
+        Request::MessageJob { id: job_id, text, stdout, stderr } => {
+            match crate::job::message::message_job(state, ctx, &job_id, &text, stdout, stderr) {
+                Ok(asking) => Handled::AskMom(asking),
+                Err(e) => fail(e),
+            }
+        }
+        Request::OrderJob { first, second } => match crate::job::order::order_jobs(state, ctx, &first, &second) {
+            Ok(effects) => Handled::Apply(Reply::ok(id, ReplyBody::None), effects),
+            Err(e) => fail(e),
+        },
         Request::HoldJob { ids, hold_types } => {
             per_id(crate::job::modify::hold_jobs(state, ctx, &ids, &hold_types, true))
         }

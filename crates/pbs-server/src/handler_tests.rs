@@ -59,6 +59,8 @@ fn frames(effects: &Effects) -> Vec<(String, &'static str)> {
                 ToMom::ModifyJob { .. } => "ModifyJob",
                 ToMom::Ping => "Ping",
                 ToMom::Hooks { .. } => "Hooks",
+                ToMom::Shutdown => "Shutdown",
+                ToMom::MessageJob { .. } => "MessageJob",
             };
             (node.clone(), kind)
         })
@@ -919,6 +921,120 @@ fn a_move_takes_a_waiting_job_to_another_queue_and_refuses_a_running_one() {
     assert_eq!(per_id_codes(&reply), [Pbse::BADSTATE.0]);
 }
 
+fn bob() -> Identity {
+    Identity { user: "bob".into(), group: "users".into(), uid: 1001, host: "host".into(), daemon: false }
+}
+
+/// qorder: the owner of both jobs swaps their `queue_rank` (the scheduler's view then
+/// carries it); a running job, an unknown one and another user's are refused.
+#[test]
+fn an_order_swaps_two_waiting_jobs_ranks_and_refuses_a_running_unknown_or_strangers_job() {
+    let mut f = fixture();
+    let first = f.submit(&alice(), &[]);
+    let second = f.submit(&alice(), &[]);
+    let key = |id: &str| crate::jobkey::key_of(id).unwrap_or(JobKey::job(u64::MAX));
+    let rank = |f: &Fixture, id: &str| f.state.job(key(id)).and_then(|j| j.get("queue_rank", None).map(str::to_string));
+    let (rank1, rank2) = (rank(&f, &first), rank(&f, &second));
+    let order = |first: &str, second: &str| Request::OrderJob { first: first.into(), second: second.into() };
+    let (reply, effects) = f.request(&alice(), order(&first, &second));
+    assert_eq!(reply.code, 0, "{reply:?}");
+    assert_eq!(writes(&effects), ["PutJob", "PutJob"]);
+    assert_eq!((rank(&f, &first), rank(&f, &second)), (rank2.clone(), rank1.clone()));
+    let view = f.state.job(key(&second)).map(|j| crate::sched_view::sched_job(&f.state, j));
+    let sent = view.and_then(|v| v.attrs.iter().find(|a| a.name() == "queue_rank").map(|a| a.value().to_string()));
+    assert_eq!(sent, rank1, "the scheduler hears the swapped rank");
+    let (_, running) = f.running_job();
+    assert_eq!(f.request(&alice(), order(&first, &running)).0.code, Pbse::BADSTATE.0);
+    assert_eq!(f.request(&alice(), order(&first, "99999.svr")).0.code, Pbse::UNKJOBID.0);
+    assert_eq!(f.request(&bob(), order(&first, &second)).0.code, Pbse::PERM.0);
+    assert_eq!(f.request(&alice(), order("1[2].svr", &second)).0.code, Pbse::IVALREQ.0);
+    assert_eq!((rank(&f, &first), rank(&f, &second)), (rank2, rank1), "refusals change nothing");
+}
+
+/// qterm: ordinary users are refused; an immediate stop requeues the running job through
+/// its mom and the server may stop once that end is in; no run starts meanwhile.
+#[test]
+fn a_shutdown_is_an_operators_and_an_immediate_one_requeues_running_jobs_first() {
+    let mut f = fixture();
+    let (key, id) = f.running_job();
+    let queued = f.submit(&alice(), &[]);
+    let stop = |manner: &str| Request::Shutdown { manner: manner.into(), scheduler: true, moms: true };
+    assert_eq!(f.request(&alice(), stop("quick")).0.code, Pbse::PERM.0);
+    assert!(f.state.stopping.is_none());
+    assert_eq!(f.request(&root(), stop("soon")).0.code, Pbse::IVALREQ.0);
+    let (reply, effects) = f.request(&root(), stop("immediate"));
+    assert_eq!(reply.code, 0, "{reply:?}");
+    assert_eq!(frames(&effects), n1(&["KillJob"]));
+    assert!(!crate::shutdown::may_stop(&f.state), "it waits for the job's end");
+    let run = Request::RunJob { id: queued, exec_vnode: Some("n1".into()) };
+    assert_eq!(f.request(&root(), run).0.code, Pbse::SVRDOWN.0, "nothing starts while stopping");
+    let effects = crate::job::end::job_ended(&mut f.state, "n1", &id, 271, &Usage::default(), f.now);
+    assert_eq!(records(&effects), [format!("R;{id}")]);
+    assert_eq!(f.job_state(key), Some(JobState::Queued));
+    assert!(crate::shutdown::may_stop(&f.state));
+}
+
+/// qmsg: a running job's message goes to its mother superior's mom, with the streams
+/// asked (stderr when none is); a queued job, an array and a stranger are refused, and
+/// nothing is written.
+#[test]
+fn a_message_asks_the_running_jobs_mom_and_refuses_a_queued_job() {
+    let mut f = fixture();
+    let (_, running) = f.running_job();
+    let queued = f.submit(&alice(), &[]);
+    let message =
+        |id: &str, stdout: bool| Request::MessageJob { id: id.into(), text: "hi".into(), stdout, stderr: false };
+    let owner = alice();
+    let ctx = Ctx { who: &owner, privilege: Privilege::User, now: 1000, groups: &[], hook_attrs: &[] };
+    match handle(&mut f.state, &ctx, 1, message(&running, false)) {
+        Handled::AskMom(asking) => {
+            assert_eq!(asking.node, "n1");
+            let ToMom::MessageJob { job_id, text, stdout, stderr, .. } = asking.frame else { panic!("a MessageJob") };
+            assert_eq!((job_id.as_str(), text.as_str(), stdout, stderr), (running.as_str(), "hi", false, true));
+        }
+        _ => panic!("the mom is asked"),
+    }
+    let (reply, effects) = f.request(&alice(), message(&queued, true));
+    assert_eq!(reply.code, Pbse::BADSTATE.0);
+    assert!(effects.is_empty());
+    assert_eq!(f.request(&bob(), message(&running, true)).0.code, Pbse::PERM.0);
+    let array = f.submit(&alice(), &[("array_indices_submitted", "1-2")]);
+    let (reply, _) = f.request(&alice(), message(&array, true));
+    assert_eq!((reply.code, reply.message.as_str()), (Pbse::NOSUP.0, "not supported for Array Jobs"));
+}
+
+/// A subjob cannot be held alone (as in OpenPBS): its array is. A subjob requeued while
+/// its array is held goes back among the array's queued indices and does not run until
+/// the array is released.
+#[test]
+fn a_subjob_requeued_while_its_array_is_held_waits_for_the_release() {
+    let mut f = fixture();
+    let array = f.submit(&alice(), &[("array_indices_submitted", "1-2")]);
+    let seq = crate::jobkey::key_of(&array).map_or(u64::MAX, |k| k.seq);
+    let subjob = pbs_core::JobId::subjob(seq, 1, "svr").to_string();
+    let (reply, _) = f.request(&root(), Request::RunJob { id: subjob.clone(), exec_vnode: Some("n1".into()) });
+    assert_eq!(reply.code, 0, "{reply:?}");
+    crate::job::end::job_started(&mut f.state, "n1", &subjob, 42);
+    let (reply, _) = f.request(&alice(), Request::HoldJob { ids: ids(&[&array]), hold_types: "u".into() });
+    assert_eq!(reply.code, 0, "{reply:?}");
+    let (reply, _) = f.request(&root(), Request::RerunJob { ids: ids(&[&subjob]), force: false });
+    assert_eq!(reply.code, 0, "{reply:?}");
+    crate::job::end::job_ended(&mut f.state, "n1", &subjob, 271, &Usage::default(), f.now);
+    assert_eq!(f.job_state(JobKey::job(seq)), Some(JobState::Held), "the array stays held");
+    let remaining = f.state.jobs.get(&seq).and_then(|j| j.get("array_indices_remaining", None).map(str::to_string));
+    assert_eq!(remaining.as_deref(), Some("1-2"), "the subjob is queued in its array again");
+    let view = f.state.jobs.get(&seq).map(|j| crate::sched_view::sched_job(&f.state, j));
+    assert_eq!(view.map(|v| v.state), Some('H'), "so the scheduler runs none of its subjobs");
+    let (reply, _) = f.request(&root(), Request::RunJob { id: subjob.clone(), exec_vnode: Some("n1".into()) });
+    assert_eq!(reply.code, Pbse::BADSTATE.0, "nor does a qrun");
+    let (reply, _) = f.request(&alice(), Request::ReleaseJob { ids: ids(&[&array]), hold_types: "u".into() });
+    assert_eq!(reply.code, 0, "{reply:?}");
+    // Every subjob is queued again, so the array is `Q` as its refresh counts it.
+    assert_eq!(f.job_state(JobKey::job(seq)), Some(JobState::Queued));
+    let (reply, _) = f.request(&root(), Request::RunJob { id: subjob, exec_vnode: Some("n1".into()) });
+    assert_eq!(reply.code, 0, "released, it runs again: {reply:?}");
+}
+
 /// The kind of a request, by an exhaustive match: a new kind does not build until it is
 /// named here, and then [`every_request_kind_has_a_handler_test`] wants a test of it.
 fn kind_of(request: &Request) -> &'static str {
@@ -944,6 +1060,9 @@ fn kind_of(request: &Request) -> &'static str {
         Request::Manager { .. } => "Manager",
         Request::PreemptJobs { .. } => "PreemptJobs",
         Request::MoveJob { .. } => "MoveJob",
+        Request::OrderJob { .. } => "OrderJob",
+        Request::Shutdown { .. } => "Shutdown",
+        Request::MessageJob { .. } => "MessageJob",
     }
 }
 
@@ -975,6 +1094,9 @@ fn every_request_kind_has_a_handler_test() {
         Request::RerunJob { ids: Vec::new(), force: false },
         Request::PreemptJobs { ids: Vec::new() },
         Request::MoveJob { ids: Vec::new(), destination: String::new() },
+        Request::OrderJob { first: String::new(), second: String::new() },
+        Request::Shutdown { manner: String::new(), scheduler: false, moms: false },
+        Request::MessageJob { id: String::new(), text: String::new(), stdout: false, stderr: false },
         Request::Manager {
             command: pbs_proto::MgrCommand::Set,
             object: pbs_proto::MgrObject::Server,

@@ -46,6 +46,7 @@ pub mod run;
 pub mod sched_view;
 pub mod schedlink;
 pub mod server;
+pub mod shutdown;
 pub mod size_limits;
 pub mod state;
 pub mod store;

@@ -62,7 +62,8 @@ pub fn apply(state: &mut State, node: &str, report: FromMom, now: i64) -> Effect
             }
             Effects::default()
         }
-        FromMom::Pong => Effects::default(),
+        // Its request hears it through the pending answers (`momlink`); nothing changes.
+        FromMom::MessageResult { .. } | FromMom::Pong => Effects::default(),
     }
 }
 

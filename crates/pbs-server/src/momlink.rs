@@ -218,6 +218,10 @@ fn handle(server: &Arc<Server>, node: &str, report: FromMom) {
     {
         undo = crate::mom_report::late_signal(node, job_id, signal);
     }
+    if let FromMom::MessageResult { job_id, code, ask } = &report {
+        let asked = Asked::Mom { node: node.to_string(), job_id: job_id.clone() };
+        crate::state::links::answer(&mut shared.links, *ask, &asked, crate::state::links::mom_outcome(*code));
+    }
     if let FromMom::JobEnded { job_id, .. } = &report {
         crate::state::links::job_ended(&mut shared.links, node, job_id);
     }

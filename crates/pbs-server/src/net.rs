@@ -298,6 +298,9 @@ const KNOWN_KINDS: &[&str] = &[
     "SignalJob",
     "RerunJob",
     "MoveJob",
+    "OrderJob",
+    "Shutdown",
+    "MessageJob",
 ];
 
 async fn dispatch<S>(server: &Arc<Server>, who: &Identity, frame: RequestFrame, conn: &mut Conn<S>) -> bool

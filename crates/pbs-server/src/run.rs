@@ -95,10 +95,25 @@ pub async fn run(server: Arc<Server>, listeners: Listeners, shutdown: impl Futur
         })
     };
     let (mut unix_loop, mut tcp_loop) = (unix_loop, tcp_loop);
-    tokio::select! {
-        ended = &mut unix_loop => resume_if_panicked(ended),
-        ended = &mut tcp_loop => resume_if_panicked(ended),
-        _ = shutdown => {}
+    tokio::pin!(shutdown);
+    let requested = tokio::select! {
+        ended = &mut unix_loop => {
+            resume_if_panicked(ended);
+            false
+        }
+        ended = &mut tcp_loop => {
+            resume_if_panicked(ended);
+            false
+        }
+        _ = &mut shutdown => false,
+        _ = server.stop.notified() => true,
+    };
+    if requested {
+        // Still serving meanwhile: commands see the jobs end, the moms report them.
+        tokio::select! {
+            _ = stop_as_asked(&server) => {}
+            _ = &mut shutdown => {}
+        }
     }
     // Stop accepting: once a loop's task is gone its listener is closed.
     unix_loop.abort();
@@ -116,6 +131,52 @@ pub async fn run(server: Arc<Server>, listeners: Listeners, shutdown: impl Futur
     };
     let _ = applied.done().await;
     tracing::info!("Server shut down");
+}
+
+/// What qterm asked for before the server stops (`shutdown`): waits for the running jobs an
+/// immediate or delayed stop ends or lets end, then tells the scheduler (`-s`) and the moms
+/// (`-m`) to stop and waits, a few seconds at most, for their links to close.
+async fn stop_as_asked(server: &Arc<Server>) {
+    let Some(stopping) = server.lock().state.stopping else { return };
+    // An immediate stop waits for the moms to report the jobs it requeued or killed (each
+    // within its kill_delay), a delayed one for as long as its jobs run.
+    let deadline = match stopping.manner {
+        crate::state::StopManner::Immediate => Some(tokio::time::Instant::now() + Duration::from_secs(120)),
+        _ => None,
+    };
+    while !crate::shutdown::may_stop(&server.lock().state) {
+        if deadline.is_some_and(|d| tokio::time::Instant::now() >= d) {
+            tracing::warn!("Jobs still running after 120 s: stopping without their ends");
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let (moms_up, applied) = {
+        let mut shared = server.lock();
+        if stopping.scheduler
+            && let Some(sched) = shared.links.sched.as_mut()
+        {
+            let _ = sched.send(pbs_proto::sched::ToSched::Quit);
+        }
+        let moms_up: Vec<String> = if stopping.moms {
+            shared.state.node_rt.iter().filter(|(_, rt)| rt.up).map(|(node, _)| node.clone()).collect()
+        } else {
+            Vec::new()
+        };
+        let frames = moms_up.iter().map(|node| (node.clone(), pbs_proto::mom::ToMom::Shutdown)).collect();
+        (moms_up, server.apply_effects(&mut shared, Effects { to_moms: frames, ..Effects::default() }))
+    };
+    let _ = applied.done().await;
+    // The links close as their peers exit; whoever has not gone in 5 s is left to go.
+    let until = tokio::time::Instant::now() + Duration::from_secs(5);
+    let gone = || {
+        let shared = server.lock();
+        let sched_gone = !stopping.scheduler || shared.links.sched.is_none();
+        sched_gone && moms_up.iter().all(|node| shared.state.node_rt.get(node).is_none_or(|rt| !rt.up))
+    };
+    while tokio::time::Instant::now() < until && !gone() {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 /// The server's one timer: sleeps until the state's earliest timed entry (at most a

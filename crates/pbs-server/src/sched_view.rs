@@ -53,6 +53,11 @@ pub fn sched_job(state: &State, job: &Job) -> SchedJob {
         attrs.push(Attr::new("eligible_time", job.get("eligible_time", None).unwrap_or("0")));
         attrs.push(Attr::new("sample_starttime", job.accrue_since.to_string()));
     }
+    // A job's place among equal priorities is its submission unless qorder swapped it:
+    // only then is `queue_rank` sent, so the common job costs nothing more.
+    if let Some(rank) = job.get("queue_rank", None).filter(|rank| rank.parse::<u64>().ok() != Some(job.seq)) {
+        attrs.push(Attr::new("queue_rank", rank));
+    }
     for (base, resource) in
         [("estimated", None), ("resources_used", Some("walltime")), ("resources_used", Some("cput"))]
     {

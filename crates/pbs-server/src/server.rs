@@ -79,6 +79,8 @@ pub struct Server {
     pub frame_budget: std::sync::Arc<pbs_proto::budget::ByteBudget>,
     /// The warm interpreters server hooks run in.
     pub hooks: pbs_hooks::Pool,
+    /// Woken when qterm has marked the state stopping (`State::stopping`): `run` stops.
+    pub stop: tokio::sync::Notify,
 }
 
 /// How many hook interpreters the server keeps: events beyond this wait for one.
@@ -192,6 +194,7 @@ impl Server {
             store,
             mom_tasks: Mutex::new(Default::default()),
             frame_budget: pbs_proto::budget::ByteBudget::new(MAX_BYTES_IN_FLIGHT_PER_UID),
+            stop: tokio::sync::Notify::new(),
             hooks,
         })
     }
@@ -416,6 +419,7 @@ mod tests {
             store,
             mom_tasks: Mutex::new(HashMap::new()),
             frame_budget: pbs_proto::budget::ByteBudget::new(MAX_BYTES_IN_FLIGHT_PER_UID),
+            stop: tokio::sync::Notify::new(),
             hooks: pbs_hooks::Pool::new("/nonexistent/runner.py".into(), None, 1, "test"),
         };
         Recording { server: Arc::new(server), commits, sched, mom }

@@ -92,6 +92,9 @@ pub fn check_request(request: &Request) -> Result<(), ReqError> {
         | Request::SignalJob { .. }
         | Request::RerunJob { .. }
         | Request::MoveJob { .. }
+        | Request::OrderJob { .. }
+        | Request::Shutdown { .. }
+        | Request::MessageJob { .. }
         | Request::RunJob { .. } => 0,
         // Any length the frame carries: each id costs one lookup and one line of the
         // answer, and only running jobs (each once) cost more (`job::preempt::begin`).

@@ -24,7 +24,21 @@ const LAYERS: &[(&str, &[&str])] = &[
     // What every handler shares: who asks, what an id names, value and permission rules.
     ("request", &["request", "acl", "privilege", "holds", "size_limits", "criteria", "launch_owner"]),
     // What requests and events do, as changes to the state that return effects.
-    ("domain", &["accounting", "entity_limits", "node", "job", "objects", "sched_view", "mom_report", "due", "hooks"]),
+    (
+        "domain",
+        &[
+            "accounting",
+            "entity_limits",
+            "node",
+            "job",
+            "objects",
+            "sched_view",
+            "mom_report",
+            "due",
+            "hooks",
+            "shutdown",
+        ],
+    ),
     // Carrying out effects.
     ("server", &["server"]),
     // Every client request, through one match.

@@ -152,6 +152,11 @@ fn check_nodes(state: &State, exec: &ExecVnode) -> Result<(), ReqError> {
 /// Returns the store operations and the launches to send once they are committed; for a
 /// subjob, the caller adds [`crate::job::array::settle`]'s operations.
 pub fn run_job(state: &mut State, key: JobKey, exec_vnode: &str, now: i64) -> Result<Effects, ReqError> {
+    // A server that qterm is stopping starts nothing more (a delayed stop waits for the
+    // jobs already running).
+    if state.stopping.is_some() {
+        return Err(ReqError::new(Pbse::SVRDOWN));
+    }
     let parsed: ExecVnode = exec_vnode.parse().map_err(|_| ReqError::new(Pbse::BADNODESPEC))?;
     let mut array_began = None;
     if let Some(index) = key.index {

@@ -184,6 +184,8 @@ pub fn send_frames(links: &mut Links, frames: MomFrames) {
                             ToMom::ModifyJob { job_id, .. } => format!("the new limits of {job_id}"),
                             ToMom::Ping => "a ping".to_string(),
                             ToMom::Hooks { .. } => "the execution hooks".to_string(),
+                            ToMom::Shutdown => "a shutdown".to_string(),
+                            ToMom::MessageJob { job_id, .. } => format!("a message to {job_id}"),
                         }
                     );
                 }

@@ -123,6 +123,28 @@ struct CustomResourceRecord {
     flags: String,
 }
 
+/// How qterm asked the server to stop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StopManner {
+    /// Running jobs go on under their moms.
+    Quick,
+    /// Running jobs are requeued, or killed when not rerunnable, before the stop.
+    Immediate,
+    /// No new run; the stop waits for the running jobs to end.
+    Delay,
+}
+
+/// A stop qterm asked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stopping {
+    /// What happens to running jobs.
+    pub manner: StopManner,
+    /// `-s`: the scheduler is told to stop.
+    pub scheduler: bool,
+    /// `-m`: the moms are told to stop.
+    pub moms: bool,
+}
+
 /// The whole server state.
 pub struct State {
     /// The suffix of job ids.
@@ -169,6 +191,8 @@ pub struct State {
     pub starting: HashSet<JobKey>,
     /// Arrays whose subjobs started in the batch being applied (see `job::array::settle`).
     pub arrays_to_refresh: BTreeSet<u64>,
+    /// Set by qterm: the server is stopping, and how (see `shutdown`).
+    pub stopping: Option<Stopping>,
     /// Queued-job entity limits and the usage they are checked against.
     pub entity_limits: crate::state::entity_usage::Tracker,
     /// Launches handed to a mom link and suspended jobs by node (see `faults`).
@@ -333,6 +357,7 @@ impl State {
             ending: HashMap::new(),
             starting: HashSet::new(),
             arrays_to_refresh: BTreeSet::new(),
+            stopping: None,
             entity_limits: Default::default(),
             faults: Default::default(),
             timers: Default::default(),
