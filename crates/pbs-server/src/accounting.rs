@@ -282,6 +282,7 @@ mod tests {
             queue: "workq".into(),
             attrs: crate::attrlist::AttrList::default(),
             placement: None,
+            accrue_since: 0,
         };
         job.attrs.set(job_idx!("Job_Name"), None, "renamed");
         job.attrs.set(job_idx!("Resource_List"), Some("walltime".into()), "00:10:00");
