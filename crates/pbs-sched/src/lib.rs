@@ -34,6 +34,7 @@
 //! its arguments.
 
 mod calendar;
+mod condition;
 mod config;
 mod cycle;
 pub mod daemon;
@@ -57,3 +58,5 @@ pub use mirror::Mirror;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_conditions;
