@@ -8,6 +8,7 @@ mod arrays;
 mod authz;
 mod bounds;
 mod commands;
+mod condsel;
 mod conns;
 mod counts;
 mod deferred;

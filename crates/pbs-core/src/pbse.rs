@@ -404,6 +404,9 @@ impl Pbse {
     pub const SCHEDCONNECTED: Pbse = Pbse(15230);
     /// 15231: "Attribute has to be set on an array job"
     pub const NOTARRAY_ATTR: Pbse = Pbse(15231);
+    /// 15240: "Consumable resource can only be requested with = operator". Not OpenPBS's:
+    /// conditional chunk requests (docs/job-sets.md) gave it a number past OpenPBS's last.
+    pub const CONSUMABLE_OP: Pbse = Pbse(15240);
     /// Success.
     pub const NONE: Pbse = Pbse(0);
 
@@ -579,6 +582,7 @@ impl Pbse {
             15229 => "Finished job did not satisfy dependency",
             15230 => "Scheduler already connected",
             15231 => "Attribute has to be set on an array job",
+            15240 => "Consumable resource can only be requested with = operator",
             _ => return None,
         };
         Some(text)

@@ -7,7 +7,7 @@ use std::str::FromStr;
 
 use crate::attr::{Privilege, bool_text, parse_bool};
 use crate::duration::Duration;
-use crate::select::{Place, Select};
+use crate::select::{Chunk, Cmp, Place, Select};
 use crate::size::Size;
 
 /// The value type of a resource.
@@ -232,6 +232,7 @@ impl ResourceDef {
             "place" => return value.parse::<Place>().map(|_| value.to_string()).map_err(|_| bad()),
             "nodes" if value.is_empty() => return Err(bad()),
             "nodes" => return crate::nodespec::check_syntax(value).map(|()| value.to_string()).map_err(|_| bad()),
+            "nfilter" => return crate::nfilter::NFilter::parse(value).map(|_| value.to_string()).map_err(|_| bad()),
             _ => {}
         }
         match self.rtype {
@@ -259,6 +260,27 @@ impl ResourceDef {
                 Ok(value.to_string())
             }
         }
+    }
+}
+
+/// Why a chunk's condition (`color!=green`) is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConditionError {
+    /// An operator other than `=` on an amount the chunk takes (PBSE_CONSUMABLE_OP).
+    #[error("Consumable resource can only be requested with = operator")]
+    Consumable,
+    /// A value the resource cannot hold, or an order asked of a boolean (PBSE_BADATVAL on
+    /// `Resource_List.select`).
+    #[error("illegal value for resource {0}")]
+    BadValue(String),
+}
+
+impl ResourceDef {
+    /// Whether a chunk takes an amount of this resource from its vnode, so that only `=`
+    /// can say how much: the consumables (flag `n` or `f`) and the per-chunk process
+    /// counts, which the chunk also takes as asked.
+    pub fn is_taken_amount(&self) -> bool {
+        self.flags.consumable || self.flags.consumable_first || matches!(self.name.as_str(), "mpiprocs" | "ompthreads")
     }
 }
 
@@ -320,6 +342,8 @@ impl ResourceRegistry {
             ("start_time", Long, ""),
             ("preempt_targets", StringArray, ""),
             ("eoe", Str, ""),
+            // A job's node filter (docs/job-sets.md), checked by `crate::nfilter`.
+            ("nfilter", Str, ""),
         ];
         let defs = builtins
             .into_iter()
@@ -370,6 +394,29 @@ impl ResourceRegistry {
     /// Every resource, built-in and custom, in name order.
     pub fn all(&self) -> impl Iterator<Item = &ResourceDef> {
         self.defs.values()
+    }
+
+    /// Checks the conditions (operators other than `=`) of one chunk: only non-consumables
+    /// may have them, booleans only `!=`, and each value must be one of the resource's type.
+    /// Unknown resources are left to the select's other checks (PBSE_UNKRESC).
+    pub fn check_conditions(&self, chunk: &Chunk) -> Result<(), ConditionError> {
+        for res in chunk.conditions() {
+            let Some(def) = self.get(res.name()) else { continue };
+            if def.is_taken_amount() {
+                return Err(ConditionError::Consumable);
+            }
+            let bad = || ConditionError::BadValue(def.name.clone());
+            if def.rtype == ResourceType::Boolean && res.cmp() != Cmp::Ne {
+                return Err(bad());
+            }
+            def.normalize(res.value()).map_err(|_| bad())?;
+        }
+        Ok(())
+    }
+
+    /// [`Self::check_conditions`] for every chunk of a select.
+    pub fn check_select_conditions(&self, select: &Select) -> Result<(), ConditionError> {
+        select.chunks().iter().try_for_each(|chunk| self.check_conditions(chunk))
     }
 
     /// Custom resources in name order.
@@ -423,6 +470,33 @@ mod tests {
         assert!(ResourceDef::custom("x", "long", "z").is_err());
         assert!(registry.get("soft_walltime").unwrap().manager_only_set);
         assert!(ResourceDef::custom("x", "long", "ir").is_err());
+    }
+
+    #[test]
+    fn conditions_only_on_what_a_chunk_does_not_take() {
+        let mut registry = ResourceRegistry::new();
+        for (name, rtype, flags) in
+            [("color", "string", "h"), ("cores", "long", "h"), ("scratch", "size", "nh"), ("fast", "boolean", "h")]
+        {
+            registry.define(ResourceDef::custom(name, rtype, flags).unwrap()).unwrap();
+        }
+        let check = |text: &str| registry.check_select_conditions(&text.parse::<Select>().unwrap());
+        assert_eq!(check("1:ncpus=4:color!=green"), Ok(()));
+        assert_eq!(check("1:cores>=16:arch<=linux:host!=n1"), Ok(()));
+        assert_eq!(check("1:fast!=True"), Ok(()));
+        for consumable in ["1:ncpus>4", "1:ncpus=5:mem>21gb", "1:scratch<=1gb", "1:mpiprocs>1", "1:ngpus!=0"] {
+            assert_eq!(check(consumable), Err(ConditionError::Consumable), "{consumable}");
+        }
+        assert_eq!(check("1:fast>True"), Err(ConditionError::BadValue("fast".into())));
+        assert_eq!(check("1:fast!=maybe"), Err(ConditionError::BadValue("fast".into())));
+        assert_eq!(check("1:cores>=lots"), Err(ConditionError::BadValue("cores".into())));
+        // Each chunk on its own: the second chunk's condition is refused.
+        assert_eq!(check("1:color!=red+1:mem>1gb"), Err(ConditionError::Consumable));
+        assert_eq!(ConditionError::Consumable.to_string(), crate::Pbse::CONSUMABLE_OP.to_string());
+        // nfilter is a job-wide resource checked by its grammar.
+        let nfilter = registry.get("nfilter").unwrap();
+        assert!(nfilter.normalize("resources_available['color']=='blue'").is_ok());
+        assert!(nfilter.normalize("__import__('os').system('id')").is_err());
     }
 
     #[test]

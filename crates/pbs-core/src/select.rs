@@ -1,5 +1,8 @@
-//! `select` (`2:ncpus=4:mem=1gb+1:ngpus=1`) and `place` (`scatter:excl`) specifications.
+//! `select` (`2:ncpus=4:mem=1gb+1:ngpus=1`) and `place` (`scatter:excl`) specifications,
+//! each chunk resource with its comparison (`color!=green`, `os_ver>=rhel6`: conditional
+//! requests, see docs/job-sets.md).
 
+use std::cmp::Ordering;
 use std::fmt;
 use std::str::FromStr;
 
@@ -13,11 +16,98 @@ pub enum SelectError {
     DuplicateResource(String),
 }
 
+/// How a chunk resource is compared with a vnode's: `=` asks for the value (an amount of a
+/// consumable, the value of a non-consumable); the others are conditions on a
+/// non-consumable's value (`color!=green`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Cmp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+impl Cmp {
+    /// The operator as a select writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Cmp::Eq => "=",
+            Cmp::Ne => "!=",
+            Cmp::Lt => "<",
+            Cmp::Le => "<=",
+            Cmp::Gt => ">",
+            Cmp::Ge => ">=",
+        }
+    }
+
+    /// Whether `have` compared with the wanted value (`have.cmp(wanted)`) satisfies the
+    /// operator.
+    pub fn holds(self, order: Ordering) -> bool {
+        match self {
+            Cmp::Eq => order == Ordering::Equal,
+            Cmp::Ne => order != Ordering::Equal,
+            Cmp::Lt => order == Ordering::Less,
+            Cmp::Le => order != Ordering::Greater,
+            Cmp::Gt => order == Ordering::Greater,
+            Cmp::Ge => order != Ordering::Less,
+        }
+    }
+
+    /// The operator at the start of `text` and its length: the two-character ones first.
+    fn lead(text: &str) -> Option<(Cmp, usize)> {
+        let bytes = text.as_bytes();
+        Some(match (bytes.first()?, bytes.get(1)) {
+            (b'<', Some(b'=')) => (Cmp::Le, 2),
+            (b'>', Some(b'=')) => (Cmp::Ge, 2),
+            (b'!', Some(b'=')) => (Cmp::Ne, 2),
+            (b'<', _) => (Cmp::Lt, 1),
+            (b'>', _) => (Cmp::Gt, 1),
+            (b'=', _) => (Cmp::Eq, 1),
+            _ => return None,
+        })
+    }
+}
+
+impl fmt::Display for Cmp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One resource of a chunk: `name`, its operator and the value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChunkRes {
+    name: String,
+    cmp: Cmp,
+    value: String,
+}
+
+impl ChunkRes {
+    /// `name=value`.
+    pub fn eq(name: &str, value: &str) -> ChunkRes {
+        ChunkRes { name: name.to_string(), cmp: Cmp::Eq, value: value.to_string() }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn cmp(&self) -> Cmp {
+        self.cmp
+    }
+
+    pub fn value(&self) -> &str {
+        &self.value
+    }
+}
+
 /// One `+`-separated section: `count` chunks, each asking for `resources`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Chunk {
     count: u32,
-    resources: Vec<(String, String)>,
+    resources: Vec<ChunkRes>,
 }
 
 impl Chunk {
@@ -25,13 +115,25 @@ impl Chunk {
         self.count
     }
 
-    pub fn resources(&self) -> &[(String, String)] {
+    /// Every resource of the chunk, in the order written, conditions included.
+    pub fn resources(&self) -> &[ChunkRes] {
         &self.resources
     }
 
-    /// The value this chunk asks for a resource, if any.
+    /// The value this chunk asks for a resource with `=`, if any (a condition such as
+    /// `host!=n1` is not a value asked for).
     pub fn get(&self, resource: &str) -> Option<&str> {
-        self.resources.iter().find(|(r, _)| r == resource).map(|(_, v)| v.as_str())
+        self.resources.iter().find(|r| r.name == resource && r.cmp == Cmp::Eq).map(|r| r.value.as_str())
+    }
+
+    /// Whether the chunk names a resource, with any operator.
+    pub fn names(&self, resource: &str) -> bool {
+        self.resources.iter().any(|r| r.name == resource)
+    }
+
+    /// The resources asked for with an operator other than `=`.
+    pub fn conditions(&self) -> impl Iterator<Item = &ChunkRes> {
+        self.resources.iter().filter(|r| r.cmp != Cmp::Eq)
     }
 }
 
@@ -54,15 +156,17 @@ impl Select {
 
     /// One chunk asking for `resources`.
     pub fn single(resources: Vec<(String, String)>) -> Select {
+        let resources = resources.into_iter().map(|(name, value)| ChunkRes { name, cmp: Cmp::Eq, value }).collect();
         Select { chunks: vec![Chunk { count: 1, resources }] }
     }
 
-    /// Adds each `default_chunk` resource to every chunk that does not ask for it.
+    /// Adds each `default_chunk` resource to every chunk that does not name it (a
+    /// condition on a resource stands in for its default too).
     pub fn with_default_chunk(mut self, defaults: &[(String, String)]) -> Self {
         for chunk in &mut self.chunks {
             for (resource, value) in defaults {
-                if chunk.get(resource).is_none() {
-                    chunk.resources.push((resource.clone(), value.clone()));
+                if !chunk.names(resource) {
+                    chunk.resources.push(ChunkRes::eq(resource, value));
                 }
             }
         }
@@ -95,33 +199,41 @@ impl FromStr for Select {
         for section in text.split('+') {
             let mut parts = section.split(':');
             let first = parts.next().unwrap_or_default();
-            let mut resources: Vec<(String, String)> = Vec::new();
+            let mut resources: Vec<ChunkRes> = Vec::new();
             let count = if !first.is_empty() && first.bytes().all(|b| b.is_ascii_digit()) {
                 first.parse::<u32>().map_err(|_| SelectError::Syntax)?
             } else {
-                let (name, value) = first.split_once('=').ok_or(SelectError::Syntax)?;
-                resources.push((name.to_string(), value.to_string()));
+                resources.push(chunk_res(first)?);
                 1
             };
             if count == 0 {
                 return Err(SelectError::Syntax);
             }
             for part in parts {
-                let (name, value) = part.split_once('=').ok_or(SelectError::Syntax)?;
-                resources.push((name.to_string(), value.to_string()));
+                resources.push(chunk_res(part)?);
             }
-            for (i, (name, value)) in resources.iter().enumerate() {
-                if !is_resource_name(name) || value.is_empty() {
-                    return Err(SelectError::Syntax);
-                }
-                if resources[..i].iter().any(|(n, _)| n == name) {
-                    return Err(SelectError::DuplicateResource(name.clone()));
+            for (i, res) in resources.iter().enumerate() {
+                if resources[..i].iter().any(|r| r.name == res.name) {
+                    return Err(SelectError::DuplicateResource(res.name.clone()));
                 }
             }
             chunks.push(Chunk { count, resources });
         }
         Ok(Select { chunks })
     }
+}
+
+/// `name OP value`: the name ends at the first operator character, so `mem>=1gb` is `mem`
+/// `>=` `1gb` and `color==x` is `color` `=` `=x`, as `=` alone always read.
+fn chunk_res(part: &str) -> Result<ChunkRes, SelectError> {
+    let at = part.find(['=', '<', '>', '!']).ok_or(SelectError::Syntax)?;
+    let name = &part[..at];
+    let (cmp, len) = Cmp::lead(&part[at..]).ok_or(SelectError::Syntax)?;
+    let value = &part[at + len..];
+    if !is_resource_name(name) || value.is_empty() {
+        return Err(SelectError::Syntax);
+    }
+    Ok(ChunkRes { name: name.to_string(), cmp, value: value.to_string() })
 }
 
 impl fmt::Display for Select {
@@ -131,8 +243,8 @@ impl fmt::Display for Select {
                 f.write_str("+")?;
             }
             write!(f, "{}", chunk.count)?;
-            for (name, value) in &chunk.resources {
-                write!(f, ":{name}={value}")?;
+            for res in &chunk.resources {
+                write!(f, ":{}{}{}", res.name, res.cmp, res.value)?;
             }
         }
         Ok(())
@@ -224,6 +336,47 @@ mod tests {
         check("0:ncpus=1", Err(SelectError::Syntax));
         check("1:ncpus=1+", Err(SelectError::Syntax));
         check("1:ncpus=1:ncpus=2", Err(SelectError::DuplicateResource("ncpus".into())));
+    }
+
+    #[test]
+    fn conditions_parse_print_and_stay_apart_from_values() {
+        check("1:ncpus=4:color!=green", Ok("1:ncpus=4:color!=green"));
+        check("os_ver>=rhel6:a<3:b<=4:c>5:d>=6", Ok("1:os_ver>=rhel6:a<3:b<=4:c>5:d>=6"));
+        // `=` keeps reading everything after it as the value.
+        check("1:color==x", Ok("1:color==x"));
+        for bad in ["1:color!green", "1:color!", "1:color>=", "1:!=x", "1:co!or=x", "1:a<=1:a>2"] {
+            assert!(bad.parse::<Select>().is_err(), "{bad}");
+        }
+        assert_eq!("1:a<=1:a>2".parse::<Select>(), Err(SelectError::DuplicateResource("a".into())));
+        let select: Select = "2:ncpus=4:host!=n1:mem=1gb".parse().unwrap();
+        let chunk = &select.chunks()[0];
+        assert_eq!(chunk.get("host"), None);
+        assert!(chunk.names("host"));
+        assert_eq!(chunk.get("ncpus"), Some("4"));
+        let conds: Vec<_> = chunk.conditions().map(|r| (r.name(), r.cmp(), r.value())).collect();
+        assert_eq!(conds, [("host", Cmp::Ne, "n1")]);
+        // A condition stands in for the resource's default.
+        let select = select.with_default_chunk(&[("host".into(), "n2".into()), ("arch".into(), "linux".into())]);
+        assert_eq!(select.to_string(), "2:ncpus=4:host!=n1:mem=1gb:arch=linux");
+    }
+
+    #[test]
+    fn operators_compare_as_written() {
+        use Ordering::{Equal, Greater, Less};
+        let table = [
+            (Cmp::Eq, [false, true, false]),
+            (Cmp::Ne, [true, false, true]),
+            (Cmp::Lt, [true, false, false]),
+            (Cmp::Le, [true, true, false]),
+            (Cmp::Gt, [false, false, true]),
+            (Cmp::Ge, [false, true, true]),
+        ];
+        for (cmp, expected) in table {
+            assert_eq!([cmp.holds(Less), cmp.holds(Equal), cmp.holds(Greater)], expected, "{cmp}");
+        }
+        // Strings compare byte by byte, as the design's example warns.
+        assert!(Cmp::Gt.holds("ver_12".cmp("ver_045")));
+        assert!(Cmp::Lt.holds("ver_012".cmp("ver_045")));
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! Property tests of every pbs-core parser that reads outside input (job ids, select and
-//! place, exec_vnode, durations, sizes, resource values, pbs.conf, Torque-style nodes specs)
+//! place, exec_vnode, durations, sizes, resource values, pbs.conf, Torque-style nodes specs,
+//! nfilter)
 //! and of the soft_walltime
 //! arithmetic: no input makes them panic, and what they print they read back unchanged.
 //! Index ranges have their own tests (`parsers.rs`).
@@ -64,6 +65,24 @@ proptest! {
             let _ = ResourceDef::custom("r", rtype, "");
         }
         let _ = ResourceDef::custom(&text, &text, &text);
+        let _ = pbs_core::nfilter::NFilter::parse(&text);
+        if let Ok(select) = text.parse::<Select>() {
+            let _ = registry.check_select_conditions(&select);
+        }
+    }
+
+    /// Filters made of the grammar's own pieces in any order: parsing never panics, and
+    /// what parses has at most `MAX_TERMS` terms.
+    #[test]
+    fn nfilter_pieces_in_any_order(pieces in vec(select(vec![
+        "resources_available", "['a']", "[b]", "==", "!=", "<", "<=", ">", ">=", "'x'", "\"y\"", "z9",
+        "and", "or", "not", "(", ")", " ", "'", "[", "]",
+    ]), 0..80)) {
+        let text: String = pieces.concat();
+        if let Ok(filter) = pbs_core::nfilter::NFilter::parse(&text) {
+            prop_assert!(filter.terms().len() <= pbs_core::nfilter::MAX_TERMS);
+            let _ = filter.eval(|i| i % 2 == 0);
+        }
     }
 
     #[test]

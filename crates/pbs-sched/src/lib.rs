@@ -39,6 +39,7 @@
 
 mod accrue;
 mod calendar;
+mod condition;
 mod config;
 mod cycle;
 pub mod daemon;
@@ -62,3 +63,5 @@ pub use mirror::Mirror;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_conditions;

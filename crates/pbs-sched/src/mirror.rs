@@ -11,12 +11,13 @@
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use pbs_core::select::{Arrangement, Place, Select, Sharing as PlaceSharing};
+use pbs_core::select::{Arrangement, Cmp, Place, Select, Sharing as PlaceSharing};
 use pbs_core::sharing::NodeSharing;
 use pbs_core::{ExecVnode, IndexSet, JobId};
 use pbs_proto::Attr;
 use pbs_proto::sched::{Action, SchedChange, SchedJob, SchedNode, SchedQueue, Snapshot};
 
+use crate::condition::{Cond, NodeFilter};
 use crate::config::SchedConfig;
 use crate::limits::{Entity, OverSoft, RunCounts, RunLimits, Who, soft_standing};
 use crate::resources::{Kind, ResId, ResourceTable, UNSET, add_amounts, amount_of, parse_amount, set_amount};
@@ -66,6 +67,8 @@ pub(crate) struct ChunkReq {
     pub(crate) cons: Vec<(ResId, i64)>,
     /// Non-consumables that must match.
     pub(crate) noncons: Vec<(ResId, Wanted)>,
+    /// Conditions on non-consumables (`color!=green`), empty for most chunks.
+    pub(crate) conds: Vec<Cond>,
 }
 
 /// A parsed request (select, place, job-wide resources), shared by every job asking for
@@ -84,6 +87,8 @@ pub(crate) struct Request {
     pub(crate) job_wide: Vec<(ResId, i64)>,
     /// Why the request can never be placed, if it cannot be read.
     pub(crate) invalid: Option<String>,
+    /// `nfilter`: the vnodes the job may be placed on, compiled once per request.
+    pub(crate) filter: Option<Box<NodeFilter>>,
 }
 
 /// Which part of an array a job is.
@@ -738,6 +743,7 @@ impl Mirror {
             select_totals: Vec::new(),
             job_wide: Vec::new(),
             invalid: None,
+            filter: None,
         };
         let place_text = if job.place.trim().is_empty() { "pack" } else { job.place.trim() };
         match place_text.parse::<Place>() {
@@ -758,15 +764,21 @@ impl Mirror {
             Ok(select) => {
                 request.counts = pbs_core::capacity::Counts::of(&select);
                 for chunk in select.chunks() {
-                    let mut req = ChunkReq { count: chunk.count(), cons: Vec::new(), noncons: Vec::new() };
-                    for (name, value) in chunk.resources() {
+                    let mut req =
+                        ChunkReq { count: chunk.count(), cons: Vec::new(), noncons: Vec::new(), conds: Vec::new() };
+                    for res in chunk.resources() {
+                        let (name, value) = (res.name(), res.value());
                         let id = self.res.intern(name, value);
                         let kind = self.res.kind(id);
                         if !self.checked(name, kind) {
                             continue;
                         }
+                        if res.cmp() != Cmp::Eq {
+                            req.conds.push(Cond::compile(&mut self.res, name, res.cmp(), value));
+                            continue;
+                        }
                         match kind {
-                            Kind::Str => req.noncons.push((id, Wanted::Str(value.clone()))),
+                            Kind::Str => req.noncons.push((id, Wanted::Str(value.to_string()))),
                             Kind::Bool => {
                                 let wanted = parse_amount(Kind::Bool, value).unwrap_or(0) != 0;
                                 req.noncons.push((id, Wanted::Bool(wanted)));
@@ -790,6 +802,13 @@ impl Mirror {
             Err(_) => request.invalid = Some("invalid chunk in select".to_string()),
         }
         for (name, value) in &job.resources {
+            if name == "nfilter" {
+                match NodeFilter::compile(&mut self.res, value) {
+                    Some(filter) => request.filter = Some(Box::new(filter)),
+                    None => request.invalid = Some("invalid nfilter".to_string()),
+                }
+                continue;
+            }
             if matches!(name.as_str(), "select" | "place" | "nodes") {
                 continue;
             }

@@ -9,7 +9,8 @@
 use pbs_core::select::Arrangement;
 use pbs_core::sharing::{is_excl, is_exclhost};
 
-use crate::mirror::{Request, Wanted};
+use crate::condition::Cond;
+use crate::mirror::{Node, Request, Wanted};
 use crate::reason::{Failure, Reason};
 use crate::resources::{ResId, UNSET, amount_of, format_amount};
 use crate::world::{Alloc, World};
@@ -84,6 +85,20 @@ pub(crate) fn can_fit_set(w: &World<'_>, set: &SetView<'_>, req: &Request, total
         for &(id, wanted) in &chunk.cons {
             check_amount(w, set, id, wanted, total)?;
         }
+        for cond in &chunk.conds {
+            if !set.nodes.iter().any(|&slot| w.m.node(slot).is_some_and(|node| meets(node, cond))) {
+                let asked = cond.asked(|id, amount| format_amount(w.m.res.kind(id), amount));
+                let have = w.set_strs(set.nodes, cond.id).join(",");
+                let detail = if have.is_empty() { format!("(R: {asked})") } else { format!("(R: {asked} A: {have})") };
+                return Err(Reason::InsufficientResource(w.m.res.name(cond.id).to_string(), detail));
+            }
+        }
+    }
+    // An `nfilter` no vnode of the set passes: with `total`, the job can never run here.
+    if let Some(filter) = &req.filter
+        && !set.nodes.iter().any(|&slot| w.m.node(slot).is_some_and(|node| filter.passes(|c| meets(node, c))))
+    {
+        return Err(Reason::NoNodeResources);
     }
     // Against what the set has at all, once the resources passed (their shortfall is the
     // better reason): counts past it can never run, and no chunk of them is placed.
@@ -102,6 +117,11 @@ fn check_counts(req: &Request, vnodes: u64, ncpus: u64) -> Result<(), Reason> {
             Err(Reason::InsufficientResource("mpiprocs".into(), format!("(R: {asked} A: {slots} T: {slots})")))
         }
     }
+}
+
+/// Whether a vnode meets one condition of a chunk or of an `nfilter`.
+fn meets(node: &Node, cond: &Cond) -> bool {
+    cond.holds(amount_of(&node.avail, cond.id), node.str_values(cond.id))
 }
 
 /// What this job has already taken in the search (not yet booked in the world).
@@ -176,6 +196,11 @@ fn fits(w: &World<'_>, slot: u32, chunk: &crate::mirror::ChunkReq, local: &Local
         };
         if !ok {
             return Err(short(*id));
+        }
+    }
+    for cond in &chunk.conds {
+        if !meets(node, cond) {
+            return Err(short(cond.id));
         }
     }
     for &(id, wanted) in &chunk.cons {
@@ -310,7 +335,21 @@ fn search(w: &World<'_>, req: &Request, nodes: &[u32]) -> Result<Vec<Alloc>, Opt
 }
 
 /// Finds nodes for a job among `nodes` (its pool), `group=RES` placement sets included.
+/// An `nfilter` takes out the vnodes it does not pass first, so like-node groups are made
+/// of the vnodes it passes only.
 pub(crate) fn find_nodes(w: &World<'_>, req: &Request, nodes: &[u32]) -> Result<Placed, Failure> {
+    let passed: Vec<u32>;
+    let nodes = match &req.filter {
+        None => nodes,
+        Some(filter) => {
+            passed = nodes
+                .iter()
+                .copied()
+                .filter(|&slot| w.m.node(slot).is_some_and(|node| filter.passes(|c| meets(node, c))))
+                .collect();
+            &passed
+        }
+    };
     let found = match req.group {
         None => search(w, req, nodes),
         Some(group) => search_groups(w, req, nodes, group),

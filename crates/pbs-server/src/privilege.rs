@@ -20,7 +20,7 @@ pub fn check_select(state: &State, privilege: Privilege, select: &str) -> Result
         return Ok(());
     };
     for chunk in parsed.chunks() {
-        for (resource, _) in chunk.resources() {
+        for resource in chunk.resources().iter().map(|r| r.name()) {
             if state.resources.get(resource).is_some_and(|d| !d.readable_by(privilege)) {
                 return Err(ReqError::attr(Pbse::INVALSELECTRESC, &format!("Resource_List.{resource}")));
             }

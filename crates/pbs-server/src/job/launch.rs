@@ -80,8 +80,8 @@ fn complete_exec(state: &State, select: &Select, exec: ExecVnode) -> ExecVnode {
         let resources = chunk
             .resources()
             .iter()
-            .filter(|(r, _)| crate::node::consumable(state, r))
-            .map(|(r, v)| (r.clone(), v.clone()))
+            .filter(|r| r.cmp() == pbs_core::select::Cmp::Eq && crate::node::consumable(state, r.name()))
+            .map(|r| (r.name().to_string(), r.value().to_string()))
             .collect();
         out.chunks.push(vec![pbs_core::execvnode::VnodePart { vnode, resources }]);
     }
@@ -224,9 +224,9 @@ fn launches(state: &State, key: JobKey, select: &Select, exec: &ExecVnode, run_c
             nodefile.extend(std::iter::repeat_n(first.vnode.clone(), mpiprocs as usize));
         }
     }
-    let first_chunk = select.chunks().first().map(|c| c.resources().to_vec()).unwrap_or_default();
+    let first_chunk = select.chunks().first();
     let chunk_value =
-        |name: &str| -> Option<u32> { first_chunk.iter().find(|(r, _)| r == name).and_then(|(_, v)| v.parse().ok()) };
+        |name: &str| -> Option<u32> { first_chunk.and_then(|c| c.get(name)).and_then(|v| v.parse().ok()) };
     let ms_ncpus = exec
         .chunks
         .first()

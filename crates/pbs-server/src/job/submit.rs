@@ -339,7 +339,7 @@ pub fn apply_resource_defaults(
     };
     let select: Select = select_text.parse().map_err(|_| ReqError::attr(Pbse::BADATVAL, "Resource_List.select"))?;
     for chunk in select.chunks() {
-        for (resource, _) in chunk.resources() {
+        for resource in chunk.resources().iter().map(|r| r.name()) {
             let Some(def) = state.resources.get(resource) else {
                 return Err(ReqError::attr(Pbse::UNKRESC, &format!("Resource_List.{resource}")));
             };

@@ -54,6 +54,7 @@ pub fn check_job_attr(
         let canonical = rdef.normalize(value).map_err(|_| ReqError::attr(Pbse::BADATVAL, name))?;
         if rdef.name == "select" {
             crate::privilege::check_select(state, privilege, &canonical)?;
+            check_select_conditions(state, &canonical)?;
         }
         return Ok((index, Some(rdef.name.clone()), canonical));
     }
@@ -80,6 +81,19 @@ pub fn check_job_attr(
         return Err(ReqError::attr(Pbse::BADATVAL, name));
     }
     Ok((index, None, canonical))
+}
+
+/// A select's conditions (`color!=green`): none on a consumable (PBSE_CONSUMABLE_OP, the
+/// design's `Consumable resource can only be requested with = operator`), and values the
+/// resource can hold (PBSE_BADATVAL). Checked chunk by chunk, for any client.
+fn check_select_conditions(state: &State, select: &str) -> Result<(), ReqError> {
+    let Ok(parsed) = select.parse::<pbs_core::Select>() else {
+        return Ok(());
+    };
+    state.resources.check_select_conditions(&parsed).map_err(|e| match e {
+        pbs_core::resource::ConditionError::Consumable => ReqError::new(Pbse::CONSUMABLE_OP),
+        pbs_core::resource::ConditionError::BadValue(_) => ReqError::attr(Pbse::BADATVAL, "Resource_List.select"),
+    })
 }
 
 /// Canonical text of a value of a given type, `None` if it does not parse.
