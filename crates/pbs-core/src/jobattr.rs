@@ -312,6 +312,7 @@ pub const OPTION_LETTERS: &[OptionLetter] = &[
     letter('W', "group_list", SUBMIT_ALTER),
     letter('W', "umask", SUBMIT_ALTER),
     letter('W', "run_count", SUBMIT_ALTER),
+    letter('W', "job_set", SUBMIT_ALTER),
     letter('W', "block", SUBMIT),
     letter('W', "release_nodes_on_stageout", SUBMIT),
     letter('W', "tolerate_node_failures", SUBMIT),

@@ -18,6 +18,7 @@ pub mod hookattr;
 pub mod jobattr;
 pub mod jobid;
 pub mod jobpath;
+pub mod jobset;
 pub mod nodespec;
 pub mod pbse;
 pub mod preempt;

@@ -218,6 +218,10 @@ struct Ctx {
     policy: PeriodPolicy,
     /// This cycle's top jobs (ids): their estimates stay, every other job's are cleared.
     tops: HashSet<String>,
+    /// The job sets met, and whether the job being tried may be planned (only the first
+    /// tried of its set may: `jobset`).
+    sets: crate::jobset::SetTurns,
+    no_plan: bool,
 }
 
 /// The queue a job is scheduled from, with what the class key and limits need.
@@ -252,6 +256,8 @@ pub fn cycle(m: &Mirror, now: i64) -> Decisions {
         cal: None,
         policy,
         tops: HashSet::new(),
+        sets: crate::jobset::SetTurns::new(m.pending.keys().filter_map(|id| m.job(m.job_slot(id)?)?.job_set)),
+        no_plan: false,
     };
     if !m.scheduling() {
         return ctx.out.into_decisions();
@@ -355,6 +361,9 @@ pub fn cycle(m: &Mirror, now: i64) -> Decisions {
         resume_suspended(&mut world, &mut ctx);
     }
     clear_stale_estimates(m, &mut ctx);
+    for name in ctx.sets.unsatisfied() {
+        ctx.out.considered.push(LogEvent::job("0040", name, crate::jobset::NONE_SATISFIED));
+    }
     ctx.out.into_decisions()
 }
 
@@ -555,9 +564,20 @@ fn handle_job(world: &mut World<'_>, ctx: &mut Ctx, queue: &QueueCtx<'_>, slot: 
                 ctx.out.log.push(LogEvent::max_run_subjobs(&parent_id));
             }
         }
-        ArrayRole::None => {
-            try_job(world, ctx, queue, job, key, None, &job.view.id, true);
-        }
+        ArrayRole::None => match job.job_set {
+            None => {
+                try_job(world, ctx, queue, job, key, None, &job.view.id, true);
+            }
+            Some(set) => {
+                let name = crate::walltime::attr(&job.view, "job_set").unwrap_or(&job.view.id);
+                let crate::jobset::Turning::Try { may_plan } = ctx.sets.turn(set, name) else { return };
+                ctx.no_plan = !may_plan;
+                if try_job(world, ctx, queue, job, key, None, &job.view.id, true) == Tried::Started {
+                    ctx.sets.started(set);
+                }
+                ctx.no_plan = false;
+            }
+        },
     }
 }
 
@@ -736,6 +756,10 @@ fn strict_failure(
     array_limit: Option<Option<u64>>,
     failure: &Failure,
 ) {
+    if ctx.no_plan {
+        // A job set's later member: only its first is planned, and it holds no job back.
+        return;
+    }
     let strict = ctx.policy.strict_ordering;
     let resources = matches!(
         failure.reason,

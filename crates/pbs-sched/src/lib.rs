@@ -37,6 +37,7 @@ mod calendar;
 mod config;
 mod cycle;
 pub mod daemon;
+mod jobset;
 mod limits;
 pub use pbs_log as logging;
 mod mirror;

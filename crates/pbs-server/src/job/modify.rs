@@ -30,6 +30,7 @@ pub fn modify_jobs(state: &mut State, ctx: &Ctx<'_>, ids: &[String], attrs: &[At
         let running = matches!(job.state, JobState::Running | JobState::Suspended | JobState::Exiting);
         let mut list = job.attrs.clone();
         let mut depend = None;
+        let mut job_set = None;
         for ((def, resource, value), Attr(name, _)) in checked.into_iter().zip(attrs) {
             let alter_running = ObjectKind::Job.attributes().get(def as usize).is_some_and(|d| d.alter_running)
                 && resource.as_deref().is_none_or(|r| state.resources.get(r).is_none_or(|d| d.alter_running));
@@ -39,6 +40,12 @@ pub fn modify_jobs(state: &mut State, ctx: &Ctx<'_>, ids: &[String], attrs: &[At
             if def == job_idx!("depend") {
                 // Merged into the job's list and acted on by `job::depend`, not set as sent.
                 depend = Some(crate::job::depend::check_alter(state, seq, &value)?);
+                continue;
+            }
+            if def == job_idx!("job_set") {
+                // Moved between sets by `job::jobset`, which writes the leader's id.
+                let owner = job.get("euser", None).unwrap_or("");
+                job_set = Some(crate::job::jobset::check(state, owner, &value, job.array)?);
                 continue;
             }
             let resource = resource.map(|r| state.interner.intern(&r));
@@ -79,6 +86,9 @@ pub fn modify_jobs(state: &mut State, ctx: &Ctx<'_>, ids: &[String], attrs: &[At
         }
         if let Some(plan) = depend {
             crate::job::depend::apply_alter(state, seq, plan, ctx.now);
+        }
+        if let Some(join) = job_set {
+            crate::job::jobset::moved(state, seq, join, ctx.now);
         }
         let Some(job) = state.jobs.get(&seq) else {
             return Err(ReqError::new(Pbse::UNKJOBID));
