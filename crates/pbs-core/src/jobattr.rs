@@ -293,6 +293,8 @@ pub const OPTION_LETTERS: &[OptionLetter] = &[
     letter('J', "array_indices_submitted", SUBMIT),
     plain('k', "Keep_Files", OptionValue::AsGiven),
     letter('l', "Resource_List", ALL),
+    // One job per `-L` list, each a job set's member (docs/job-sets.md).
+    letter('L', "Resource_List", SUBMIT),
     plain('m', "Mail_Points", OptionValue::TrimStart),
     plain('M', "Mail_Users", OptionValue::AsGiven),
     OptionLetter { value: OptionValue::AsGiven, ..letter('N', "Job_Name", ALL) },
