@@ -361,7 +361,8 @@ pub fn cycle(m: &Mirror, now: i64) -> Decisions {
         resume_suspended(&mut world, &mut ctx);
     }
     clear_stale_estimates(m, &mut ctx);
-    for name in ctx.sets.unsatisfied() {
+    for view in ctx.sets.unsatisfied().filter_map(|slot| m.job(slot)).map(|job| &job.view) {
+        let name = crate::walltime::attr(view, "job_set").unwrap_or(&view.id);
         ctx.out.considered.push(LogEvent::job("0040", name, crate::jobset::NONE_SATISFIED));
     }
     ctx.out.into_decisions()
@@ -569,8 +570,7 @@ fn handle_job(world: &mut World<'_>, ctx: &mut Ctx, queue: &QueueCtx<'_>, slot: 
                 try_job(world, ctx, queue, job, key, None, &job.view.id, true);
             }
             Some(set) => {
-                let name = crate::walltime::attr(&job.view, "job_set").unwrap_or(&job.view.id);
-                let crate::jobset::Turning::Try { may_plan } = ctx.sets.turn(set, name) else { return };
+                let crate::jobset::Turning::Try { may_plan } = ctx.sets.turn(set, slot) else { return };
                 ctx.no_plan = !may_plan;
                 if try_job(world, ctx, queue, job, key, None, &job.view.id, true) == Tried::Started {
                     ctx.sets.started(set);

@@ -5,6 +5,7 @@
 //! set's requests could be satisfied.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use pbs_proto::sched::SchedJob;
 
@@ -19,13 +20,33 @@ pub(crate) fn set_of(view: &SchedJob) -> Option<u64> {
 }
 
 /// One set's turn in a cycle.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone, Copy)]
 struct Turn {
     started: bool,
-    /// Some member was tried: a later one may not be planned.
-    tried: bool,
-    /// The set's name (`job_set`), for the log line.
-    name: String,
+    /// The mirror slot of the first member tried, if one was: a later one may not be
+    /// planned, and it names the set in the log.
+    first: Option<u32>,
+}
+
+/// A multiplicative hash for set keys (leaders' sequence numbers, never from outside the
+/// process): a cycle looks a set up once per member.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct SeqHasher(u64);
+
+impl Hasher for SeqHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for byte in bytes {
+            self.write_u64(u64::from(*byte));
+        }
+    }
+
+    fn write_u64(&mut self, value: u64) {
+        self.0 = (self.0.rotate_left(5) ^ value).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
 }
 
 /// What the cycle does with a set's member it comes to.
@@ -41,7 +62,9 @@ pub(crate) enum Turning {
 /// The sets the cycle met, only those: a cycle over jobs in no set costs nothing more.
 #[derive(Debug, Default)]
 pub(crate) struct SetTurns {
-    sets: HashMap<u64, Turn>,
+    sets: HashMap<u64, Turn, BuildHasherDefault<SeqHasher>>,
+    /// Sets in the order their first member was tried, for the log.
+    order: Vec<u64>,
 }
 
 impl SetTurns {
@@ -55,18 +78,18 @@ impl SetTurns {
         turns
     }
 
-    /// A member of `set` (named `name`) comes up.
-    pub(crate) fn turn(&mut self, set: u64, name: &str) -> Turning {
+    /// A member of `set` (in mirror slot `slot`) comes up.
+    pub(crate) fn turn(&mut self, set: u64, slot: u32) -> Turning {
         let turn = self.sets.entry(set).or_default();
         if turn.started {
             return Turning::Skip;
         }
-        let may_plan = !turn.tried;
-        if !turn.tried {
-            turn.tried = true;
-            turn.name = name.to_string();
+        if turn.first.is_some() {
+            return Turning::Try { may_plan: false };
         }
-        Turning::Try { may_plan }
+        turn.first = Some(slot);
+        self.order.push(set);
+        Turning::Try { may_plan: true }
     }
 
     /// The member tried started.
@@ -74,12 +97,10 @@ impl SetTurns {
         self.sets.entry(set).or_default().started = true;
     }
 
-    /// The names of the sets of which members were tried and none started.
-    pub(crate) fn unsatisfied(&self) -> impl Iterator<Item = &str> {
-        let mut names: Vec<&str> =
-            self.sets.values().filter(|t| t.tried && !t.started).map(|t| t.name.as_str()).collect();
-        names.sort_unstable();
-        names.into_iter()
+    /// The first member tried of each set none of whose members started, in the order
+    /// the sets were met.
+    pub(crate) fn unsatisfied(&self) -> impl Iterator<Item = u32> + '_ {
+        self.order.iter().filter_map(|set| self.sets.get(set).filter(|t| !t.started).and_then(|t| t.first))
     }
 }
 
@@ -90,12 +111,13 @@ mod tests {
     #[test]
     fn the_first_member_tried_may_be_planned_and_a_start_passes_the_others_over() {
         let mut turns = SetTurns::new([7].into_iter());
-        assert_eq!(turns.turn(7, "7.s"), Turning::Skip);
-        assert_eq!(turns.turn(1, "1.s"), Turning::Try { may_plan: true });
-        assert_eq!(turns.turn(1, "1.s"), Turning::Try { may_plan: false });
-        assert_eq!(turns.turn(4, "4.s"), Turning::Try { may_plan: true });
+        assert_eq!(turns.turn(7, 0), Turning::Skip);
+        assert_eq!(turns.turn(1, 1), Turning::Try { may_plan: true });
+        assert_eq!(turns.turn(1, 2), Turning::Try { may_plan: false });
+        assert_eq!(turns.turn(4, 3), Turning::Try { may_plan: true });
         turns.started(4);
-        assert_eq!(turns.turn(4, "4.s"), Turning::Skip);
-        assert_eq!(turns.unsatisfied().collect::<Vec<_>>(), vec!["1.s"]);
+        assert_eq!(turns.turn(4, 5), Turning::Skip);
+        assert_eq!(turns.turn(9, 6), Turning::Try { may_plan: true });
+        assert_eq!(turns.unsatisfied().collect::<Vec<_>>(), vec![1, 6]);
     }
 }
