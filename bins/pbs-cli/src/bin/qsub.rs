@@ -376,14 +376,12 @@ impl Job {
                         }
                     }
                 }
-                'L' => {
-                    // Lines of one priority add to each other; a higher one's replace.
-                    if !args.specs.is_empty() && gate(&mut lv.specs, pass) {
-                        for list in &args.specs {
-                            match jobopts::parse_resource_list(list) {
-                                Ok(pairs) => self.specs.push(pairs),
-                                Err(e) => errors.push(format!("qsub: {}", jobopts::resource_list_message(list, &e))),
-                            }
+                // Lines of one priority add to each other; a higher one's replace.
+                'L' if !args.specs.is_empty() && gate(&mut lv.specs, pass) => {
+                    for list in &args.specs {
+                        match jobopts::parse_resource_list(list) {
+                            Ok(pairs) => self.specs.push(pairs),
+                            Err(e) => errors.push(format!("qsub: {}", jobopts::resource_list_message(list, &e))),
                         }
                     }
                 }
