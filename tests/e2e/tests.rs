@@ -20,6 +20,7 @@ mod faults;
 mod fuzz;
 mod hooks;
 mod job_values;
+mod jobsets;
 mod keys;
 mod limits;
 mod links;

@@ -274,6 +274,7 @@ pub fn verify_attr(name: &str, value: &str, env: &VerifyEnv<'_>) -> Result<Strin
     }
     match base {
         "depend" => depend::expand(value, env.server).map_err(|_| Pbse::BADATVAL),
+        "job_set" => Ok(pbs_core::jobset::complete(value, env.server)),
         "Error_Path" | "Output_Path" => {
             jobpath::prepare_path(value, env.host, env.cwd, env.is_dir).ok_or(Pbse::BADATVAL)
         }

@@ -975,6 +975,7 @@ fn sched_cycle_figures(figures: &mut Vec<Figure>, smoke: bool) {
     };
     calendar_figures(figures, smoke);
     update_period_figures(figures, smoke);
+    job_set_figures(figures, smoke);
     for &(name, nodes, jobs, shape, target) in cases {
         let mut mirror = cluster(nodes, jobs, shape);
         let timing = time_cycle(&mut mirror, 5);
@@ -990,6 +991,51 @@ fn sched_cycle_figures(figures: &mut Vec<Figure>, smoke: bool) {
             ),
         });
     }
+}
+
+/// A cycle over queued jobs in job sets of 5 against the same jobs in no set, in one run
+/// (each the fastest of a few first cycles on a fresh mirror, alternating): the sets'
+/// turns (each set tried in order, only its first planned, one line per set that cannot
+/// run) must cost at most half as much again.
+fn job_set_figures(figures: &mut Vec<Figure>, smoke: bool) {
+    use pbs_sched::synthetic::{Shape, cluster, job_set_cluster, time_cycle};
+    let (nodes, jobs) = if smoke { (100, 1_000) } else { (1_000, 10_000) };
+    let sets = jobs / 5;
+    let (mut plain, mut in_sets) = (f64::MAX, f64::MAX);
+    let (mut plain_steady, mut sets_steady) = (f64::MAX, f64::MAX);
+    for _ in 0..3 {
+        let timing = time_cycle(&mut cluster(nodes, jobs, Shape::NodesFull), 3);
+        plain = plain.min(ms(timing.first));
+        plain_steady = plain_steady.min(ms(timing.steady));
+        let timing = time_cycle(&mut job_set_cluster(nodes, jobs, Shape::NodesFull, 5), 3);
+        in_sets = in_sets.min(ms(timing.first));
+        sets_steady = sets_steady.min(ms(timing.steady));
+    }
+    let label = if smoke { "1k" } else { "10k" };
+    figures.push(Figure {
+        name: format!("sched_cycle_{label}_jobs_plain"),
+        value: Some(plain),
+        unit: "ms",
+        target: None,
+        note: format!("{jobs} queued jobs in no set, {nodes} full nodes; later cycles {plain_steady:.1} ms"),
+    });
+    figures.push(Figure {
+        name: format!("sched_cycle_{label}_jobs_{sets}_sets"),
+        value: Some(in_sets),
+        unit: "ms",
+        target: None,
+        note: format!("the same jobs in {sets} job sets of 5; later cycles {sets_steady:.1} ms"),
+    });
+    figures.push(Figure {
+        name: "sched_cycle_job_sets_ratio".to_string(),
+        value: Some(in_sets / plain.max(f64::MIN_POSITIVE)),
+        unit: "x",
+        target: Some("<= 1.5".to_string()),
+        note: format!(
+            "job sets / plain, first cycles; later cycles {:.2}x",
+            sets_steady / plain_steady.max(f64::MIN_POSITIVE)
+        ),
+    });
 }
 
 fn main() -> std::process::ExitCode {

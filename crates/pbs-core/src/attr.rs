@@ -292,6 +292,8 @@ pub static JOB_ATTRS: &[AttrDef] = &[
     def("credential_validity", T::Time, U, RO),
     def("create_resv_from_job", T::Bool, U, UW),
     run("max_run_subjobs", T::Long, U, UW),
+    // Job sets (`qsub -L`, `-W job_set`): the id of the set's leader (docs/job-sets.md).
+    def("job_set", T::Str, U, UW),
 ];
 
 /// Server attributes in OpenPBS's report order.
@@ -355,6 +357,8 @@ pub static SERVER_ATTRS: &[AttrDef] = &[
     def("queued_jobs_threshold_res", T::Resources, U, MW),
     def("power_provisioning", T::Bool, M, RO),
     def("max_job_sequence_id", T::Long, U, MW),
+    // A job set's other members finish when one starts, instead of being held.
+    def("job_set_finish_others", T::Bool, U, MW),
 ];
 
 /// Queue attributes in OpenPBS's report order.

@@ -293,6 +293,8 @@ pub const OPTION_LETTERS: &[OptionLetter] = &[
     letter('J', "array_indices_submitted", SUBMIT),
     plain('k', "Keep_Files", OptionValue::AsGiven),
     letter('l', "Resource_List", ALL),
+    // One job per `-L` list, each a job set's member (docs/job-sets.md).
+    letter('L', "Resource_List", SUBMIT),
     plain('m', "Mail_Points", OptionValue::TrimStart),
     plain('M', "Mail_Users", OptionValue::AsGiven),
     OptionLetter { value: OptionValue::AsGiven, ..letter('N', "Job_Name", ALL) },
@@ -312,6 +314,7 @@ pub const OPTION_LETTERS: &[OptionLetter] = &[
     letter('W', "group_list", SUBMIT_ALTER),
     letter('W', "umask", SUBMIT_ALTER),
     letter('W', "run_count", SUBMIT_ALTER),
+    letter('W', "job_set", SUBMIT_ALTER),
     letter('W', "block", SUBMIT),
     letter('W', "release_nodes_on_stageout", SUBMIT),
     letter('W', "tolerate_node_failures", SUBMIT),

@@ -18,6 +18,7 @@ pub mod hookattr;
 pub mod jobattr;
 pub mod jobid;
 pub mod jobpath;
+pub mod jobset;
 pub mod nfilter;
 pub mod nodespec;
 pub mod pbse;

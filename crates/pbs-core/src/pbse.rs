@@ -404,6 +404,12 @@ impl Pbse {
     pub const SCHEDCONNECTED: Pbse = Pbse(15230);
     /// 15231: "Attribute has to be set on an array job"
     pub const NOTARRAY_ATTR: Pbse = Pbse(15231);
+    /// 15232: a job of a job set cannot leave this server (this project's code: OpenPBS
+    /// never shipped job sets, whose design gave 15211, which OpenPBS later gave
+    /// `SCHEDEXIST`).
+    pub const MOVE_JOBSET: Pbse = Pbse(15232);
+    /// 15233: "a nonexistent job_set specified" (the design's 15212, taken likewise).
+    pub const NO_JOBSET: Pbse = Pbse(15233);
     /// 15240: "Consumable resource can only be requested with = operator". Not OpenPBS's:
     /// conditional chunk requests (docs/job-sets.md) gave it a number past OpenPBS's last.
     pub const CONSUMABLE_OP: Pbse = Pbse(15240);
@@ -582,6 +588,8 @@ impl Pbse {
             15229 => "Finished job did not satisfy dependency",
             15230 => "Scheduler already connected",
             15231 => "Attribute has to be set on an array job",
+            15232 => "Job of a job_set can not be moved to another complex",
+            15233 => "a nonexistent job_set specified",
             15240 => "Consumable resource can only be requested with = operator",
             _ => return None,
         };

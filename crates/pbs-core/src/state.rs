@@ -141,6 +141,8 @@ impl Substate {
     pub const FAILED: Substate = Substate(93);
     /// 70: a job array that has begun (what OpenPBS 23.06 shows for a `B` array).
     pub const BEGUN: Substate = Substate(70);
+    /// 95: held because another job of its job set runs (`JOB_SUBSTATE_RUNNING_SET`).
+    pub const RUNNING_SET: Substate = Substate(95);
     /// 160: moved to another server.
     pub const MOVED: Substate = Substate(160);
 }

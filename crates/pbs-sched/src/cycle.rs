@@ -226,6 +226,10 @@ struct Ctx {
     eligible: bool,
     /// The counts of every job looked at, for the cumulative limit check of `accrue`.
     totals: Option<crate::accrue::Totals>,
+    /// The job sets met, and whether the job being tried may be planned (only the first
+    /// tried of its set may: `jobset`).
+    sets: crate::jobset::SetTurns,
+    no_plan: bool,
 }
 
 impl Ctx {
@@ -274,6 +278,8 @@ pub fn cycle(m: &Mirror, now: i64) -> Decisions {
         tops: HashSet::new(),
         eligible: m.server.eligible_time_enable,
         totals: None,
+        sets: crate::jobset::SetTurns::new(m.pending.keys().filter_map(|id| m.job(m.job_slot(id)?)?.job_set)),
+        no_plan: false,
     };
     if !m.scheduling() {
         return ctx.out.into_decisions();
@@ -379,6 +385,10 @@ pub fn cycle(m: &Mirror, now: i64) -> Decisions {
         resume_suspended(&mut world, &mut ctx);
     }
     clear_stale_estimates(m, &mut ctx);
+    for view in ctx.sets.unsatisfied().filter_map(|slot| m.job(slot)).map(|job| &job.view) {
+        let name = crate::walltime::attr(view, "job_set").unwrap_or(&view.id);
+        ctx.out.considered.push(LogEvent::job("0040", name, crate::jobset::NONE_SATISFIED));
+    }
     ctx.out.into_decisions()
 }
 
@@ -609,9 +619,19 @@ fn handle_job(world: &mut World<'_>, ctx: &mut Ctx, queue: &QueueCtx<'_>, slot: 
                 ctx.out.log.push(LogEvent::max_run_subjobs(&parent_id));
             }
         }
-        ArrayRole::None => {
-            try_job(world, ctx, queue, job, key, None, &job.view.id, true);
-        }
+        ArrayRole::None => match job.job_set {
+            None => {
+                try_job(world, ctx, queue, job, key, None, &job.view.id, true);
+            }
+            Some(set) => {
+                let crate::jobset::Turning::Try { may_plan } = ctx.sets.turn(set, slot) else { return };
+                ctx.no_plan = !may_plan;
+                if try_job(world, ctx, queue, job, key, None, &job.view.id, true) == Tried::Started {
+                    ctx.sets.started(set);
+                }
+                ctx.no_plan = false;
+            }
+        },
     }
 }
 
@@ -789,6 +809,10 @@ fn strict_failure(
     array_limit: Option<Option<u64>>,
     failure: &Failure,
 ) {
+    if ctx.no_plan {
+        // A job set's later member: only its first is planned, and it holds no job back.
+        return;
+    }
     let strict = ctx.policy.strict_ordering;
     let resources = matches!(
         failure.reason,

@@ -43,6 +43,7 @@ mod condition;
 mod config;
 mod cycle;
 pub mod daemon;
+mod jobset;
 mod limits;
 pub use pbs_log as logging;
 mod mirror;

@@ -122,6 +122,8 @@ pub(crate) struct Job {
     pub(crate) project: u32,
     pub(crate) request: u32,
     pub(crate) array: ArrayRole,
+    /// The leader's sequence number of its job set (`job_set`), if it is in one.
+    pub(crate) job_set: Option<u64>,
     /// Where it sits in its queue's order, when it is a candidate.
     pub(crate) key: Option<OrderKey>,
 }
@@ -991,7 +993,8 @@ impl Mirror {
             self.queues.entry(view.queue.clone()).or_default().queued.insert(key);
         }
         let running = view.state == 'R';
-        let job = Job { view, user, group, project, request, array, key };
+        let job_set = crate::jobset::set_of(&view);
+        let job = Job { view, user, group, project, request, array, job_set, key };
         let array_slot = job.array_slot();
         self.jobs[slot as usize] = Some(job);
         self.job_by_id.insert(id, slot);

@@ -147,6 +147,19 @@ pub fn array_cluster(n_nodes: usize, n_subjobs: u64, max_run: Option<u64>) -> Mi
     Mirror::new(array_snapshot(n_nodes, n_subjobs, max_run), SchedConfig::default())
 }
 
+/// The mirror of [`snapshot`] with its jobs in job sets of `set_size`, in submission
+/// order (the first of each set leads it), as `qsub -L` makes them.
+pub fn job_set_cluster(n_nodes: usize, n_jobs: usize, shape: Shape, set_size: usize) -> Mirror {
+    let mut snap = snapshot(n_nodes, n_jobs, shape);
+    let server = snap.server_name.clone();
+    let size = set_size.max(1) as u64;
+    for job in &mut snap.jobs {
+        let leader = (job.seq - 1) / size * size + 1;
+        job.attrs.push(Attr::new("job_set", format!("{leader}.{server}")));
+    }
+    Mirror::new(snap, SchedConfig::default())
+}
+
 /// The mirror of [`snapshot`].
 pub fn cluster(n_nodes: usize, n_jobs: usize, shape: Shape) -> Mirror {
     Mirror::new(snapshot(n_nodes, n_jobs, shape), SchedConfig::default())

@@ -1834,4 +1834,61 @@ fn with_eligible_time_a_job_starves_on_its_eligible_time() {
     s.server.push(Attr::new("eligible_time_enable", "True"));
     let d = cycle(&mirror(s), 100_000);
     assert_eq!(run_ids(&d), vec!["2.svr"]);
+fn in_set(mut j: SchedJob, leader: u64) -> SchedJob {
+    j.attrs.push(Attr::new("job_set", format!("{leader}.svr")));
+    j
+}
+
+#[test]
+fn a_job_set_runs_the_first_of_its_jobs_that_fits_and_only_that_one() {
+    // The design's use case: 64, 32 then 16 cpus on a 16-cpu node; a plain job after them.
+    let s = snap(
+        vec![queue("workq", 0, &[])],
+        vec![node("n1", 16, "8gb")],
+        vec![
+            in_set(job(1, "workq", "1:ncpus=64", "pack"), 1),
+            in_set(job(2, "workq", "1:ncpus=32", "pack"), 1),
+            in_set(job(3, "workq", "1:ncpus=16", "pack"), 1),
+            in_set(job(4, "workq", "1:ncpus=8", "pack"), 1),
+        ],
+    );
+    let d = cycle(&mirror(s.clone()), 0);
+    assert_eq!(run_ids(&d), vec!["3.svr"]);
+    assert!(!d.considered.iter().any(|l| l.message == crate::jobset::NONE_SATISFIED));
+    // On a 32-cpu node the 32-cpu job runs, and the 16- and 8-cpu ones of its set do not,
+    // though they would fit beside it.
+    let mut big = s.clone();
+    big.nodes = vec![node("n1", 56, "8gb")];
+    assert_eq!(run_ids(&cycle(&mirror(big), 0)), vec!["2.svr"]);
+    // A member whose run is in flight keeps the others from running.
+    let mut m = mirror(s);
+    let d = cycle(&m, 0);
+    m.note_sent(1, &d.actions, &d.bookings);
+    assert!(run_ids(&cycle(&m, 0)).is_empty());
+}
+
+#[test]
+fn a_job_set_none_of_whose_jobs_fits_plans_only_its_first_and_says_so_once() {
+    let r = running_job(job(1, "workq", "1:ncpus=4", "pack"), "n1", 1000, &[("walltime", "00:01:40")]);
+    let mut s = snap(
+        vec![queue("workq", 0, &[])],
+        vec![busy(node("n1", 4, "8gb"), 4, &["1.svr"])],
+        vec![
+            r,
+            in_set(with_wall(job(2, "workq", "1:ncpus=4", "pack"), &[("walltime", "00:00:50")]), 2),
+            in_set(with_wall(job(3, "workq", "1:ncpus=2", "pack"), &[("walltime", "00:00:50")]), 2),
+            with_wall(job(4, "workq", "1:ncpus=4", "pack"), &[("walltime", "00:00:50")]),
+        ],
+    );
+    s.server.push(Attr::new("backfill_depth", "3"));
+    let d = cycle(&Mirror::new(s, strict_backfill()), 1010);
+    assert!(d.runs().next().is_none());
+    assert_eq!(update_of(&d, "2.svr", "estimated.start_time"), Some("1100"));
+    // The set's second job is not planned and does not hold the plain job back, which is
+    // planned after the set's first.
+    assert_eq!(update_of(&d, "3.svr", "estimated.start_time"), None);
+    assert_eq!(update_of(&d, "4.svr", "estimated.start_time"), Some("1150"));
+    let lines: Vec<_> = d.considered.iter().filter(|l| l.message == crate::jobset::NONE_SATISFIED).collect();
+    assert_eq!(lines.len(), 1);
+    assert_eq!(lines[0].object_name, "2.svr");
 }

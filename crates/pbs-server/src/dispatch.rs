@@ -371,8 +371,11 @@ pub(crate) fn handle(state: &mut State, ctx: &Ctx<'_>, id: u64, request: Request
             Ok(crate::job::launch::Qrun::AskScheduler(full_id)) => Handled::AskScheduler(full_id),
             Err(e) => fail(e),
         },
-        Request::SelectJobs { criteria, history, subjobs, arrays_only } => {
+        Request::SelectJobs { mut criteria, history, subjobs, arrays_only } => {
             if let Err(e) = crate::privilege::check_criteria(state, ctx.privilege, &criteria) {
+                return fail(e);
+            }
+            if let Err(e) = crate::job::jobset::select_criteria(state, &mut criteria) {
                 return fail(e);
             }
             let selection = crate::job::status::Selection::new(&criteria, history, subjobs, arrays_only);

@@ -1240,4 +1240,71 @@ fn eligible_time_accrues_only_while_a_job_could_run_and_survives_a_restart() {
     // Off: neither attribute is shown.
     f.request(&root(), enable("False"));
     assert_eq!(shown(&f, Privilege::Manager), (None, None));
+/// A job set's start holds the other members (substate 95, the comment) found through
+/// the index, the index and holds are read back at a restart, a requeue releases them,
+/// and with `job_set_finish_others` a start finishes them instead.
+#[test]
+fn a_job_set_start_holds_the_others_through_the_index_and_a_requeue_releases_them() {
+    let mut f = fixture();
+    let leader = f.submit(&alice(), &[("job_set", "new")]);
+    let second = f.submit(&alice(), &[("job_set", leader.as_str())]);
+    let third = f.submit(&alice(), &[("job_set", leader.as_str())]);
+    let seq = |id: &str| crate::jobkey::key_of(id).map(|k| k.seq).unwrap_or(u64::MAX);
+    let job = |f: &Fixture, id: &str| f.state.jobs.get(&seq(id)).expect("the job").clone();
+    for id in [&leader, &second, &third] {
+        assert_eq!(job(&f, id).get("job_set", None), Some(leader.as_str()));
+    }
+    // Another user's set is refused; a set that does not exist is none.
+    let bob = Identity { user: "bob".into(), ..alice() };
+    let attrs = vec![Attr::new("job_set", leader.as_str())];
+    let (reply, _) = f.request(&bob, Request::QueueJob { attrs, script: String::new(), destination: None });
+    assert_eq!(reply.code, Pbse::PERM.0);
+    let attrs = vec![Attr::new("job_set", second.as_str())];
+    let (reply, _) = f.request(&alice(), Request::QueueJob { attrs, script: String::new(), destination: None });
+    assert_eq!(reply.code, Pbse::NO_JOBSET.0);
+
+    let (reply, effects) = f.request(&root(), Request::RunJob { id: second.clone(), exec_vnode: Some("n1".into()) });
+    assert_eq!(reply.code, 0, "{reply:?}");
+    assert_eq!(writes(&effects), ["PutJob", "PutJob", "PutJob"], "the run, then the two it holds");
+    for id in [&leader, &third] {
+        let held = job(&f, id);
+        assert_eq!((held.state, held.substate.0, held.get("Hold_Types", None)), (JobState::Held, 95, Some("s")));
+        let comment = format!("Job held, job {second} running from this job_set");
+        assert_eq!(held.get("comment", None), Some(comment.as_str()));
+    }
+    // Read back from the records, as at a restart: the same set, the same member running.
+    let jobs = [&leader, &second, &third]
+        .iter()
+        .map(|id| {
+            let StoreOp::PutJob { record, .. } = job(&f, id).put_op(None) else { panic!("a job's record") };
+            (seq(id), record.text().expect("a record").to_string())
+        })
+        .collect();
+    let (restarted, _) =
+        State::from_loaded(crate::store::Loaded { jobs, ..Default::default() }, "svr", "host", "/nonexistent");
+    assert_eq!(restarted.job_sets.get(seq(&leader)), f.state.job_sets.get(seq(&leader)));
+    assert_eq!(f.state.job_sets.get(seq(&leader)).and_then(|s| s.running), Some(seq(&second)));
+
+    let effects = crate::job::end::lost(&mut f.state, JobKey::job(seq(&second)), f.now);
+    assert!(!effects.ops.is_empty());
+    for id in [&leader, &third] {
+        let released = job(&f, id);
+        assert_eq!((released.state, released.substate.0), (JobState::Queued, 10));
+        assert_eq!((released.get("Hold_Types", None), released.get("comment", None)), (Some("n"), None));
+    }
+    assert_eq!(f.state.job_sets.get(seq(&leader)).and_then(|s| s.running), None);
+
+    // The experimental mode: the others finish (no history here: they are gone).
+    crate::state::set_named(
+        &mut f.state.server,
+        pbs_core::ObjectKind::Server,
+        "job_set_finish_others",
+        "True",
+        &mut f.state.interner,
+    );
+    let (reply, effects) = f.request(&root(), Request::RunJob { id: third.clone(), exec_vnode: Some("n1".into()) });
+    assert_eq!(reply.code, 0, "{reply:?}");
+    assert_eq!(records(&effects).iter().filter(|r| r.starts_with("A;")).count(), 2);
+    assert!(!f.state.jobs.contains_key(&seq(&leader)) && !f.state.jobs.contains_key(&seq(&second)));
+    assert_eq!(f.state.job_sets.get(seq(&leader)).map(|s| s.members.len()), Some(1));
 }

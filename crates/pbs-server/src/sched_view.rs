@@ -38,9 +38,15 @@ pub fn sched_job(state: &State, job: &Job) -> SchedJob {
     let resources: Vec<(String, String)> =
         job.attrs.resources(job_idx!("Resource_List")).map(|(r, v)| (r.to_string(), v.to_string())).collect();
     let mut attrs = Vec::new();
-    for name in
-        ["max_run_subjobs", "array_indices_remaining", "array_indices_submitted", "Rerunable", "run_count", "project"]
-    {
+    for name in [
+        "max_run_subjobs",
+        "array_indices_remaining",
+        "array_indices_submitted",
+        "Rerunable",
+        "run_count",
+        "project",
+        "job_set",
+    ] {
         if let Some(value) = job.get(name, None) {
             attrs.push(Attr::new(name, value));
         }

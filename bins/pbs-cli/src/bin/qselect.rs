@@ -145,6 +145,35 @@ fn resource_criteria(list: &str, out: &mut Vec<Criterion>) -> Result<(), String>
     Ok(())
 }
 
+/// Takes `--job_set=LEADER` (or `--job_set LEADER`), the one long option, out of the
+/// arguments before getopt(3) reads the rest: the job set's leader for each, or the
+/// message for one without a value. The server completes and checks the id.
+fn take_job_sets(argv: &[String]) -> (Vec<String>, Result<Vec<String>, String>) {
+    let mut rest = Vec::with_capacity(argv.len());
+    let mut sets = Vec::new();
+    let mut missing = false;
+    let mut args = argv.iter();
+    while let Some(arg) = args.next() {
+        if arg == "--" {
+            rest.push(arg.clone());
+            rest.extend(args.by_ref().cloned());
+            break;
+        }
+        match arg.strip_prefix("--job_set") {
+            Some(value) if value.starts_with('=') => sets.push(value[1..].to_string()),
+            Some("") => match args.next() {
+                Some(value) => sets.push(value.clone()),
+                None => missing = true,
+            },
+            _ => rest.push(arg.clone()),
+        }
+    }
+    if missing || sets.iter().any(String::is_empty) {
+        return (rest, Err("qselect: option '--job_set' requires an argument".to_string()));
+    }
+    (rest, Ok(sets))
+}
+
 /// The time attribute a `-t` sub-option names.
 fn time_attribute(subopt: char) -> Option<&'static str> {
     Some(match subopt {
@@ -162,10 +191,15 @@ fn time_attribute(subopt: char) -> Option<&'static str> {
 
 /// Builds the request from the command line, with OpenPBS's checks and messages.
 fn parse(prog: &str, argv: &[String]) -> Result<Selection, Refusal> {
-    let scan = jobopts::getopt(prog, argv, OPTSTRING, true);
+    let (argv, job_sets) = take_job_sets(argv);
+    let scan = jobopts::getopt(prog, &argv, OPTSTRING, true);
     let mut errors = scan.errors.clone();
     let args = Args::from_scan(&scan);
     let mut out = Vec::new();
+    match job_sets {
+        Ok(sets) => out.extend(sets.iter().map(|set| criterion("job_set", CompareOp::Eq, set))),
+        Err(message) => errors.push(message),
+    }
     for text in &args.execution_time {
         let (op, date) = jobopts::split_select_op(text);
         match jobopts::cvtdate(date) {
@@ -375,6 +409,15 @@ mod tests {
         assert_eq!((t[0].attr.as_str(), t[0].op), ("ctime", Gt));
         let sel = parse("qselect", &["-J".to_string(), "-T".to_string(), "-x".to_string()]).unwrap();
         assert!(sel.arrays_only && sel.subjobs && sel.history);
+    }
+
+    #[test]
+    fn job_set_is_a_long_option() {
+        use CompareOp::*;
+        check(&["--job_set=12.svr"], Ok(vec![c("job_set", Eq, "12.svr")]));
+        check(&["-s", "H", "--job_set", "12"], Ok(vec![c("job_set", Eq, "12"), c("job_state", Eq, "H")]));
+        check(&["--job_set"], Err("qselect: option '--job_set' requires an argument\n"));
+        check(&["--job_set="], Err("qselect: option '--job_set' requires an argument\n"));
     }
 
     #[test]

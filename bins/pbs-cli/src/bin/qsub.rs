@@ -29,7 +29,7 @@ const USAGE: &str = "usage: qsub [-a date_time] [-A account_string] [-c interval
 ";
 
 /// getopt(3) option string of OpenPBS's qsub.
-const OPTSTRING: &str = "a:A:c:C:e:fhIj:J:k:l:m:M:N:o:p:q:r:R:S:u:v:VW:XzP:";
+const OPTSTRING: &str = "a:A:c:C:e:fhIj:J:k:l:L:m:M:N:o:p:q:r:R:S:u:v:VW:XzP:";
 
 /// Priority of command-line options; directives get one less, so they never override.
 const CMDLINE: u8 = 3;
@@ -40,6 +40,7 @@ const NO_RERUN_ARRAY: &str = "qsub:  cannot submit non-rerunable Array Job";
 const BAD_W: &str = "qsub: illegal -W value";
 const MULTIPLE_MAX_RUN: &str = "qsub: multiple max_run_subjobs values found";
 const NO_ENV: &str = "qsub: cannot send environment with the job";
+const SET_WITH_SPECS: &str = "qsub: -Wjob_set option can not be used with -L option";
 
 /// The options of one command line or one directive line.
 ///
@@ -71,6 +72,9 @@ struct Args {
     array: Option<String>,
     #[arg(short = 'l', allow_hyphen_values = true)]
     resources: Vec<String>,
+    /// One job of a job set per list (`-L select=...,walltime=...`).
+    #[arg(short = 'L', allow_hyphen_values = true)]
+    specs: Vec<String>,
     #[arg(short = 'q', allow_hyphen_values = true)]
     queue: Option<String>,
     #[arg(short = 'r', allow_hyphen_values = true)]
@@ -114,6 +118,7 @@ impl Args {
                 'I' => args.interactive = true,
                 'J' => single(&mut args.array),
                 'l' => args.resources.extend(value.clone()),
+                'L' => args.specs.extend(value.clone()),
                 'q' => single(&mut args.queue),
                 'r' => single(&mut args.rerunable),
                 'v' => single(&mut args.variables),
@@ -216,6 +221,8 @@ struct Levels {
     export: u8,
     quiet: u8,
     depend: u8,
+    specs: u8,
+    job_set: u8,
     stagein: u8,
     stageout: u8,
     sandbox: u8,
@@ -255,6 +262,8 @@ struct Job {
     quiet: bool,
     destination: String,
     prefix: Option<String>,
+    /// `-L` lists, in order: one job each.
+    specs: Vec<Vec<(String, String)>>,
 }
 
 impl Job {
@@ -367,6 +376,15 @@ impl Job {
                         }
                     }
                 }
+                // Lines of one priority add to each other; a higher one's replace.
+                'L' if !args.specs.is_empty() && gate(&mut lv.specs, pass) => {
+                    for list in &args.specs {
+                        match jobopts::parse_resource_list(list) {
+                            Ok(pairs) => self.specs.push(pairs),
+                            Err(e) => errors.push(format!("qsub: {}", jobopts::resource_list_message(list, &e))),
+                        }
+                    }
+                }
                 'r' => {
                     if let Some(value) = &args.rerunable {
                         if gate(&mut lv.r, pass) {
@@ -396,6 +414,7 @@ impl Job {
                             let gated = |level: &mut u8| gate(level, pass);
                             match key.as_str() {
                                 "depend" if gated(&mut lv.depend) => set.push(("depend", value)),
+                                "job_set" if gated(&mut lv.job_set) => set.push(("job_set", value)),
                                 "stagein" if gated(&mut lv.stagein) => set.push(("stagein", value)),
                                 "stageout" if gated(&mut lv.stageout) => set.push(("stageout", value)),
                                 "sandbox" if gated(&mut lv.sandbox) => set.push(("sandbox", value)),
@@ -405,6 +424,7 @@ impl Job {
                                 }
                                 "cred" if gated(&mut lv.cred) => set.push(("cred", value)),
                                 "depend"
+                                | "job_set"
                                 | "stagein"
                                 | "stageout"
                                 | "sandbox"
@@ -540,6 +560,8 @@ impl Job {
 #[derive(Debug)]
 struct Submission {
     attrs: Vec<Attr>,
+    /// `-L` lists: one job each, the first leading the set the others join.
+    specs: Vec<Vec<(String, String)>>,
     script: String,
     destination: Option<String>,
     quiet: bool,
@@ -615,6 +637,9 @@ fn finish(started: Started, script_text: String, inputs: &Inputs<'_>) -> Result<
             scanned.text
         }
     };
+    if !job.specs.is_empty() && job.get("job_set").is_some() {
+        return Err(Failure::new(SET_WITH_SPECS, 2));
+    }
     if jobopts::parse_destination(&job.destination).is_none() {
         return Err(Failure::new(format!("qsub: illegally formed destination: {}", job.destination), 2));
     }
@@ -630,7 +655,7 @@ fn finish(started: Started, script_text: String, inputs: &Inputs<'_>) -> Result<
     attrs.push(Attr::new("Variable_List", variables));
     let attrs = verify(attrs, inputs)?;
     let destination = (!job.destination.is_empty()).then(|| job.destination.clone());
-    Ok(Submission { attrs: dedupe(attrs), script, destination, quiet: job.quiet })
+    Ok(Submission { attrs: dedupe(attrs), specs: job.specs, script, destination, quiet: job.quiet })
 }
 
 /// The script run for `-- program args`: the program with its arguments, quoted for sh.
@@ -778,6 +803,9 @@ fn run(argv: &[String]) -> Result<ExitCode, Failure> {
         }
         Err(e) => return Err(Failure::new(format!("qsub: {e}"), (e.pbse().0 & 0xff) as u8)),
     };
+    if !submission.specs.is_empty() {
+        return Ok(submit_set(&mut client, submission));
+    }
     client.last_request();
     match client.submit(submission.attrs, submission.script, submission.destination) {
         Ok(id) => {
@@ -796,6 +824,58 @@ fn run(argv: &[String]) -> Result<ExitCode, Failure> {
             }
             Ok(pbs_cli::exit_code(code))
         }
+    }
+}
+
+/// The attributes of the job of one `-L` list: the job's, its `Resource_List` entries
+/// replaced by the list's, and `job_set` (a new set, or the leader's id).
+fn spec_attrs(base: &[Attr], spec: &[(String, String)], job_set: &str) -> Vec<Attr> {
+    let mut attrs: Vec<Attr> = base.to_vec();
+    for (resource, value) in spec {
+        let name = format!("Resource_List.{resource}");
+        attrs.retain(|a| a.0 != name);
+        attrs.push(Attr::new(name, value.clone()));
+    }
+    attrs.push(Attr::new("job_set", job_set));
+    attrs
+}
+
+/// `qsub -L ... -L ...`: one submission per list, in order, on one connection. The first
+/// the server takes leads the set and the others join it; a list the server refuses (a
+/// queued limit, `resources_max`...) is reported and the others still go. Every id is
+/// printed; the status is the first refusal's when no job was made.
+fn submit_set(client: &mut pbs_client::Client, submission: Submission) -> ExitCode {
+    let mut leader: Option<String> = None;
+    let mut first_error = None;
+    let count = submission.specs.len();
+    for (i, spec) in submission.specs.iter().enumerate() {
+        let job_set = leader.as_deref().unwrap_or(pbs_core::jobset::NEW_SET);
+        let attrs = spec_attrs(&submission.attrs, spec, job_set);
+        if i + 1 == count {
+            client.last_request();
+        }
+        match client.submit(attrs, submission.script.clone(), submission.destination.clone()) {
+            Ok(id) => {
+                if !submission.quiet {
+                    println!("{id}");
+                }
+                leader.get_or_insert(id);
+            }
+            Err(e) => {
+                let code = e.pbse().0;
+                let text = e.to_string();
+                if text.is_empty() {
+                    eprintln!("qsub: Error ({code}) submitting job");
+                } else {
+                    eprintln!("qsub: {text}");
+                }
+                first_error.get_or_insert(code);
+            }
+        }
+    }
+    match (leader, first_error) {
+        (None, Some(code)) => pbs_cli::exit_code(code),
+        _ => ExitCode::SUCCESS,
     }
 }
 
@@ -1075,5 +1155,43 @@ usage: qsub [-a date_time] [-A account_string] [-c interval]
         assert!(s.quiet);
         let names: Vec<&str> = s.attrs.iter().map(|a| a.0.as_str()).collect();
         assert_eq!(names.iter().filter(|n| **n == "Job_Name").count(), 1);
+    }
+
+    #[test]
+    fn job_sets() {
+        let s =
+            submit(&["-L", "select=1:ncpus=4,walltime=10", "-L", "select=2:ncpus=2", "-l", "walltime=5", "x.sh"], "")
+                .unwrap();
+        let specs: Vec<Vec<(String, String)>> = vec![
+            vec![("select".into(), "1:ncpus=4".into()), ("walltime".into(), "10".into())],
+            vec![("select".into(), "2:ncpus=2".into())],
+        ];
+        assert_eq!(s.specs, specs);
+        // Each job: the -l resources, the list's winning, and its job_set.
+        let first = spec_attrs(&s.attrs, &s.specs[0], "new");
+        let value = |attrs: &[Attr], name: &str| attrs.iter().rev().find(|a| a.0 == name).map(|a| a.1.clone());
+        assert_eq!(value(&first, "Resource_List.walltime").as_deref(), Some("10"));
+        assert_eq!(value(&first, "job_set").as_deref(), Some("new"));
+        let second = spec_attrs(&s.attrs, &s.specs[1], "12.srv");
+        assert_eq!(value(&second, "Resource_List.walltime").as_deref(), Some("5"));
+        assert_eq!(value(&second, "Resource_List.select").as_deref(), Some("2:ncpus=2"));
+        assert_eq!(value(&second, "job_set").as_deref(), Some("12.srv"));
+        assert_eq!(first.iter().filter(|a| a.0 == "Resource_List.walltime").count(), 1);
+        // Directives: each line adds a list; the command line's replace them.
+        // A directive's words are read as a shell reads them: quotes inside a list are
+        // quoted again, as on the command line.
+        let script = "#PBS -L 'select=1:ncpus=16,nfilter=\"a and b\"'\n#PBS -L select=2:ncpus=8\necho\n";
+        let s = submit(&["x.sh"], script).unwrap();
+        assert_eq!(s.specs.len(), 2);
+        assert_eq!(s.specs[0][1], ("nfilter".to_string(), "a and b".to_string()));
+        let s = submit(&["-L", "select=1:ncpus=1", "x.sh"], script).unwrap();
+        assert_eq!(s.specs, vec![vec![("select".to_string(), "1:ncpus=1".to_string())]]);
+        // job_set with -L, on the line or in a directive; a bare id gets the server.
+        let both = "qsub: -Wjob_set option can not be used with -L option\n";
+        check_failure(&["-L", "select=1", "-W", "job_set=12", "x.sh"], "", both, 2);
+        check_failure(&["-L", "select=1", "x.sh"], "#PBS -W job_set=12\n", both, 2);
+        let s = submit(&["-W", "job_set=12", "x.sh"], "").unwrap();
+        assert_eq!(get(&s, "job_set"), Some("12.srv"));
+        assert!(s.specs.is_empty());
     }
 }

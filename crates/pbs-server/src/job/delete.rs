@@ -105,6 +105,7 @@ fn delete_live(
     let job_id = pbs_core::JobId::new(key.seq, pbs_core::ArrayPart::None, Some(state.server_name.clone())).to_string();
     let group = crate::job::runone::group_of(state, key.seq);
     let mut ops = crate::job::runone::left(state, &job_id, &group);
+    crate::job::jobset::left(state, key.seq, ctx.now);
     let Some(job) = state.job_mut(key) else {
         return Err(ReqError::new(Pbse::UNKJOBID));
     };

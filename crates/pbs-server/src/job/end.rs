@@ -120,6 +120,7 @@ fn requeue(state: &mut State, key: JobKey, now: i64) -> Vec<StoreOp> {
     job.attrs.set(job_idx!("mtime"), None, now.to_string());
     let mut ops = vec![record, job.put_op(None)];
     ops.extend(crate::job::runone::requeued(state, key.seq, now));
+    ops.extend(crate::job::jobset::requeued(state, key.seq, now));
     state.changes.cycle = true;
     ops
 }
@@ -136,6 +137,7 @@ fn finish(
 ) -> Vec<StoreOp> {
     let parent_id = state.job(key).map(|j| j.id(&state.server_name)).unwrap_or_default();
     let group = if key.index.is_none() { crate::job::runone::group_of(state, key.seq) } else { Vec::new() };
+    let job_set = if key.index.is_none() { crate::job::jobset::set_of(state, key.seq) } else { None };
     let mut ops = finish_job(state, key, exit_status, usage, deleted, now);
     // Its children are released or deleted by how it ended, after its own record (an
     // array's, by `job::array` once its last subjob ended); so are the others of its
@@ -146,6 +148,9 @@ fn finish(
             Some(_) => crate::job::runone::ended(state, key.seq, &parent_id, &group, now),
             None => crate::job::runone::left(state, &parent_id, &group),
         });
+        if let Some(leader) = job_set {
+            ops.extend(crate::job::jobset::ended(state, leader, key.seq, &parent_id, exit_status.is_some(), now));
+        }
     }
     ops
 }

@@ -208,6 +208,7 @@ pub fn run_job(state: &mut State, key: JobKey, exec_vnode: &str, now: i64) -> Re
     tracing::info!(object_type = "Job", object_name = job_id.as_str(), "Job run on {exec_text}");
     // A subjob's start is its array's: an `after` dependency on the array is met by it.
     ops.extend(crate::job::depend::parent_started(state, key.seq, now));
+    ops.extend(crate::job::jobset::started(state, key.seq, now));
     Ok(Effects { ops, launches, ..Effects::default() })
 }
 

@@ -9,6 +9,7 @@ pub mod depend;
 pub mod dependlist;
 pub mod end;
 pub mod faults;
+pub mod jobset;
 pub mod launch;
 pub mod message;
 pub mod modify;

@@ -31,6 +31,7 @@ pub fn modify_jobs(state: &mut State, ctx: &Ctx<'_>, ids: &[String], attrs: &[At
         let mut list = job.attrs.clone();
         let mut depend = None;
         let mut eligible_time = None;
+        let mut job_set = None;
         for ((def, resource, value), Attr(name, _)) in checked.into_iter().zip(attrs) {
             let alter_running = ObjectKind::Job.attributes().get(def as usize).is_some_and(|d| d.alter_running)
                 && resource.as_deref().is_none_or(|r| state.resources.get(r).is_none_or(|d| d.alter_running));
@@ -49,6 +50,12 @@ pub fn modify_jobs(state: &mut State, ctx: &Ctx<'_>, ids: &[String], attrs: &[At
                     return Err(ReqError::new(Pbse::ETEERROR));
                 }
                 eligible_time = Some(value);
+                continue;
+            }
+            if def == job_idx!("job_set") {
+                // Moved between sets by `job::jobset`, which writes the leader's id.
+                let owner = job.get("euser", None).unwrap_or("");
+                job_set = Some(crate::job::jobset::check(state, owner, &value, job.array)?);
                 continue;
             }
             let resource = resource.map(|r| state.interner.intern(&r));
@@ -92,6 +99,9 @@ pub fn modify_jobs(state: &mut State, ctx: &Ctx<'_>, ids: &[String], attrs: &[At
         }
         if let Some(plan) = depend {
             crate::job::depend::apply_alter(state, seq, plan, ctx.now);
+        }
+        if let Some(join) = job_set {
+            crate::job::jobset::moved(state, seq, join, ctx.now);
         }
         let Some(job) = state.jobs.get(&seq) else {
             return Err(ReqError::new(Pbse::UNKJOBID));

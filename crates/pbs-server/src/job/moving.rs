@@ -31,6 +31,14 @@ fn move_one(state: &mut State, ctx: &Ctx<'_>, seq: u64, destination: &str) -> Re
     if job.state.is_history() {
         return Err(ReqError::new(Pbse::HISTJOBID));
     }
+    // A job of a job set stays with its set, on this server.
+    if let Some((_, server)) = destination.split_once('@')
+        && !server.is_empty()
+        && !crate::job::jobset::names_this_server(state, server)
+        && crate::job::jobset::set_of(state, seq).is_some()
+    {
+        return Err(ReqError::new(Pbse::MOVE_JOBSET));
+    }
     // Only a job that has not started moves: a begun array has subjobs running.
     if !matches!(job.state, JobState::Queued | JobState::Held | JobState::Waiting) {
         return Err(ReqError::new(Pbse::BADSTATE));

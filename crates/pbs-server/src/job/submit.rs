@@ -79,6 +79,11 @@ pub fn queue_job(
         list.set(job_idx!("depend"), None, kept);
     }
 
+    let join = match list.get(job_idx!("job_set"), None) {
+        Some(value) => Some(crate::job::jobset::check(state, &ctx.who.user, value, is_array)?),
+        None => None,
+    };
+
     let seq = state.allocate_seq().ok_or_else(|| ReqError::new(Pbse::SYSTEM))?;
     let now = ctx.now.to_string();
     let host = ctx.who.host.clone();
@@ -196,6 +201,9 @@ pub fn queue_job(
     let queued_before = if has_depend { crate::accounting::queued(state, key) } else { None };
     // Its dependencies may hold it (or, on a parent that already failed, end it at once).
     let parents = crate::job::depend::submitted(state, seq, ctx.now);
+    if let Some(join) = join {
+        crate::job::jobset::joined(state, seq, join, ctx.now);
+    }
     let mut ops: Vec<StoreOp> = state.jobs.get(&seq).map(|job| job.put_op(Some(script))).into_iter().collect();
     let queued_now =
         state.jobs.get(&seq).filter(|j| !j.state.is_history()).and_then(|_| crate::accounting::queued(state, key));

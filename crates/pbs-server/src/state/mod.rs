@@ -8,6 +8,7 @@ pub mod accrual;
 pub mod assigned;
 pub mod depends;
 pub mod entity_usage;
+pub mod job_sets;
 pub mod links;
 pub mod node_rt;
 pub mod sched_queue;
@@ -203,6 +204,8 @@ pub struct State {
     pub periodic_hooks: crate::state::timers::PeriodicHooks,
     /// Jobs waiting on others (`depend`), by the job they wait on.
     pub dependents: crate::state::depends::Dependents,
+    /// Job sets by leader (`job_set`).
+    pub job_sets: crate::state::job_sets::JobSets,
 }
 
 /// Objects changed since the scheduler was last told, and whether a cycle is due.
@@ -363,6 +366,7 @@ impl State {
             timers: Default::default(),
             periodic_hooks: Default::default(),
             dependents: Default::default(),
+            job_sets: Default::default(),
         };
         let fresh = !loaded.meta.iter().any(|(k, _)| k == "initialized");
         for (key, value) in &loaded.meta {
@@ -462,6 +466,15 @@ impl State {
                 for (parent, kind) in crate::state::depends::waits(list) {
                     state.dependents.add(parent, job.seq, kind);
                 }
+            }
+        }
+        // Job sets, with the member that runs.
+        for job in state.jobs.values().filter(|j| !j.state.is_history() && !j.array) {
+            let Some(leader) = job.get("job_set", None).and_then(crate::state::job_sets::leader_of) else { continue };
+            let owner = job.get("euser", None).unwrap_or("");
+            state.job_sets.join(leader, job.seq, owner);
+            if matches!(job.state, JobState::Running | JobState::Exiting | JobState::Suspended) {
+                state.job_sets.set_running(leader, Some(job.seq));
             }
         }
         let mut ops = Vec::new();
@@ -572,6 +585,9 @@ impl State {
     /// waited on it.
     pub fn remove_job(&mut self, seq: u64) -> Option<Job> {
         self.dependents.forget_parent(seq);
+        if let Some(leader) = self.jobs.get(&seq).and_then(|j| j.get("job_set", None)).and_then(job_sets::leader_of) {
+            self.job_sets.leave(leader, seq);
+        }
         self.jobs.remove(&seq)
     }
 

@@ -1,0 +1,253 @@
+//! Job sets (`job_set`, `qsub -L`): jobs of which the first that can run runs. Joining a
+//! set at submission or by qalter, and what a member's start, end, requeue or deletion
+//! does to the others, each found through `state::job_sets`, never by walking the jobs:
+//! a start holds the others (substate 95, `Job held, job <id> running from this
+//! job_set`), or finishes them when `job_set_finish_others` is set; the end of the member
+//! that ran deletes them (the set's purpose, one of its requests run, is done); a requeue
+//! releases them. A set keeps its leader's id when the leader goes. See docs/job-sets.md.
+
+use pbs_core::jobset::{SetName, parse};
+use pbs_core::{JobState, Pbse, Substate};
+
+use crate::error::ReqError;
+use crate::jobkey::JobKey;
+use crate::state::State;
+use crate::state::job_sets::leader_of;
+use crate::store::StoreOp;
+
+/// What a checked `job_set` value asks of a job.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Join {
+    /// Lead a new set (the set gets the job's own id).
+    Lead,
+    /// Join the set led by this sequence number.
+    Set(u64),
+}
+
+/// Checks a `job_set` value for a job of `owner` (`is_array`: the job is an array): the
+/// set must exist on this server (a leader, or a set whose leader is gone, with a member
+/// not finished) and be `owner`'s. An array never joins a set, since a set runs one of
+/// its jobs and an array all of its subjobs.
+pub fn check(state: &State, owner: &str, value: &str, is_array: bool) -> Result<Join, ReqError> {
+    if is_array {
+        return Err(ReqError::attr(Pbse::BADATVAL, "job_set"));
+    }
+    match parse(value) {
+        SetName::New => Ok(Join::Lead),
+        SetName::Leader { seq, server } => {
+            if server.is_some_and(|s| !names_this_server(state, &s)) {
+                return Err(ReqError::new(Pbse::NO_JOBSET));
+            }
+            let set = state.job_sets.get(seq).ok_or_else(|| ReqError::new(Pbse::NO_JOBSET))?;
+            if set.owner != owner {
+                return Err(ReqError::new(Pbse::PERM));
+            }
+            Ok(Join::Set(seq))
+        }
+        SetName::Nonexistent => Err(ReqError::new(Pbse::NO_JOBSET)),
+    }
+}
+
+/// qselect's `--job_set`: each `job_set` criterion must name a set that exists
+/// (`NO_JOBSET` otherwise), and is compared with the set's id as members keep it.
+pub fn select_criteria(state: &State, criteria: &mut [pbs_proto::Criterion]) -> Result<(), ReqError> {
+    for criterion in criteria.iter_mut().filter(|c| c.attr == "job_set") {
+        let leader = match parse(&criterion.value) {
+            SetName::Leader { seq, server } if server.as_deref().is_none_or(|s| names_this_server(state, s)) => seq,
+            _ => return Err(ReqError::new(Pbse::NO_JOBSET)),
+        };
+        if state.job_sets.get(leader).is_none() {
+            return Err(ReqError::new(Pbse::NO_JOBSET));
+        }
+        criterion.value = format!("{leader}.{}", state.server_name);
+    }
+    Ok(())
+}
+
+/// Whether a server name given with an id or a destination is this server's.
+pub fn names_this_server(state: &State, name: &str) -> bool {
+    name == state.server_name || name == state.host
+}
+
+/// The set job `seq` is a member of.
+pub fn set_of(state: &State, seq: u64) -> Option<u64> {
+    state.jobs.get(&seq).and_then(|j| j.get("job_set", None)).and_then(leader_of)
+}
+
+/// New or altered job `seq` enters the set `join` names: its `job_set` becomes the
+/// leader's id, and it is held at once when a member of the set runs. Its own record is
+/// written by the caller.
+pub fn joined(state: &mut State, seq: u64, join: Join, now: i64) {
+    let leader = match join {
+        Join::Lead => seq,
+        Join::Set(leader) => leader,
+    };
+    let server = state.server_name.clone();
+    let Some(job) = state.jobs.get_mut(&seq) else { return };
+    let owner = job.get("euser", None).unwrap_or("").to_string();
+    job.attrs.set(job_idx!("job_set"), None, format!("{leader}.{server}"));
+    state.job_sets.join(leader, seq, &owner);
+    if let Some(running) = state.job_sets.get(leader).and_then(|s| s.running) {
+        let running_id = pbs_core::JobId::new(running, pbs_core::ArrayPart::None, Some(server)).to_string();
+        if let Some(job) = state.jobs.get_mut(&seq) {
+            hold(job, &running_id, now);
+        }
+    }
+}
+
+/// Job `seq` leaves its set (qalter moved it, or it is deleted before it ran): when it
+/// was held for its set, that hold goes with it.
+pub fn left(state: &mut State, seq: u64, now: i64) {
+    let Some(leader) = set_of(state, seq) else { return };
+    state.job_sets.leave(leader, seq);
+    if let Some(job) = state.jobs.get_mut(&seq) {
+        release(job, now);
+    }
+}
+
+/// qalter moved queued job `seq` to the set `join` names: it leaves its set (and the hold
+/// that set's run put on it) and joins the new one (held if a member of it runs).
+pub fn moved(state: &mut State, seq: u64, join: Join, now: i64) {
+    let target = match join {
+        Join::Lead => seq,
+        Join::Set(leader) => leader,
+    };
+    if set_of(state, seq) == Some(target) {
+        return;
+    }
+    left(state, seq, now);
+    joined(state, seq, join, now);
+    state.changes.cycle = true;
+}
+
+/// Member `seq` started: the others are held (substate 95), or finished when the server's
+/// `job_set_finish_others` is set.
+pub fn started(state: &mut State, seq: u64, now: i64) -> Vec<StoreOp> {
+    let Some(leader) = set_of(state, seq) else { return Vec::new() };
+    state.job_sets.set_running(leader, Some(seq));
+    let others: Vec<u64> = state
+        .job_sets
+        .get(leader)
+        .map(|s| s.members.iter().copied().filter(|&m| m != seq).collect())
+        .unwrap_or_default();
+    if others.is_empty() {
+        return Vec::new();
+    }
+    let running_id = pbs_core::JobId::new(seq, pbs_core::ArrayPart::None, Some(state.server_name.clone())).to_string();
+    let finish_others = state.server_flag("job_set_finish_others", false);
+    let mut ops = Vec::new();
+    for member in others {
+        if finish_others {
+            let reason = format!("Job finished, job {running_id} running from this job_set");
+            ops.extend(finish(state, leader, member, &reason, now));
+            continue;
+        }
+        let Some(job) = state.jobs.get_mut(&member).filter(|j| waits(j)) else { continue };
+        hold(job, &running_id, now);
+        ops.push(job.put_op(None));
+    }
+    state.changes.cycle = true;
+    ops
+}
+
+/// Member `seq` (`member_id`) of set `leader` ended; `ran`: after it ran (else it was
+/// deleted before). After a run the members it held are deleted: one of the set's
+/// requests has run, which is what the set was for.
+pub fn ended(state: &mut State, leader: u64, seq: u64, member_id: &str, ran: bool, now: i64) -> Vec<StoreOp> {
+    state.job_sets.leave(leader, seq);
+    if !ran {
+        return Vec::new();
+    }
+    let held: Vec<u64> = state
+        .job_sets
+        .get(leader)
+        .map(|s| s.members.iter().copied().collect::<Vec<u64>>())
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|m| state.jobs.get(m).is_some_and(|j| j.substate == Substate::RUNNING_SET))
+        .collect();
+    let reason = format!("Job deleted, job {member_id} from this job_set ran");
+    held.into_iter().flat_map(|m| finish(state, leader, m, &reason, now)).collect()
+}
+
+/// Member `seq`'s run was requeued (qrerun, a failed node, preemption): the members its
+/// start held are queued again (unless other holds remain) and their comments cleared.
+pub fn requeued(state: &mut State, seq: u64, now: i64) -> Vec<StoreOp> {
+    let Some(leader) = set_of(state, seq) else { return Vec::new() };
+    state.job_sets.set_running(leader, None);
+    let members: Vec<u64> = state.job_sets.get(leader).map(|s| s.members.iter().copied().collect()).unwrap_or_default();
+    let mut ops = Vec::new();
+    for member in members.into_iter().filter(|&m| m != seq) {
+        let Some(job) = state.jobs.get_mut(&member).filter(|j| j.substate == Substate::RUNNING_SET) else { continue };
+        release(job, now);
+        ops.push(job.put_op(None));
+    }
+    if !ops.is_empty() {
+        state.changes.cycle = true;
+    }
+    ops
+}
+
+/// Whether a member is one a start holds: not running, not finished.
+fn waits(job: &crate::state::Job) -> bool {
+    matches!(job.state, JobState::Queued | JobState::Held | JobState::Waiting) && job.substate != Substate::RUNNING_SET
+}
+
+/// Holds a member for its set: a system hold (so only a manager's `qrls -h s` lifts it
+/// early), substate 95, the design's comment.
+fn hold(job: &mut crate::state::Job, running_id: &str, now: i64) {
+    let holds = job.get("Hold_Types", None).unwrap_or("n");
+    let held = crate::holds::written(|c| c == 's' || holds.contains(c));
+    job.attrs.set(job_idx!("Hold_Types"), None, held);
+    job.attrs.set(job_idx!("comment"), None, format!("Job held, job {running_id} running from this job_set"));
+    job.attrs.set(job_idx!("mtime"), None, now.to_string());
+    job.attrs.unset(job_idx!("etime"), None);
+    job.state = JobState::Held;
+    job.substate = Substate::RUNNING_SET;
+}
+
+/// Lifts a set's hold: the system hold goes, the comment is cleared; the job is queued
+/// unless another hold remains.
+fn release(job: &mut crate::state::Job, now: i64) {
+    if job.substate != Substate::RUNNING_SET {
+        return;
+    }
+    let current = job.get("Hold_Types", None).unwrap_or("n");
+    let holds = crate::holds::written(|c| c != 's' && current.contains(c));
+    if holds == "n" {
+        job.state = JobState::Queued;
+        job.substate = Substate::QUEUED;
+        job.attrs.set(job_idx!("etime"), None, now.to_string());
+    } else {
+        job.substate = Substate::HELD;
+    }
+    job.attrs.set(job_idx!("Hold_Types"), None, holds);
+    job.attrs.unset(job_idx!("comment"), None);
+    job.attrs.set(job_idx!("mtime"), None, now.to_string());
+}
+
+/// A member that will not run: finished (kept in history when it is enabled) with
+/// `reason` as its comment and accounting `A` record.
+fn finish(state: &mut State, leader: u64, member: u64, reason: &str, now: i64) -> Vec<StoreOp> {
+    let history = state.server_flag("job_history_enable", false);
+    let Some(job) = state.jobs.get(&member).filter(|j| !j.state.is_history()) else { return Vec::new() };
+    let id = job.id(&state.server_name);
+    tracing::info!(object_type = "Job", object_name = id.as_str(), "{reason}");
+    let record = crate::accounting::aborted(&id, reason);
+    state.changes.jobs.insert(JobKey::job(member), id);
+    state.changes.cycle = true;
+    state.job_sets.leave(leader, member);
+    if !history {
+        state.remove_job(member);
+        return vec![record, StoreOp::DeleteJob { seq: member }];
+    }
+    let Some(job) = state.jobs.get_mut(&member) else { return vec![record] };
+    job.state = JobState::Finished;
+    job.substate = Substate::TERMINATED;
+    let now = now.to_string();
+    job.attrs.set(job_idx!("comment"), None, reason);
+    job.attrs.set(job_idx!("mtime"), None, now.as_str());
+    job.attrs.set(job_idx!("obittime"), None, now.as_str());
+    job.attrs.set(job_idx!("history_timestamp"), None, now.as_str());
+    vec![record, job.put_op(None)]
+}
