@@ -1834,6 +1834,8 @@ fn with_eligible_time_a_job_starves_on_its_eligible_time() {
     s.server.push(Attr::new("eligible_time_enable", "True"));
     let d = cycle(&mirror(s), 100_000);
     assert_eq!(run_ids(&d), vec!["2.svr"]);
+}
+
 fn in_set(mut j: SchedJob, leader: u64) -> SchedJob {
     j.attrs.push(Attr::new("job_set", format!("{leader}.svr")));
     j

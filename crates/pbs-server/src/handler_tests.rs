@@ -1240,6 +1240,8 @@ fn eligible_time_accrues_only_while_a_job_could_run_and_survives_a_restart() {
     // Off: neither attribute is shown.
     f.request(&root(), enable("False"));
     assert_eq!(shown(&f, Privilege::Manager), (None, None));
+}
+
 /// A job set's start holds the other members (substate 95, the comment) found through
 /// the index, the index and holds are read back at a restart, a requeue releases them,
 /// and with `job_set_finish_others` a start finishes them instead.
