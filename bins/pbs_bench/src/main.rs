@@ -878,6 +878,31 @@ fn calendar_figures(figures: &mut Vec<Figure>, smoke: bool) {
     }
 }
 
+/// 10,000 queued jobs each with a 3-way OR-ed select against the same 10,000 plain jobs,
+/// timed in one run on full nodes (every alternative is looked at, none runs): the
+/// alternatives may cost at most twice the plain cycle.
+fn ored_cycle_figures(figures: &mut Vec<Figure>, smoke: bool) {
+    use pbs_sched::synthetic::{Shape, cluster, ored_cluster, time_cycle};
+    let (nodes, jobs) = if smoke { (100, 1_000) } else { (1_000, 10_000) };
+    let plain = time_cycle(&mut cluster(nodes, jobs, Shape::NodesFull), 5);
+    let ored = time_cycle(&mut ored_cluster(nodes, jobs, Shape::NodesFull), 5);
+    let ratio = ms(ored.first) / ms(plain.first).max(1e-6);
+    let steady_ratio = ms(ored.steady) / ms(plain.steady).max(1e-6);
+    figures.push(Figure {
+        name: "sched_cycle_ored3_vs_plain".into(),
+        value: Some(ratio),
+        unit: "x",
+        target: Some("<= 2".into()),
+        note: format!(
+            "{jobs} jobs x 3 OR-ed selects, {nodes} full nodes: first cycle {:.1} ms vs plain {:.1} ms; later cycles {:.1} ms vs {:.1} ms ({steady_ratio:.2}x)",
+            ms(ored.first),
+            ms(plain.first),
+            ms(ored.steady),
+            ms(plain.steady)
+        ),
+    });
+}
+
 /// Cycle time of the scheduler's pure core on synthetic clusters (no daemons involved).
 fn sched_cycle_figures(figures: &mut Vec<Figure>, smoke: bool) {
     use pbs_sched::synthetic::{Shape, cluster, time_cycle};
@@ -891,6 +916,7 @@ fn sched_cycle_figures(figures: &mut Vec<Figure>, smoke: bool) {
         ]
     };
     calendar_figures(figures, smoke);
+    ored_cycle_figures(figures, smoke);
     for &(name, nodes, jobs, shape, target) in cases {
         let mut mirror = cluster(nodes, jobs, shape);
         let timing = time_cycle(&mut mirror, 5);

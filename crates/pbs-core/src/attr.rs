@@ -291,6 +291,12 @@ pub static JOB_ATTRS: &[AttrDef] = &[
     def("credential_validity", T::Time, U, RO),
     def("create_resv_from_job", T::Bool, U, UW),
     run("max_run_subjobs", T::Long, U, UW),
+    // OR-ed resource requests (docs/job-sets.md): job_wide merged with defaults, the
+    // largest and smallest amounts over the alternatives, and the OR-ed request a run keeps.
+    def("sched_job_wide", T::Str, M, RO),
+    def("max_resc_req", T::Resources, O, RO),
+    def("min_resc_req", T::Resources, O, RO),
+    def("ORed_Resource_List", T::Resources, M, RO),
 ];
 
 /// Server attributes in OpenPBS's report order.

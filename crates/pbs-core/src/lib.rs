@@ -19,6 +19,7 @@ pub mod jobattr;
 pub mod jobid;
 pub mod jobpath;
 pub mod nodespec;
+pub mod orselect;
 pub mod pbse;
 pub mod preempt;
 pub mod range;

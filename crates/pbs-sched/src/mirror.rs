@@ -86,6 +86,33 @@ pub(crate) struct Request {
     pub(crate) invalid: Option<String>,
 }
 
+/// The views of a queued job's OR-ed alternatives (`pbs_core::orselect`): each with its
+/// select, place and the `Resource_List` it would run with (job_wide from `sched_job_wide`,
+/// which holds the defaults too, else `Resource_List.job_wide`). `None` for a plain job, or
+/// one whose request does not read (the server refused such requests).
+fn alternative_views(view: &SchedJob) -> Option<Vec<SchedJob>> {
+    if !pbs_core::orselect::is_ored(&view.select) {
+        return None;
+    }
+    let job_wide = view
+        .attrs
+        .iter()
+        .find(|a| a.name() == "sched_job_wide")
+        .map(|a| a.value())
+        .or_else(|| view.resources.iter().find(|(n, _)| n == "job_wide").map(|(_, v)| v.as_str()));
+    let or = pbs_core::orselect::OrSelect::parse(&view.select, job_wide).ok()?;
+    (0..or.alternatives().len())
+        .map(|k| {
+            let resources = or.resource_list(k, view.resources.iter().map(|(n, v)| (n.as_str(), v.as_str())))?;
+            let mut alternative = view.clone();
+            alternative.select = or.alternatives()[k].select.to_string();
+            alternative.place = resources.iter().find(|(n, _)| n == "place").map_or("free", |(_, v)| v).to_string();
+            alternative.resources = resources;
+            Some(alternative)
+        })
+        .collect()
+}
+
 /// Which part of an array a job is.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum ArrayRole {
@@ -118,6 +145,11 @@ pub(crate) struct Job {
     pub(crate) array: ArrayRole,
     /// Where it sits in its queue's order, when it is a candidate.
     pub(crate) key: Option<OrderKey>,
+    /// A queued job with OR-ed selects: one job per alternative, in the user's order,
+    /// each with that alternative's request and `Resource_List` (`alternative_views`).
+    pub(crate) alternatives: Option<Box<[Job]>>,
+    /// Which alternative this is, for a job of `alternatives`.
+    pub(crate) alternative: Option<u32>,
 }
 
 impl Job {
@@ -921,6 +953,9 @@ impl Mirror {
                 }
             }
             self.release_request(job.request, &job.view);
+            for alternative in job.alternatives.iter().flat_map(|a| a.iter()) {
+                self.release_request(alternative.request, &alternative.view);
+            }
         }
         self.free_job_slots.push(slot);
     }
@@ -964,7 +999,21 @@ impl Mirror {
             self.queues.entry(view.queue.clone()).or_default().queued.insert(key);
         }
         let running = view.state == 'R';
-        let job = Job { view, user, group, project, request, array, key };
+        let alternatives =
+            (view.state == 'Q' && array == ArrayRole::None).then(|| alternative_views(&view)).flatten().map(|views| {
+                let alternatives: Vec<Job> = views
+                    .into_iter()
+                    .enumerate()
+                    .map(|(k, view)| {
+                        let request = self.acquire_request(&view);
+                        let alternative = u32::try_from(k).ok();
+                        let array = ArrayRole::None;
+                        Job { view, user, group, project, request, array, key: None, alternatives: None, alternative }
+                    })
+                    .collect();
+                alternatives.into_boxed_slice()
+            });
+        let job = Job { view, user, group, project, request, array, key, alternatives, alternative: None };
         let array_slot = job.array_slot();
         self.jobs[slot as usize] = Some(job);
         self.job_by_id.insert(id, slot);

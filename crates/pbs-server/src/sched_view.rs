@@ -38,9 +38,15 @@ pub fn sched_job(state: &State, job: &Job) -> SchedJob {
     let resources: Vec<(String, String)> =
         job.attrs.resources(job_idx!("Resource_List")).map(|(r, v)| (r.to_string(), v.to_string())).collect();
     let mut attrs = Vec::new();
-    for name in
-        ["max_run_subjobs", "array_indices_remaining", "array_indices_submitted", "Rerunable", "run_count", "project"]
-    {
+    for name in [
+        "max_run_subjobs",
+        "array_indices_remaining",
+        "array_indices_submitted",
+        "Rerunable",
+        "run_count",
+        "project",
+        "sched_job_wide",
+    ] {
         if let Some(value) = job.get(name, None) {
             attrs.push(Attr::new(name, value));
         }
@@ -230,9 +236,12 @@ pub fn apply_decisions(
                     _ => Ok(()),
                 };
                 let result = result.and_then(|()| {
-                    key_of(&decision.job_id)
-                        .ok_or_else(|| ReqError::new(Pbse::UNKJOBID))
-                        .and_then(|key| run_job(state, key, &decision.exec_vnode, now))
+                    key_of(&decision.job_id).ok_or_else(|| ReqError::new(Pbse::UNKJOBID)).and_then(|key| {
+                        crate::job::orselect::choose(state, key, decision.alternative)?;
+                        run_job(state, key, &decision.exec_vnode, now).inspect_err(|_| {
+                            crate::job::orselect::restore(state, key);
+                        })
+                    })
                 });
                 match result {
                     Ok(more) => effects.merge(more),

@@ -13,6 +13,7 @@ pub mod launch;
 pub mod modify;
 pub mod moving;
 pub mod nodefail;
+pub mod orselect;
 pub mod preempt;
 pub mod running;
 pub mod runone;
