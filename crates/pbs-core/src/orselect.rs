@@ -46,6 +46,9 @@ pub enum OrSelectError {
     JobWideSyntax,
 }
 
+/// `(resource, value)` pairs, in a resource list's order.
+pub type Pairs = Vec<(String, String)>;
+
 /// One alternative: its select and the job-wide resources that go with it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Alternative {
@@ -217,10 +220,7 @@ fn magnitude(rtype: ResourceType, value: &str) -> Option<f64> {
 /// `Resource_List` asks for, the largest and the smallest amount over the alternatives
 /// that ask for it (each alternative's total, so `2:mem=100mb` counts as `200mb`), sorted
 /// by name. Non-numeric resources (`place`, strings) have no order and are left out.
-pub fn extremes(
-    lists: &[Vec<(String, String)>],
-    registry: &ResourceRegistry,
-) -> (Vec<(String, String)>, Vec<(String, String)>) {
+pub fn extremes(lists: &[Vec<(String, String)>], registry: &ResourceRegistry) -> (Pairs, Pairs) {
     let mut max: Vec<(String, String, f64)> = Vec::new();
     let mut min: Vec<(String, String, f64)> = Vec::new();
     for list in lists {
