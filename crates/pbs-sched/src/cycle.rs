@@ -577,7 +577,8 @@ fn handle_job(world: &mut World<'_>, ctx: &mut Ctx, queue: &QueueCtx<'_>, slot: 
 /// A job with OR-ed selects (docs/job-sets.md): its alternatives in the user's order, the
 /// first that can run now runs (with its own walltime and place); when none can, only
 /// the first is tried in full (comment, preemption, a top job's plan), as the design
-/// plans only the first, and the cycle logs that none could be satisfied. Each
+/// plans only the first, and the cycle logs that none could be satisfied (when it looked,
+/// not for later jobs of classes already known to fail). Each
 /// alternative is its own equivalence class, so jobs asking alike cost one look each.
 fn try_alternatives(world: &mut World<'_>, ctx: &mut Ctx, queue: &QueueCtx<'_>, job: &Job, alternatives: &[Job]) {
     let Some(first) = alternatives.first() else { return };
@@ -590,12 +591,14 @@ fn try_alternatives(world: &mut World<'_>, ctx: &mut Ctx, queue: &QueueCtx<'_>, 
             if queue.split_project { job.project } else { NONE },
         )
     };
+    let mut looked = false;
     if !ctx.blocked {
         for (k, alternative) in alternatives.iter().enumerate() {
             let key = class_of(alternative);
             if ctx.classes.contains_key(&key) {
                 continue;
             }
+            looked = true;
             match evaluate(world, alternative, queue, None, false) {
                 Ok(_) => {
                     if try_job(world, ctx, queue, alternative, key, None, &job.view.id, true) == Tried::Started {
@@ -611,7 +614,11 @@ fn try_alternatives(world: &mut World<'_>, ctx: &mut Ctx, queue: &QueueCtx<'_>, 
             }
         }
     }
-    ctx.out.considered.push(LogEvent::job("0040", &job.view.id, NONE_SATISFIED));
+    // Logged when the job's alternatives were looked at, not for each job of classes
+    // already known to fail (as a plain job of such a class logs nothing).
+    if looked || !ctx.classes.contains_key(&class_of(first)) {
+        ctx.out.considered.push(LogEvent::job("0040", &job.view.id, NONE_SATISFIED));
+    }
     try_job(world, ctx, queue, first, class_of(first), None, &job.view.id, true);
 }
 

@@ -451,15 +451,19 @@ impl Mirror {
             };
             let Some(&slot) = self.job_by_id.get(&update.job_id) else { continue };
             let Some(job) = self.jobs.get_mut(slot as usize).and_then(Option::as_mut) else { continue };
-            for attr in &update.attrs {
-                if attr.name() == "comment" {
-                    job.view.comment = (!attr.value().is_empty()).then(|| attr.value().to_string());
-                } else if attr.name().starts_with("estimated.") {
-                    // Sent estimates count as known, so they are not sent again before
-                    // the server's own view of the job arrives.
-                    job.view.attrs.retain(|a| a.name() != attr.name());
-                    if !attr.value().is_empty() {
-                        job.view.attrs.push(attr.clone());
+            // A job's alternatives are tried (and comment) as the job: they know it too.
+            let alternatives = job.alternatives.iter_mut().flat_map(|a| a.iter_mut()).map(|a| &mut a.view);
+            for view in std::iter::once(&mut job.view).chain(alternatives) {
+                for attr in &update.attrs {
+                    if attr.name() == "comment" {
+                        view.comment = (!attr.value().is_empty()).then(|| attr.value().to_string());
+                    } else if attr.name().starts_with("estimated.") {
+                        // Sent estimates count as known, so they are not sent again before
+                        // the server's own view of the job arrives.
+                        view.attrs.retain(|a| a.name() != attr.name());
+                        if !attr.value().is_empty() {
+                            view.attrs.push(attr.clone());
+                        }
                     }
                 }
             }

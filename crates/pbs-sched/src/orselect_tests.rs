@@ -142,3 +142,17 @@ fn each_alternative_is_held_to_the_limits_with_its_own_amounts() {
     let d = cycle(&m, 0);
     assert_eq!(runs(&d), vec![("1.svr", "(n1:ncpus=2)", Some(1))]);
 }
+
+#[test]
+fn a_comment_sent_is_known_to_every_alternative_so_the_next_cycle_sends_nothing() {
+    let jobs = vec![ored(1, "1:ncpus=8||1:ncpus=6", "8", None), ored(2, "1:ncpus=8||1:ncpus=6", "8", None)];
+    let mut m = Mirror::new(snapshot(vec![node("n1", 4)], jobs, &[]), SchedConfig::default());
+    let first = cycle(&m, 0);
+    assert_eq!(first.updates().count(), 2);
+    // The second job's classes were known: it is not logged again.
+    assert!(!logged(&first, "2.svr", "None of the select specification could be satisfied"));
+    let sent: Vec<Action> = first.updates().cloned().map(Action::Update).collect();
+    m.note_sent(0, &sent, &Default::default());
+    let next = cycle(&m, 0);
+    assert_eq!(next.updates().count(), 0, "{:?}", next.actions);
+}
