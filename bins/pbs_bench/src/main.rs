@@ -884,8 +884,17 @@ fn calendar_figures(figures: &mut Vec<Figure>, smoke: bool) {
 fn ored_cycle_figures(figures: &mut Vec<Figure>, smoke: bool) {
     use pbs_sched::synthetic::{Shape, cluster, ored_cluster, time_cycle};
     let (nodes, jobs) = if smoke { (100, 1_000) } else { (1_000, 10_000) };
-    let plain = time_cycle(&mut cluster(nodes, jobs, Shape::NodesFull), 5);
-    let ored = time_cycle(&mut ored_cluster(nodes, jobs, Shape::NodesFull), 5);
+    // Rounds taken in turn, the fastest of each kept: on a shared machine one side timed
+    // while something else runs would otherwise decide the ratio.
+    let (mut plain_mirror, mut ored_mirror) =
+        (cluster(nodes, jobs, Shape::NodesFull), ored_cluster(nodes, jobs, Shape::NodesFull));
+    let mut plain = time_cycle(&mut plain_mirror, 5);
+    let mut ored = time_cycle(&mut ored_mirror, 5);
+    for _ in 0..4 {
+        let (p, o) = (time_cycle(&mut plain_mirror, 5), time_cycle(&mut ored_mirror, 5));
+        plain.steady = plain.steady.min(p.steady);
+        ored.steady = ored.steady.min(o.steady);
+    }
     let ratio = ms(ored.first) / ms(plain.first).max(1e-6);
     let steady_ratio = ms(ored.steady) / ms(plain.steady).max(1e-6);
     figures.push(Figure {
