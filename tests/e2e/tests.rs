@@ -28,6 +28,7 @@ mod mom_answers;
 mod mom_hooks;
 mod mom_privilege;
 mod nodes_cli;
+mod orselect;
 mod preempt;
 mod protocol;
 mod runlimits;

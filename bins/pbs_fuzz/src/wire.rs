@@ -363,8 +363,9 @@ fn sched_burst(conn: &mut Conn, g: &mut Gen, stats: &mut Stats, log: &mut Log<'_
     // The snapshot comes first; it may be large, and is not needed.
     let _ = conn.recv();
     for cycle in 0..1 + g.rng.below(5) {
-        let run: Vec<RunDecision> =
-            (0..g.rng.index(3)).map(|_| RunDecision { job_id: g.job_id(), exec_vnode: g.string() }).collect();
+        let run: Vec<RunDecision> = (0..g.rng.index(3))
+            .map(|_| RunDecision { job_id: g.job_id(), exec_vnode: g.string(), alternative: None })
+            .collect();
         let updates: Vec<JobUpdate> = (0..g.rng.index(3))
             .map(|_| JobUpdate {
                 job_id: g.job_id(),

@@ -294,6 +294,12 @@ pub static JOB_ATTRS: &[AttrDef] = &[
     run("max_run_subjobs", T::Long, U, UW),
     // Job sets (`qsub -L`, `-W job_set`): the id of the set's leader (docs/job-sets.md).
     def("job_set", T::Str, U, UW),
+    // OR-ed resource requests (docs/job-sets.md): job_wide merged with defaults, the
+    // largest and smallest amounts over the alternatives, and the OR-ed request a run keeps.
+    def("sched_job_wide", T::Str, M, RO),
+    def("max_resc_req", T::Resources, O, RO),
+    def("min_resc_req", T::Resources, O, RO),
+    def("ORed_Resource_List", T::Resources, M, RO),
 ];
 
 /// Server attributes in OpenPBS's report order.

@@ -21,6 +21,7 @@ pub mod jobpath;
 pub mod jobset;
 pub mod nfilter;
 pub mod nodespec;
+pub mod orselect;
 pub mod pbse;
 pub mod preempt;
 pub mod range;

@@ -228,6 +228,10 @@ impl ResourceDef {
         let bad = || ResourceError::BadValue(self.name.clone());
         let trimmed = value.trim();
         match self.name.as_str() {
+            // An OR-ed select (`A||B`) keeps each alternative's canonical form.
+            "select" if crate::orselect::is_ored(value) => {
+                return crate::orselect::OrSelect::parse(value, None).map(|o| o.select_text()).map_err(|_| bad());
+            }
             "select" => return value.parse::<Select>().map(|s| s.to_string()).map_err(|_| bad()),
             "place" => return value.parse::<Place>().map(|_| value.to_string()).map_err(|_| bad()),
             "nodes" if value.is_empty() => return Err(bad()),
@@ -334,6 +338,7 @@ impl ResourceRegistry {
             ("nice", Long, ""),
             ("cpupercent", Long, ""),
             ("select", Str, ""),
+            ("job_wide", Str, ""),
             ("place", Str, ""),
             ("nodect", Long, ""),
             ("nodes", Str, ""),

@@ -223,6 +223,10 @@ pub struct RunDecision {
     pub job_id: String,
     /// Where: `(n1:ncpus=2:mem=1gb)+(n2:ncpus=2)`, one parenthesised group per chunk.
     pub exec_vnode: String,
+    /// For a job with OR-ed alternatives, the one (from 0) the exec_vnode places: it
+    /// becomes the job's `Resource_List` (docs/job-sets.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alternative: Option<u32>,
 }
 
 /// Attribute updates for one job (comment, `estimated.*`...), applied without changing
@@ -421,7 +425,7 @@ mod tests {
                     job_id: "2.s".into(),
                     attrs: vec![Attr::new("comment", "Not Running: Insufficient amount of resource: ncpus")],
                 }),
-                Action::Run(RunDecision { job_id: "1.s".into(), exec_vnode: "(n1:ncpus=1)".into() }),
+                Action::Run(RunDecision { job_id: "1.s".into(), exec_vnode: "(n1:ncpus=1)".into(), alternative: None }),
             ],
         };
         let text = serde_json::to_string(&frame).unwrap();

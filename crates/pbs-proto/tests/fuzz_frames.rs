@@ -200,7 +200,11 @@ fn to_mom() -> impl Strategy<Value = ToMom> {
 
 fn from_sched() -> impl Strategy<Value = FromSched> {
     let action = prop_oneof![
-        (text(), text()).prop_map(|(job_id, exec_vnode)| Action::Run(RunDecision { job_id, exec_vnode })),
+        (text(), text()).prop_map(|(job_id, exec_vnode)| Action::Run(RunDecision {
+            job_id,
+            exec_vnode,
+            alternative: None
+        })),
         (text(), attrs()).prop_map(|(job_id, attrs)| Action::Update(JobUpdate { job_id, attrs })),
     ];
     (any::<u64>(), option::of(any::<u64>()), vec(action, 0..6))

@@ -487,7 +487,17 @@ pub fn qrun(m: &Mirror, job_id: &str, now: i64) -> Decisions {
         split_group: false,
         split_project: false,
     };
-    match evaluate(&world, job, &queue, None, true) {
+    // A job with OR-ed selects runs the first alternative that fits; if none does, the
+    // first one's reason is the answer.
+    let tried = match job.alternatives.as_deref() {
+        Some(alternatives) => alternatives
+            .iter()
+            .find_map(|a| evaluate(&world, a, &queue, None, true).ok().map(|placed| (a, Ok(placed))))
+            .or_else(|| alternatives.first().map(|a| (a, evaluate(&world, a, &queue, None, true)))),
+        None => Some((job, evaluate(&world, job, &queue, None, true))),
+    };
+    let Some((job, tried)) = tried else { return out.into_decisions() };
+    match tried {
         Ok(placed) => commit(&mut world, &mut out, job, &run_id, &placed, parent_seq),
         // The answer to a qrun always carries the reason, changed or not: it is what the
         // server tells the qrun caller.
@@ -619,20 +629,82 @@ fn handle_job(world: &mut World<'_>, ctx: &mut Ctx, queue: &QueueCtx<'_>, slot: 
                 ctx.out.log.push(LogEvent::max_run_subjobs(&parent_id));
             }
         }
-        ArrayRole::None => match job.job_set {
-            None => {
-                try_job(world, ctx, queue, job, key, None, &job.view.id, true);
-            }
-            Some(set) => {
-                let crate::jobset::Turning::Try { may_plan } = ctx.sets.turn(set, slot) else { return };
-                ctx.no_plan = !may_plan;
-                if try_job(world, ctx, queue, job, key, None, &job.view.id, true) == Tried::Started {
-                    ctx.sets.started(set);
+        ArrayRole::None => {
+            // A job with OR-ed selects tries its alternatives; either kind may be a job
+            // set's member, tried only in its set's turn.
+            let mut try_it = |world: &mut World<'_>, ctx: &mut Ctx| match job.alternatives.as_deref() {
+                Some(alternatives) => try_alternatives(world, ctx, queue, job, alternatives),
+                None => try_job(world, ctx, queue, job, key, None, &job.view.id, true),
+            };
+            match job.job_set {
+                None => {
+                    try_it(world, ctx);
                 }
-                ctx.no_plan = false;
+                Some(set) => {
+                    let crate::jobset::Turning::Try { may_plan } = ctx.sets.turn(set, slot) else { return };
+                    ctx.no_plan = !may_plan;
+                    if try_it(world, ctx) == Tried::Started {
+                        ctx.sets.started(set);
+                    }
+                    ctx.no_plan = false;
+                }
             }
-        },
+        }
     }
+}
+
+/// A job with OR-ed selects (docs/job-sets.md): its alternatives in the user's order, the
+/// first that can run now runs (with its own walltime and place); when none can, only
+/// the first is tried in full (comment, preemption, a top job's plan), as the design
+/// plans only the first, and the cycle logs that none could be satisfied (when it looked,
+/// not for later jobs of classes already known to fail). Each
+/// alternative is its own equivalence class, so jobs asking alike cost one look each.
+fn try_alternatives(
+    world: &mut World<'_>,
+    ctx: &mut Ctx,
+    queue: &QueueCtx<'_>,
+    job: &Job,
+    alternatives: &[Job],
+) -> Tried {
+    let Some(first) = alternatives.first() else { return Tried::Failed };
+    let class_of = |alternative: &Job| -> ClassKey {
+        (
+            queue.index,
+            alternative.request,
+            if queue.split_user { job.user } else { NONE },
+            if queue.split_group { job.group } else { NONE },
+            if queue.split_project { job.project } else { NONE },
+        )
+    };
+    let mut looked = false;
+    if !ctx.blocked {
+        for (k, alternative) in alternatives.iter().enumerate() {
+            let key = class_of(alternative);
+            if ctx.classes.contains_key(&key) {
+                continue;
+            }
+            looked = true;
+            match evaluate(world, alternative, queue, None, false) {
+                Ok(_) => {
+                    if try_job(world, ctx, queue, alternative, key, None, &job.view.id, true) == Tried::Started {
+                        return Tried::Started;
+                    }
+                }
+                // The first is tried in full below, which records its class.
+                Err(failure) if k > 0 && failure.marks_class() => {
+                    let comment = failure.comment();
+                    ctx.classes.insert(key, (failure, comment));
+                }
+                Err(_) => {}
+            }
+        }
+    }
+    // Logged when the job's alternatives were looked at, not for each job of classes
+    // already known to fail (as a plain job of such a class logs nothing).
+    if looked || !ctx.classes.contains_key(&class_of(first)) {
+        ctx.out.considered.push(LogEvent::job("0040", &job.view.id, crate::jobset::NONE_SATISFIED));
+    }
+    try_job(world, ctx, queue, first, class_of(first), None, &job.view.id, true)
 }
 
 /// What became of one try.
@@ -1108,7 +1180,8 @@ fn commit(
     world.book_nodes(&placed.allocs, &placed.exclusive);
     let req = m.request(job.request);
     world.book_counts(&job.view.queue, job.who(), &req.job_wide, parent_seq);
-    out.push_run(RunDecision { job_id: run_id.to_string(), exec_vnode: exec_vnode(world, &placed.allocs) }, placed);
+    let exec_vnode = exec_vnode(world, &placed.allocs);
+    out.push_run(RunDecision { job_id: run_id.to_string(), exec_vnode, alternative: job.alternative }, placed);
 }
 
 /// `(n1:ncpus=2:mem=1048576kb)+(n2:ncpus=2)`: one group per chunk.

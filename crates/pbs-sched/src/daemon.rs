@@ -740,7 +740,11 @@ mod tests {
                         attrs: vec![Attr::new("comment", "Not Running: x")],
                     })
                 })
-                .chain([Action::Run(RunDecision { job_id: "1.s".into(), exec_vnode: "(n1:ncpus=1)".into() })])
+                .chain([Action::Run(RunDecision {
+                    job_id: "1.s".into(),
+                    exec_vnode: "(n1:ncpus=1)".into(),
+                    alternative: None,
+                })])
                 .collect(),
             ..Decisions::default()
         };

@@ -31,6 +31,9 @@
 //!   daemon reads the files, the core only compares times. Shrink-to-fit jobs
 //!   (`min_walltime`, no walltime) get the longest walltime that fits, sent as
 //!   `Resource_List.walltime` with their run.
+//! - Jobs with OR-ed selects (`select="A||B"`, docs/job-sets.md): the mirror keeps one
+//!   job view per alternative, and a cycle runs the first alternative that fits now, else
+//!   tries only the first in full (its comment, preemption and plan).
 //! - [`synthetic`] builds large mirrors for the benchmark; [`sim`] replays a job stream in
 //!   virtual time through the core.
 //!
@@ -62,6 +65,8 @@ pub use cycle::{Decisions, LogEvent, cycle, qrun};
 pub use limits::OverSoft;
 pub use mirror::Mirror;
 
+#[cfg(test)]
+mod orselect_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

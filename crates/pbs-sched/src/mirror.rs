@@ -91,6 +91,33 @@ pub(crate) struct Request {
     pub(crate) filter: Option<Box<NodeFilter>>,
 }
 
+/// The views of a queued job's OR-ed alternatives (`pbs_core::orselect`): each with its
+/// select, place and the `Resource_List` it would run with (job_wide from `sched_job_wide`,
+/// which holds the defaults too, else `Resource_List.job_wide`). `None` for a plain job, or
+/// one whose request does not read (the server refused such requests).
+fn alternative_views(view: &SchedJob) -> Option<Vec<SchedJob>> {
+    if !pbs_core::orselect::is_ored(&view.select) {
+        return None;
+    }
+    let job_wide = view
+        .attrs
+        .iter()
+        .find(|a| a.name() == "sched_job_wide")
+        .map(|a| a.value())
+        .or_else(|| view.resources.iter().find(|(n, _)| n == "job_wide").map(|(_, v)| v.as_str()));
+    let or = pbs_core::orselect::OrSelect::parse(&view.select, job_wide).ok()?;
+    (0..or.alternatives().len())
+        .map(|k| {
+            let resources = or.resource_list(k, view.resources.iter().map(|(n, v)| (n.as_str(), v.as_str())))?;
+            let mut alternative = view.clone();
+            alternative.select = or.alternatives()[k].select.to_string();
+            alternative.place = resources.iter().find(|(n, _)| n == "place").map_or("free", |(_, v)| v).to_string();
+            alternative.resources = resources;
+            Some(alternative)
+        })
+        .collect()
+}
+
 /// Which part of an array a job is.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum ArrayRole {
@@ -126,6 +153,11 @@ pub(crate) struct Job {
     pub(crate) job_set: Option<u64>,
     /// Where it sits in its queue's order, when it is a candidate.
     pub(crate) key: Option<OrderKey>,
+    /// A queued job with OR-ed selects: one job per alternative, in the user's order,
+    /// each with that alternative's request and `Resource_List` (`alternative_views`).
+    pub(crate) alternatives: Option<Box<[Job]>>,
+    /// Which alternative this is, for a job of `alternatives`.
+    pub(crate) alternative: Option<u32>,
 }
 
 impl Job {
@@ -430,15 +462,19 @@ impl Mirror {
             };
             let Some(&slot) = self.job_by_id.get(&update.job_id) else { continue };
             let Some(job) = self.jobs.get_mut(slot as usize).and_then(Option::as_mut) else { continue };
-            for attr in &update.attrs {
-                if attr.name() == "comment" {
-                    job.view.comment = (!attr.value().is_empty()).then(|| attr.value().to_string());
-                } else if attr.name().starts_with("estimated.") {
-                    // Sent estimates count as known, so they are not sent again before
-                    // the server's own view of the job arrives.
-                    job.view.attrs.retain(|a| a.name() != attr.name());
-                    if !attr.value().is_empty() {
-                        job.view.attrs.push(attr.clone());
+            // A job's alternatives are tried (and comment) as the job: they know it too.
+            let alternatives = job.alternatives.iter_mut().flat_map(|a| a.iter_mut()).map(|a| &mut a.view);
+            for view in std::iter::once(&mut job.view).chain(alternatives) {
+                for attr in &update.attrs {
+                    if attr.name() == "comment" {
+                        view.comment = (!attr.value().is_empty()).then(|| attr.value().to_string());
+                    } else if attr.name().starts_with("estimated.") {
+                        // Sent estimates count as known, so they are not sent again before
+                        // the server's own view of the job arrives.
+                        view.attrs.retain(|a| a.name() != attr.name());
+                        if !attr.value().is_empty() {
+                            view.attrs.push(attr.clone());
+                        }
                     }
                 }
             }
@@ -948,6 +984,9 @@ impl Mirror {
                 }
             }
             self.release_request(job.request, &job.view);
+            for alternative in job.alternatives.iter().flat_map(|a| a.iter()) {
+                self.release_request(alternative.request, &alternative.view);
+            }
         }
         self.free_job_slots.push(slot);
     }
@@ -993,8 +1032,33 @@ impl Mirror {
             self.queues.entry(view.queue.clone()).or_default().queued.insert(key);
         }
         let running = view.state == 'R';
+        let alternatives =
+            (view.state == 'Q' && array == ArrayRole::None).then(|| alternative_views(&view)).flatten().map(|views| {
+                let alternatives: Vec<Job> = views
+                    .into_iter()
+                    .enumerate()
+                    .map(|(k, view)| {
+                        let request = self.acquire_request(&view);
+                        let alternative = u32::try_from(k).ok();
+                        let array = ArrayRole::None;
+                        Job {
+                            view,
+                            user,
+                            group,
+                            project,
+                            request,
+                            array,
+                            job_set: None,
+                            key: None,
+                            alternatives: None,
+                            alternative,
+                        }
+                    })
+                    .collect();
+                alternatives.into_boxed_slice()
+            });
         let job_set = crate::jobset::set_of(&view);
-        let job = Job { view, user, group, project, request, array, job_set, key };
+        let job = Job { view, user, group, project, request, array, job_set, key, alternatives, alternative: None };
         let array_slot = job.array_slot();
         self.jobs[slot as usize] = Some(job);
         self.job_by_id.insert(id, slot);

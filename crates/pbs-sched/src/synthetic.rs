@@ -1,7 +1,7 @@
 //! Synthetic clusters for the benchmark (`pbs_bench`) and for timing tests: many nodes,
 //! many queued jobs, in shapes where nothing can run, so that a cycle's cost is the cost
 //! of deciding that (the common state of a busy site); and one huge job array on a few
-//! nodes, whose cycle must cost what starts, not what waits.
+//! nodes, whose cycle must cost what starts, not what waits; and jobs with OR-ed selects.
 
 use std::time::{Duration, Instant};
 
@@ -163,6 +163,28 @@ pub fn job_set_cluster(n_nodes: usize, n_jobs: usize, shape: Shape, set_size: us
 /// The mirror of [`snapshot`].
 pub fn cluster(n_nodes: usize, n_jobs: usize, shape: Shape) -> Mirror {
     Mirror::new(snapshot(n_nodes, n_jobs, shape), SchedConfig::default())
+}
+
+/// [`snapshot`] with every queued job asking for one of three OR-ed alternatives
+/// (`select="A||B||C"`, each with its own walltime through `sched_job_wide`), the first
+/// being the plain job's request: the cost of alternatives against the same plain cycle.
+pub fn ored_cluster(n_nodes: usize, n_jobs: usize, shape: Shape) -> Mirror {
+    let mut snap = snapshot(n_nodes, n_jobs, shape);
+    for job in &mut snap.jobs {
+        let first = job.select.clone();
+        let ncpus = job.resources.iter().find(|(n, _)| n == "ncpus").map_or(1, |(_, v)| v.parse::<u64>().unwrap_or(1));
+        let select = format!("{first}||1:ncpus={}:mem=1gb||2:ncpus={}", ncpus + 1, ncpus.div_ceil(2));
+        let job_wide = "walltime=01:00:00||walltime=00:30:00+place=scatter||walltime=00:10:00";
+        for (name, value) in &mut job.resources {
+            if name == "select" {
+                value.clone_from(&select);
+            }
+        }
+        job.resources.push(("job_wide".into(), job_wide.into()));
+        job.select = select;
+        job.attrs.push(Attr::new("sched_job_wide", job_wide));
+    }
+    Mirror::new(snap, SchedConfig::default())
 }
 
 /// What [`time_cycle`] measured.

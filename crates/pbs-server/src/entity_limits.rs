@@ -159,7 +159,10 @@ pub(crate) fn amounts(config: &Config, state: &State, list: &AttrList) -> Vec<f6
         .resources
         .iter()
         .map(|r| {
-            let text = list.get_named(ObjectKind::Job, "Resource_List", Some(r));
+            // A job with OR-ed alternatives counts with the largest amount any of them asks.
+            let text = list
+                .get_named(ObjectKind::Job, "max_resc_req", Some(r))
+                .or_else(|| list.get_named(ObjectKind::Job, "Resource_List", Some(r)));
             let rtype = state.resources.get(r).map(|d| d.rtype);
             text.zip(rtype).and_then(|(t, rt)| amount(rt, t)).unwrap_or(0.0)
         })

@@ -46,6 +46,7 @@ pub fn sched_job(state: &State, job: &Job) -> SchedJob {
         "run_count",
         "project",
         "job_set",
+        "sched_job_wide",
     ] {
         if let Some(value) = job.get(name, None) {
             attrs.push(Attr::new(name, value));
@@ -249,9 +250,12 @@ pub fn apply_decisions(
                     _ => Ok(()),
                 };
                 let result = result.and_then(|()| {
-                    key_of(&decision.job_id)
-                        .ok_or_else(|| ReqError::new(Pbse::UNKJOBID))
-                        .and_then(|key| run_job(state, key, &decision.exec_vnode, now))
+                    key_of(&decision.job_id).ok_or_else(|| ReqError::new(Pbse::UNKJOBID)).and_then(|key| {
+                        crate::job::orselect::choose(state, key, decision.alternative)?;
+                        run_job(state, key, &decision.exec_vnode, now).inspect_err(|_| {
+                            crate::job::orselect::restore(state, key);
+                        })
+                    })
                 });
                 match result {
                     Ok(more) => effects.merge(more),

@@ -113,6 +113,8 @@ fn requeue(state: &mut State, key: JobKey, now: i64) -> Vec<StoreOp> {
         job.attrs.set(job_idx!("etime"), None, now.to_string());
     }
     job.set_placement(None);
+    crate::job::orselect::restore(state, key);
+    let Some(job) = state.job_mut(key) else { return Vec::new() };
     for def in [job_idx!("session_id"), job_idx!("stime")] {
         job.attrs.unset(def, None);
     }

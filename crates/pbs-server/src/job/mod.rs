@@ -16,6 +16,7 @@ pub mod modify;
 pub mod moving;
 pub mod nodefail;
 pub mod order;
+pub mod orselect;
 pub mod preempt;
 pub mod running;
 pub mod runone;

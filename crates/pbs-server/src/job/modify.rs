@@ -81,8 +81,10 @@ pub fn modify_jobs(state: &mut State, ctx: &Ctx<'_>, ids: &[String], attrs: &[At
             let old_select = job.attrs.get(job_idx!("Resource_List"), Some("select")).map(str::to_string);
             alter_nodes(state, &mut list, attrs, old_select.as_deref())?;
         }
-        if select_changed || nodes_changed {
-            apply_resource_defaults(state, queue_index, &mut list, select_changed)?;
+        let job_wide_changed = attrs.iter().any(|a| a.0 == "Resource_List.job_wide");
+        if select_changed || nodes_changed || job_wide_changed {
+            let given = select_changed || job_wide_changed;
+            crate::job::orselect::apply_defaults(state, queue_index, &mut list, given, apply_resource_defaults)?;
         }
         check_queue_limits(state, queue_index, &list)?;
         crate::entity_limits::check_alter(state, ctx, seq, &list)?;

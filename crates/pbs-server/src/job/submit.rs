@@ -69,7 +69,7 @@ pub fn queue_job(
 
     let select_given = list.get(job_idx!("Resource_List"), Some("select")).is_some();
     convert_nodes(state, queue_index, &mut list)?;
-    apply_resource_defaults(state, queue_index, &mut list, select_given)?;
+    crate::job::orselect::apply_defaults(state, queue_index, &mut list, select_given, apply_resource_defaults)?;
     check_resource_rules(&list, is_array)?;
     check_queue_limits(state, queue_index, &list)?;
     crate::entity_limits::check_new(state, ctx, &queue_name, &list)?;
@@ -443,8 +443,10 @@ pub fn check_queue_limits(state: &State, queue_index: usize, list: &AttrList) ->
         (resources_of(&state.server, ObjectKind::Server, "resources_max"), Ordering::Greater),
     ];
     for (bounds, violation) in limits {
+        // A job with alternatives is held to its largest and smallest amounts over them.
+        let extreme = if violation == Ordering::Greater { job_idx!("max_resc_req") } else { job_idx!("min_resc_req") };
         for (resource, bound) in bounds {
-            if let Some(value) = list.get(rl, Some(&resource)) {
+            if let Some(value) = list.get(extreme, Some(&resource)).or_else(|| list.get(rl, Some(&resource))) {
                 if compare_values(value, &bound) == Some(violation) {
                     return Err(ReqError::new(Pbse::EXCQRESC));
                 }

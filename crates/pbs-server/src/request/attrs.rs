@@ -51,6 +51,14 @@ pub fn check_job_attr(
         if !rdef.writable_by(privilege) {
             return Err(ReqError::attr(Pbse::ATTRRO, name));
         }
+        if rdef.name == "select" && pbs_core::orselect::is_ored(value) {
+            if let Err(e) = pbs_core::orselect::OrSelect::parse(value, None) {
+                tracing::error!(object_type = "Server", "failed to parse ORed select spec: {value}");
+                if e == pbs_core::orselect::OrSelectError::TooMany {
+                    return Err(ReqError::with_message(Pbse::BADATVAL, e.to_string()));
+                }
+            }
+        }
         let canonical = rdef.normalize(value).map_err(|_| ReqError::attr(Pbse::BADATVAL, name))?;
         if rdef.name == "select" {
             crate::privilege::check_select(state, privilege, &canonical)?;

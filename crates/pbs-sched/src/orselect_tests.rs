@@ -1,0 +1,158 @@
+//! Jobs with OR-ed selects in the cycle: the first alternative that fits runs, with its own
+//! job-wide resources; when none fits, only the first is planned.
+
+use pbs_proto::Attr;
+use pbs_proto::sched::{Action, SchedJob, SchedNode, SchedQueue, Snapshot};
+
+use crate::{Decisions, Mirror, SchedConfig, cycle, qrun};
+
+fn snapshot(nodes: Vec<SchedNode>, jobs: Vec<SchedJob>, server: &[(&str, &str)]) -> Snapshot {
+    let queue = SchedQueue {
+        name: "workq".into(),
+        attrs: vec![Attr::new("queue_type", "Execution"), Attr::new("enabled", "True"), Attr::new("started", "True")],
+    };
+    let mut server_attrs = vec![Attr::new("scheduling", "True")];
+    server_attrs.extend(server.iter().map(|(n, v)| Attr::new(*n, *v)));
+    Snapshot { server_name: "svr".into(), server: server_attrs, sched: vec![], queues: vec![queue], nodes, jobs }
+}
+
+fn node(name: &str, ncpus: u32) -> SchedNode {
+    SchedNode {
+        name: name.into(),
+        state: "free".into(),
+        resources_available: vec![
+            ("host".into(), name.into()),
+            ("mem".into(), "8gb".into()),
+            ("ncpus".into(), ncpus.to_string()),
+            ("vnode".into(), name.into()),
+        ],
+        sharing: "default_shared".into(),
+        ..SchedNode::default()
+    }
+}
+
+/// A queued job as the server sends one with alternatives: `Resource_List` of the first,
+/// the OR-ed select, and `sched_job_wide` when job_wide was given.
+fn ored(seq: u64, select: &str, first_ncpus: &str, job_wide: Option<&str>) -> SchedJob {
+    let mut resources = vec![
+        ("ncpus".to_string(), first_ncpus.to_string()),
+        ("nodect".to_string(), "1".to_string()),
+        ("place".to_string(), "free".to_string()),
+        ("select".to_string(), select.to_string()),
+    ];
+    let mut attrs = Vec::new();
+    if let Some(job_wide) = job_wide {
+        resources.push(("job_wide".into(), job_wide.into()));
+        attrs.push(Attr::new("sched_job_wide", job_wide));
+    }
+    SchedJob {
+        id: format!("{seq}.svr"),
+        seq,
+        queue: "workq".into(),
+        state: 'Q',
+        substate: 10,
+        owner: "alice".into(),
+        group: "users".into(),
+        resources,
+        select: select.into(),
+        place: "free".into(),
+        attrs,
+        ..SchedJob::default()
+    }
+}
+
+fn runs(d: &Decisions) -> Vec<(&str, &str, Option<u32>)> {
+    d.runs().map(|r| (r.job_id.as_str(), r.exec_vnode.as_str(), r.alternative)).collect()
+}
+
+fn logged(d: &Decisions, id: &str, text: &str) -> bool {
+    d.considered.iter().chain(&d.log).any(|e| e.object_name == id && e.message == text)
+}
+
+#[test]
+fn the_first_alternative_that_fits_now_runs() {
+    let jobs = vec![
+        ored(1, "1:ncpus=8||1:ncpus=2", "8", Some("walltime=00:12:00+place=scatter||walltime=00:08:00+place=pack")),
+        ored(2, "1:ncpus=1||1:ncpus=1:mem=1gb", "1", None),
+    ];
+    let m = Mirror::new(snapshot(vec![node("n1", 4)], jobs, &[]), SchedConfig::default());
+    let d = cycle(&m, 0);
+    assert_eq!(runs(&d), vec![("1.svr", "(n1:ncpus=2)", Some(1)), ("2.svr", "(n1:ncpus=1)", Some(0))]);
+    assert!(!logged(&d, "1.svr", "None of the select specification could be satisfied"));
+    // qrun takes the same order.
+    let d = qrun(&m, "1.svr", 0);
+    assert_eq!(runs(&d), vec![("1.svr", "(n1:ncpus=2)", Some(1))]);
+}
+
+#[test]
+fn none_fitting_comments_and_logs_for_the_first_only() {
+    let jobs = vec![ored(1, "1:ncpus=8||1:ncpus=6", "8", None)];
+    let m = Mirror::new(snapshot(vec![node("n1", 4)], jobs, &[]), SchedConfig::default());
+    let d = cycle(&m, 0);
+    assert!(runs(&d).is_empty());
+    assert!(logged(&d, "1.svr", "None of the select specification could be satisfied"));
+    let comment = d
+        .actions
+        .iter()
+        .find_map(|a| match a {
+            Action::Update(u) if u.job_id == "1.svr" => u.attrs.iter().find(|a| a.name() == "comment"),
+            _ => None,
+        })
+        .map(Attr::value);
+    // The first alternative's reason (8 cpus), not the second's.
+    assert_eq!(comment, Some("Can Never Run: Insufficient amount of resource: ncpus (R: 8 A: 4 T: 4)"));
+}
+
+#[test]
+fn only_the_first_alternative_is_planned_as_a_top_job() {
+    let mut busy = ored(9, "1:ncpus=4", "4", None);
+    busy.state = 'R';
+    busy.substate = 42;
+    busy.exec_vnode = Some("(n1:ncpus=4)".into());
+    busy.resources.push(("walltime".into(), "01:00:00".into()));
+    busy.select = "1:ncpus=4".into();
+    busy.resources.retain(|(n, _)| n != "select");
+    busy.resources.push(("select".into(), "1:ncpus=4".into()));
+    let mut job = ored(1, "1:ncpus=4||1:ncpus=2", "4", Some("walltime=00:12:00||walltime=00:08:00"));
+    job.resources.push(("walltime".into(), "00:12:00".into()));
+    let config = SchedConfig { strict_ordering: true, ..SchedConfig::default() };
+    let mut full = node("n1", 4);
+    full.resources_assigned.push(("ncpus".into(), "4".into()));
+    full.jobs = vec!["9.svr".into()];
+    let m = Mirror::new(snapshot(vec![full], vec![busy, job], &[]), config);
+    let d = cycle(&m, 0);
+    assert!(runs(&d).is_empty());
+    let estimated = d.actions.iter().find_map(|a| match a {
+        Action::Update(u) if u.job_id == "1.svr" => {
+            u.attrs.iter().find(|a| a.name() == "estimated.exec_vnode").map(|a| a.value().to_string())
+        }
+        _ => None,
+    });
+    assert_eq!(estimated.as_deref(), Some("(n1:ncpus=4)"));
+}
+
+#[test]
+fn each_alternative_is_held_to_the_limits_with_its_own_amounts() {
+    // A run limit of 2 cpus: the 4-cpu first alternative is over it, the 2-cpu second runs.
+    let jobs = vec![ored(1, "1:ncpus=4||1:ncpus=2", "4", None)];
+    let m = Mirror::new(
+        snapshot(vec![node("n1", 8)], jobs, &[("max_run_res.ncpus", "[o:PBS_ALL=2]")]),
+        SchedConfig::default(),
+    );
+    let d = cycle(&m, 0);
+    assert_eq!(runs(&d), vec![("1.svr", "(n1:ncpus=2)", Some(1))]);
+}
+
+#[test]
+fn a_comment_sent_is_known_to_every_alternative_so_the_next_cycle_sends_nothing() {
+    let jobs = vec![ored(1, "1:ncpus=8||1:ncpus=6", "8", None), ored(2, "1:ncpus=8||1:ncpus=6", "8", None)];
+    let mut m = Mirror::new(snapshot(vec![node("n1", 4)], jobs, &[]), SchedConfig::default());
+    let first = cycle(&m, 0);
+    assert_eq!(first.updates().count(), 2);
+    // The second job's classes were known: it is not logged again.
+    assert!(!logged(&first, "2.svr", "None of the select specification could be satisfied"));
+    let sent: Vec<Action> = first.updates().cloned().map(Action::Update).collect();
+    m.note_sent(0, &sent, &Default::default());
+    let next = cycle(&m, 0);
+    assert_eq!(next.updates().count(), 0, "{:?}", next.actions);
+}
