@@ -11,6 +11,8 @@ use pbs_client::Client;
 use pbs_proto::{Attr, MgrAttr, MgrCommand, MgrObject, MgrOp, Request};
 use serde::Serialize;
 
+mod preempt;
+
 #[derive(Parser, Debug)]
 #[command(name = "pbs_bench", about = "Measure pbs_server and the q-commands on this machine")]
 struct Args {
@@ -524,6 +526,7 @@ fn run(args: &Args) -> Result<Vec<Figure>> {
     }
     if wanted("exec") {
         execution_figures(args, &bins, &mut figures)?;
+        preempt::preemption_figures(&bins, args.smoke, &mut figures)?;
     }
     if wanted("sched") {
         sched_cycle_figures(&mut figures, args.smoke);
