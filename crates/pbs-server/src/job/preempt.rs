@@ -1,9 +1,9 @@
 //! PreemptJobs: taking running jobs' resources away for a job of higher priority. Each
 //! job is tried with the methods of the default scheduler's `preempt_order` (the band its
 //! used share of requested time falls in), one after the other until one works; the
-//! methods that need a mom (suspend, and the end a requeue or a delete waits for) are
-//! asked of every job's mom at once, in rounds, and a round waits for its slowest mom or
-//! its deadline, never for the sum.
+//! methods that need a mom (suspend, checkpoint through her script, and the end a
+//! checkpoint, a requeue or a delete waits for) are asked of every job's mom at once, in
+//! rounds, and a round waits for its slowest mom or its deadline, never for the sum.
 //!
 //! Nothing here waits: [`begin`] reads the request, [`step`] starts the next method of
 //! every job still undecided and says what to ask of which mom, [`answered`] applies a
