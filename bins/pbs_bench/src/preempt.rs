@@ -48,7 +48,7 @@ fn preempt_all(client: &mut Client, ids: &[String]) -> Result<Duration> {
 /// takes the whole cluster: by the scheduler (submission of the big job to its start), by
 /// one request (its answer), and by one request while one mom takes a second to answer.
 pub(crate) fn preemption_figures(bins: &Bins, smoke: bool, figures: &mut Vec<Figure>) -> Result<()> {
-    let (moms, per_mom) = if smoke { (4, 5) } else { (10, 10) };
+    let (moms, per_mom) = if smoke { (2, 4) } else { (10, 10) };
     let n_jobs = moms * per_mom;
     let mut bench = Bench::new(bins.clone())?;
     bench.figures = std::mem::take(figures);
