@@ -1,7 +1,9 @@
 //! Preemption by list (seed 002): the scheduler object's preempt_* settings as OpenPBS
 //! checks and prints them, the PreemptJobs request (managers and the scheduler only, one
-//! answer per id, bounded), and the scheduler preempting running jobs for an express
-//! queue's job and resuming them when room returns.
+//! answer per id, bounded), each method (suspend, the mom's checkpoint script, requeue) by
+//! the band of walltime or soft_walltime used, and the scheduler preempting running jobs
+//! for an express queue's job (within its `preempt_targets`, unless `preemptive_sched` is
+//! off) and resuming them when room returns.
 
 use std::io::Write;
 use std::os::unix::net::UnixStream;
@@ -161,28 +163,34 @@ fn a_job_that_cannot_be_suspended_is_requeued_and_one_not_rerunnable_is_not() {
 
 #[test]
 fn a_suspension_the_mom_does_not_answer_falls_through_to_requeue() {
-    let c = Cluster::with_moms(1, 1);
+    // Two moms, one job each: the silent mom fails her own job's suspension only.
+    let c = Cluster::with_moms(2, 1);
     c.qmgr("set sched preempt_order=SR");
-    let id = c.qsub(&["--", "/bin/sleep", "300"]);
-    c.wait_job_state(&id, "R", JOB_TIMEOUT);
-    pbs_e2e::wait_until("the job's session", JOB_TIMEOUT, || c.job_attr(&id, "session_id").is_some());
+    let id = running(&c, &["--", "/bin/sleep", "300"]);
+    let other = running(&c, &["--", "/bin/sleep", "300"]);
     c.qmgr("set server scheduling = False");
+    let host = c.job_attr(&id, "exec_host").unwrap_or_default();
+    let node = host.split('/').next().unwrap_or_default().to_string();
+    assert_ne!(c.job_attr(&other, "exec_host"), Some(host.clone()));
     // A mom that says nothing for the suspension's round: its deadline fails it, the
     // requeue is tried next and answered by the job's end once the mom runs again.
-    let pid = nix::unistd::Pid::from_raw(i32::try_from(c.mom_pid("n1").expect("mom")).expect("pid"));
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(c.mom_pid(&node).expect("mom")).expect("pid"));
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGSTOP).expect("stop the mom");
     let client = std::thread::spawn({
         let mut client = c.client();
-        let ids = vec![id.clone()];
+        let ids = vec![id.clone(), other.clone()];
         move || client.preempt_jobs(&ids).expect("preempt_jobs")
     });
+    // The answering mom's job is suspended within the round, long before its deadline.
+    c.wait_job_state(&other, "S", JOB_TIMEOUT);
     pbs_e2e::wait_until("the suspension's deadline", JOB_TIMEOUT, || {
-        c.logs().contains("preemption method suspend failed for job (15070)")
+        c.logs().contains(&format!("{id};preemption method suspend failed for job (15070)"))
     });
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGCONT).expect("continue the mom");
     let answer = client.join().expect("client");
-    assert_eq!(answer, vec![(id.clone(), 'R')]);
+    assert_eq!(answer, vec![(id.clone(), 'R'), (other.clone(), 'S')]);
     assert_eq!(c.job_attr(&id, "job_state").as_deref(), Some("Q"));
+    assert!(!c.logs().contains(&format!("{other};preemption method suspend failed")));
 }
 
 #[test]
@@ -198,10 +206,40 @@ fn an_express_job_preempts_a_normal_job_by_suspension_which_resumes_after() {
     let logs = c.logs();
     assert!(logs.contains(&format!("{express};Employing preemption to try and run high priority job.")), "{logs}");
     assert!(logs.contains(&format!("{normal};Job preempted by suspension")));
-    // The express job ends: the suspended job takes its cpu back.
+    // A suspension leaves the run's comment; the accounting says `z` with the usage.
+    let comment = c.job_attr(&normal, "comment").unwrap_or_default();
+    assert!(comment.starts_with("Job run at ") && comment.ends_with(" on (n1:ncpus=1)"), "{comment}");
+    // The express job ends: the suspended job takes its cpu back, with a new run comment
+    // and an `r` record, as OpenPBS's resume writes them.
     c.wait_job_state(&express, "F", JOB_TIMEOUT);
     c.wait_job_state(&normal, "R", JOB_TIMEOUT);
+    let acct = c.home().join("server_priv/accounting").join(chrono::Local::now().format("%Y%m%d").to_string());
+    pbs_e2e::wait_until("the z and r records", JOB_TIMEOUT, || {
+        std::fs::read_to_string(&acct).is_ok_and(|t| t.contains(&format!(";r;{normal};")))
+    });
+    let acct = std::fs::read_to_string(&acct).unwrap_or_default();
+    let z = acct.lines().find(|l| l.contains(&format!(";z;{normal};"))).expect("a z record");
+    let z_text = z.splitn(4, ';').nth(3).unwrap_or_default();
+    assert!(z_text.starts_with("resources_used.") && z_text.contains(" resources_used.walltime="), "{z}");
+    assert!(acct.contains(&format!(";r;{normal};\n")), "{acct}");
+    let comment = c.job_attr(&normal, "comment").unwrap_or_default();
+    assert!(comment.starts_with("Job run at ") && comment.ends_with(" on (n1:ncpus=1)"), "{comment}");
     c.run("qdel", &[&normal]).ok();
+}
+
+#[test]
+fn preemptive_sched_off_in_sched_config_preempts_nothing() {
+    let c = Cluster::with_moms_and_sched_config(1, 1, Some("preemptive_sched: false ALL\n"));
+    c.qmgr("create queue express queue_type=execution,Priority=200,enabled=True,started=True");
+    let normal = running(&c, &["--", "/bin/sleep", "300"]);
+    let express = c.qsub(&["-q", "express", "--", "/bin/sleep", "300"]);
+    // The scheduler has looked at the express job once it says why it does not run.
+    pbs_e2e::wait_until("the express job's comment", JOB_TIMEOUT, || {
+        c.job_attr(&express, "comment").is_some_and(|m| m.starts_with("Not Running"))
+    });
+    assert_eq!(c.job_attr(&normal, "job_state").as_deref(), Some("R"));
+    assert_eq!(c.job_attr(&express, "job_state").as_deref(), Some("Q"));
+    assert!(!c.logs().contains("Employing preemption"));
 }
 
 #[test]
@@ -230,4 +268,187 @@ fn preemption_settings_in_sched_config_are_logged_and_ignored() {
     pbs_e2e::wait_until("the warning", JOB_TIMEOUT, || {
         c.logs().contains("Obsolete config name preempt_order, instead use nothing - set via qmgr")
     });
+}
+
+/// Restarts `node`'s mom with `line` added to its pbs.conf.
+fn restart_mom_with(c: &mut Cluster, node: &str, line: &str) {
+    let path = c.mom_conf_path(node);
+    let conf = std::fs::read_to_string(&path).expect("mom conf");
+    std::fs::write(&path, format!("{conf}{line}\n")).expect("mom conf");
+    c.kill_mom(node);
+    c.start_mom(node);
+    c.wait_node_state(node, "free");
+}
+
+fn running(c: &Cluster, args: &[&str]) -> String {
+    let id = c.qsub(args);
+    c.wait_job_state(&id, "R", JOB_TIMEOUT);
+    pbs_e2e::wait_until("the job's session", JOB_TIMEOUT, || c.job_attr(&id, "session_id").is_some());
+    id
+}
+
+/// `resources_used.walltime` of job `id` in seconds, as its mom last reported it.
+fn used_secs(c: &Cluster, id: &str) -> u64 {
+    let used = c.job_attr(id, "resources_used.walltime").unwrap_or_default();
+    used.parse::<pbs_core::Duration>().map_or(0, |d| d.as_secs())
+}
+
+#[test]
+fn the_band_follows_the_share_of_walltime_or_of_the_original_soft_walltime_used() {
+    // A mom that refuses every suspension, and no checkpoint script: a job in the band
+    // "SCR" is requeued (suspend and checkpoint fail first), one in "SC" or "S" is not
+    // preempted, and the log says which methods were tried.
+    let mut c = Cluster::with_moms(1, 8);
+    restart_mom_with(&mut c, "n1", "PBS_MOM_TEST_REFUSE_SUSPEND=1");
+    c.qmgr("set sched preempt_order=\"SCR 80 SC 50 S\"");
+    let fresh = running(&c, &["-l", "walltime=1000", "--", "/bin/sleep", "300"]);
+    let third = running(&c, &["-l", "walltime=15", "--", "/bin/sleep", "300"]);
+    let most = running(&c, &["-l", "walltime=8", "--", "/bin/sleep", "300"]);
+    // soft_walltime is the managers': set on held jobs, which then run. Past its original
+    // soft_walltime a job has done 100%, whatever its walltime; short of it, the share is
+    // of the soft_walltime.
+    let past_soft = c.qsub(&["-h", "-l", "walltime=1000", "--", "/bin/sleep", "300"]);
+    let short_of_soft = c.qsub(&["-h", "-l", "walltime=1000", "--", "/bin/sleep", "300"]);
+    c.run("qalter", &["-l", "soft_walltime=2", &past_soft]).ok();
+    c.run("qalter", &["-l", "soft_walltime=500", &short_of_soft]).ok();
+    c.run("qrls", &[&past_soft, &short_of_soft]).ok();
+    for id in [&past_soft, &short_of_soft] {
+        c.wait_job_state(id, "R", JOB_TIMEOUT);
+        pbs_e2e::wait_until("the job's session", JOB_TIMEOUT, || c.job_attr(id, "session_id").is_some());
+    }
+    c.qmgr("set server scheduling = False");
+    // The usage the server goes by: `most` has used 4 s or more of 8 (50%, the "S" band;
+    // `third`, started before it, 26-46% of 15 s (the "SC" band), and `past_soft` is past
+    // its 2 s.
+    pbs_e2e::wait_until("4 s of walltime used", JOB_TIMEOUT, || {
+        [&third, &most, &past_soft].iter().all(|id| used_secs(&c, id) >= 4)
+    });
+    let ids = vec![fresh.clone(), third.clone(), most.clone(), past_soft.clone(), short_of_soft.clone()];
+    let answer = c.client().preempt_jobs(&ids).expect("preempt_jobs");
+    let methods: String = answer.iter().map(|(_, m)| *m).collect();
+    assert_eq!(methods, "R000R", "{answer:?}\n{}", c.logs());
+    pbs_e2e::wait_until("the last log line", JOB_TIMEOUT, || {
+        c.server_stderr().contains(&format!("{short_of_soft};Job preempted by requeuing"))
+    });
+    let logs = c.server_stderr();
+    let tried = |id: &str| -> Vec<&str> {
+        logs.lines()
+            .filter(|l| l.contains(&format!("{id};preemption method")))
+            .filter_map(|l| l.split("preemption method ").nth(1)?.split(' ').next())
+            .collect()
+    };
+    assert_eq!(tried(&fresh), ["suspend", "checkpoint"], "{logs}");
+    assert_eq!(tried(&third), ["suspend", "checkpoint"], "{logs}");
+    assert_eq!(tried(&most), ["suspend"], "{logs}");
+    assert_eq!(tried(&past_soft), ["suspend"], "{logs}");
+    assert_eq!(tried(&short_of_soft), ["suspend", "checkpoint"], "{logs}");
+    // The refusals are the mom's (PBSE_BADSTATE), the checkpoint's PBSE_NOSUP (no script).
+    assert!(logs.contains(&format!("{fresh};preemption method suspend failed for job (15016)")), "{logs}");
+    assert!(logs.contains(&format!("{fresh};preemption method checkpoint failed for job (15029)")), "{logs}");
+    for id in [&fresh, &short_of_soft] {
+        assert_eq!(c.job_attr(id, "job_state").as_deref(), Some("Q"), "{id}");
+    }
+    for id in [&third, &most, &past_soft] {
+        assert_eq!(c.job_attr(id, "job_state").as_deref(), Some("R"), "{id}");
+    }
+}
+
+/// Writes `body` as the checkpoint script of `node`'s mom and names it in mom_priv/config
+/// with OpenPBS's arguments.
+fn checkpoint_script(c: &Cluster, node: &str, body: &str) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let priv_dir = c.dir().join(format!("mom-{node}/mom_priv"));
+    let script = priv_dir.join("checkpoint_abort.sh");
+    std::fs::write(&script, body).expect("script");
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).expect("mode");
+    let line = "$action checkpoint_abort 10 !checkpoint_abort.sh %jobid %sid %path\n";
+    std::fs::write(priv_dir.join("config"), line).expect("mom config");
+    script
+}
+
+#[test]
+fn checkpointing_runs_the_moms_script_and_requeues_the_job_or_falls_through() {
+    let c = Cluster::with_moms(1, 2);
+    c.qmgr("set sched preempt_order=CR");
+    c.qmgr("set server job_history_enable = True");
+    let args_file = c.dir().join("checkpoint-args");
+    // The script checkpoints (here: says so) and ends the job, as a site's script does.
+    checkpoint_script(&c, "n1", &format!("#!/bin/sh\necho \"$@\" >> {}\nkill -9 -$2\nexit 0\n", args_file.display()));
+    let id = running(&c, &["--", "/bin/sleep", "300"]);
+    let no_checkpoint = running(&c, &["-c", "n", "--", "/bin/sleep", "300"]);
+    let sid = c.job_attr(&id, "session_id").expect("session");
+    c.qmgr("set server scheduling = False");
+    let answer = c.client().preempt_jobs(&[id.clone(), no_checkpoint.clone()]).expect("preempt_jobs");
+    assert_eq!(answer, vec![(id.clone(), 'C'), (no_checkpoint.clone(), 'R')], "{}", c.logs());
+    // Queued again with its run counted, no comment, and no `R` record (OpenPBS writes
+    // none for a checkpointed job).
+    assert_eq!(c.job_attr(&id, "job_state").as_deref(), Some("Q"));
+    assert_eq!(c.job_attr(&id, "run_count").as_deref(), Some("1"));
+    assert_eq!(c.job_attr(&id, "comment"), None);
+    let args = std::fs::read_to_string(&args_file).expect("the script ran");
+    let ck_dir = c.dir().join(format!("mom-n1/checkpoint/{id}.CK"));
+    assert_eq!(args, format!("{id} {sid} {}/00000001\n", ck_dir.display()));
+    assert!(ck_dir.is_dir());
+    pbs_e2e::wait_until("the mom's log lines", JOB_TIMEOUT, || c.logs().contains(&format!("{id};checkpointed to ")));
+    let logs = c.logs();
+    assert!(
+        logs.contains(&format!(
+            "{id};checkpoint_abort script {}",
+            c.dir().join("mom-n1/mom_priv/checkpoint_abort.sh").display()
+        )),
+        "{logs}"
+    );
+    assert!(logs.contains(&format!("{no_checkpoint};preemption method checkpoint failed for job (15029)")), "{logs}");
+    let acct = c.home().join("server_priv/accounting").join(chrono::Local::now().format("%Y%m%d").to_string());
+    pbs_e2e::wait_until("the requeued job's R record", JOB_TIMEOUT, || {
+        std::fs::read_to_string(&acct).is_ok_and(|t| t.contains(&format!(";R;{no_checkpoint};")))
+    });
+    let acct = std::fs::read_to_string(acct).unwrap_or_default();
+    assert!(!acct.contains(&format!(";R;{id};")), "{acct}");
+
+    // A script that fails leaves the job running, and the next method is tried.
+    c.run("qdel", &[&id, &no_checkpoint]).ok();
+    checkpoint_script(&c, "n1", "#!/bin/sh\nexit 3\n");
+    c.qmgr("set server scheduling = True");
+    let failing = running(&c, &["--", "/bin/sleep", "300"]);
+    c.qmgr("set server scheduling = False");
+    c.qmgr("set sched preempt_order=C");
+    let answer = c.client().preempt_jobs(std::slice::from_ref(&failing)).expect("preempt_jobs");
+    assert_eq!(answer, vec![(failing.clone(), '0')]);
+    assert_eq!(c.job_attr(&failing, "job_state").as_deref(), Some("R"));
+    pbs_e2e::wait_until("the failed checkpoint's log line", JOB_TIMEOUT, || {
+        c.logs().contains(&format!("{failing};preemption method checkpoint failed for job (15061)"))
+    });
+}
+
+#[test]
+fn preempt_targets_limit_what_a_job_preempts_and_none_preempts_nothing() {
+    let c = Cluster::with_moms(1, 2);
+    c.qmgr("create queue express queue_type=execution,Priority=200,enabled=True,started=True");
+    c.qmgr("create queue other queue_type=execution,enabled=True,started=True");
+    // Values as OpenPBS's server checks them.
+    for (value, message) in [
+        ("queue=nosuch", "Unknown queue"),
+        ("Resource_List.nosuch=1", "Unknown resource"),
+        ("abc", "Illegal attribute or resource value"),
+        ("NONE,queue=other", "Illegal attribute or resource value"),
+    ] {
+        let out = c.run("qsub", &["-l", &format!("preempt_targets={value}"), "--", "/bin/true"]);
+        assert_ne!(out.code, 0, "{value}");
+        assert!(out.stderr.contains(message), "{value}: {}", out.stderr);
+    }
+    // `other`'s job started first; without targets the most recently started (workq's)
+    // would be preempted.
+    let in_other = running(&c, &["-q", "other", "--", "/bin/sleep", "300"]);
+    let in_workq = running(&c, &["--", "/bin/sleep", "300"]);
+    let none = c.qsub(&["-q", "express", "-l", "preempt_targets=NONE", "--", "/bin/sleep", "300"]);
+    pbs_e2e::wait_until("the NONE job's cycle", JOB_TIMEOUT, || {
+        c.logs().contains(&format!("{none};No preemption set specified for the job: Job will not preempt"))
+    });
+    assert_eq!(c.job_attr(&none, "job_state").as_deref(), Some("Q"));
+    c.run("qdel", &[&none]).ok();
+    let targeted = c.qsub(&["-q", "express", "-l", "preempt_targets=queue=other", "--", "/bin/sleep", "300"]);
+    c.wait_job_state(&targeted, "R", JOB_TIMEOUT);
+    assert_eq!(c.job_attr(&in_other, "job_state").as_deref(), Some("S"));
+    assert_eq!(c.job_attr(&in_workq, "job_state").as_deref(), Some("R"));
 }

@@ -299,7 +299,8 @@ pub struct ResourceListError {
 
 /// `set_resources`: `res[=value][,res[=value]...]`, values optionally quoted with `"` or `'`
 /// (commas and blanks inside quotes are kept), blanks between items allowed. A resource
-/// without `=` gets an empty value (the server rejects it).
+/// without `=` gets an empty value (the server rejects it). `preempt_targets=` takes the
+/// rest of the list as its value, as OpenPBS's `set_resources` does.
 pub fn parse_resource_list(text: &str) -> Result<Vec<(String, String)>, ResourceListError> {
     let bytes = text.as_bytes();
     let mut out = Vec::new();
@@ -320,7 +321,12 @@ pub fn parse_resource_list(text: &str) -> Result<Vec<(String, String)>, Resource
         let name = text[r..r + name_len].to_string();
         let next;
         let value;
-        if bytes.get(eq) == Some(&b'=') {
+        if bytes.get(eq) == Some(&b'=') && text[r..].starts_with("preempt_targets") {
+            // OpenPBS's special case: the rest of the list is its value, commas and all
+            // (`preempt_targets=queue=a,queue=b`).
+            value = text[eq + 1..].trim_start().to_string();
+            next = bytes.len();
+        } else if bytes.get(eq) == Some(&b'=') {
             let (v, end) = quote_parse(text, eq + 1)?;
             value = v;
             next = end;
@@ -643,6 +649,10 @@ mod tests {
         assert_eq!(ok("ncpus"), pairs(&[("ncpus", "")]));
         assert_eq!(ok("foo=\"a,b\",x=1"), pairs(&[("foo", "a,b"), ("x", "1")]));
         assert_eq!(ok("mem=1gb ncpus=2"), pairs(&[("mem", "1gb"), ("ncpus", "2")]));
+        assert_eq!(
+            ok("ncpus=1,preempt_targets=queue=a,Resource_List.arch=x"),
+            pairs(&[("ncpus", "1"), ("preempt_targets", "queue=a,Resource_List.arch=x")])
+        );
         assert_eq!(parse_resource_list("=1").unwrap_err().code, 1);
         assert_eq!(parse_resource_list("ncpus=1,").unwrap_err().code, 1);
         let quote = parse_resource_list("foo=\"abc").unwrap_err();

@@ -11,6 +11,8 @@ use pbs_client::Client;
 use pbs_proto::{Attr, MgrAttr, MgrCommand, MgrObject, MgrOp, Request};
 use serde::Serialize;
 
+mod preempt;
+
 #[derive(Parser, Debug)]
 #[command(name = "pbs_bench", about = "Measure pbs_server and the q-commands on this machine")]
 struct Args {
@@ -29,8 +31,9 @@ struct Args {
     #[arg(long, default_value_t = 100_000)]
     large: usize,
     /// Only one group of figures: `server` (submissions, qstat, memory, restart), `exec`
-    /// (jobs and arrays on moms) or `sched` (the scheduler's pure core).
-    #[arg(long, value_parser = ["server", "exec", "sched"])]
+    /// (jobs and arrays on moms), `preempt` (running jobs preempted on many moms) or
+    /// `sched` (the scheduler's pure core).
+    #[arg(long, value_parser = ["server", "exec", "preempt", "sched"])]
     only: Option<String>,
     /// Where pbs_server, pbs_mom and pbs_sched are (default: next to this program).
     #[arg(long)]
@@ -524,6 +527,9 @@ fn run(args: &Args) -> Result<Vec<Figure>> {
     }
     if wanted("exec") {
         execution_figures(args, &bins, &mut figures)?;
+    }
+    if wanted("preempt") {
+        preempt::preemption_figures(&bins, args.smoke, &mut figures)?;
     }
     if wanted("sched") {
         sched_cycle_figures(&mut figures, args.smoke);

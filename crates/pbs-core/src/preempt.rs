@@ -309,11 +309,13 @@ pub struct Settings {
     pub prio: PreemptPrio,
     /// `preempt_sort=min_time_since_start`: the most recently started go first.
     pub by_start: bool,
+    /// `preempt_targets_enable` (unset: True): jobs' `preempt_targets` are obeyed.
+    pub targets_enable: bool,
 }
 
 impl Default for Settings {
     fn default() -> Self {
-        Settings { queue_prio: 150, prio: PreemptPrio::default(), by_start: true }
+        Settings { queue_prio: 150, prio: PreemptPrio::default(), by_start: true, targets_enable: true }
     }
 }
 
@@ -326,10 +328,106 @@ impl Settings {
                 "preempt_queue_prio" => settings.queue_prio = value.trim().parse().unwrap_or(150),
                 "preempt_prio" => settings.prio = PreemptPrio::parse(value).unwrap_or_default(),
                 "preempt_sort" => settings.by_start = value.trim().eq_ignore_ascii_case("min_time_since_start"),
+                "preempt_targets_enable" => {
+                    settings.targets_enable = crate::attr::parse_bool(value).unwrap_or(true);
+                }
                 _ => {}
             }
         }
         settings
+    }
+}
+
+/// `Resource_List.preempt_targets` read: the running jobs a job may preempt.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Targets {
+    /// `NONE`: the job preempts nothing.
+    None,
+    /// A running job is a target when it matches any of these.
+    Any(Vec<Target>),
+}
+
+/// One entry of `preempt_targets`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// `queue=Q`: jobs of queue `Q`.
+    Queue(String),
+    /// `Resource_List.RES=value`: jobs whose `Resource_List.RES` is exactly `value`.
+    Resource {
+        /// The resource's name.
+        name: String,
+        /// Its value, as the job's text must be.
+        value: String,
+    },
+}
+
+/// Why a `preempt_targets` value is refused, as OpenPBS's server refuses it.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum BadTargets {
+    /// Not `NONE` alone, nor entries of `queue=Q` and `Resource_List.RES=value`:
+    /// `Illegal attribute or resource value`.
+    #[error("preempt_targets does not read")]
+    Syntax,
+    /// A resource that is not defined: `Unknown resource`.
+    #[error("unknown resource {0} in preempt_targets")]
+    UnknownResource(String),
+    /// A queue that does not exist: `Unknown queue`.
+    #[error("unknown queue {0} in preempt_targets")]
+    UnknownQueue(String),
+}
+
+impl Targets {
+    /// Reads a value as OpenPBS's `preempt_targets_action` does: comma-separated entries,
+    /// `NONE` (any case) only alone, `queue=` and `Resource_List.` named in any case;
+    /// `known_resource` and `known_queue` say what exists.
+    pub fn parse(
+        text: &str,
+        known_resource: impl Fn(&str) -> bool,
+        known_queue: impl Fn(&str) -> bool,
+    ) -> Result<Targets, BadTargets> {
+        let entries: Vec<&str> = text.split(',').map(str::trim).collect();
+        if entries.iter().any(|e| e.eq_ignore_ascii_case("NONE")) {
+            return if entries.len() == 1 { Ok(Targets::None) } else { Err(BadTargets::Syntax) };
+        }
+        let mut targets = Vec::with_capacity(entries.len());
+        for entry in entries {
+            let split = entry.find(['.', '=']).ok_or(BadTargets::Syntax)?;
+            let (kind, rest) = entry.split_at(split);
+            if kind.eq_ignore_ascii_case("Resource_List") && rest.starts_with('.') {
+                let (name, value) = rest[1..].split_once('=').ok_or(BadTargets::Syntax)?;
+                if !known_resource(name) {
+                    return Err(BadTargets::UnknownResource(name.to_string()));
+                }
+                targets.push(Target::Resource { name: name.to_string(), value: value.to_string() });
+            } else if kind.eq_ignore_ascii_case("queue") && rest.starts_with('=') {
+                let queue = &rest[1..];
+                if !known_queue(queue) {
+                    return Err(BadTargets::UnknownQueue(queue.to_string()));
+                }
+                targets.push(Target::Queue(queue.to_string()));
+            } else {
+                return Err(BadTargets::Syntax);
+            }
+        }
+        Ok(Targets::Any(targets))
+    }
+
+    /// Reads a value the server took, for the scheduler: every queue and resource is
+    /// taken as known (one deleted since simply matches nothing).
+    pub fn read(text: &str) -> Option<Targets> {
+        Targets::parse(text, |_| true, |_| true).ok()
+    }
+
+    /// Whether a running job of `queue` whose `Resource_List` gives `resource` may be
+    /// preempted, as OpenPBS's `preempt_job_set_filter`: any entry matching is enough.
+    pub fn admits<'a>(&self, queue: &str, resource: impl Fn(&str) -> Option<&'a str>) -> bool {
+        match self {
+            Targets::None => false,
+            Targets::Any(targets) => targets.iter().any(|target| match target {
+                Target::Queue(q) => q == queue,
+                Target::Resource { name, value } => resource(name) == Some(value.as_str()),
+            }),
+        }
     }
 }
 
@@ -432,6 +530,35 @@ mod tests {
         soft.insert(Class::ServerSoftlimits);
         let prio = PreemptPrio::parse("express_queue, normal_jobs, server_softlimits").unwrap();
         assert!(prio.level(soft) < prio.level(normal));
+    }
+
+    #[test]
+    fn targets_read_as_openpbs_reads_them() {
+        let known = |name: &str| matches!(name, "ncpus" | "software" | "workq" | "express");
+        let parse = |text: &str| Targets::parse(text, known, known);
+        assert_eq!(parse("NONE"), Ok(Targets::None));
+        assert_eq!(parse(" none"), Ok(Targets::None));
+        let both = parse("queue=workq,Resource_List.software=abc").unwrap();
+        assert_eq!(
+            both,
+            Targets::Any(vec![
+                Target::Queue("workq".into()),
+                Target::Resource { name: "software".into(), value: "abc".into() }
+            ])
+        );
+        assert_eq!(parse("QUEUE=express"), Ok(Targets::Any(vec![Target::Queue("express".into())])));
+        for bad in ["NONE,queue=workq", "queue", "queue.workq", "Resource_List=abc", "Resource_List.ncpus", "abc=1", ""]
+        {
+            assert_eq!(parse(bad), Err(BadTargets::Syntax), "{bad}");
+        }
+        assert_eq!(parse("queue=nosuch"), Err(BadTargets::UnknownQueue("nosuch".into())));
+        assert_eq!(parse("Resource_List.foo=1"), Err(BadTargets::UnknownResource("foo".into())));
+        let res = |name: &str| (name == "software").then_some("abc");
+        assert!(both.admits("other", res));
+        assert!(both.admits("workq", |_| None));
+        assert!(!both.admits("other", |_| None));
+        assert!(!both.admits("other", |name: &str| (name == "software").then_some("abcd")));
+        assert!(!Targets::None.admits("workq", res));
     }
 
     #[test]

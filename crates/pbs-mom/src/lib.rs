@@ -17,6 +17,7 @@
 //! and execjob_end hooks (or the epilogue).
 
 pub mod adopt;
+pub mod checkpoint;
 pub mod env;
 pub mod error;
 pub mod exec;
@@ -93,6 +94,10 @@ pub struct MomConfig {
     pub python: Option<PathBuf>,
     /// The server's name (`PBS_SERVER`), as hooks see it (`pbs.server().name`).
     pub server_name: String,
+    /// `PBS_MOM_TEST_REFUSE_SUSPEND=1` in pbs.conf: every suspension is refused
+    /// (PBSE_BADSTATE), as a mom whose job cannot be stopped refuses it. For tests of
+    /// what a refused suspension leads to; no site sets it.
+    pub refuse_suspend: bool,
 }
 
 impl MomConfig {
@@ -128,6 +133,7 @@ impl MomConfig {
             shepherd_exe: PathBuf::from("/proc/self/exe"),
             python: conf.raw.get("PBS_PYTHON").filter(|v| !v.trim().is_empty()).map(PathBuf::from),
             server_name: conf.server.clone().unwrap_or_default(),
+            refuse_suspend: conf.raw.get("PBS_MOM_TEST_REFUSE_SUSPEND").is_some_and(|v| v.trim() == "1"),
             home,
         })
     }

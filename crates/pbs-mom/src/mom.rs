@@ -34,7 +34,8 @@ use crate::prologue::Which;
 use crate::signals::{self, JobSignal};
 use crate::{
     JOB_EXEC_FAIL1, JOB_EXEC_FAILHOOK_RERUN, JOB_EXEC_HOOKERROR, JOB_EXEC_INITABT, JOB_EXEC_KILL_CPUT,
-    JOB_EXEC_KILL_MEM, JOB_EXEC_RETRY, MomConfig, MomError, adopt, hooks, procfs, prologue, records, shepherd,
+    JOB_EXEC_KILL_MEM, JOB_EXEC_RETRY, MomConfig, MomError, adopt, checkpoint, hooks, procfs, prologue, records,
+    shepherd,
 };
 
 /// Growth of a records file (usage samples, mostly) past its size after the last
@@ -448,6 +449,11 @@ impl Mom {
         match request {
             ToMom::RunJob { launch } => {
                 self.run_job(*launch);
+                None
+            }
+            // Not a signal: OpenPBS's hold request to the mom, checkpoint and end the job.
+            ToMom::SignalJob { job_id, signal, ask } if signal == "checkpoint_abort" => {
+                self.checkpoint_abort(job_id, ask);
                 None
             }
             ToMom::SignalJob { job_id, signal, ask } => {
@@ -1030,6 +1036,61 @@ impl Mom {
         tracing::debug!(object_type = "Job", object_name = job_id, "job files removed");
     }
 
+    /// Checkpoints a running job with the site's `checkpoint_abort` script (on a thread of
+    /// its own: the script may take its whole time limit) and, once it says the job is
+    /// checkpointed, kills the job; answers the server's `ask` then. Without a script the
+    /// answer is PBSE_NOSUP, as OpenPBS's mom without checkpoint support answers.
+    fn checkpoint_abort(self: &Arc<Self>, job_id: String, ask: u64) {
+        let cfg = self.config();
+        let priv_dir = self.layout.priv_dir();
+        let answer = move |mom: &Mom, job_id: String, code: Pbse| {
+            let signal = "checkpoint_abort".to_string();
+            mom.lock().emit(FromMom::SignalResult { job_id, signal, code: code.0, ask });
+        };
+        let facts = {
+            let state = self.lock();
+            state.jobs.get(&job_id).filter(|j| j.phase == Phase::Running && !j.forgotten).map(|j| {
+                checkpoint::JobFacts {
+                    job_id: job_id.clone(),
+                    session_id: j.session_id,
+                    uid: j.launch.uid,
+                    gid: None,
+                    login: j.launch.user.clone(),
+                    owner: j.launch.user.clone(),
+                    job_name: j.launch.job_name.clone(),
+                    queue: j.launch.queue.clone(),
+                }
+            })
+        };
+        let Some(facts) = facts else {
+            answer(self, job_id, Pbse::BADSTATE);
+            return;
+        };
+        let config = std::fs::read_to_string(priv_dir.join("config")).unwrap_or_default();
+        let Some(action) = checkpoint::configured(&config, &priv_dir) else {
+            answer(self, job_id, Pbse::NOSUP);
+            return;
+        };
+        log_job(&job_id, format_args!("req_holdjob: Checkpoint initiated."));
+        let mom = self.clone();
+        let dir = cfg.home.join("checkpoint").join(format!("{job_id}.CK"));
+        tokio::task::spawn_blocking(move || match checkpoint::run(&action, &facts, &dir) {
+            Ok(lines) => {
+                for line in lines {
+                    log_job(&job_id, format_args!("{line}"));
+                }
+                if mom.running_session(&job_id) == Some(facts.session_id) {
+                    shepherd::kill_session(facts.session_id, libc::SIGKILL);
+                }
+                answer(&mom, job_id, Pbse(0));
+            }
+            Err(failed) => {
+                log_job(&job_id, format_args!("{}", failed.message));
+                answer(&mom, job_id, failed.code);
+            }
+        });
+    }
+
     /// SignalJob: the PBSE code of the answer.
     /// qmsg: appends a line to the running job's stderr and/or stdout as its owner.
     fn message_job(&self, job_id: &str, text: &str, stdout: bool, stderr: bool) -> u32 {
@@ -1054,6 +1115,10 @@ impl Mom {
             // OpenPBS's mom answers PBSE_UNKSIG here, as the server does for a bad name.
             return Pbse::UNKSIG.0;
         };
+        if signal == JobSignal::Suspend && self.config().refuse_suspend {
+            log_job(job_id, format_args!("suspend failed: refused by PBS_MOM_TEST_REFUSE_SUSPEND"));
+            return Pbse::BADSTATE.0;
+        }
         let (sid, clock) = {
             let mut state = self.lock();
             let Some(job) = state.jobs.get_mut(job_id) else { return Pbse::UNKJOBID.0 };

@@ -5,7 +5,8 @@
 //! Only these keys are read; every other line of a real sched_config is accepted and
 //! ignored, so an OpenPBS file can be dropped in unchanged.
 //!
-//! `strict_ordering`, `backfill`, `help_starving_jobs` and `backfill_prime` take OpenPBS's
+//! `strict_ordering`, `backfill`, `help_starving_jobs`, `backfill_prime` and
+//! `preemptive_sched` take OpenPBS's
 //! period qualifier after the value: `ALL` (or none) sets both periods, `prime` only prime
 //! time, `non_prime` only non-prime time. The plain fields hold the prime-time values;
 //! [`SchedConfig::non_prime_policy`] holds the non-prime ones once a line names a period,
@@ -22,6 +23,8 @@ pub struct PeriodPolicy {
     pub help_starving_jobs: bool,
     /// `backfill_prime`.
     pub backfill_prime: bool,
+    /// `preemptive_sched`: whether a job that cannot run may preempt running jobs.
+    pub preemptive_sched: bool,
 }
 
 /// The scheduler's policy switches.
@@ -58,6 +61,9 @@ pub struct SchedConfig {
     pub backfill_prime: bool,
     /// `prime_spill`, seconds (default 0).
     pub prime_spill: i64,
+    /// `preemptive_sched` (OpenPBS default True): off, no job preempts another.
+    /// Prime-time value (see [`SchedConfig::policy_at`]).
+    pub preemptive_sched: bool,
     /// `primetime_prefix` (default `p_`): such queues run only in prime time.
     pub primetime_prefix: String,
     /// `nonprimetime_prefix` (default `np_`): such queues run only in non-prime time.
@@ -83,6 +89,7 @@ impl Default for SchedConfig {
             dedicated: Vec::new(),
             backfill_prime: false,
             prime_spill: 0,
+            preemptive_sched: true,
             primetime_prefix: "p_".to_string(),
             nonprimetime_prefix: "np_".to_string(),
             prime_exempt_anytime_queues: false,
@@ -176,6 +183,7 @@ impl SchedConfig {
             backfill: self.backfill,
             help_starving_jobs: self.help_starving_jobs,
             backfill_prime: self.backfill_prime,
+            preemptive_sched: self.preemptive_sched,
         }
     }
 
@@ -200,6 +208,7 @@ impl SchedConfig {
             self.backfill = prime.backfill;
             self.help_starving_jobs = prime.help_starving_jobs;
             self.backfill_prime = prime.backfill_prime;
+            self.preemptive_sched = prime.preemptive_sched;
         }
         if period != Period::Prime
             && let Some(non_prime) = self.non_prime_policy.as_mut()
@@ -236,6 +245,7 @@ impl SchedConfig {
                 "backfill" => Some(|p| &mut p.backfill),
                 "help_starving_jobs" => Some(|p| &mut p.help_starving_jobs),
                 "backfill_prime" => Some(|p| &mut p.backfill_prime),
+                "preemptive_sched" => Some(|p| &mut p.preemptive_sched),
                 _ => None,
             };
             if let Some(field) = switch {
@@ -401,12 +411,13 @@ mod props {
     }
 
     fn policy() -> impl Strategy<Value = PeriodPolicy> {
-        (any::<bool>(), any::<bool>(), any::<bool>(), any::<bool>()).prop_map(
-            |(strict_ordering, backfill, help_starving_jobs, backfill_prime)| PeriodPolicy {
+        (any::<bool>(), any::<bool>(), any::<bool>(), any::<bool>(), any::<bool>()).prop_map(
+            |(strict_ordering, backfill, help_starving_jobs, backfill_prime, preemptive_sched)| PeriodPolicy {
                 strict_ordering,
                 backfill,
                 help_starving_jobs,
                 backfill_prime,
+                preemptive_sched,
             },
         )
     }
@@ -426,6 +437,7 @@ mod props {
                     backfill: prime.backfill,
                     help_starving_jobs: prime.help_starving_jobs,
                     backfill_prime: prime.backfill_prime,
+                    preemptive_sched: prime.preemptive_sched,
                     non_prime_policy,
                     max_starve,
                     prime_spill,
@@ -444,11 +456,12 @@ mod props {
         let truth = |v: bool| if v { "True" } else { "False" };
         let mut out = String::from("# written by the property test\n\nround_robin: False all\n");
         type Switch = (&'static str, fn(&PeriodPolicy) -> bool);
-        let switches: [Switch; 4] = [
+        let switches: [Switch; 5] = [
             ("strict_ordering", |p| p.strict_ordering),
             ("backfill", |p| p.backfill),
             ("help_starving_jobs", |p| p.help_starving_jobs),
             ("backfill_prime", |p| p.backfill_prime),
+            ("preemptive_sched", |p| p.preemptive_sched),
         ];
         for (key, get) in switches {
             match &config.non_prime_policy {

@@ -826,11 +826,18 @@ fn try_job(
                 let text = "Job will never run with the resources currently configured in the complex";
                 ctx.out.considered.push(LogEvent::job("0040", run_id, text));
             }
-            if ctx.out.preempt.is_none() && failure.status == Status::NotRun && for_want_of_room(&failure.reason) {
+            if ctx.policy.preemptive_sched
+                && ctx.out.preempt.is_none()
+                && failure.status == Status::NotRun
+                && for_want_of_room(&failure.reason)
+            {
                 let starving = ctx.policy.help_starving_jobs && starve_amount(world.m, job, ctx.now).is_some();
                 let high = crate::preempt::level(world.m, job, starving);
                 let fits = |sim: &World<'_>| evaluate(sim, job, queue, array_limit, false).is_ok();
-                if let Some(jobs) = crate::preempt::choose(world, high, fits) {
+                if matches!(crate::preempt::targets(world.m, job), Some(pbs_core::preempt::Targets::None)) {
+                    let text = "No preemption set specified for the job: Job will not preempt";
+                    ctx.out.considered.push(LogEvent::job("0400", run_id, text));
+                } else if let Some(jobs) = crate::preempt::choose(world, job, high, fits) {
                     let text = "Employing preemption to try and run high priority job.";
                     ctx.out.considered.push(LogEvent::job("0080", run_id, text));
                     ctx.out.preempt = Some(Preemption { for_job: run_id.to_string(), jobs });

@@ -4,7 +4,7 @@
 //! order. The cycle asks through [`choose`] and the daemon sends the list in one
 //! PreemptJobs request.
 
-use pbs_core::preempt::{Class, Classes};
+use pbs_core::preempt::{Class, Classes, Targets};
 use pbs_core::sharing::is_excl;
 
 use crate::mirror::{Job, Mirror};
@@ -38,13 +38,36 @@ pub(crate) fn level(m: &Mirror, job: &Job, starving: bool) -> Level {
     (m.preempt.prio.level(classes), if express { queue_priority } else { 0 })
 }
 
-/// The running jobs to preempt so that a job of level `high` fits (`fits` says whether it
-/// does in a world), or `None` when preempting every lower-level job would not make room
-/// (then nothing is preempted). Candidates go in `preempt_sort` order and are taken until
-/// the job fits; then each taken job the job still fits without is left running, so the
-/// list is the fewest this order finds.
-pub(crate) fn choose(world: &World<'_>, high: Level, fits: impl Fn(&World<'_>) -> bool) -> Option<Vec<String>> {
+/// The `preempt_targets` of `job` the scheduler obeys: none when unset, unreadable or
+/// `preempt_targets_enable` is off (then every lower-level job is a candidate).
+pub(crate) fn targets(m: &Mirror, job: &Job) -> Option<Targets> {
+    if !m.preempt.targets_enable {
+        return None;
+    }
+    let (_, value) = job.view.resources.iter().find(|(name, _)| name == "preempt_targets")?;
+    Targets::read(value)
+}
+
+/// The running jobs to preempt so that `for_job`, of level `high`, fits (`fits` says
+/// whether it does in a world), or `None` when preempting every lower-level job its
+/// `preempt_targets` admits would not make room (then nothing is preempted). Candidates
+/// go in `preempt_sort` order and are taken until the job fits; then each taken job the
+/// job still fits without is left running, so the list is the fewest this order finds.
+pub(crate) fn choose(
+    world: &World<'_>,
+    for_job: &Job,
+    high: Level,
+    fits: impl Fn(&World<'_>) -> bool,
+) -> Option<Vec<String>> {
     let m = world.m;
+    let targets = targets(m, for_job);
+    let admitted = |job: &Job| {
+        targets.as_ref().is_none_or(|t| {
+            t.admits(&job.view.queue, |name| {
+                job.view.resources.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
+            })
+        })
+    };
     let mut candidates: Vec<&Job> = m
         .jobs
         .iter()
@@ -52,6 +75,7 @@ pub(crate) fn choose(world: &World<'_>, high: Level, fits: impl Fn(&World<'_>) -
         .filter(|job| job.running() && job.view.substate == 42 && job.view.exec_vnode.is_some())
         .filter(|job| !m.pending.contains_key(&job.view.id))
         .filter(|job| level(m, job, false) < high)
+        .filter(|job| admitted(job))
         .collect();
     if candidates.is_empty() {
         return None;

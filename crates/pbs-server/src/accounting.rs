@@ -5,7 +5,8 @@
 //!
 //! Record types: `Q` queued (also after qmove), `S` started, `E` ended, `R` requeued (a
 //! rerun, `Exit_status=-11`), `D` deleted (`requestor=user@host`), `A` aborted (a dependency
-//! that can no longer be met), `a` altered (qalter, or a hook's change).
+//! that can no longer be met), `a` altered (qalter, or a hook's change), `z` suspended and
+//! `r` resumed.
 
 use std::fmt::Write;
 
@@ -70,6 +71,26 @@ pub fn run_ended(job: &Job, id: &str, end: RunEnd, now: i64) -> StoreOp {
     let run_count = job.get("run_count", None).unwrap_or("0");
     let _ = write!(text, " run_count={run_count}");
     op(kind, id.to_string(), text)
+}
+
+/// The `z` record of a job its mom has just suspended, as OpenPBS's
+/// `log_suspend_resume_record`: its `resources_used.*` so far, nothing else.
+pub fn suspended(job: &Job, id: &str) -> StoreOp {
+    let mut text = String::new();
+    for (resource, value) in job.attrs.resources(job_idx!("resources_used")) {
+        if !value.is_empty() {
+            if !text.is_empty() {
+                text.push(' ');
+            }
+            let _ = write!(text, "resources_used.{resource}={value}");
+        }
+    }
+    op('z', id.to_string(), text)
+}
+
+/// The `r` record of a suspended job resumed: OpenPBS writes no text.
+pub fn resumed(id: &str) -> StoreOp {
+    op('r', id.to_string(), String::new())
 }
 
 /// The `D` record of a job deleted at `requestor`'s request (`user@host`).

@@ -412,9 +412,15 @@ fn suspend_and_resume_change_the_job_only_once_its_mom_has_answered() {
     let (errors, effects) = crate::job::signal::answered(&mut f.state, f.now, &asks.asks, &[0]);
     assert_eq!((errors.len(), writes(&effects)), (0, vec!["PutJob"]));
     assert_eq!(f.job_state(key), Some(JobState::Suspended));
+    let job_id = asks.asks[0].job_id.clone();
+    // OpenPBS's accounting of a suspension and of a resume, with the change.
+    assert_eq!(records(&effects), [format!("z;{job_id}")]);
     let asks = ask(&mut f, &root(), "resume").expect("asks");
     let (_, effects) = crate::job::signal::answered(&mut f.state, f.now, &asks.asks, &[0]);
     assert_eq!((writes(&effects), f.job_state(key)), (vec!["PutJob"], Some(JobState::Running)));
+    assert_eq!(records(&effects), [format!("r;{job_id}")]);
+    let comment = f.state.job(key).and_then(|j| j.get("comment", None)).unwrap_or_default().to_string();
+    assert!(comment.starts_with("Job run at "), "a resumed job's comment: {comment}");
     // Only operators and managers suspend; a refused request asks nothing.
     assert_eq!(ask(&mut f, &alice(), "suspend").err(), Some((Pbse::PERM.0, true)));
 }
@@ -876,15 +882,23 @@ fn preempt_jobs_is_a_managers_and_tries_each_jobs_methods_in_rounds() {
     let mut preemption = crate::job::preempt::begin(&f.state, &ids, f.now);
     let round = crate::job::preempt::step(&mut f.state, &mut preemption, f.now);
     let asked: Vec<&str> =
-        round.items.iter().map(|(_, node, _, m)| (node.as_str(), m.letter())).map(|(n, _)| n).collect();
+        round.items.iter().map(|(_, node, _, m)| (node.as_str(), m.method().letter())).map(|(n, _)| n).collect();
     assert_eq!(asked, ["n1", "n1"]);
     assert_eq!(f.job_state(key), Some(JobState::Running));
-    // One mom stops its job, the other does not answer: that job falls to C (which fails
-    // here: no checkpoint script), then R, whose kill goes out in the next round.
+    // One mom stops its job (its `z` record is written with it), the other does not
+    // answer: that job falls to C, asked of its mom, who has no checkpoint script; then R,
+    // whose kill goes out in the next round.
     let effects = crate::job::preempt::answered(&mut f.state, &mut preemption, &round, &[Some(Ok(())), None], f.now);
-    assert_eq!(writes(&effects), ["PutJob"]);
+    assert_eq!(writes(&effects), ["PutJob", "PutJob"]);
+    assert_eq!(records(&effects), [format!("z;{id}")]);
     assert_eq!(f.job_state(key), Some(JobState::Suspended));
     assert_eq!(f.state.job(key).map(|j| j.substate), Some(pbs_core::Substate::SCHSUSP));
+    let round = crate::job::preempt::step(&mut f.state, &mut preemption, f.now);
+    let asked: Vec<_> = round.items.iter().map(|item| item.3).collect();
+    assert_eq!(asked, [crate::job::preempt::Ask::Checkpoint]);
+    assert_eq!(f.state.ending.get(&other_key), Some(&crate::state::EndReason::Checkpoint));
+    crate::job::preempt::answered(&mut f.state, &mut preemption, &round, &[Some(Err(Pbse::NOSUP.0))], f.now);
+    assert_eq!(f.state.ending.get(&other_key), None, "a refused checkpoint leaves the job running");
     let round = crate::job::preempt::step(&mut f.state, &mut preemption, f.now);
     assert_eq!(round.items.len(), 1);
     assert_eq!(frames(&round.effects), n1(&["KillJob"]));

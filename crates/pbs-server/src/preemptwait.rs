@@ -6,10 +6,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use pbs_core::preempt::Method;
 use pbs_proto::Preempted;
 use pbs_proto::mom::ToMom;
 
+use crate::job::preempt::Ask;
 use crate::server::Server;
 use crate::state::links::Asked;
 
@@ -21,7 +21,8 @@ const ROUND_DEADLINE: Duration = Duration::from_secs(10);
 /// Preempts the jobs `ids` names; every id with its method's letter or `0`.
 pub async fn preempt(server: &Arc<Server>, ids: &[String]) -> Vec<Preempted> {
     let mut preemption = crate::job::preempt::begin(&server.lock().state, ids, now());
-    // Each round starts each job's next method; a job has at most four, so four rounds.
+    // Each round starts each job's next method; a job has at most four, and a checkpoint
+    // takes a second round for the job's end, so five rounds.
     while !crate::job::preempt::done(&preemption) {
         let (ask, answered, round, sent) = {
             let mut guard = server.lock();
@@ -36,14 +37,19 @@ pub async fn preempt(server: &Arc<Server>, ids: &[String]) -> Vec<Preempted> {
                 .map(|(_, node, job_id, _)| Asked::Mom { node: node.clone(), job_id: job_id.clone() });
             let (ask, answered) = crate::state::links::open_ask(&mut shared.links, asked.collect());
             let mut effects = std::mem::take(&mut round.effects);
-            for (_, node, job_id, method) in &round.items {
-                if *method == Method::Suspend {
-                    let frame = ToMom::SignalJob { job_id: job_id.clone(), signal: "suspend".into(), ask };
-                    effects.to_moms.push((node.clone(), frame));
-                } else {
-                    // Answered by the job's end, which its kill (among the effects) brings.
-                    crate::state::links::await_end(&mut shared.links, job_id, ask);
-                }
+            for (_, node, job_id, what) in &round.items {
+                let signal = match what {
+                    Ask::Suspend => "suspend",
+                    Ask::Checkpoint => "checkpoint_abort",
+                    Ask::End(_) => {
+                        // Answered by the job's end, which its kill (among the effects) or
+                        // its checkpoint brings.
+                        crate::state::links::await_end(&mut shared.links, job_id, ask);
+                        continue;
+                    }
+                };
+                let frame = ToMom::SignalJob { job_id: job_id.clone(), signal: signal.into(), ask };
+                effects.to_moms.push((node.clone(), frame));
             }
             let sent = server.apply_effects(shared, effects);
             (ask, answered, round, sent)

@@ -93,10 +93,17 @@ fn release(state: &mut State, key: JobKey, now: i64) -> MomFrames {
 
 /// Puts a job that was running back in the queue, its run recorded (`R`) first.
 fn requeue(state: &mut State, key: JobKey, now: i64) -> Vec<StoreOp> {
+    requeue_run(state, key, false, now)
+}
+
+/// [`requeue`]; a `checkpointed` job (preemption's `C`) keeps its usage and gets no `R`
+/// record, and the comment goes, as OpenPBS clears its checkpoint hold's comment.
+fn requeue_run(state: &mut State, key: JobKey, checkpointed: bool, now: i64) -> Vec<StoreOp> {
     let Some(job) = state.job(key) else { return Vec::new() };
-    let record = crate::accounting::run_ended(job, &job.id(&state.server_name), RunEnd::Requeued, now);
+    let record =
+        (!checkpointed).then(|| crate::accounting::run_ended(job, &job.id(&state.server_name), RunEnd::Requeued, now));
     if key.index.is_some() {
-        let mut ops = vec![record];
+        let mut ops: Vec<StoreOp> = record.into_iter().collect();
         ops.extend(crate::job::array::requeue_subjob(state, key, now));
         return ops;
     }
@@ -118,9 +125,14 @@ fn requeue(state: &mut State, key: JobKey, now: i64) -> Vec<StoreOp> {
     for def in [job_idx!("session_id"), job_idx!("stime")] {
         job.attrs.unset(def, None);
     }
-    job.attrs.unset_all(job_idx!("resources_used"));
+    if checkpointed {
+        job.attrs.unset(job_idx!("comment"), None);
+    } else {
+        job.attrs.unset_all(job_idx!("resources_used"));
+    }
     job.attrs.set(job_idx!("mtime"), None, now.to_string());
-    let mut ops = vec![record, job.put_op(None)];
+    let mut ops: Vec<StoreOp> = record.into_iter().collect();
+    ops.push(job.put_op(None));
     ops.extend(crate::job::runone::requeued(state, key.seq, now));
     ops.extend(crate::job::jobset::requeued(state, key.seq, now));
     state.changes.cycle = true;
@@ -246,7 +258,10 @@ pub fn job_ended(state: &mut State, node: &str, job_id: &str, exit_status: i32, 
     // -3 (retry), -11 (rerun), -20 (mother superior lost), -16, -18 and -22 (a mom's hook
     // rejected the start, asked for a rerun or failed): PBS ended it to run again.
     let requeued = reason == Some(EndReason::Rerun) || matches!(exit_status, -3 | -11 | -16 | -18 | -20 | -22);
-    let ops = if requeued {
+    let ops = if reason == Some(EndReason::Checkpoint) {
+        set_usage(state, key, usage);
+        requeue_run(state, key, true, now)
+    } else if requeued {
         set_usage(state, key, usage);
         requeue(state, key, now)
     } else {

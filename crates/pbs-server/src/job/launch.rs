@@ -88,7 +88,8 @@ fn complete_exec(state: &State, select: &Select, exec: ExecVnode) -> ExecVnode {
     out
 }
 
-fn run_comment(exec_vnode: &str, now: i64) -> String {
+/// OpenPBS's comment of a job that runs (or runs again after a suspension).
+pub(crate) fn run_comment(exec_vnode: &str, now: i64) -> String {
     format!("Job run at {} on {exec_vnode}", crate::job::running::comment_time(now))
 }
 
@@ -325,7 +326,7 @@ pub fn committed_delivery(state: &mut State, delivery: Delivery, now: i64) -> (M
             Some(reason) if !settled.contains(&launch.key) => {
                 settled.push(launch.key);
                 follow.merge(match reason {
-                    EndReason::Rerun => lost(state, launch.key, now),
+                    EndReason::Rerun | EndReason::Checkpoint => lost(state, launch.key, now),
                     EndReason::Delete => force_delete(state, launch.key, now),
                 });
             }

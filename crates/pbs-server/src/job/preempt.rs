@@ -1,9 +1,9 @@
 //! PreemptJobs: taking running jobs' resources away for a job of higher priority. Each
 //! job is tried with the methods of the default scheduler's `preempt_order` (the band its
 //! used share of requested time falls in), one after the other until one works; the
-//! methods that need a mom (suspend, and the end a requeue or a delete waits for) are
-//! asked of every job's mom at once, in rounds, and a round waits for its slowest mom or
-//! its deadline, never for the sum.
+//! methods that need a mom (suspend, checkpoint through her script, and the end a
+//! checkpoint, a requeue or a delete waits for) are asked of every job's mom at once, in
+//! rounds, and a round waits for its slowest mom or its deadline, never for the sum.
 //!
 //! Nothing here waits: [`begin`] reads the request, [`step`] starts the next method of
 //! every job still undecided and says what to ask of which mom, [`answered`] applies a
@@ -43,17 +43,43 @@ struct Target {
     next: usize,
     /// Waiting for the answer to `methods[next]`.
     waiting: bool,
+    /// Its mom checkpointed it and is ending it: the job's end is awaited next.
+    checkpointed: bool,
     /// The letter once decided: a method's or `0`.
     outcome: Option<char>,
 }
 
+/// What a round asks of a job's mom.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ask {
+    /// Stop the job (`SignalJob` `suspend`); the mom answers.
+    Suspend,
+    /// Run the site's checkpoint script and end the job (`SignalJob` `checkpoint_abort`,
+    /// OpenPBS's hold request to the mom); the mom answers, and the end follows.
+    Checkpoint,
+    /// The job's end, whose kill (a requeue's, a delete's) or checkpoint is under way:
+    /// answered by the mom's report of the end.
+    End(Method),
+}
+
+impl Ask {
+    /// The method this ask serves.
+    pub fn method(self) -> Method {
+        match self {
+            Ask::Suspend => Method::Suspend,
+            Ask::Checkpoint => Method::Checkpoint,
+            Ask::End(method) => method,
+        }
+    }
+}
+
 /// What one round asks of the moms: for each item, the job's place in the request, its
-/// mom and id. Suspensions need a `SignalJob` frame carrying the round's number; a
-/// requeue or delete waits for the job's end, whose kill is already among the effects.
+/// mom and id, and what is asked. Suspensions and checkpoints need a `SignalJob` frame
+/// carrying the round's number; an end is awaited, its kill already among the effects.
 #[derive(Debug, Default)]
 pub struct Round {
-    /// (target, node, full job id, method).
-    pub items: Vec<(usize, String, String, Method)>,
+    /// (target, node, full job id, ask).
+    pub items: Vec<(usize, String, String, Ask)>,
     /// The kills of requeues and deletes, and what they changed.
     pub effects: Effects,
 }
@@ -93,7 +119,16 @@ fn target_of(state: &State, id: &str, order: &PreemptOrder, now: i64) -> Option<
     let node = job.mother_superior()?.to_string();
     let (requested, used) = requested_and_used(job, now);
     let methods = order.methods_for(requested, used).to_vec();
-    Some(Target { key, job_id: job.id(&state.server_name), node, methods, next: 0, waiting: false, outcome: None })
+    Some(Target {
+        key,
+        job_id: job.id(&state.server_name),
+        node,
+        methods,
+        next: 0,
+        waiting: false,
+        checkpointed: false,
+        outcome: None,
+    })
 }
 
 /// Running, confirmed by its mom, and not already ending.
@@ -114,9 +149,9 @@ fn sched_order(state: &State) -> PreemptOrder {
         .unwrap_or_default()
 }
 
-/// What the band is chosen by, as OpenPBS's server reads it: the original soft_walltime,
-/// else walltime, against walltime used; else cput against cput used. A job that has no
-/// usage sample yet has used the time since it started.
+/// What the band is chosen by, as OpenPBS's server reads it: the original soft_walltime
+/// (used capped at it), else walltime, against walltime used; else cput against cput
+/// used. A job that has no usage sample yet has used the time since it started.
 fn requested_and_used(job: &crate::state::Job, now: i64) -> (Option<u64>, u64) {
     let secs = |name: &str, resource: &str| {
         job.get(name, Some(resource)).and_then(|v| v.parse::<pbs_core::Duration>().ok()).map(|d| d.as_secs())
@@ -127,7 +162,12 @@ fn requested_and_used(job: &crate::state::Job, now: i64) -> (Option<u64>, u64) {
             u64::try_from(now.saturating_sub(stime)).unwrap_or(0)
         })
     };
-    if let Some(requested) = secs("Resource_List", "soft_walltime").or_else(|| secs("Resource_List", "walltime")) {
+    // The original soft_walltime, however often the scheduler extended it: a job past it
+    // has done 100% (seed 000), not more.
+    if let Some(soft) = secs("Resource_List", "soft_walltime") {
+        return (Some(soft), wall_used().min(soft));
+    }
+    if let Some(requested) = secs("Resource_List", "walltime") {
         return (Some(requested), wall_used());
     }
     match secs("Resource_List", "cput") {
@@ -136,13 +176,24 @@ fn requested_and_used(job: &crate::state::Job, now: i64) -> (Option<u64>, u64) {
     }
 }
 
-/// Starts the next method of every job not yet decided nor waiting: those that need no
-/// mom are tried at once (checkpointing fails here: no mom runs a checkpoint script), and
-/// the first that needs one is asked in this round.
+/// Starts the next method of every job not yet decided nor waiting: those that cannot
+/// be tried (a job not rerunnable, or one that asked for no checkpoint) fail at once, and
+/// the first that can is asked in this round. A job its mom checkpointed has its end
+/// awaited, unless the end came already.
 pub fn step(state: &mut State, p: &mut Preemption, now: i64) -> Round {
     let mut round = Round::default();
     for (i, target) in p.targets.iter_mut().enumerate() {
         if target.outcome.is_some() || target.waiting {
+            continue;
+        }
+        if target.checkpointed {
+            if state.ending.get(&target.key) == Some(&EndReason::Checkpoint) {
+                let ask = Ask::End(Method::Checkpoint);
+                round.items.push((i, target.node.clone(), target.job_id.clone(), ask));
+                target.waiting = true;
+            } else {
+                preempted(target, Method::Checkpoint);
+            }
             continue;
         }
         while let Some(&method) = target.methods.get(target.next) {
@@ -150,7 +201,12 @@ pub fn step(state: &mut State, p: &mut Preemption, now: i64) -> Round {
             match tried {
                 Some(Ok(effects)) => {
                     round.effects.merge(effects);
-                    round.items.push((i, target.node.clone(), target.job_id.clone(), method));
+                    let ask = match method {
+                        Method::Suspend => Ask::Suspend,
+                        Method::Checkpoint => Ask::Checkpoint,
+                        Method::Requeue | Method::Delete => Ask::End(method),
+                    };
+                    round.items.push((i, target.node.clone(), target.job_id.clone(), ask));
                     target.waiting = true;
                     break;
                 }
@@ -177,8 +233,18 @@ fn try_method(state: &mut State, target: &Target, method: Method, now: i64) -> O
     Some(match method {
         // Nothing changes before the mom has stopped the job.
         Method::Suspend => Ok(Effects::default()),
-        // A checkpoint needs the mom's checkpoint script, which no mom runs yet.
-        Method::Checkpoint => Err(Pbse::NOSUP),
+        // A job submitted with `-c n` is never checkpointed (OpenPBS's hold answers
+        // PBSE_NOSUP). Otherwise its end, once the mom has checkpointed it, requeues it: the
+        // entry is made before the mom is asked, so an end that overtakes her answer is
+        // still taken as the checkpoint's.
+        Method::Checkpoint => {
+            if job.get("Checkpoint", None).is_some_and(|c| c.starts_with('n')) {
+                Err(Pbse::NOSUP)
+            } else {
+                state.ending.insert(target.key, EndReason::Checkpoint);
+                Ok(Effects::default())
+            }
+        }
         Method::Requeue => {
             let rerunnable = job.get("Rerunable", None).and_then(pbs_core::attr::parse_bool).unwrap_or(true);
             if !rerunnable {
@@ -204,45 +270,45 @@ pub fn answered(
     now: i64,
 ) -> Effects {
     let mut effects = Effects::default();
-    for ((i, _, _, method), answer) in round.items.iter().zip(answers) {
+    for ((i, _, _, ask), answer) in round.items.iter().zip(answers) {
         let Some(target) = p.targets.get_mut(*i) else { continue };
         target.waiting = false;
-        let outcome = match (method, answer) {
-            (Method::Suspend, Some(Ok(()))) => match suspend(state, target.key, now) {
+        let method = ask.method();
+        let outcome = match (ask, answer) {
+            (Ask::Suspend, Some(Ok(()))) => match suspend(state, target.key, now) {
                 Ok(more) => {
                     effects.merge(more);
                     Ok(())
                 }
                 Err(e) => Err(Some(e.code.0)),
             },
-            (Method::Suspend, Some(Err(code))) => Err(Some(*code)),
-            (Method::Suspend, None) => Err(Some(Pbse::NORELYMOM.0)),
-            (_, Some(Ok(()))) => Ok(()),
-            (_, Some(Err(code))) => Err(Some(*code)),
-            (_, None) => Err(None),
+            (Ask::Suspend, Some(Err(code))) => Err(Some(*code)),
+            (Ask::Suspend, None) => Err(Some(Pbse::NORELYMOM.0)),
+            // Checkpointed: the job's end is awaited in the next round.
+            (Ask::Checkpoint, Some(Ok(()))) => {
+                target.checkpointed = true;
+                continue;
+            }
+            // Refused, or no answer in time: the job runs on, and the next method (a
+            // requeue kills it whatever its mom was doing) is tried.
+            (Ask::Checkpoint, failed) => {
+                if state.ending.get(&target.key) == Some(&EndReason::Checkpoint) {
+                    state.ending.remove(&target.key);
+                }
+                Err(Some(failed.as_ref().and_then(|a| a.err()).unwrap_or(Pbse::NORELYMOM.0)))
+            }
+            (Ask::End(_), Some(Ok(()))) => Ok(()),
+            (Ask::End(_), Some(Err(code))) => Err(Some(*code)),
+            (Ask::End(_), None) => Err(None),
         };
         match outcome {
-            Ok(()) => {
-                target.outcome = Some(method.letter());
-                let by = match method {
-                    Method::Suspend => "suspension",
-                    Method::Checkpoint => "checkpointing",
-                    Method::Requeue => "requeuing",
-                    Method::Delete => "deletion",
-                };
-                tracing::info!(
-                    event = "0080",
-                    object_type = "Job",
-                    object_name = target.job_id.as_str(),
-                    "Job preempted by {by}"
-                );
-            }
+            Ok(()) => preempted(target, method),
             Err(Some(code)) => {
-                log_method_failed(&target.job_id, *method, Pbse(code));
+                log_method_failed(&target.job_id, method, Pbse(code));
                 target.next += 1;
             }
             Err(None) => {
-                log_method_failed(&target.job_id, *method, Pbse::NORELYMOM);
+                log_method_failed(&target.job_id, method, Pbse::NORELYMOM);
                 target.outcome = Some('0');
                 log_failed(&target.job_id);
             }
@@ -251,13 +317,27 @@ pub fn answered(
     effects
 }
 
+/// `target` was preempted by `method`.
+fn preempted(target: &mut Target, method: Method) {
+    target.outcome = Some(method.letter());
+    let by = match method {
+        Method::Suspend => "suspension",
+        Method::Checkpoint => "checkpointing",
+        Method::Requeue => "requeuing",
+        Method::Delete => "deletion",
+    };
+    tracing::info!(event = "0080", object_type = "Job", object_name = target.job_id.as_str(), "Job preempted by {by}");
+}
+
 /// The job is stopped: suspended by the scheduler (substate 45, which the scheduler
 /// resumes when room returns), its resources released as a qsig suspension releases them.
 fn suspend(state: &mut State, key: JobKey, now: i64) -> Result<Effects, ReqError> {
-    crate::job::signal::suspend_resume(state, key, true, now)?;
+    // Its `z` record among these; the job's record is written again below, substate 45.
+    let mut ops = crate::job::signal::suspend_resume(state, key, true, now)?;
     let job = state.job_mut(key).ok_or_else(|| ReqError::new(Pbse::UNKJOBID))?;
     job.substate = Substate::SCHSUSP;
-    Ok(Effects::ops(vec![job.put_op(None)]))
+    ops.push(job.put_op(None));
+    Ok(Effects::ops(ops))
 }
 
 /// Whether every job is decided.

@@ -64,6 +64,15 @@ pub fn check_job_attr(
             crate::privilege::check_select(state, privilege, &canonical)?;
             check_select_conditions(state, &canonical)?;
         }
+        if rdef.name == "preempt_targets" {
+            use pbs_core::preempt::{BadTargets, Targets};
+            let known_queue = |q: &str| state.queues.iter().any(|queue| queue.name == q);
+            Targets::parse(&canonical, |r| state.resources.get(r).is_some(), known_queue).map_err(|e| match e {
+                BadTargets::Syntax => ReqError::attr(Pbse::BADATVAL, name),
+                BadTargets::UnknownResource(_) => ReqError::attr(Pbse::UNKRESC, name),
+                BadTargets::UnknownQueue(_) => ReqError::attr(Pbse::UNKQUE, name),
+            })?;
+        }
         return Ok((index, Some(rdef.name.clone()), canonical));
     }
     if resource.is_some() {

@@ -34,6 +34,9 @@ pub enum EndReason {
     Delete,
     /// qrerun or node failure: the job goes back to the queue.
     Rerun,
+    /// Its mom checkpointed it and is ending it (preemption's `C`): back to the queue
+    /// with its usage, and no `R` record, as OpenPBS requeues a checkpointed job.
+    Checkpoint,
 }
 
 /// The `pbs_version` this server reports.
