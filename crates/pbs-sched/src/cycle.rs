@@ -632,7 +632,7 @@ fn handle_job(world: &mut World<'_>, ctx: &mut Ctx, queue: &QueueCtx<'_>, slot: 
         ArrayRole::None => {
             // A job with OR-ed selects tries its alternatives; either kind may be a job
             // set's member, tried only in its set's turn.
-            let mut try_it = |world: &mut World<'_>, ctx: &mut Ctx| match job.alternatives.as_deref() {
+            let try_it = |world: &mut World<'_>, ctx: &mut Ctx| match job.alternatives.as_deref() {
                 Some(alternatives) => try_alternatives(world, ctx, queue, job, alternatives),
                 None => try_job(world, ctx, queue, job, key, None, &job.view.id, true),
             };
