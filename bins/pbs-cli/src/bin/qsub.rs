@@ -814,17 +814,20 @@ fn run(argv: &[String]) -> Result<ExitCode, Failure> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Err(e) => {
-            let code = e.pbse().0;
-            let text = e.to_string();
-            if text.is_empty() {
-                eprintln!("qsub: Error ({code}) submitting job");
-            } else {
-                eprintln!("qsub: {text}");
-            }
-            Ok(pbs_cli::exit_code(code))
-        }
+        Err(e) => Ok(pbs_cli::exit_code(report_refusal(&e))),
     }
+}
+
+/// Prints the server's refusal of a submission as qsub does; gives its PBSE code.
+fn report_refusal(e: &pbs_client::ClientError) -> u32 {
+    let code = e.pbse().0;
+    let text = e.to_string();
+    if text.is_empty() {
+        eprintln!("qsub: Error ({code}) submitting job");
+    } else {
+        eprintln!("qsub: {text}");
+    }
+    code
 }
 
 /// The attributes of the job of one `-L` list: the job's, its `Resource_List` entries
@@ -862,13 +865,7 @@ fn submit_set(client: &mut pbs_client::Client, submission: Submission) -> ExitCo
                 leader.get_or_insert(id);
             }
             Err(e) => {
-                let code = e.pbse().0;
-                let text = e.to_string();
-                if text.is_empty() {
-                    eprintln!("qsub: Error ({code}) submitting job");
-                } else {
-                    eprintln!("qsub: {text}");
-                }
+                let code = report_refusal(&e);
                 first_error.get_or_insert(code);
             }
         }

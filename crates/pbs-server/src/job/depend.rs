@@ -15,7 +15,7 @@ use crate::store::StoreOp;
 
 pub use crate::job::dependlist::SUBSTATE_DEPEND_HOLD;
 use crate::job::dependlist::{
-    delete_child, drop_dependency_hold, hold_for_dependencies, merged, set_list, target_seq, without_target,
+    delete_child, hold_for_dependencies, lift_system_hold, merged, set_list, target_seq, without_target,
 };
 
 /// The kinds a job waits with, which qalter can change: anything else in a list is
@@ -323,7 +323,7 @@ pub fn apply_alter(state: &mut State, seq: u64, plan: AlterPlan, now: i64) {
         if waiting {
             hold_for_dependencies(job);
         } else if job.substate == SUBSTATE_DEPEND_HOLD {
-            drop_dependency_hold(job, now);
+            lift_system_hold(job, now);
         }
     }
     state.changes.cycle = true;
@@ -455,7 +455,7 @@ fn release(state: &mut State, child: u64, parent_id: &str, now: i64) -> Vec<Stor
     set_list(job, left);
     job.attrs.set(job_idx!("mtime"), None, now.to_string());
     if !waiting {
-        drop_dependency_hold(job, now);
+        lift_system_hold(job, now);
     }
     state.changes.cycle = true;
     state.jobs.get(&child).map(|j| vec![j.put_op(None)]).unwrap_or_default()

@@ -1,6 +1,6 @@
 //! The text of `depend` lists as the server keeps them and the edits the dependency
 //! kinds share (`job::depend`, `job::runone`): a target's job, an entry added or removed,
-//! the hold a job waits under, and a job deleted because what it waited on can no longer
+//! the system hold a job waits under (also a runone group's and a job set's), and a job deleted because what it waited on can no longer
 //! happen.
 
 use pbs_core::depend::{DependKind, DependList};
@@ -103,9 +103,9 @@ pub fn hold_for_dependencies(job: &mut crate::state::Job) {
     job.attrs.unset(job_idx!("etime"), None);
 }
 
-/// Lifts the system hold of a job that waits on nothing more: queued again unless other
-/// holds remain.
-pub fn drop_dependency_hold(job: &mut crate::state::Job, now: i64) {
+/// Lifts the system hold of a held job that waits on nothing more (its dependencies, a
+/// runone group's or a job set's running member): queued again unless other holds remain.
+pub fn lift_system_hold(job: &mut crate::state::Job, now: i64) {
     let current = job.get("Hold_Types", None).unwrap_or("n");
     let holds = crate::holds::written(|c| c != 's' && current.contains(c));
     if job.state == JobState::Held {

@@ -212,16 +212,7 @@ fn release(job: &mut crate::state::Job, now: i64) {
     if job.substate != Substate::RUNNING_SET {
         return;
     }
-    let current = job.get("Hold_Types", None).unwrap_or("n");
-    let holds = crate::holds::written(|c| c != 's' && current.contains(c));
-    if holds == "n" {
-        job.state = JobState::Queued;
-        job.substate = Substate::QUEUED;
-        job.attrs.set(job_idx!("etime"), None, now.to_string());
-    } else {
-        job.substate = Substate::HELD;
-    }
-    job.attrs.set(job_idx!("Hold_Types"), None, holds);
+    crate::job::dependlist::lift_system_hold(job, now);
     job.attrs.unset(job_idx!("comment"), None);
     job.attrs.set(job_idx!("mtime"), None, now.to_string());
 }

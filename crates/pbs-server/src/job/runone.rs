@@ -126,14 +126,7 @@ pub fn requeued(state: &mut State, seq: u64, now: i64) -> Vec<StoreOp> {
         else {
             continue;
         };
-        let current = job.get("Hold_Types", None).unwrap_or("n");
-        let holds = crate::holds::written(|c| c != 's' && current.contains(c));
-        if holds == "n" {
-            job.state = JobState::Queued;
-            job.substate = Substate::QUEUED;
-            job.attrs.set(job_idx!("etime"), None, now.to_string());
-        }
-        job.attrs.set(job_idx!("Hold_Types"), None, holds);
+        crate::job::dependlist::lift_system_hold(job, now);
         job.attrs.set(job_idx!("mtime"), None, now.to_string());
         ops.push(job.put_op(None));
     }
