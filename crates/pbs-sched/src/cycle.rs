@@ -676,8 +676,12 @@ fn try_alternatives(
             if queue.split_project { job.project } else { NONE },
         )
     };
+    // Jobs asking the same alternatives (the job's own request) share what became of them:
+    // once every alternative is known to fail this cycle, a later such job looks at none.
+    let whole = class_of(job);
+    let whole_known = ctx.classes.contains_key(&whole);
     let mut looked = false;
-    if !ctx.blocked {
+    if !ctx.blocked && !whole_known {
         for (k, alternative) in alternatives.iter().enumerate() {
             let key = class_of(alternative);
             if ctx.classes.contains_key(&key) {
@@ -704,7 +708,13 @@ fn try_alternatives(
     if looked || !ctx.classes.contains_key(&class_of(first)) {
         ctx.out.considered.push(LogEvent::job("0040", &job.view.id, crate::jobset::NONE_SATISFIED));
     }
-    try_job(world, ctx, queue, first, class_of(first), None, &job.view.id, true)
+    let tried = try_job(world, ctx, queue, first, class_of(first), None, &job.view.id, true);
+    if tried == Tried::Failed && !whole_known && alternatives.iter().all(|a| ctx.classes.contains_key(&class_of(a))) {
+        if let Some(known) = ctx.classes.get(&class_of(first)).cloned() {
+            ctx.classes.insert(whole, known);
+        }
+    }
+    tried
 }
 
 /// What became of one try.
