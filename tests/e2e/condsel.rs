@@ -102,7 +102,13 @@ fn operators_on_consumables_and_bad_filters_are_refused_by_any_client() {
     c.allow_root_jobs();
     define_resources(&c);
     // qsub prints the server's refusal.
-    for select in ["select=1:ncpus=5:mem>21gb", "select=1:ncpus>4", "select=1:color=red+1:ngpus!=1"] {
+    for select in [
+        "select=1:ncpus=5:mem>21gb",
+        "select=1:ncpus>4",
+        "select=1:color=red+1:ngpus!=1",
+        // The design's own example: each OR-ed alternative is checked.
+        "select=1:ncpus=5:mem>21gb||2:ncpus=4:mem=100mb",
+    ] {
         let out = c.run("qsub", &["-l", select, "--", "/bin/sleep", "1000"]);
         assert_eq!(out.stderr, format!("qsub: {CONSUMABLE_TEXT}\n"), "{select}");
         assert_eq!(out.code, (CONSUMABLE_OP & 0xff) as i32, "{select}");

@@ -102,15 +102,23 @@ pub fn check_job_attr(
 
 /// A select's conditions (`color!=green`): none on a consumable (PBSE_CONSUMABLE_OP, the
 /// design's `Consumable resource can only be requested with = operator`), and values the
-/// resource can hold (PBSE_BADATVAL). Checked chunk by chunk, for any client.
+/// resource can hold (PBSE_BADATVAL). Checked chunk by chunk, in every alternative of an
+/// OR-ed select, for any client.
 fn check_select_conditions(state: &State, select: &str) -> Result<(), ReqError> {
-    let Ok(parsed) = select.parse::<pbs_core::Select>() else {
-        return Ok(());
+    let check = |parsed: &pbs_core::Select| {
+        state.resources.check_select_conditions(parsed).map_err(|e| match e {
+            pbs_core::resource::ConditionError::Consumable => ReqError::new(Pbse::CONSUMABLE_OP),
+            pbs_core::resource::ConditionError::BadValue(_) => ReqError::attr(Pbse::BADATVAL, "Resource_List.select"),
+        })
     };
-    state.resources.check_select_conditions(&parsed).map_err(|e| match e {
-        pbs_core::resource::ConditionError::Consumable => ReqError::new(Pbse::CONSUMABLE_OP),
-        pbs_core::resource::ConditionError::BadValue(_) => ReqError::attr(Pbse::BADATVAL, "Resource_List.select"),
-    })
+    if pbs_core::orselect::is_ored(select) {
+        let Ok(ored) = pbs_core::orselect::OrSelect::parse(select, None) else { return Ok(()) };
+        return ored.alternatives().iter().try_for_each(|alternative| check(&alternative.select));
+    }
+    match select.parse::<pbs_core::Select>() {
+        Ok(parsed) => check(&parsed),
+        Err(_) => Ok(()),
+    }
 }
 
 /// Canonical text of a value of a given type, `None` if it does not parse.
