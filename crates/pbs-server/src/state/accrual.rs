@@ -99,11 +99,12 @@ fn set_secs(job: &mut Job, secs: i64) {
 /// while it accrues eligible time.
 pub fn eligible_secs(job: &Job, now: i64) -> i64 {
     let stored = stored_secs(job);
-    if AccrueType::of(job) == AccrueType::Eligible && job.accrue_since > 0 {
-        stored.saturating_add(now.saturating_sub(job.accrue_since).max(0))
-    } else {
-        stored
-    }
+    if AccrueType::of(job) == AccrueType::Eligible { stored.saturating_add(since(job, now)) } else { stored }
+}
+
+/// Seconds in the job's current accrue type at `now` (0 before it has one, never negative).
+fn since(job: &Job, now: i64) -> i64 {
+    if job.accrue_since > 0 { now.saturating_sub(job.accrue_since).max(0) } else { 0 }
 }
 
 /// The `eligible_time` a status shows at `now` (`HH:MM:SS`), when the job has one.
@@ -164,7 +165,7 @@ pub fn change(job: &mut Job, new: AccrueType, now: i64, server_name: &str) -> bo
     if new == old && !unset {
         return false;
     }
-    let accrued = if job.accrue_since > 0 { now.saturating_sub(job.accrue_since) } else { 0 };
+    let accrued = since(job, now);
     let mut total = stored_secs(job);
     if old == AccrueType::Eligible && accrued > 0 {
         total = total.saturating_add(accrued);
@@ -243,7 +244,7 @@ pub fn enable_all(state: &mut State, now: i64) -> Vec<StoreOp> {
 /// the job's eligible time becomes `value` and accrues on from `now` (OpenPBS's
 /// `alter_eligibletime`).
 pub fn alter(job: &mut Job, value: &str, now: i64, server_name: &str) {
-    let accrued = if job.accrue_since > 0 { now.saturating_sub(job.accrue_since) } else { 0 };
+    let accrued = since(job, now);
     let kind = AccrueType::of(job);
     job.attrs.set(job_idx!("eligible_time"), None, value);
     job.accrue_since = now;
