@@ -214,3 +214,30 @@ fn the_first_spec_that_fits_runs_and_a_requeue_tries_them_all_again() {
     assert_eq!(c.job_attr(&waiting, "job_state").as_deref(), Some("Q"));
     assert_eq!(c.job_attr(&waiting, "Resource_List.select").as_deref(), Some("1:ncpus=16||1:ncpus=6"));
 }
+
+#[test]
+fn an_arrays_subjobs_try_the_alternatives_each_keeping_its_own_and_a_requeue_restores() {
+    let c = Cluster::with_moms(1, 4);
+    let array = qsub(&c, false, &["-J", "0-1", "-l", "select=1:ncpus=8||1:ncpus=2"]).ok().line().to_string();
+    let sub = |i: u32| array.replace("[]", &format!("[{i}]"));
+    let (first, second) = (sub(0), sub(1));
+    for id in [&first, &second] {
+        c.wait_job_state(id, "R", JOB_TIMEOUT);
+        // The 8-cpu alternative does not fit: each subjob runs the second, as a plain job.
+        assert_eq!(c.job_attr(id, "exec_vnode").as_deref(), Some("(n1:ncpus=2)"), "{id}");
+        assert_eq!(c.job_attr(id, "Resource_List.select").as_deref(), Some("1:ncpus=2"), "{id}");
+        assert_eq!(c.job_attr(id, "Resource_List.ncpus").as_deref(), Some("2"), "{id}");
+        assert_eq!(c.job_attr(id, "ORed_Resource_List.select").as_deref(), Some("1:ncpus=8||1:ncpus=2"), "{id}");
+    }
+    // The array keeps every alternative for the subjobs still to start.
+    assert_eq!(c.job_attr(&array, "Resource_List.select").as_deref(), Some("1:ncpus=8||1:ncpus=2"));
+    // Room for the first alternative, then a requeue: the subjob tries them all again.
+    c.qmgr("set node n1 resources_available.ncpus = 10");
+    c.run("qrerun", &[&first]).ok();
+    wait_until("the subjob run again on its first alternative", JOB_TIMEOUT, || {
+        c.job_attr(&first, "job_state").as_deref() == Some("R")
+            && c.job_attr(&first, "Resource_List.select").as_deref() == Some("1:ncpus=8")
+    });
+    assert_eq!(c.job_attr(&first, "exec_vnode").as_deref(), Some("(n1:ncpus=8)"));
+    assert_eq!(c.job_attr(&second, "Resource_List.select").as_deref(), Some("1:ncpus=2"));
+}

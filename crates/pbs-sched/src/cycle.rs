@@ -599,7 +599,13 @@ fn handle_job(world: &mut World<'_>, ctx: &mut Ctx, queue: &QueueCtx<'_>, slot: 
                 // marks the array begun and comments `Job Array Began at ...`; OpenPBS
                 // does not overwrite that.
                 let may_comment = !begun && !world.array_running.contains_key(&seq);
-                match try_job(world, ctx, queue, job, key, Some(*max_run), &sub_id, may_comment) {
+                let tried = match job.alternatives.as_deref() {
+                    Some(alternatives) => {
+                        try_alternatives(world, ctx, queue, job, alternatives, Some(*max_run), &sub_id, may_comment)
+                    }
+                    None => try_job(world, ctx, queue, job, key, Some(*max_run), &sub_id, may_comment),
+                };
+                match tried {
                     Tried::Started => {}
                     Tried::HeldByLimit => {
                         ctx.out.log.push(LogEvent::max_run_subjobs(&job.view.id));
@@ -625,7 +631,13 @@ fn handle_job(world: &mut World<'_>, ctx: &mut Ctx, queue: &QueueCtx<'_>, slot: 
                 ArrayRole::Parent { max_run, .. } => max_run,
                 _ => None,
             });
-            if try_job(world, ctx, queue, job, key, Some(max_run), &job.view.id, true) == Tried::HeldByLimit {
+            let tried = match job.alternatives.as_deref() {
+                Some(alternatives) => {
+                    try_alternatives(world, ctx, queue, job, alternatives, Some(max_run), &job.view.id, true)
+                }
+                None => try_job(world, ctx, queue, job, key, Some(max_run), &job.view.id, true),
+            };
+            if tried == Tried::HeldByLimit {
                 ctx.out.log.push(LogEvent::max_run_subjobs(&parent_id));
             }
         }
@@ -633,7 +645,7 @@ fn handle_job(world: &mut World<'_>, ctx: &mut Ctx, queue: &QueueCtx<'_>, slot: 
             // A job with OR-ed selects tries its alternatives; either kind may be a job
             // set's member, tried only in its set's turn.
             let try_it = |world: &mut World<'_>, ctx: &mut Ctx| match job.alternatives.as_deref() {
-                Some(alternatives) => try_alternatives(world, ctx, queue, job, alternatives),
+                Some(alternatives) => try_alternatives(world, ctx, queue, job, alternatives, None, &job.view.id, true),
                 None => try_job(world, ctx, queue, job, key, None, &job.view.id, true),
             };
             match job.job_set {
@@ -659,12 +671,18 @@ fn handle_job(world: &mut World<'_>, ctx: &mut Ctx, queue: &QueueCtx<'_>, slot: 
 /// plans only the first, and the cycle logs that none could be satisfied (when it looked,
 /// not for later jobs of classes already known to fail). Each
 /// alternative is its own equivalence class, so jobs asking alike cost one look each.
+/// `array_limit`, `run_id` and `may_comment` are [`try_job`]'s: an array's subjob tries
+/// the array's alternatives.
+#[allow(clippy::too_many_arguments)] // the cycle state, then what to try
 fn try_alternatives(
     world: &mut World<'_>,
     ctx: &mut Ctx,
     queue: &QueueCtx<'_>,
     job: &Job,
     alternatives: &[Job],
+    array_limit: Option<Option<u64>>,
+    run_id: &str,
+    may_comment: bool,
 ) -> Tried {
     let Some(first) = alternatives.first() else { return Tried::Failed };
     let class_of = |alternative: &Job| -> ClassKey {
@@ -688,9 +706,10 @@ fn try_alternatives(
                 continue;
             }
             looked = true;
-            match evaluate(world, alternative, queue, None, false) {
+            match evaluate(world, alternative, queue, array_limit, false) {
                 Ok(_) => {
-                    if try_job(world, ctx, queue, alternative, key, None, &job.view.id, true) == Tried::Started {
+                    if try_job(world, ctx, queue, alternative, key, array_limit, run_id, may_comment) == Tried::Started
+                    {
                         return Tried::Started;
                     }
                 }
@@ -706,9 +725,9 @@ fn try_alternatives(
     // Logged when the job's alternatives were looked at, not for each job of classes
     // already known to fail (as a plain job of such a class logs nothing).
     if looked || !ctx.classes.contains_key(&class_of(first)) {
-        ctx.out.considered.push(LogEvent::job("0040", &job.view.id, crate::jobset::NONE_SATISFIED));
+        ctx.out.considered.push(LogEvent::job("0040", run_id, crate::jobset::NONE_SATISFIED));
     }
-    let tried = try_job(world, ctx, queue, first, class_of(first), None, &job.view.id, true);
+    let tried = try_job(world, ctx, queue, first, class_of(first), array_limit, run_id, may_comment);
     if tried == Tried::Failed && !whole_known && alternatives.iter().all(|a| ctx.classes.contains_key(&class_of(a))) {
         if let Some(known) = ctx.classes.get(&class_of(first)).cloned() {
             ctx.classes.insert(whole, known);

@@ -1032,31 +1032,32 @@ impl Mirror {
             self.queues.entry(view.queue.clone()).or_default().queued.insert(key);
         }
         let running = view.state == 'R';
-        let alternatives =
-            (view.state == 'Q' && array == ArrayRole::None).then(|| alternative_views(&view)).flatten().map(|views| {
-                let alternatives: Vec<Job> = views
-                    .into_iter()
-                    .enumerate()
-                    .map(|(k, view)| {
-                        let request = self.acquire_request(&view);
-                        let alternative = u32::try_from(k).ok();
-                        let array = ArrayRole::None;
-                        Job {
-                            view,
-                            user,
-                            group,
-                            project,
-                            request,
-                            array,
-                            job_set: None,
-                            key: None,
-                            alternatives: None,
-                            alternative,
-                        }
-                    })
-                    .collect();
-                alternatives.into_boxed_slice()
-            });
+        // An array's queued subjobs start from the array's record, so the array (and a
+        // subjob queued on its own) gets the alternatives as a plain job does.
+        let alternatives = candidate.then(|| alternative_views(&view)).flatten().map(|views| {
+            let alternatives: Vec<Job> = views
+                .into_iter()
+                .enumerate()
+                .map(|(k, view)| {
+                    let request = self.acquire_request(&view);
+                    let alternative = u32::try_from(k).ok();
+                    let array = ArrayRole::None;
+                    Job {
+                        view,
+                        user,
+                        group,
+                        project,
+                        request,
+                        array,
+                        job_set: None,
+                        key: None,
+                        alternatives: None,
+                        alternative,
+                    }
+                })
+                .collect();
+            alternatives.into_boxed_slice()
+        });
         let job_set = crate::jobset::set_of(&view);
         let job = Job { view, user, group, project, request, array, job_set, key, alternatives, alternative: None };
         let array_slot = job.array_slot();

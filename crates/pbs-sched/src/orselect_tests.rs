@@ -156,3 +156,35 @@ fn a_comment_sent_is_known_to_every_alternative_so_the_next_cycle_sends_nothing(
     let next = cycle(&m, 0);
     assert_eq!(next.updates().count(), 0, "{:?}", next.actions);
 }
+
+#[test]
+fn an_arrays_subjobs_try_the_alternatives_as_a_plain_job_does() {
+    // Four subjobs asking 8 cpus or else 2, on a 4-cpu and a 2-cpu node, at most 3 at
+    // once: each subjob runs the first alternative that fits (none fits 8: all run 2).
+    let mut array = ored(1, "1:ncpus=8||1:ncpus=2", "8", None);
+    array.id = "1[].svr".into();
+    array.attrs.push(Attr::new("array_indices_remaining", "0-3"));
+    array.attrs.push(Attr::new("max_run_subjobs", "3"));
+    // Subjob 7, requeued, queued on its own record.
+    let mut requeued = ored(1, "1:ncpus=8||1:ncpus=2", "8", None);
+    requeued.id = "1[7].svr".into();
+    let m =
+        Mirror::new(snapshot(vec![node("n1", 4), node("n2", 2)], vec![array, requeued], &[]), SchedConfig::default());
+    let d = cycle(&m, 0);
+    assert_eq!(
+        runs(&d),
+        vec![
+            ("1[0].svr", "(n1:ncpus=2)", Some(1)),
+            ("1[1].svr", "(n1:ncpus=2)", Some(1)),
+            ("1[2].svr", "(n2:ncpus=2)", Some(1)),
+        ]
+    );
+    // With room for the first alternative, it is the one a subjob runs; qrun of a queued
+    // index or of the requeued subjob alike.
+    let m2 = Mirror::new(
+        snapshot(vec![node("n1", 8)], m.jobs.iter().flatten().map(|j| j.view.clone()).collect(), &[]),
+        SchedConfig::default(),
+    );
+    assert_eq!(runs(&qrun(&m2, "1[3].svr", 0)), vec![("1[3].svr", "(n1:ncpus=8)", Some(0))]);
+    assert_eq!(runs(&qrun(&m2, "1[7].svr", 0)), vec![("1[7].svr", "(n1:ncpus=8)", Some(0))]);
+}

@@ -250,12 +250,9 @@ pub fn apply_decisions(
                     _ => Ok(()),
                 };
                 let result = result.and_then(|()| {
-                    key_of(&decision.job_id).ok_or_else(|| ReqError::new(Pbse::UNKJOBID)).and_then(|key| {
-                        crate::job::orselect::choose(state, key, decision.alternative)?;
-                        run_job(state, key, &decision.exec_vnode, now).inspect_err(|_| {
-                            crate::job::orselect::restore(state, key);
-                        })
-                    })
+                    key_of(&decision.job_id)
+                        .ok_or_else(|| ReqError::new(Pbse::UNKJOBID))
+                        .and_then(|key| run_job(state, key, &decision.exec_vnode, now, decision.alternative))
                 });
                 match result {
                     Ok(more) => effects.merge(more),

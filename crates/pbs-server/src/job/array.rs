@@ -91,6 +91,12 @@ pub fn requeue_subjob(state: &mut State, key: JobKey, now: i64) -> Vec<StoreOp> 
     let mut ops = Vec::new();
     if state.subjobs.remove(&(key.seq, index)).is_some() {
         ops.push(StoreOp::DeleteSubjob { seq: key.seq, index });
+        // The scheduler forgets the record (a removal is marked where it happens), else its
+        // mirror holds the subjob as running and the index as not the array's to start,
+        // and it cycles: the index may run again.
+        let id = pbs_core::JobId::subjob(key.seq, index, &state.server_name).to_string();
+        state.changes.jobs.insert(key, id);
+        state.changes.cycle = true;
     }
     if let Some(parent) = state.jobs.get_mut(&key.seq) {
         let mut remaining = indices(parent, "array_indices_remaining");

@@ -14,6 +14,7 @@ use crate::job::end::{force_delete, lost};
 use crate::job::running::SUBSTATE_PRERUN;
 use crate::jobkey::JobKey;
 use crate::state::{EndReason, Job, State};
+use crate::store::StoreOp;
 
 fn unescape_xml(text: &str) -> String {
     text.replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", "\"").replace("&apos;", "'").replace("&amp;", "&")
@@ -126,7 +127,7 @@ pub fn qrun(
     }
     match exec_vnode {
         Some(exec_vnode) => {
-            let mut effects = run_job(state, key, &exec_vnode, ctx.now)?;
+            let mut effects = run_job(state, key, &exec_vnode, ctx.now, None)?;
             effects.ops.extend(crate::job::array::settle(state, ctx.now));
             Ok(Qrun::Run(effects))
         }
@@ -152,7 +153,18 @@ fn check_nodes(state: &State, exec: &ExecVnode) -> Result<(), ReqError> {
 /// Starts a queued job on `exec_vnode`: checks, marks it running, holds its resources.
 /// Returns the store operations and the launches to send once they are committed; for a
 /// subjob, the caller adds [`crate::job::array::settle`]'s operations.
-pub fn run_job(state: &mut State, key: JobKey, exec_vnode: &str, now: i64) -> Result<Effects, ReqError> {
+///
+/// A job with OR-ed selects runs `alternative` (the first when `None`, as `qrun -H`):
+/// chosen here, once the record exists, so a subjob (whose record is made from its
+/// array's just before) runs its alternative as a plain job does; a run refused after
+/// the choice puts the OR-ed request back.
+pub fn run_job(
+    state: &mut State,
+    key: JobKey,
+    exec_vnode: &str,
+    now: i64,
+    alternative: Option<u32>,
+) -> Result<Effects, ReqError> {
     // A server that qterm is stopping starts nothing more (a delayed stop waits for the
     // jobs already running).
     if state.stopping.is_some() {
@@ -176,6 +188,19 @@ pub fn run_job(state: &mut State, key: JobKey, exec_vnode: &str, now: i64) -> Re
     if job.state != JobState::Queued || job.array {
         return Err(ReqError::new(Pbse::BADSTATE));
     }
+    crate::job::orselect::choose(state, key, alternative)?;
+    start_chosen(state, key, parsed, array_began, now).inspect_err(|_| crate::job::orselect::restore(state, key))
+}
+
+/// [`run_job`] once the job's request is the one it runs with.
+fn start_chosen(
+    state: &mut State,
+    key: JobKey,
+    parsed: ExecVnode,
+    array_began: Option<StoreOp>,
+    now: i64,
+) -> Result<Effects, ReqError> {
+    let job = state.job(key).ok_or_else(|| ReqError::new(Pbse::UNKJOBID))?;
     let select = select_of(job);
     check_capacity(state, &select, &parsed)?;
     let exec = complete_exec(state, &select, parsed);
