@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use pbs_client::ClientError;
-use pbs_e2e::Cluster;
+use pbs_e2e::{Cluster, wait_until};
 use pbs_proto::{Attr, Request};
 
 const BADATVAL: u32 = 15014;
@@ -175,4 +175,36 @@ fn operators_on_consumables_and_bad_filters_are_refused_by_any_client() {
         .to_string();
     c.run_as_nobody("qalter", &["-l", "nfilter=\"resources_available['color']=='blue'\"", &mine]).ok();
     assert_eq!(c.job_attr(&mine, "Resource_List.nfilter").as_deref(), Some("resources_available['color']=='blue'"));
+}
+
+#[test]
+fn a_string_resource_whose_values_read_as_numbers_compares_as_a_string() {
+    let c = Cluster::with_moms(2, 4);
+    // Defined once the scheduler has the server's state: it hears of the definition (not
+    // in its snapshot) before the values.
+    wait_until("the scheduler has the server's state", Duration::from_secs(30), || {
+        c.sched_stderr().contains("Received the server's state")
+    });
+    c.qmgr("create resource build type=string,flag=h");
+    c.qmgr("set node n1 resources_available.build = 85");
+    c.qmgr("set node n2 resources_available.build = 120");
+    let sleep = ["--", "/bin/sleep", "300"];
+    let submit = |select: &str| {
+        let mut args = vec!["-l", select];
+        args.extend(sleep);
+        c.qsub(&args)
+    };
+    // Byte by byte, "85" > "100" ('8' after '1') and "120" < "85": as numbers the first
+    // would run on n2 and the second nowhere. `=` matches the text on every job, not an
+    // amount the first one takes from n1.
+    let above = submit("select=1:ncpus=1:build>100");
+    let below = submit("select=1:ncpus=1:build<85");
+    let same = [submit("select=1:ncpus=1:build=85"), submit("select=1:ncpus=1:build=85")];
+    for id in [&above, &below, &same[0], &same[1]] {
+        c.wait_job_state(id, "R", Duration::from_secs(30));
+    }
+    assert_eq!(vnodes(&c, &above), ["n1"]);
+    assert_eq!(vnodes(&c, &below), ["n2"]);
+    assert_eq!([vnodes(&c, &same[0]), vnodes(&c, &same[1])], [["n1"], ["n1"]]);
+    c.run("qdel", &["-W", "force", &above, &below, &same[0], &same[1]]).ok();
 }

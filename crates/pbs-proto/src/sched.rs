@@ -111,6 +111,11 @@ pub struct Snapshot {
     /// The default scheduler object's attributes (`scheduling`, `scheduler_iteration`,
     /// `preempt_*`, `attr_update_period`...).
     pub sched: Vec<Attr>,
+    /// Every resource definition, built-in and custom, as `(name, type)` with the type as
+    /// qmgr names it (`long`, `float`, `size`, `duration`, `boolean`, `string`,
+    /// `string_array`): values compare as their resource's type says.
+    #[serde(default)]
+    pub resources: Vec<(String, String)>,
     /// Queues.
     pub queues: Vec<SchedQueue>,
     /// Nodes.
@@ -162,6 +167,12 @@ pub enum SchedChange {
     Sched {
         /// Attributes.
         attrs: Vec<Attr>,
+    },
+    /// A resource was defined, removed or given another type (qmgr): every definition,
+    /// as [`Snapshot::resources`]. Sent before any change that could carry a value of it.
+    Resources {
+        /// `(name, type)` pairs.
+        defs: Vec<(String, String)>,
     },
 }
 
@@ -333,12 +344,12 @@ fn split_by_size<T: Serialize>(items: Vec<T>, budget: usize) -> Vec<Vec<T>> {
 
 impl Snapshot {
     /// Splits the snapshot into parts of about `budget` bytes each: the first carries the
-    /// server name and the server and scheduler attributes, then come queues, nodes and
-    /// jobs, each part holding whole objects. Joining them in order with
+    /// server name, the server and scheduler attributes and the resource definitions, then
+    /// come queues, nodes and jobs, each part holding whole objects. Joining them in order with
     /// [`Snapshot::absorb`] gives back the snapshot.
     pub fn into_parts(self, budget: usize) -> Vec<Snapshot> {
-        let Snapshot { server_name, server, sched, queues, nodes, jobs } = self;
-        let mut parts = vec![Snapshot { server_name, server, sched, ..Snapshot::default() }];
+        let Snapshot { server_name, server, sched, resources, queues, nodes, jobs } = self;
+        let mut parts = vec![Snapshot { server_name, server, sched, resources, ..Snapshot::default() }];
         let mut room = budget.saturating_sub(json_len(&parts[0]));
         // Each object goes into the last part while it fits, else starts a new one.
         fn place<T: Serialize>(
@@ -371,12 +382,13 @@ impl Snapshot {
 
     /// Adds a later part (see [`Snapshot::into_parts`]).
     pub fn absorb(&mut self, part: Snapshot) {
-        let Snapshot { server_name, server, sched, queues, nodes, jobs } = part;
+        let Snapshot { server_name, server, sched, resources, queues, nodes, jobs } = part;
         if self.server_name.is_empty() {
             self.server_name = server_name;
         }
         self.server.extend(server);
         self.sched.extend(sched);
+        self.resources.extend(resources);
         self.queues.extend(queues);
         self.nodes.extend(nodes);
         self.jobs.extend(jobs);
@@ -483,6 +495,7 @@ mod tests {
             server_name: "s".into(),
             server: vec![Attr::new("scheduling", "True")],
             sched: vec![Attr::new("scheduler_iteration", "600")],
+            resources: vec![("ncpus".into(), "long".into())],
             queues: vec![SchedQueue { name: "workq".into(), attrs: vec![Attr::new("enabled", "True")] }],
             nodes: (0..50).map(|i| SchedNode { name: format!("n{i}"), ..SchedNode::default() }).collect(),
             // Many small jobs, and one far larger than a part.

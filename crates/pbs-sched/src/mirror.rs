@@ -365,6 +365,8 @@ impl Mirror {
             subjobs_present: HashMap::new(),
             pending: HashMap::new(),
         };
+        // First: every value read after it is read as its resource's type says.
+        mirror.res.define(&snapshot.resources);
         mirror.set_server(&snapshot.server);
         mirror.set_sched(&snapshot.sched);
         for queue in snapshot.queues {
@@ -406,6 +408,11 @@ impl Mirror {
             }
             SchedChange::Server { attrs } => self.set_server(&attrs),
             SchedChange::Sched { attrs } => self.set_sched(&attrs),
+            SchedChange::Resources { defs } => {
+                if self.res.define(&defs) {
+                    self.reread_requests();
+                }
+            }
         }
     }
 
@@ -864,6 +871,38 @@ impl Mirror {
             }
         }
         request
+    }
+
+    /// Builds every job's request again once a resource it may name has another kind.
+    /// Rare (qmgr retyping a resource), so it walks the jobs; the server sends every
+    /// node, queue and the server after a definition changes, which reads their values
+    /// again. Running jobs leave the counts with their old amounts and come back with
+    /// the new ones.
+    fn reread_requests(&mut self) {
+        let running: Vec<u32> = (0..self.jobs.len())
+            .filter_map(|slot| u32::try_from(slot).ok())
+            .filter(|&slot| self.jobs[slot as usize].as_ref().is_some_and(Job::running))
+            .collect();
+        for &slot in &running {
+            self.count_running(slot, -1);
+        }
+        let mut views: Vec<(u32, SchedJob)> = Vec::new();
+        for job in self.jobs.iter().flatten() {
+            views.push((job.request, job.view.clone()));
+            views.extend(job.alternatives.iter().flat_map(|a| a.iter()).map(|a| (a.request, a.view.clone())));
+        }
+        let mut done = std::collections::HashSet::new();
+        for (id, view) in views {
+            if done.insert(id) {
+                let request = self.build_request(&view);
+                if let Some(entry) = self.requests.get_mut(id as usize) {
+                    entry.0 = request;
+                }
+            }
+        }
+        for &slot in &running {
+            self.count_running(slot, 1);
+        }
     }
 
     fn request_key(job: &SchedJob) -> String {

@@ -13,7 +13,15 @@ fn snapshot(nodes: Vec<SchedNode>, jobs: Vec<SchedJob>, server: &[(&str, &str)])
     };
     let mut server_attrs = vec![Attr::new("scheduling", "True")];
     server_attrs.extend(server.iter().map(|(n, v)| Attr::new(*n, *v)));
-    Snapshot { server_name: "svr".into(), server: server_attrs, sched: vec![], queues: vec![queue], nodes, jobs }
+    Snapshot {
+        server_name: "svr".into(),
+        server: server_attrs,
+        sched: vec![],
+        resources: vec![],
+        queues: vec![queue],
+        nodes,
+        jobs,
+    }
 }
 
 fn node(name: &str, ncpus: u32) -> SchedNode {

@@ -2,8 +2,11 @@
 //! units OpenPBS's scheduler reckons in (sizes in kilobytes, times in seconds), with the
 //! text it prints for them in comments (`4gb`, `512mb`, `3`).
 //!
-//! The snapshot carries no resource definitions, so a resource's kind comes from the
-//! built-in table and, for custom resources, from the first value seen, exactly as
+//! A resource's kind is its definition's type, as the server sends them (the snapshot's
+//! and `SchedChange::Resources`' definitions), so a string resource whose values read as
+//! numbers still compares as a string, as OpenPBS's scheduler, which reads the server's
+//! definitions, does. Without a definition (a mirror built by hand, a name the server has
+//! not defined) the built-in table decides, and then the first value seen, exactly as
 //! OpenPBS's `res_to_num` classifies a value: `True`/`False` is boolean, a number, size or
 //! time is consumable, anything else is a string.
 
@@ -89,21 +92,55 @@ fn classify(value: &str) -> Kind {
     Kind::Str
 }
 
+/// The kind a definition's type (`long`, `string_array`... as qmgr names it) compares by;
+/// `None` for a type this scheduler does not know.
+fn defined_kind(rtype: &str) -> Option<Kind> {
+    use pbs_core::resource::ResourceType;
+    Some(match rtype.parse::<ResourceType>().ok()? {
+        ResourceType::Long => Kind::Count,
+        ResourceType::Float => Kind::Float,
+        ResourceType::Size => Kind::SizeKb,
+        ResourceType::Duration => Kind::Seconds,
+        ResourceType::Boolean => Kind::Bool,
+        ResourceType::Str | ResourceType::StringArray => Kind::Str,
+    })
+}
+
 /// Resource names seen so far, with their kinds.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct ResourceTable {
     names: Vec<String>,
     kinds: Vec<Kind>,
     by_name: HashMap<String, ResId>,
+    /// The server's definitions: the kind of each resource it defines.
+    defined: HashMap<String, Kind>,
 }
 
 impl ResourceTable {
-    /// The id of `name`, adding it (with its kind taken from `sample`) if new.
+    /// Takes the server's definitions (`(name, type)`, all of them). Returns whether a
+    /// resource already seen now has another kind (its type changed, or it was seen
+    /// before it was defined); its id keeps its place and takes the new kind.
+    pub(crate) fn define(&mut self, defs: &[(String, String)]) -> bool {
+        self.defined = defs.iter().filter_map(|(name, rtype)| Some((name.clone(), defined_kind(rtype)?))).collect();
+        let mut changed = false;
+        for (name, id) in &self.by_name {
+            if let (Some(kind), Some(slot)) = (self.defined.get(name), self.kinds.get_mut(usize::from(*id)))
+                && *slot != *kind
+            {
+                *slot = *kind;
+                changed = true;
+            }
+        }
+        changed
+    }
+
+    /// The id of `name`, adding it if new, with its definition's kind, else the built-in
+    /// table's, else the kind `sample` reads as.
     pub(crate) fn intern(&mut self, name: &str, sample: &str) -> ResId {
         if let Some(id) = self.by_name.get(name) {
             return *id;
         }
-        let kind = builtin_kind(name).unwrap_or_else(|| classify(sample));
+        let kind = self.defined.get(name).copied().or_else(|| builtin_kind(name)).unwrap_or_else(|| classify(sample));
         // More than 65 535 distinct resource names cannot come from a real site; the last
         // id is reused rather than failing.
         let id = ResId::try_from(self.names.len()).unwrap_or(ResId::MAX);
@@ -232,6 +269,26 @@ mod tests {
         assert_eq!(classify("True"), Kind::Bool);
         assert_eq!(classify("linux"), Kind::Str);
         assert_eq!(classify("a,b"), Kind::Str);
+    }
+
+    #[test]
+    fn a_definition_decides_the_kind_over_the_values() {
+        let mut res = ResourceTable::default();
+        assert!(!res.define(&[("build".into(), "string".into()), ("scratch".into(), "size".into())]));
+        let build = res.intern("build", "120");
+        assert_eq!(res.kind(build), Kind::Str, "a string, though its value reads as a number");
+        let kind_of = |res: &mut ResourceTable, name: &str, sample: &str| {
+            let id = res.intern(name, sample);
+            res.kind(id)
+        };
+        assert_eq!(kind_of(&mut res, "scratch", "10"), Kind::SizeKb);
+        // Undefined: the built-in table, then the value.
+        assert_eq!(kind_of(&mut res, "ncpus", "x"), Kind::Count);
+        assert_eq!(kind_of(&mut res, "other", "12"), Kind::Count);
+        // A type changed (qmgr set resource type): the id stays, its kind follows.
+        assert!(res.define(&[("build".into(), "long".into()), ("scratch".into(), "size".into())]));
+        assert_eq!((res.intern("build", ""), res.kind(build)), (build, Kind::Count));
+        assert!(!res.define(&[("build".into(), "long".into())]));
     }
 
     #[test]

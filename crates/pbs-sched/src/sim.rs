@@ -138,6 +138,7 @@ pub fn replay_detail(jobs: &[SimJob], nodes: usize, use_soft: bool) -> Replay {
         server_name: "sim".into(),
         server: vec![Attr::new("scheduling", "True"), Attr::new("backfill_depth", "10")],
         sched: vec![],
+        resources: vec![],
         queues: vec![SchedQueue {
             name: "workq".into(),
             attrs: vec![

@@ -98,6 +98,7 @@ pub fn snapshot(n_nodes: usize, n_jobs: usize, shape: Shape) -> Snapshot {
         server_name,
         server: vec![Attr::new("scheduling", "True")],
         sched: vec![],
+        resources: vec![],
         queues: vec![queue],
         nodes,
         jobs,

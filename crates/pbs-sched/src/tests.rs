@@ -87,6 +87,7 @@ fn snap(queues: Vec<SchedQueue>, nodes: Vec<SchedNode>, jobs: Vec<SchedJob>) -> 
         server_name: "svr".into(),
         server: vec![Attr::new("scheduling", "True")],
         sched: vec![],
+        resources: vec![],
         queues,
         nodes,
         jobs,

@@ -2,7 +2,7 @@
 //! where jobs go, the comments of jobs no vnode suits, and like-node groups.
 
 use pbs_proto::Attr;
-use pbs_proto::sched::{SchedJob, SchedNode, SchedQueue, Snapshot};
+use pbs_proto::sched::{SchedChange, SchedJob, SchedNode, SchedQueue, Snapshot};
 
 use crate::{Decisions, Mirror, SchedConfig, cycle};
 
@@ -51,6 +51,7 @@ fn decide(nodes: Vec<SchedNode>, jobs: Vec<SchedJob>) -> Decisions {
         server_name: "svr".into(),
         server: vec![Attr::new("scheduling", "True")],
         sched: vec![],
+        resources: vec![],
         queues: vec![queue],
         nodes,
         jobs,
@@ -101,6 +102,43 @@ fn numbers_compare_as_numbers_and_strings_byte_by_byte() {
     // 16 > 9 as numbers, though no value is above "9" as a string.
     assert_eq!(exec_of(&d, "3.svr"), Some("(n2:ncpus=1)"));
     assert_eq!(comment_of(&d, "4.svr"), Some("Can Never Run: Insufficient amount of resource: cores (R: <8)"));
+}
+
+#[test]
+fn a_string_resource_whose_values_read_as_numbers_compares_as_a_string() {
+    let queue = SchedQueue {
+        name: "workq".into(),
+        attrs: vec![Attr::new("queue_type", "Execution"), Attr::new("enabled", "True"), Attr::new("started", "True")],
+    };
+    let nodes = vec![node("n1", &[("build", "85")]), node("n2", &[("build", "120")])];
+    let jobs = vec![
+        job(1, "1:ncpus=1:build>100", "free", &[]),
+        // `=` matches the string: not an amount the first job takes from the vnode.
+        job(2, "1:ncpus=1:build=85", "free", &[]),
+        job(3, "1:ncpus=1:build=85", "free", &[]),
+    ];
+    let snapshot = Snapshot {
+        server_name: "svr".into(),
+        server: vec![Attr::new("scheduling", "True")],
+        sched: vec![],
+        resources: vec![("build".into(), "string".into())],
+        queues: vec![queue],
+        nodes: nodes.clone(),
+        jobs,
+    };
+    let mut m = Mirror::new(snapshot, SchedConfig::default());
+    let d = cycle(&m, 0);
+    // "85" > "100" byte by byte ('8' after '1'): n1, the first vnode, meets it.
+    assert_eq!(exec_of(&d, "1.svr"), Some("(n1:ncpus=1)"));
+    assert_eq!(exec_of(&d, "2.svr"), Some("(n1:ncpus=1)"));
+    assert_eq!(exec_of(&d, "3.svr"), Some("(n1:ncpus=1)"));
+    // Retyped to long (qmgr), the server sends the definitions then every node again:
+    // now 85 < 100 and only n2 meets it.
+    m.apply(SchedChange::Resources { defs: vec![("build".into(), "long".into())] });
+    for node in nodes {
+        m.apply(SchedChange::Node { node: Box::new(node) });
+    }
+    assert_eq!(exec_of(&cycle(&m, 0), "1.svr"), Some("(n2:ncpus=1)"));
 }
 
 #[test]

@@ -47,6 +47,7 @@ fn snapshot() -> Snapshot {
         server_name: "svr".into(),
         server: vec![Attr::new("scheduling", "True")],
         sched: vec![Attr::new("scheduling", "True")],
+        resources: vec![],
         queues: vec![SchedQueue {
             name: "workq".into(),
             attrs: vec![

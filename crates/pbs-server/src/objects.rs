@@ -486,6 +486,7 @@ fn manage_resource(
     attrs: &[MgrAttr],
 ) -> Result<Vec<StoreOp>, ReqError> {
     let mut ops = Vec::new();
+    state.changes.resources = true;
     let value_of = |name: &str| attrs.iter().find(|a| a.name.eq_ignore_ascii_case(name)).map(|a| a.value.clone());
     for attr in attrs {
         if ObjectKind::Resource.find(&attr.name).is_none() {

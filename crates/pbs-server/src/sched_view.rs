@@ -111,12 +111,18 @@ fn sched_attrs(state: &State) -> Vec<Attr> {
     state.scheds.iter().find(|s| s.name == "default").map(|s| s.attrs.to_wire(ObjectKind::Sched)).unwrap_or_default()
 }
 
+/// Every resource definition as `(name, type)`: the scheduler compares values by type.
+fn resource_defs(state: &State) -> Vec<(String, String)> {
+    state.resources.all().map(|def| (def.name.clone(), def.rtype.to_string())).collect()
+}
+
 /// The whole mirror, sent when a scheduler connects.
 pub fn snapshot(state: &State) -> Snapshot {
     Snapshot {
         server_name: state.server_name.clone(),
         server: state.server.to_wire(ObjectKind::Server),
         sched: sched_attrs(state),
+        resources: resource_defs(state),
         queues: (0..state.queues.len()).map(|i| sched_queue(state, i)).collect(),
         nodes: state.nodes.iter().map(|n| crate::node::sched_node(state, n)).collect(),
         jobs: state
@@ -182,6 +188,10 @@ pub fn flush_changes(state: &mut State, links: &mut Links) {
         return;
     }
     let mut changes = Vec::new();
+    // First: a value of a new resource may come in the changes after it.
+    if pending.resources {
+        changes.push(SchedChange::Resources { defs: resource_defs(state) });
+    }
     if pending.objects {
         changes.push(SchedChange::Server { attrs: state.server.to_wire(ObjectKind::Server) });
         changes.push(SchedChange::Sched { attrs: sched_attrs(state) });

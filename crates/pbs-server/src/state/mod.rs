@@ -220,6 +220,8 @@ pub struct PendingChanges {
     pub nodes: BTreeSet<String>,
     /// Every queue, node, server and scheduler attribute (after qmgr).
     pub objects: bool,
+    /// The resource definitions (a resource created, deleted or retyped).
+    pub resources: bool,
     /// Something happened that may let a job run.
     pub cycle: bool,
 }
