@@ -216,3 +216,64 @@ fn the_designs_examples_limits_errors_leaders_and_owners() {
     let out = qsub(&c, &["-W", &format!("job_set={}", leader[0])], "true\n");
     refused(&out, &format!("qsub: {NO_JOBSET}"), EXIT_NO_JOBSET);
 }
+
+#[test]
+fn a_thousand_specs_in_one_qsub_make_one_set_quickly() {
+    let c = Cluster::with_moms(1, 1);
+    let mut args = Vec::new();
+    for _ in 0..1000 {
+        args.extend(["-L", "select=1:ncpus=1"]);
+    }
+    let started = std::time::Instant::now();
+    let out = qsub(&c, &args, "sleep 300\n").ok();
+    let took = started.elapsed();
+    let jobs = ids(&out);
+    assert_eq!(jobs.len(), 1000, "{}", out.stderr);
+    // Each spec costs one submission on the same connection: far under a second each.
+    assert!(took < Duration::from_secs(30), "1,000 specs took {took:?}");
+    let leader = &jobs[0];
+    for id in [&jobs[1], &jobs[500], &jobs[999]] {
+        assert_eq!(attr(&c, id, "job_set").as_deref(), Some(leader.as_str()), "{id}");
+    }
+    let mut all = jobs.clone();
+    all.sort();
+    assert_eq!(select(&c, leader), all);
+    // One of them runs (the first, which fits), and every other is held for it.
+    c.wait_job_state(leader, "R", TIMEOUT);
+    wait_until("the other 999 held", TIMEOUT, || {
+        let held = c.run("qselect", &["-s", "H", &format!("--job_set={leader}")]).ok().stdout;
+        held.lines().count() == 999
+    });
+    held_for(&c, &jobs[999], leader);
+}
+
+#[test]
+fn with_job_set_finish_others_a_start_finishes_the_other_members() {
+    let c = Cluster::with_moms(1, 16);
+    c.qmgr("set server job_history_enable = True");
+    c.qmgr("set server job_set_finish_others = True");
+    // The one that fits comes last, so every member is there when it starts (one that
+    // joins a set while a member runs is held, not finished).
+    let out =
+        qsub(&c, &["-L", "select=1:ncpus=64", "-L", "select=1:ncpus=32", "-L", "select=1:ncpus=16"], "sleep 300\n")
+            .ok();
+    let jobs = ids(&out);
+    assert_eq!(jobs.len(), 3, "{out:?}");
+    let (big, mid, fits) = (&jobs[0], &jobs[1], &jobs[2]);
+    c.wait_job_state(fits, "R", TIMEOUT);
+    for id in [big, mid] {
+        c.wait_job_state(id, "F", TIMEOUT);
+        assert_eq!(attr(&c, id, "substate").as_deref(), Some("91"), "{id}");
+        assert_eq!(attr(&c, id, "comment"), Some(format!("Job finished, job {fits} running from this job_set")));
+    }
+    // What a user sees: the finished members in the history, the one that runs.
+    let history = c.run_as_nobody("qstat", &["-x", big, fits, mid]).ok().stdout;
+    let state_of = |id: &str| {
+        let short = id.split('.').next().unwrap_or_default();
+        history.lines().find(|l| l.starts_with(short)).and_then(|l| l.split_whitespace().nth(4)).map(str::to_string)
+    };
+    assert_eq!([state_of(big), state_of(mid), state_of(fits)], [Some("F".into()), Some("F".into()), Some("R".into())]);
+    let full = c.run("qstat", &["-x", "-f", mid]).ok().stdout;
+    assert!(full.contains(&format!("    comment = Job finished, job {fits} running from this job_set\n")), "{full}");
+    assert!(full.contains(&format!("    job_set = {big}\n")), "{full}");
+}
