@@ -724,7 +724,11 @@ fn try_alternatives(
     }
     // Logged when the job's alternatives were looked at, not for each job of classes
     // already known to fail (as a plain job of such a class logs nothing).
-    if looked || !ctx.classes.contains_key(&class_of(first)) {
+    // An array at its `max_run_subjobs` is not a request none of whose alternatives fits:
+    // its array's line says why (`LogEvent::max_run_subjobs`).
+    let at_limit = matches!(array_limit, Some(Some(max))
+        if world.array_running.get(&job.view.seq).copied().unwrap_or(0) >= max);
+    if (looked || !ctx.classes.contains_key(&class_of(first))) && !at_limit {
         ctx.out.considered.push(LogEvent::job("0040", run_id, crate::jobset::NONE_SATISFIED));
     }
     let tried = try_job(world, ctx, queue, first, class_of(first), array_limit, run_id, may_comment);

@@ -187,6 +187,8 @@ fn an_arrays_subjobs_try_the_alternatives_as_a_plain_job_does() {
             ("1[2].svr", "(n2:ncpus=2)", Some(1)),
         ]
     );
+    // The fourth waits for max_run_subjobs, which is not "none could be satisfied".
+    assert!(!logged(&d, "1[3].svr", "None of the select specification could be satisfied"));
     // With room for the first alternative, it is the one a subjob runs; qrun of a queued
     // index or of the requeued subjob alike.
     let m2 = Mirror::new(
