@@ -219,6 +219,7 @@ fn to_sched() -> impl Strategy<Value = ToSched> {
         (text(), attrs()).prop_map(|(name, attrs)| SchedChange::Queue { queue: SchedQueue { name, attrs } }),
         attrs().prop_map(|attrs| SchedChange::Server { attrs }),
         attrs().prop_map(|attrs| SchedChange::Sched { attrs }),
+        vec((text(), text()), 0..4).prop_map(|defs| SchedChange::Resources { defs }),
     ];
     prop_oneof![
         (vec(change, 0..4), any::<bool>()).prop_map(|(changes, cycle)| ToSched::Changes { changes, cycle }),
