@@ -179,6 +179,11 @@ impl Job {
         self.exec.as_deref().map(|e| e.allocs.as_slice())
     }
 
+    /// Whether part of its `exec_vnode` is on a vnode the mirror does not know.
+    pub(crate) fn exec_unplaced(&self) -> bool {
+        self.exec.as_ref().is_some_and(|e| !e.unplaced.is_empty())
+    }
+
     /// The array (parent sequence number) this job counts against for
     /// `max_run_subjobs`: a subjob running or exiting. Suspended subjobs do not count.
     pub(crate) fn array_slot(&self) -> Option<u64> {
@@ -350,7 +355,7 @@ pub struct Mirror {
     pub(crate) pending: HashMap<String, Pending>,
     /// How many jobs keep a part of their `exec_vnode` on a vnode the mirror does not
     /// know: a node that arrives looks through the jobs only when some do.
-    execs_unplaced: usize,
+    pub(crate) execs_unplaced: usize,
 }
 
 fn attr_map(attrs: &[Attr]) -> impl Iterator<Item = (&str, &str)> {
@@ -1061,7 +1066,7 @@ impl Mirror {
             self.count_array(seq, -1);
         }
         if let Some(job) = self.jobs[slot as usize].take() {
-            if job.exec.as_ref().is_some_and(|e| !e.unplaced.is_empty()) {
+            if job.exec_unplaced() {
                 self.execs_unplaced = self.execs_unplaced.saturating_sub(1);
             }
             if let ArrayRole::Sub { index } = job.array
@@ -1095,6 +1100,10 @@ impl Mirror {
             .and_then(|&slot| self.jobs[slot as usize].as_mut())
             .filter(|old| old.view.exec_vnode == view.exec_vnode)
             .and_then(|old| old.exec.take());
+        // Counted again below, as the new job's.
+        if kept_exec.as_ref().is_some_and(|e| !e.unplaced.is_empty()) {
+            self.execs_unplaced = self.execs_unplaced.saturating_sub(1);
+        }
         if self.job_by_id.contains_key(&id) {
             self.remove_job_keep_pending(&id);
         }

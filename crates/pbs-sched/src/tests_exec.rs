@@ -74,6 +74,11 @@ fn kept(m: &Mirror, id: &str) -> Vec<(String, i64)> {
         .collect()
 }
 
+/// How many jobs keep parts on unknown vnodes: as the mirror counts them, and as they are.
+fn unplaced(m: &Mirror) -> (usize, usize) {
+    (m.execs_unplaced, m.jobs.iter().flatten().filter(|j| j.exec_unplaced()).count())
+}
+
 /// The nodes the calendar gives back when the job ends.
 fn calendar_nodes(m: &Mirror) -> Vec<String> {
     let calendar = Calendar::build(m, 1_700_000_000, &[]);
@@ -139,11 +144,15 @@ fn a_deleted_nodes_slot_taken_by_another_node_is_not_the_jobs() {
     assert_ne!(slot_of(&m, "n1"), n1_slot);
     assert_eq!(kept(&m, "1.svr"), vec![("n2".to_string(), 1), ("n1".to_string(), 2)]);
     assert_eq!(calendar_nodes(&m), vec!["n1", "n2"]);
-    // A job whose vnode arrives after it: placed when it does.
+    // A job whose vnode arrives after it: placed when it does, also after a new view of it.
     m.apply(SchedChange::Job { job: Box::new(running(2, "(n4:ncpus=1)")) });
     assert!(kept(&m, "2.svr").is_empty());
+    assert_eq!(unplaced(&m), (1, 1));
+    m.apply(SchedChange::Job { job: Box::new(running(2, "(n4:ncpus=1)")) });
+    assert_eq!(unplaced(&m), (1, 1), "jobs with unplaced parts, counted as they are");
     m.apply(SchedChange::Node { node: Box::new(node("n4")) });
     assert_eq!(kept(&m, "2.svr"), vec![("n4".to_string(), 1)]);
+    assert_eq!(unplaced(&m), (0, 0));
     // Gone jobs leave nothing to place.
     m.apply(SchedChange::JobGone { id: "1.svr".into() });
     m.apply(SchedChange::JobGone { id: "2.svr".into() });
