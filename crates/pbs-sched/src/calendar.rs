@@ -72,12 +72,11 @@ impl Calendar {
             if !matches!(job.view.state, 'R' | 'E') {
                 continue;
             }
-            let Some(exec) = job.view.exec_vnode.as_deref() else { continue };
+            let Some(allocs) = job.allocs() else { continue };
             let duration = end_duration(&job.view, now);
             let Some(end) = end_of(now, duration) else { continue };
             let req = m.request(job.request);
-            let allocs: Vec<Alloc> =
-                m.exec_allocs(exec).into_iter().map(|(node, taken)| Alloc { node, taken }).collect();
+            let allocs = allocs.to_vec();
             let exclusive =
                 allocs.iter().any(|a| m.node(a.node).is_some_and(|node| is_excl(req.sharing, node.sharing)));
             ends.push(Ending { end, allocs, exclusive, counted: Some(Counted::of(m, job)) });

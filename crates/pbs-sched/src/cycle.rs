@@ -404,8 +404,7 @@ fn resume_suspended(world: &mut World<'_>, ctx: &mut Ctx) {
         .collect();
     suspended.sort_by_key(|job| (job.view.stime, job.view.seq));
     for job in suspended {
-        let Some(exec) = job.view.exec_vnode.as_deref() else { continue };
-        let allocs: Vec<Alloc> = m.exec_allocs(exec).into_iter().map(|(node, taken)| Alloc { node, taken }).collect();
+        let Some(allocs) = job.allocs() else { continue };
         let room = allocs.iter().all(|alloc| {
             let Some(node) = m.node(alloc.node) else { return false };
             world.free.get(alloc.node as usize).copied().unwrap_or(false)
@@ -428,7 +427,7 @@ fn resume_suspended(world: &mut World<'_>, ctx: &mut Ctx) {
             exclusive: exclusive.clone(),
         };
         ctx.out.bookings.insert(job.view.id.clone(), booking);
-        world.book_nodes(&allocs, &exclusive);
+        world.book_nodes(allocs, &exclusive);
         world.count_run(&Counted::of(m, job), 1);
         ctx.out.considered.push(LogEvent::job("0080", &job.view.id, "Resuming job preempted by suspension"));
         ctx.out.runs.push(Action::Resume { job_id: job.view.id.clone() });

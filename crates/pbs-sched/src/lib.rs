@@ -71,3 +71,5 @@ mod orselect_tests;
 mod tests;
 #[cfg(test)]
 mod tests_conditions;
+#[cfg(test)]
+mod tests_exec;

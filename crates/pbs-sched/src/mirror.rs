@@ -158,6 +158,9 @@ pub(crate) struct Job {
     pub(crate) alternatives: Option<Box<[Job]>>,
     /// Which alternative this is, for a job of `alternatives`.
     pub(crate) alternative: Option<u32>,
+    /// Its `exec_vnode`, parsed (present exactly when the view has one): boxed, as most
+    /// jobs are queued and carry none.
+    pub(crate) exec: Option<Box<ExecAllocs>>,
 }
 
 impl Job {
@@ -168,6 +171,17 @@ impl Job {
 
     pub(crate) fn running(&self) -> bool {
         self.view.state == 'R'
+    }
+
+    /// Where its `exec_vnode` places it, on the vnodes the mirror knows; `None` when it has
+    /// no `exec_vnode`, empty when that does not read.
+    pub(crate) fn allocs(&self) -> Option<&[Alloc]> {
+        self.exec.as_deref().map(|e| e.allocs.as_slice())
+    }
+
+    /// Whether part of its `exec_vnode` is on a vnode the mirror does not know.
+    pub(crate) fn exec_unplaced(&self) -> bool {
+        self.exec.as_ref().is_some_and(|e| !e.unplaced.is_empty())
     }
 
     /// The array (parent sequence number) this job counts against for
@@ -235,6 +249,31 @@ pub(crate) struct Booking {
     pub(crate) allocs: Vec<(u32, Vec<(ResId, i64)>)>,
     /// The nodes the run holds exclusively (`pbs_core::sharing`, per node as placed).
     pub(crate) exclusive: Vec<u32>,
+}
+
+/// The consumables a chunk takes on its vnode.
+pub(crate) type Taken = Vec<(ResId, i64)>;
+
+/// Allocation of one chunk: the node and the consumables taken from it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Alloc {
+    pub(crate) node: u32,
+    pub(crate) taken: Vec<(ResId, i64)>,
+}
+
+/// A job's `exec_vnode`, parsed once when the job's view arrives with a new one and kept
+/// beside the text: what every cycle's readers (the calendar, resumption, preemption) give
+/// back or book. Vnodes are kept by slot; a part on a vnode the mirror does not know is
+/// kept by name until one of that name arrives, and a part on a vnode that goes is put
+/// back under its name ([`Mirror::remove_node`]), so a slot reused by another node is
+/// never booked for this job.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct ExecAllocs {
+    /// The parts on vnodes the mirror knows, in `exec_vnode`'s order (a vnode that arrives
+    /// later goes last).
+    pub(crate) allocs: Vec<Alloc>,
+    /// The parts on vnodes it does not know: (vnode name, consumables taken).
+    unplaced: Vec<(Box<str>, Taken)>,
 }
 
 /// A run the scheduler sent whose outcome the server has not confirmed yet.
@@ -314,6 +353,9 @@ pub struct Mirror {
     /// to start.
     pub(crate) subjobs_present: HashMap<u64, BTreeSet<u64>>,
     pub(crate) pending: HashMap<String, Pending>,
+    /// How many jobs keep a part of their `exec_vnode` on a vnode the mirror does not
+    /// know: a node that arrives looks through the jobs only when some do.
+    pub(crate) execs_unplaced: usize,
 }
 
 fn attr_map(attrs: &[Attr]) -> impl Iterator<Item = (&str, &str)> {
@@ -364,6 +406,7 @@ impl Mirror {
             array_running: HashMap::new(),
             subjobs_present: HashMap::new(),
             pending: HashMap::new(),
+            execs_unplaced: 0,
         };
         // First: every value read after it is read as its resource's type says.
         mirror.res.define(&snapshot.resources);
@@ -498,25 +541,29 @@ impl Mirror {
         self.pending.clear();
     }
 
-    /// The allocations an `exec_vnode` names: (node slot, consumables taken), skipping
-    /// unknown vnodes and unparsable values.
-    pub(crate) fn exec_allocs(&self, exec_vnode: &str) -> Vec<(u32, Vec<(ResId, i64)>)> {
-        let Ok(exec) = exec_vnode.parse::<ExecVnode>() else { return Vec::new() };
-        let mut allocs = Vec::new();
+    /// A job's `exec_vnode` as the cycles read it: each part on its vnode's slot (or by
+    /// name while no vnode of that name is known) with the consumables it takes. Parsed
+    /// here only, once per new text ([`Mirror::upsert_job`]). A resource first seen here
+    /// is interned as any first value is (`ResourceTable::consumable`). A text that does
+    /// not read places nothing, as it did when it was read at every cycle.
+    fn parse_exec(&mut self, exec_vnode: &str) -> ExecAllocs {
+        let mut kept = ExecAllocs::default();
+        let Ok(exec) = exec_vnode.parse::<ExecVnode>() else { return kept };
         for part in exec.parts() {
-            let Some(&node) = self.node_by_name.get(&part.vnode) else { continue };
             let mut taken = Vec::new();
             for (name, value) in &part.resources {
-                if let Some(id) = self.res.get(name)
-                    && self.res.kind(id).consumable()
+                if let Some(id) = self.res.consumable(name, value)
                     && let Some(amount) = parse_amount(self.res.kind(id), value)
                 {
                     taken.push((id, amount));
                 }
             }
-            allocs.push((node, taken));
+            match self.node_by_name.get(&part.vnode) {
+                Some(&node) => kept.allocs.push(Alloc { node, taken }),
+                None => kept.unplaced.push((part.vnode.as_str().into(), taken)),
+            }
         }
-        allocs
+        kept
     }
 
     fn note_run(&mut self, frame: u64, job_id: &str, booking: &Booking) {
@@ -748,6 +795,49 @@ impl Mirror {
         self.node_by_name.insert(view.name.clone(), slot);
         let at = self.order_position(key);
         self.node_order.insert(at, slot);
+        if self.execs_unplaced > 0 {
+            self.place_execs(&view.name, slot);
+        }
+    }
+
+    /// A vnode named `name` arrived in `slot`: the jobs whose `exec_vnode` names it hold
+    /// their parts there again.
+    fn place_execs(&mut self, name: &str, slot: u32) {
+        let mut placed = 0;
+        for exec in self.jobs.iter_mut().flatten().filter_map(|job| job.exec.as_deref_mut()) {
+            if exec.unplaced.is_empty() {
+                continue;
+            }
+            let (here, elsewhere): (Vec<_>, Vec<_>) =
+                std::mem::take(&mut exec.unplaced).into_iter().partition(|(vnode, _)| **vnode == *name);
+            exec.unplaced = elsewhere;
+            exec.allocs.extend(here.into_iter().map(|(_, taken)| Alloc { node: slot, taken }));
+            if exec.unplaced.is_empty() {
+                placed += 1;
+            }
+        }
+        self.execs_unplaced = self.execs_unplaced.saturating_sub(placed);
+    }
+
+    /// The vnode in `slot`, named `name`, is gone: the jobs whose `exec_vnode` names it
+    /// keep those parts by name, so the slot, once reused, is not theirs. Looks through
+    /// every job, once per node deleted (the server refuses to delete a node with jobs, so
+    /// this is rare and finds few).
+    fn unplace_execs(&mut self, name: &str, slot: u32) {
+        let mut unplaced = 0;
+        for exec in self.jobs.iter_mut().flatten().filter_map(|job| job.exec.as_deref_mut()) {
+            if !exec.allocs.iter().any(|a| a.node == slot) {
+                continue;
+            }
+            if exec.unplaced.is_empty() {
+                unplaced += 1;
+            }
+            let (gone, kept): (Vec<_>, Vec<_>) =
+                std::mem::take(&mut exec.allocs).into_iter().partition(|a| a.node == slot);
+            exec.allocs = kept;
+            exec.unplaced.extend(gone.into_iter().map(|a| (Box::from(name), a.taken)));
+        }
+        self.execs_unplaced += unplaced;
     }
 
     fn remove_node(&mut self, name: &str) {
@@ -760,6 +850,7 @@ impl Mirror {
                 self.node_order.retain(|s| *s != slot);
             }
         }
+        self.unplace_execs(name, slot);
         self.nodes[slot as usize] = None;
         self.free_node_slots.push(slot);
         // Runs in flight on a node that is gone can no longer be booked against it.
@@ -1014,6 +1105,9 @@ impl Mirror {
             self.count_array(seq, -1);
         }
         if let Some(job) = self.jobs[slot as usize].take() {
+            if job.exec_unplaced() {
+                self.execs_unplaced = self.execs_unplaced.saturating_sub(1);
+            }
             if let ArrayRole::Sub { index } = job.array
                 && let Some(set) = self.subjobs_present.get_mut(&job.view.seq)
             {
@@ -1037,6 +1131,18 @@ impl Mirror {
             self.pending.remove(&view.id);
         }
         let id = view.id.clone();
+        // An `exec_vnode` the job already had stays parsed as it was kept (the view of a
+        // running job comes again at each change of it).
+        let kept_exec = self
+            .job_by_id
+            .get(&id)
+            .and_then(|&slot| self.jobs[slot as usize].as_mut())
+            .filter(|old| old.view.exec_vnode == view.exec_vnode)
+            .and_then(|old| old.exec.take());
+        // Counted again below, as the new job's.
+        if kept_exec.as_ref().is_some_and(|e| !e.unplaced.is_empty()) {
+            self.execs_unplaced = self.execs_unplaced.saturating_sub(1);
+        }
         if self.job_by_id.contains_key(&id) {
             self.remove_job_keep_pending(&id);
         }
@@ -1046,6 +1152,14 @@ impl Mirror {
         let project_name = view.attrs.iter().find(|a| a.name() == "project").map_or(DEFAULT_PROJECT, |a| a.value());
         let project = self.projects.intern(project_name);
         let request = self.acquire_request(&view);
+        let exec = match (kept_exec, view.exec_vnode.as_deref()) {
+            (Some(kept), _) => Some(kept),
+            (None, Some(text)) => Some(Box::new(self.parse_exec(text))),
+            (None, None) => None,
+        };
+        if exec.as_ref().is_some_and(|e| !e.unplaced.is_empty()) {
+            self.execs_unplaced += 1;
+        }
         let candidate = match &array {
             ArrayRole::Parent { remaining, .. } => matches!(view.state, 'Q' | 'B') && !remaining.is_empty(),
             _ => view.state == 'Q',
@@ -1092,13 +1206,15 @@ impl Mirror {
                         key: None,
                         alternatives: None,
                         alternative,
+                        exec: None,
                     }
                 })
                 .collect();
             alternatives.into_boxed_slice()
         });
         let job_set = crate::jobset::set_of(&view);
-        let job = Job { view, user, group, project, request, array, job_set, key, alternatives, alternative: None };
+        let job =
+            Job { view, user, group, project, request, array, job_set, key, alternatives, alternative: None, exec };
         let array_slot = job.array_slot();
         self.jobs[slot as usize] = Some(job);
         self.job_by_id.insert(id, slot);

@@ -8,7 +8,7 @@ use pbs_core::preempt::{Class, Classes, Targets};
 use pbs_core::sharing::is_excl;
 
 use crate::mirror::{Job, Mirror};
-use crate::world::{Alloc, Counted, World};
+use crate::world::{Counted, World};
 
 /// A job's preemption level: its `preempt_prio` rank, then (express jobs) its queue's
 /// priority, so that several express queues preempt in their order, as OpenPBS adds the
@@ -72,7 +72,7 @@ pub(crate) fn choose(
         .jobs
         .iter()
         .flatten()
-        .filter(|job| job.running() && job.view.substate == 42 && job.view.exec_vnode.is_some())
+        .filter(|job| job.running() && job.view.substate == 42 && job.exec.is_some())
         .filter(|job| !m.pending.contains_key(&job.view.id))
         .filter(|job| level(m, job, false) < high)
         .filter(|job| admitted(job))
@@ -119,10 +119,9 @@ pub(crate) fn choose(
 /// its run-limit counts.
 fn release(world: &mut World<'_>, job: &Job) {
     let m = world.m;
-    let Some(exec) = job.view.exec_vnode.as_deref() else { return };
+    let Some(allocs) = job.allocs() else { return };
     let req = m.request(job.request);
-    let allocs: Vec<Alloc> = m.exec_allocs(exec).into_iter().map(|(node, taken)| Alloc { node, taken }).collect();
     let exclusive = allocs.iter().any(|a| m.node(a.node).is_some_and(|node| is_excl(req.sharing, node.sharing)));
-    world.unbook_nodes(&allocs, exclusive);
+    world.unbook_nodes(allocs, exclusive);
     world.count_run(&Counted::of(m, job), -1);
 }

@@ -152,6 +152,17 @@ impl ResourceTable {
         id
     }
 
+    /// The id of `name` when it is consumable, interning it (as [`Self::intern`] would,
+    /// its kind from `sample`) when it is new and `sample` reads as an amount; `None` for
+    /// a resource that is not consumable. A new name that does not read as an amount is
+    /// left for a value that classifies it.
+    pub(crate) fn consumable(&mut self, name: &str, sample: &str) -> Option<ResId> {
+        if let Some(&id) = self.by_name.get(name) {
+            return self.kind(id).consumable().then_some(id);
+        }
+        builtin_kind(name).unwrap_or_else(|| classify(sample)).consumable().then(|| self.intern(name, sample))
+    }
+
     pub(crate) fn get(&self, name: &str) -> Option<ResId> {
         self.by_name.get(name).copied()
     }

@@ -53,12 +53,8 @@ pub(crate) struct NodeSet {
     pub(crate) assigned: Vec<i64>,
 }
 
-/// Allocation of one chunk: the node and the consumables taken from it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Alloc {
-    pub(crate) node: u32,
-    pub(crate) taken: Vec<(ResId, i64)>,
-}
+/// Allocation of one chunk (kept in the mirror, which holds running jobs' allocations).
+pub(crate) use crate::mirror::Alloc;
 
 /// The cycle's working state.
 #[derive(Clone)]

@@ -294,7 +294,7 @@ mod tests {
     #[test]
     fn an_alteration_names_what_was_asked_in_definition_order() {
         use pbs_proto::Attr;
-        let mut job = Job {
+        let parts = crate::state::JobParts {
             seq: 3,
             array: false,
             index: None,
@@ -302,9 +302,9 @@ mod tests {
             substate: pbs_core::Substate(10),
             queue: "workq".into(),
             attrs: crate::attrlist::AttrList::default(),
-            placement: None,
             accrue_since: 0,
         };
+        let mut job = Job::new(parts, &mut Default::default());
         job.attrs.set(job_idx!("Job_Name"), None, "renamed");
         job.attrs.set(job_idx!("Resource_List"), Some("walltime".into()), "00:10:00");
         job.attrs.set(job_idx!("Account_Name"), None, "my project");

@@ -113,6 +113,8 @@ impl Fixture {
                 // marked.
                 crate::state::accrual::on_written(&mut self.state, &mut effects.ops, self.now);
                 crate::sched_view::note_written(&mut self.state, &effects.ops);
+                // No request leaves a job's kept select or place behind its attributes.
+                assert_eq!(self.state.stale_requests(), Vec::<JobKey>::new(), "stale kept requests");
                 (reply, effects)
             }
             _ => panic!("expected a reply with effects"),
@@ -1323,4 +1325,55 @@ fn a_job_set_start_holds_the_others_through_the_index_and_a_requeue_releases_the
     assert_eq!(records(&effects).iter().filter(|r| r.starts_with("A;")).count(), 2);
     assert!(!f.state.jobs.contains_key(&seq(&leader)) && !f.state.jobs.contains_key(&seq(&second)));
     assert_eq!(f.state.job_sets.get(seq(&leader)).map(|s| s.members.len()), Some(1));
+}
+
+/// A job's request (`select`, `place`) is parsed once into the form kept beside its
+/// attributes, shared by jobs asking the same, made again wherever the texts change (a
+/// qalter, an OR-ed alternative chosen for a run and put back at a requeue, a start
+/// reading the store), and the run reads that form.
+#[test]
+fn a_jobs_request_is_kept_parsed_shared_and_current() {
+    use crate::state::request::Asked;
+    let mut f = fixture();
+    let request_of = |f: &Fixture, key: JobKey| f.state.job(key).and_then(|j| j.request_shared()).expect("kept");
+    let a_id = f.submit(&alice(), &[("Resource_List.select", "1:ncpus=2"), ("Resource_List.place", "excl")]);
+    let b_id = f.submit(&alice(), &[("Resource_List.select", "1:ncpus=2"), ("Resource_List.place", "excl")]);
+    let (a, b) = (crate::jobkey::key_of(&a_id).expect("a key"), crate::jobkey::key_of(&b_id).expect("a key"));
+    let kept = request_of(&f, a);
+    assert_eq!(kept.plain().map(ToString::to_string).as_deref(), Some("1:ncpus=2"));
+    assert_eq!(kept.place.as_ref().map(|p| p.sharing), Some(pbs_core::select::Sharing::Excl));
+    assert!(std::sync::Arc::ptr_eq(&kept, &request_of(&f, b)), "the same texts share one parse");
+    // A qalter makes the altered job's request again; the other keeps its own.
+    let attrs = vec![Attr::new("Resource_List.select", "1:ncpus=3")];
+    let (reply, _) = f.request(&alice(), Request::ModifyJob { ids: ids(&[&a_id]), attrs });
+    assert_eq!(reply.code, 0, "{reply:?}");
+    assert_eq!(request_of(&f, a).plain().map(ToString::to_string).as_deref(), Some("1:ncpus=3"));
+    assert_eq!(request_of(&f, b).plain().map(ToString::to_string).as_deref(), Some("1:ncpus=2"));
+    // An OR-ed request: kept with its alternatives; the alternative a run takes is what
+    // the run reads (its exec_vnode takes that alternative's ncpus), and a requeue puts
+    // the alternatives back.
+    let c = f.submit(&alice(), &[("Resource_List.select", "1:ncpus=3||1:ncpus=1")]);
+    let c_key = crate::jobkey::key_of(&c).expect("a key");
+    assert_eq!(request_of(&f, c_key).ored().map(|o| o.alternatives().len()), Some(2));
+    crate::job::orselect::choose(&mut f.state, c_key, Some(0)).expect("chosen");
+    assert!(matches!(request_of(&f, c_key).select, Some(Asked::Plain(_))));
+    let (reply, _) = f.request(&root(), Request::RunJob { id: c.clone(), exec_vnode: Some("n1".into()) });
+    assert_eq!(reply.code, 0, "{reply:?}");
+    assert_eq!(f.state.job(c_key).and_then(|j| j.get("exec_vnode", None)), Some("(n1:ncpus=3)"));
+    let StoreOp::PutJob { record, .. } = f.state.job(c_key).expect("the job").put_op(None) else { panic!("a record") };
+    let text = record.text().expect("a record").to_string();
+    crate::job::end::lost(&mut f.state, c_key, f.now);
+    assert_eq!(f.state.stale_requests(), Vec::<JobKey>::new());
+    assert_eq!(request_of(&f, c_key).ored().map(|o| o.alternatives().len()), Some(2), "the alternatives are back");
+    // Read back from the store, as at a restart: kept as the run had it.
+    let loaded = crate::store::Loaded { jobs: vec![(c_key.seq, text)], ..Default::default() };
+    let (restarted, _) = State::from_loaded(loaded, "svr", "host", "/nonexistent");
+    assert_eq!(restarted.stale_requests(), Vec::<JobKey>::new());
+    let again = restarted.job(c_key).and_then(|j| j.request_shared()).expect("kept at a start");
+    assert_eq!(again.plain().map(ToString::to_string).as_deref(), Some("1:ncpus=3"));
+    // A text written around `Job::set_attrs` leaves a stale copy, which the check sees.
+    let job = f.state.jobs.get_mut(&b.seq).expect("the job");
+    let select = f.state.interner.intern("select");
+    job.attrs.set(job_idx!("Resource_List"), Some(select), "1:ncpus=4");
+    assert_eq!(f.state.stale_requests(), vec![b]);
 }

@@ -8,18 +8,16 @@ use pbs_proto::Criterion;
 
 use crate::error::ReqError;
 use crate::state::State;
+use crate::state::request::Asked;
 
 /// Refuses a `select` naming a resource the requester may not see (an `i` resource for
-/// an ordinary user): PBSE_INVALSELECTRESC with the resource, as OpenPBS's select check.
-pub fn check_select(state: &State, privilege: Privilege, select: &str) -> Result<(), ReqError> {
+/// an ordinary user): PBSE_INVALSELECTRESC with the resource, as OpenPBS's select check;
+/// in every alternative of an OR-ed select.
+pub fn check_select(state: &State, privilege: Privilege, asked: &Asked) -> Result<(), ReqError> {
     if privilege >= Privilege::Operator || state.resources.invisible().is_empty() {
         return Ok(());
     }
-    let Ok(parsed) = select.parse::<Select>() else {
-        // Malformed selects are refused where they are parsed, with their own message.
-        return Ok(());
-    };
-    for chunk in parsed.chunks() {
+    for chunk in asked.selects().flat_map(Select::chunks) {
         for resource in chunk.resources().iter().map(|r| r.name()) {
             if state.resources.get(resource).is_some_and(|d| !d.readable_by(privilege)) {
                 return Err(ReqError::attr(Pbse::INVALSELECTRESC, &format!("Resource_List.{resource}")));

@@ -182,9 +182,24 @@ const WAYS_OUT: &[(&str, &[&str])] = &[
 
 /// Facts kept twice, as attribute text and parsed: only their one setter writes them, so
 /// the two never disagree. A run's placement (`exec_vnode`, `exec_host`) is written by
-/// `Job::set_placement` alone.
-const ONE_WRITER: &[(&str, &[&str])] =
-    &[("job_idx!(\"exec_vnode\")", &["state/mod.rs"]), ("job_idx!(\"exec_host\")", &["state/mod.rs"])];
+/// `Job::set_placement` alone. A job's request (`select`, `place`) is kept parsed in a
+/// field only `Job::new` and `Job::set_attrs` write (the compiler sees to that: it is
+/// private to `state`); a job's attributes are replaced through `Job::set_attrs` alone
+/// (`objects.rs` replaces a queue's or a node's), and the texts are parsed only where they
+/// are read for the kept form (`state/request.rs`), checked as a client sends them
+/// (`request/attrs.rs`) or given their defaults at a submission or qalter
+/// (`job/submit.rs`, `job/orselect.rs`); `handler_tests` checks after every request that
+/// no job's kept request is stale.
+const ONE_WRITER: &[(&str, &[&str])] = &[
+    ("job_idx!(\"exec_vnode\")", &["state/mod.rs"]),
+    ("job_idx!(\"exec_host\")", &["state/mod.rs"]),
+    (".attrs = ", &["state/mod.rs", "objects.rs"]),
+    ("OrSelect::parse", &["state/request.rs", "request/attrs.rs", "job/orselect.rs"]),
+    ("parse::<Select>", &["state/request.rs", "job/submit.rs"]),
+    ("parse::<pbs_core::Select>", &["state/request.rs"]),
+    ("parse::<Place>", &["state/request.rs", "job/submit.rs"]),
+    ("parse::<pbs_core::Place>", &["state/request.rs"]),
+];
 
 #[test]
 fn effects_leave_only_through_apply_effects() {

@@ -13,7 +13,7 @@ use crate::error::ReqError;
 use crate::jobkey::JobKey;
 use crate::request::filter::StatusFilter;
 use crate::request::ids::{IndexSet, indices};
-use crate::state::{Job, State, idx};
+use crate::state::{Job, JobParts, State, idx};
 use crate::store::StoreOp;
 
 /// Attributes only the array itself has; a subjob's view leaves them out.
@@ -51,7 +51,7 @@ pub fn materialize(state: &mut State, seq: u64, index: u64, now: i64) -> Result<
     }
     attrs.set(job_idx!("array_id"), None, parent_id);
     attrs.set(job_idx!("array_index"), None, index.to_string());
-    let subjob = Job {
+    let parts = JobParts {
         seq,
         array: false,
         index: Some(index),
@@ -59,10 +59,11 @@ pub fn materialize(state: &mut State, seq: u64, index: u64, now: i64) -> Result<
         substate: Substate::QUEUED,
         queue: parent.queue.clone(),
         attrs,
-        placement: None,
         // With the array's accrue type and eligible time: it goes on from the array's.
         accrue_since: parent.accrue_since,
     };
+    // The array's request: read once for all its subjobs.
+    let subjob = Job::new(parts, &mut state.requests);
     let began = parent.state == JobState::Queued;
     let Some(parent) = state.jobs.get_mut(&seq) else { return Err(ReqError::new(Pbse::UNKJOBID)) };
     parent.attrs.set(job_idx!("array_indices_remaining"), None, remaining.to_string());

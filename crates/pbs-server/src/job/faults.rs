@@ -225,7 +225,7 @@ mod tests {
 
     fn state_with_job(job_state: JobState, substate: Substate) -> (State, JobKey) {
         let (mut state, _) = State::from_loaded(Default::default(), "s", "h", "/tmp");
-        let mut job = Job {
+        let parts = crate::state::JobParts {
             seq: 7,
             array: false,
             index: None,
@@ -233,9 +233,9 @@ mod tests {
             substate,
             queue: "workq".into(),
             attrs: AttrList::default(),
-            placement: None,
             accrue_since: 0,
         };
+        let mut job = Job::new(parts, &mut state.requests);
         job.attrs.set(job_idx!("run_count"), None, "2");
         let exec: pbs_core::ExecVnode = "(n1:ncpus=1)".parse().expect("an exec_vnode");
         job.set_placement(Some(std::sync::Arc::new(crate::state::Placement { exec, exclusive: false })));

@@ -4,6 +4,8 @@
 //! Everything here is a change to [`State`] made under its lock, returning the [`Effects`]
 //! to carry out once it is committed.
 
+use std::borrow::Cow;
+
 use pbs_core::select::Select;
 use pbs_core::{ExecVnode, JobState, Pbse};
 use pbs_proto::mom::{JobLaunch, ToMom};
@@ -13,7 +15,8 @@ use crate::error::ReqError;
 use crate::job::end::{force_delete, lost};
 use crate::job::running::SUBSTATE_PRERUN;
 use crate::jobkey::JobKey;
-use crate::state::{EndReason, Job, State};
+use crate::state::request::JobRequest;
+use crate::state::{EndReason, State};
 use crate::store::StoreOp;
 
 fn unescape_xml(text: &str) -> String {
@@ -35,12 +38,11 @@ fn jsdl_values(text: &str, tag: &str) -> Vec<String> {
     out
 }
 
-/// A job's select: as stored, else one chunk of `ncpus=1`.
-fn select_of(job: &Job) -> Select {
-    let parsed = job.get("Resource_List", Some("select")).and_then(|s| s.parse::<Select>().ok());
-    match parsed {
-        Some(select) if !select.chunks().is_empty() => select,
-        _ => Select::single(vec![("ncpus".to_string(), "1".to_string())]),
+/// A job's select, as kept parsed (`state::request`), else one chunk of `ncpus=1`.
+fn select_of(request: Option<&JobRequest>) -> Cow<'_, Select> {
+    match request.and_then(JobRequest::plain) {
+        Some(select) if !select.chunks().is_empty() => Cow::Borrowed(select),
+        _ => Cow::Owned(Select::single(vec![("ncpus".to_string(), "1".to_string())])),
     }
 }
 
@@ -201,11 +203,13 @@ fn start_chosen(
     now: i64,
 ) -> Result<Effects, ReqError> {
     let job = state.job(key).ok_or_else(|| ReqError::new(Pbse::UNKJOBID))?;
-    let select = select_of(job);
+    // The request as kept: read once, when its texts were set.
+    let request = job.request_shared();
+    let select = select_of(request.as_deref());
     check_capacity(state, &select, &parsed)?;
     let exec = complete_exec(state, &select, parsed);
     check_nodes(state, &exec)?;
-    let exclusive = state.runs_exclusively(job.get("Resource_List", Some("place")), &exec);
+    let exclusive = state.runs_exclusively(request.as_deref().and_then(|r| r.place.as_ref()), &exec);
     let exec_text = exec.to_string();
     let job_id = job.id(&state.server_name);
     // A run_count a user set near the top of its range stays there.

@@ -92,7 +92,7 @@ pub fn modify_jobs(state: &mut State, ctx: &Ctx<'_>, ids: &[String], attrs: &[At
         let Some(job) = state.jobs.get_mut(&seq) else {
             return Err(ReqError::new(Pbse::UNKJOBID));
         };
-        job.attrs = list;
+        job.set_attrs(list, &mut state.requests);
         if let Some(value) = eligible_time {
             crate::state::accrual::alter(job, &value, ctx.now, &state.server_name);
         }

@@ -148,8 +148,8 @@ pub fn choose(state: &mut State, key: JobKey, k: Option<u32>) -> Result<(), ReqE
     let rl = job_idx!("Resource_List");
     let Some(job) = state.job(key) else { return Ok(()) };
     let Some(select) = job.attrs.get(rl, Some("select")).filter(|s| is_ored(s)) else { return Ok(()) };
-    let job_wide = job.get("sched_job_wide", None).or_else(|| job.attrs.get(rl, Some("job_wide")));
-    let Ok(or) = OrSelect::parse(select, job_wide) else {
+    // As kept parsed (`state::request`), with the job-wide resources the alternatives run with.
+    let Some(or) = job.request().and_then(|r| r.ored()) else {
         tracing::error!(object_type = "Server", "failed to parse ORed select spec: {select}");
         return Err(ReqError::attr(Pbse::BADATVAL, "Resource_List.select"));
     };
@@ -160,9 +160,7 @@ pub fn choose(state: &mut State, key: JobKey, k: Option<u32>) -> Result<(), ReqE
     let mut attrs = job.attrs.clone();
     set_resources(state, &mut attrs, keep, &queued);
     set_resources(state, &mut attrs, rl, &chosen);
-    if let Some(job) = state.job_mut(key) {
-        job.attrs = attrs;
-    }
+    state.set_job_attrs(key, attrs);
     Ok(())
 }
 
@@ -178,7 +176,5 @@ pub fn restore(state: &mut State, key: JobKey) {
     let mut attrs = job.attrs.clone();
     set_resources(state, &mut attrs, job_idx!("Resource_List"), &kept);
     attrs.unset_all(keep);
-    if let Some(job) = state.job_mut(key) {
-        job.attrs = attrs;
-    }
+    state.set_job_attrs(key, attrs);
 }

@@ -11,7 +11,7 @@ use crate::attrlist::{AttrList, resolve};
 use crate::error::ReqError;
 use crate::request::Ctx;
 use crate::request::attrs::{check_job_attr, compare_values};
-use crate::state::{Job, State};
+use crate::state::{Job, JobParts, State};
 use crate::store::StoreOp;
 
 /// Handles QueueJob: validates, applies defaults and limits, and creates the job.
@@ -181,7 +181,7 @@ pub fn queue_job(
         set(&mut list, job_idx!("etime"), &ctx.now.to_string());
     }
     let queue: Arc<str> = state.interner.intern(&queue_name);
-    let job = Job {
+    let parts = JobParts {
         seq,
         array: is_array,
         index: None,
@@ -189,9 +189,9 @@ pub fn queue_job(
         substate: job_state.default_substate(),
         queue,
         attrs: list,
-        placement: None,
         accrue_since: ctx.now,
     };
+    let job = Job::new(parts, &mut state.requests);
     let id = job.id(&state.server_name);
     let has_depend = job.attrs.get(job_idx!("depend"), None).is_some();
     state.jobs.insert(seq, job);

@@ -10,6 +10,7 @@ use pbs_core::{ArrayRange, Duration, Pbse, Size};
 use crate::error::ReqError;
 use crate::request::Ctx;
 use crate::state::State;
+use crate::state::request::Asked;
 
 /// Validates one attribute a client wants to set on a job and returns (def, resource,
 /// canonical value). Errors carry OpenPBS's `<text> <attribute>` message. Whoever sends
@@ -51,19 +52,18 @@ pub fn check_job_attr(
         if !rdef.writable_by(privilege) {
             return Err(ReqError::attr(Pbse::ATTRRO, name));
         }
-        if rdef.name == "select" && pbs_core::orselect::is_ored(value) {
-            if let Err(e) = pbs_core::orselect::OrSelect::parse(value, None) {
-                tracing::error!(object_type = "Server", "failed to parse ORed select spec: {value}");
-                if e == pbs_core::orselect::OrSelectError::TooMany {
-                    return Err(ReqError::with_message(Pbse::BADATVAL, e.to_string()));
-                }
+        let canonical = if rdef.name == "select" {
+            // Read once for all its checks: the privilege's first, then the conditions'.
+            let asked = parse_select(value, name)?;
+            crate::privilege::check_select(state, privilege, &asked)?;
+            check_select_conditions(state, &asked)?;
+            match asked {
+                Asked::Plain(select) => select.to_string(),
+                Asked::Ored(or) => or.select_text(),
             }
-        }
-        let canonical = rdef.normalize(value).map_err(|_| ReqError::attr(Pbse::BADATVAL, name))?;
-        if rdef.name == "select" {
-            crate::privilege::check_select(state, privilege, &canonical)?;
-            check_select_conditions(state, &canonical)?;
-        }
+        } else {
+            rdef.normalize(value).map_err(|_| ReqError::attr(Pbse::BADATVAL, name))?
+        };
         if rdef.name == "preempt_targets" {
             use pbs_core::preempt::{BadTargets, Targets};
             let known_queue = |q: &str| state.queues.iter().any(|queue| queue.name == q);
@@ -100,25 +100,33 @@ pub fn check_job_attr(
     Ok((index, None, canonical))
 }
 
+/// A select value as a client sends it, read once (as `ResourceDef::normalize` reads it):
+/// an OR-ed one with too many alternatives gets its own message, any other that does not
+/// read PBSE_BADATVAL.
+fn parse_select(value: &str, name: &str) -> Result<Asked, ReqError> {
+    if !pbs_core::orselect::is_ored(value) {
+        return value.parse().map(Asked::Plain).map_err(|_| ReqError::attr(Pbse::BADATVAL, name));
+    }
+    pbs_core::orselect::OrSelect::parse(value, None).map(Asked::Ored).map_err(|e| {
+        tracing::error!(object_type = "Server", "failed to parse ORed select spec: {value}");
+        match e {
+            pbs_core::orselect::OrSelectError::TooMany => ReqError::with_message(Pbse::BADATVAL, e.to_string()),
+            _ => ReqError::attr(Pbse::BADATVAL, name),
+        }
+    })
+}
+
 /// A select's conditions (`color!=green`): none on a consumable (PBSE_CONSUMABLE_OP, the
 /// design's `Consumable resource can only be requested with = operator`), and values the
 /// resource can hold (PBSE_BADATVAL). Checked chunk by chunk, in every alternative of an
 /// OR-ed select, for any client.
-fn check_select_conditions(state: &State, select: &str) -> Result<(), ReqError> {
-    let check = |parsed: &pbs_core::Select| {
-        state.resources.check_select_conditions(parsed).map_err(|e| match e {
+fn check_select_conditions(state: &State, asked: &Asked) -> Result<(), ReqError> {
+    asked.selects().try_for_each(|select| {
+        state.resources.check_select_conditions(select).map_err(|e| match e {
             pbs_core::resource::ConditionError::Consumable => ReqError::new(Pbse::CONSUMABLE_OP),
             pbs_core::resource::ConditionError::BadValue(_) => ReqError::attr(Pbse::BADATVAL, "Resource_List.select"),
         })
-    };
-    if pbs_core::orselect::is_ored(select) {
-        let Ok(ored) = pbs_core::orselect::OrSelect::parse(select, None) else { return Ok(()) };
-        return ored.alternatives().iter().try_for_each(|alternative| check(&alternative.select));
-    }
-    match select.parse::<pbs_core::Select>() {
-        Ok(parsed) => check(&parsed),
-        Err(_) => Ok(()),
-    }
+    })
 }
 
 /// Canonical text of a value of a given type, `None` if it does not parse.

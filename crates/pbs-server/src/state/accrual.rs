@@ -279,7 +279,7 @@ mod tests {
     fn a_change_adds_only_what_eligible_time_accrued() {
         let (mut state, _) = State::from_loaded(Default::default(), "svr", "host", "/nonexistent");
         state.server.set(pbs_core::attr::ObjectKind::Server.index_of("eligible_time_enable"), None, "True");
-        let mut job = Job {
+        let parts = crate::state::JobParts {
             seq: 1,
             array: false,
             index: None,
@@ -287,9 +287,9 @@ mod tests {
             substate: Substate::QUEUED,
             queue: "workq".into(),
             attrs: Default::default(),
-            placement: None,
             accrue_since: 100,
         };
+        let mut job = Job::new(parts, &mut state.requests);
         assert!(change(&mut job, AccrueType::Eligible, 100, "svr"));
         assert_eq!(eligible_secs(&job, 160), 60, "accrues while eligible, between updates");
         assert!(change(&mut job, AccrueType::Ineligible, 160, "svr"));

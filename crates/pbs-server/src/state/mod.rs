@@ -11,6 +11,7 @@ pub mod entity_usage;
 pub mod job_sets;
 pub mod links;
 pub mod node_rt;
+pub mod request;
 pub mod sched_queue;
 pub mod timers;
 pub mod tracked;
@@ -25,6 +26,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::attrlist::{AttrList, Interner, resolve};
 use crate::jobkey::JobKey;
+use crate::state::request::{JobRequest, Requests};
 use crate::store::{Loaded, Record, StoreOp};
 
 /// Why a running job is being ended by the server.
@@ -66,6 +68,29 @@ pub struct Job {
     pub placement: Option<Arc<Placement>>,
     /// Since when it accrues its `accrue_type` (seconds since the epoch; 0 for a record
     /// from before eligible time was kept): see `state::accrual`.
+    pub accrue_since: i64,
+    /// Its `select` and `place`, parsed from its attributes (`state::request`): made by
+    /// [`Job::new`] and [`Job::set_attrs`] alone, so it never disagrees with them.
+    request: Option<Arc<JobRequest>>,
+}
+
+/// What a new job is made of: a [`Job`] but for what is derived from its attributes.
+pub struct JobParts {
+    /// Sequence number.
+    pub seq: u64,
+    /// An array parent.
+    pub array: bool,
+    /// The index of a subjob.
+    pub index: Option<u64>,
+    /// `job_state`.
+    pub state: JobState,
+    /// `substate`.
+    pub substate: Substate,
+    /// Its queue.
+    pub queue: Arc<str>,
+    /// Its attributes.
+    pub attrs: AttrList,
+    /// Since when it accrues its `accrue_type`.
     pub accrue_since: i64,
 }
 
@@ -209,6 +234,8 @@ pub struct State {
     pub dependents: crate::state::depends::Dependents,
     /// Job sets by leader (`job_set`).
     pub job_sets: crate::state::job_sets::JobSets,
+    /// Jobs' requests, parsed once per distinct text (`state::request`).
+    pub requests: Requests,
 }
 
 /// Objects changed since the scheduler was last told, and whether a cycle is due.
@@ -239,6 +266,33 @@ pub fn idx(kind: ObjectKind, name: &str) -> u8 {
 pub const SEQ_BLOCK: u64 = 1000;
 
 impl Job {
+    /// A job of `parts`, its request read from its attributes (shared with any job asking
+    /// the same); not placed.
+    pub fn new(parts: JobParts, requests: &mut Requests) -> Job {
+        let JobParts { seq, array, index, state, substate, queue, attrs, accrue_since } = parts;
+        let request = requests.of(&attrs);
+        Job { seq, array, index, state, substate, queue, attrs, placement: None, accrue_since, request }
+    }
+
+    /// Its request (`select`, `place`) as parsed from its attributes.
+    pub fn request(&self) -> Option<&JobRequest> {
+        self.request.as_deref()
+    }
+
+    /// The same, shared (to read it while the state changes).
+    pub fn request_shared(&self) -> Option<Arc<JobRequest>> {
+        self.request.clone()
+    }
+
+    /// Replaces its attributes (a qalter, an OR-ed request chosen or put back), its request
+    /// read again from them unless their `select` and `place` are what it was read from.
+    pub fn set_attrs(&mut self, attrs: AttrList, requests: &mut Requests) {
+        self.attrs = attrs;
+        if !JobRequest::is_current(self.request.as_deref(), &self.attrs) {
+            self.request = requests.of(&self.attrs);
+        }
+    }
+
     /// The full id, `12.server`, `12[].server` or `12[3].server`.
     pub fn id(&self, server_name: &str) -> String {
         match self.index {
@@ -372,6 +426,7 @@ impl State {
             periodic_hooks: Default::default(),
             dependents: Default::default(),
             job_sets: Default::default(),
+            requests: Requests::default(),
         };
         let fresh = !loaded.meta.iter().any(|(k, _)| k == "initialized");
         for (key, value) in &loaded.meta {
@@ -438,17 +493,18 @@ impl State {
                     let (attrs, _) = AttrList::from_pairs(ObjectKind::Job, &rec.attrs, &mut state.interner);
                     let job_state = JobState::from_letter(rec.state).unwrap_or(JobState::Queued);
                     let queue = state.interner.intern(&rec.queue);
-                    let job = Job {
+                    let parts = JobParts {
                         seq,
                         array: rec.array,
                         index,
                         state: job_state,
                         substate: Substate(rec.substate),
                         queue,
-                        placement: state.placement_of(&attrs),
                         attrs,
                         accrue_since: rec.accrue_since,
                     };
+                    let mut job = Job::new(parts, &mut state.requests);
+                    job.placement = state.placement_of(&job);
                     match index {
                         Some(index) if job.state.is_history() => {
                             state.finished_subjobs.insert((seq, index), job);
@@ -573,6 +629,27 @@ impl State {
             None => self.jobs.get(&key.seq),
             Some(index) => self.subjobs.get(&(key.seq, index)).or_else(|| self.finished_subjobs.get(&(key.seq, index))),
         }
+    }
+
+    /// Replaces a job's attributes ([`Job::set_attrs`]); false when there is no such job.
+    pub fn set_job_attrs(&mut self, key: JobKey, attrs: AttrList) -> bool {
+        let job = match key.index {
+            None => self.jobs.get_mut(&key.seq),
+            Some(index) => match self.subjobs.get_mut(&(key.seq, index)) {
+                Some(job) => Some(job),
+                None => self.finished_subjobs.get_mut(&(key.seq, index)),
+            },
+        };
+        let Some(job) = job else { return false };
+        job.set_attrs(attrs, &mut self.requests);
+        true
+    }
+
+    /// The jobs whose kept request is not what their attributes say: none, unless a
+    /// writer of `select` or `place` went around [`Job::set_attrs`] (handler tests check).
+    pub fn stale_requests(&self) -> Vec<JobKey> {
+        let jobs = self.jobs.values().chain(self.subjobs.values()).chain(self.finished_subjobs.values());
+        jobs.filter(|job| !JobRequest::is_current(job.request(), &job.attrs)).map(Job::key).collect()
     }
 
     /// Mutable access by key.
@@ -729,8 +806,8 @@ impl State {
     /// Whether a job with `place` holds the vnodes of `exec` exclusively: node `sharing`
     /// against the job's `place` (`pbs_core::sharing`), any of them held so holds them
     /// all, as the scheduler's mirror books a run in flight.
-    pub fn runs_exclusively(&self, place: Option<&str>, exec: &ExecVnode) -> bool {
-        let place = place.and_then(|p| p.parse::<pbs_core::Place>().ok()).unwrap_or_default();
+    pub fn runs_exclusively(&self, place: Option<&pbs_core::Place>, exec: &ExecVnode) -> bool {
+        let place = place.cloned().unwrap_or_default();
         exec.vnodes().iter().any(|name| {
             let sharing = self
                 .nodes
@@ -744,9 +821,9 @@ impl State {
     }
 
     /// The placement a job's stored attributes name (read back at a start).
-    fn placement_of(&self, attrs: &AttrList) -> Option<Arc<Placement>> {
-        let exec: ExecVnode = attrs.get(job_idx!("exec_vnode"), None)?.parse().ok()?;
-        let place = attrs.get_named(ObjectKind::Job, "Resource_List", Some("place"));
+    fn placement_of(&self, job: &Job) -> Option<Arc<Placement>> {
+        let exec: ExecVnode = job.attrs.get(job_idx!("exec_vnode"), None)?.parse().ok()?;
+        let place = job.request().and_then(|r| r.place.as_ref());
         let exclusive = self.runs_exclusively(place, &exec);
         Some(Arc::new(Placement { exec, exclusive }))
     }
