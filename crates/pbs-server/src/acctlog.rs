@@ -3,8 +3,8 @@
 //! out to the day's file after it, and the repair at start that leaves every committed
 //! record in the files exactly once.
 //!
-//! Each group commit's transaction holds each of its lines with its file and offset in the
-//! `accounting` table; the last row held ends where the file's committed end is. The
+//! Each group commit's transaction holds its lines, as one row with their file and offset,
+//! in the `accounting` table (a row written before batches were one row holds one line); the last row held ends where the file's committed end is. The
 //! `meta` row `accounting_end` keeps that end once rows are pruned (and a new day's start),
 //! so a commit touches one page more than without the log, not two. The lines themselves are written to the file after the commit, in
 //! order, at most every [`FLUSH_INTERVAL`] (or sooner when many are waiting): writing them
@@ -64,7 +64,8 @@ pub enum AcctError {
     Sqlite(#[from] rusqlite::Error),
 }
 
-/// The table of lines not yet known to be synced to their file.
+/// The table of lines not yet known to be synced to their file: one row per batch, its
+/// lines joined by newlines in `line`.
 pub const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS accounting (
     id INTEGER PRIMARY KEY, day TEXT NOT NULL, offset INTEGER NOT NULL, line TEXT NOT NULL
@@ -92,14 +93,19 @@ pub fn dir_of(home: &Path) -> PathBuf {
 /// as in the server's log, so no value can end a line and forge the next.
 pub fn format_line(stamp: &str, record: &AcctRecord) -> String {
     let mut line = String::with_capacity(stamp.len() + record.id.len() + record.text.len() + 8);
-    line.push_str(stamp);
-    line.push(';');
-    line.push(record.kind);
-    line.push(';');
-    pbs_log::push_escaped(&mut line, &record.id);
-    line.push(';');
-    pbs_log::push_escaped(&mut line, &record.text);
+    push_line(&mut line, stamp, record);
     line
+}
+
+/// Appends [`format_line`]'s line to `out`.
+fn push_line(out: &mut String, stamp: &str, record: &AcctRecord) {
+    out.push_str(stamp);
+    out.push(';');
+    out.push(record.kind);
+    out.push(';');
+    pbs_log::push_escaped(out, &record.id);
+    out.push(';');
+    pbs_log::push_escaped(out, &record.text);
 }
 
 /// The day's file being appended to.
@@ -119,11 +125,12 @@ pub(crate) struct Prune {
     end: u64,
 }
 
-/// Lines placed at the end of a file and not committed yet.
+/// A batch's lines placed at the end of a file and not committed yet.
 pub(crate) struct Appended {
     day: String,
     start: u64,
-    lines: Vec<String>,
+    /// The lines, each but the last followed by its newline: one row, one `write`.
+    lines: String,
     /// The waiting bytes before these lines were added (what an undo goes back to).
     pending_before: usize,
 }
@@ -198,7 +205,7 @@ impl AcctLog {
             if len >= want {
                 continue;
             }
-            // A line cut short by the crash is written again whole.
+            // A batch cut short by the crash is written again whole.
             if len > offset {
                 file.set_len(offset).map_err(err(&path))?;
                 file.seek(SeekFrom::End(0)).map_err(err(&path))?;
@@ -247,12 +254,18 @@ impl AcctLog {
             commit_end(conn, &day, start, None)?;
             self.committed_end = Some((day.clone(), start));
         }
-        let lines: Vec<String> = records.iter().map(|r| format_line(&stamp, r)).collect();
-        let pending_before = self.pending.len();
-        for line in &lines {
-            self.pending.extend_from_slice(line.as_bytes());
-            self.pending.push(b'\n');
+        // The batch's lines are built once, into one text: its row and the bytes to write.
+        let size: usize = records.iter().map(|r| stamp.len() + r.id.len() + r.text.len() + 8).sum();
+        let mut lines = String::with_capacity(size);
+        for (i, record) in records.iter().enumerate() {
+            if i > 0 {
+                lines.push('\n');
+            }
+            push_line(&mut lines, &stamp, record);
         }
+        let pending_before = self.pending.len();
+        self.pending.extend_from_slice(lines.as_bytes());
+        self.pending.push(b'\n');
         self.pending_since.get_or_insert_with(Instant::now);
         Ok(Appended { day, start, lines, pending_before })
     }
@@ -336,7 +349,7 @@ impl AcctLog {
             self.prunable = None;
         }
         if let (Some(appended), Some(last_row)) = (appended, last_row) {
-            let end = appended.start + appended.lines.iter().map(|l| l.len() as u64 + 1).sum::<u64>();
+            let end = appended.start + appended.lines.len() as u64 + 1;
             self.committed_end = Some((appended.day, end));
             self.unsynced_upto = Some(last_row);
         }
@@ -426,12 +439,12 @@ pub(crate) fn record_in(
         set_end(tx, &prune.day, prune.end)?;
     }
     let Some(appended) = appended else { return Ok(None) };
-    let mut insert = tx.prepare_cached("INSERT INTO accounting (day, offset, line) VALUES (?1, ?2, ?3)")?;
-    let mut offset = appended.start;
-    for line in &appended.lines {
-        insert.execute(params![appended.day, offset as i64, line])?;
-        offset += line.len() as u64 + 1;
-    }
+    // One row per batch: its lines, at the batch's offset.
+    tx.prepare_cached("INSERT INTO accounting (day, offset, line) VALUES (?1, ?2, ?3)")?.execute(params![
+        appended.day,
+        appended.start as i64,
+        appended.lines
+    ])?;
     Ok(Some(tx.last_insert_rowid()))
 }
 

@@ -688,6 +688,15 @@ mod tests {
         std::mem::forget(acct);
         drop(crate::acctlog::AcctLog::open(&acct_dir, &mut conn).unwrap());
         assert_eq!(lines(&file).len(), 3);
+        // A batch's lines are one row: a file that lost the end of a batch (a power cut
+        // before its sync) gets the whole batch again, each line once.
+        let mut acct = crate::acctlog::AcctLog::open(&acct_dir, &mut conn).unwrap();
+        commit(&mut conn, &mut acct, vec![record('Q', "3.srv"), record('Q', "4.srv")]);
+        std::mem::forget(acct);
+        let text = std::fs::read_to_string(&file).unwrap();
+        std::fs::write(&file, &text[..text.len() - 10]).unwrap();
+        drop(crate::acctlog::AcctLog::open(&acct_dir, &mut conn).unwrap());
+        assert_eq!(lines(&file)[3..], ["Q;3.srv;queue=workq 3.srv", "Q;4.srv;queue=workq 4.srv"]);
     }
 
     #[test]
