@@ -3,9 +3,10 @@
 //! out to the day's file after it, and the repair at start that leaves every committed
 //! record in the files exactly once.
 //!
-//! Each group commit's transaction holds (a) each of its lines with its file and offset in
-//! the `accounting` table and (b) the end of the file once those lines are in (`meta`
-//! `accounting_end`). The lines themselves are written to the file after the commit, in
+//! Each group commit's transaction holds its lines, as one row with their file and offset,
+//! in the `accounting` table (a row written before batches were one row holds one line); the last row held ends where the file's committed end is. The
+//! `meta` row `accounting_end` keeps that end once rows are pruned (and a new day's start),
+//! so a commit touches one page more than without the log, not two. The lines themselves are written to the file after the commit, in
 //! order, at most every [`FLUSH_INTERVAL`] (or sooner when many are waiting): writing them
 //! before each commit made the commit's own fsync carry the file's new block (the
 //! filesystem orders a file's data before the metadata the journal commits), about a
@@ -63,7 +64,8 @@ pub enum AcctError {
     Sqlite(#[from] rusqlite::Error),
 }
 
-/// The table of lines not yet known to be synced to their file.
+/// The table of lines not yet known to be synced to their file: one row per batch, its
+/// lines joined by newlines in `line`.
 pub const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS accounting (
     id INTEGER PRIMARY KEY, day TEXT NOT NULL, offset INTEGER NOT NULL, line TEXT NOT NULL
@@ -91,14 +93,19 @@ pub fn dir_of(home: &Path) -> PathBuf {
 /// as in the server's log, so no value can end a line and forge the next.
 pub fn format_line(stamp: &str, record: &AcctRecord) -> String {
     let mut line = String::with_capacity(stamp.len() + record.id.len() + record.text.len() + 8);
-    line.push_str(stamp);
-    line.push(';');
-    line.push(record.kind);
-    line.push(';');
-    pbs_log::push_escaped(&mut line, &record.id);
-    line.push(';');
-    pbs_log::push_escaped(&mut line, &record.text);
+    push_line(&mut line, stamp, record);
     line
+}
+
+/// Appends [`format_line`]'s line to `out`.
+fn push_line(out: &mut String, stamp: &str, record: &AcctRecord) {
+    out.push_str(stamp);
+    out.push(';');
+    out.push(record.kind);
+    out.push(';');
+    pbs_log::push_escaped(out, &record.id);
+    out.push(';');
+    pbs_log::push_escaped(out, &record.text);
 }
 
 /// The day's file being appended to.
@@ -110,11 +117,20 @@ struct DayFile {
     dev: u64,
 }
 
-/// Lines placed at the end of a file and not committed yet.
+/// Rows to delete (those up to `upto`, whose lines are in synced files) and the committed
+/// end written in their place: the end of the file as the last committed batch left it.
+pub(crate) struct Prune {
+    pub(crate) upto: i64,
+    day: String,
+    end: u64,
+}
+
+/// A batch's lines placed at the end of a file and not committed yet.
 pub(crate) struct Appended {
     day: String,
     start: u64,
-    lines: Vec<String>,
+    /// The lines, each but the last followed by its newline: one row, one `write`.
+    lines: String,
     /// The waiting bytes before these lines were added (what an undo goes back to).
     pending_before: usize,
 }
@@ -154,14 +170,22 @@ impl AcctLog {
     pub(crate) fn open(dir: &Path, conn: &mut Connection) -> Result<AcctLog, AcctError> {
         std::fs::create_dir_all(dir).map_err(err(dir))?;
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).map_err(err(dir))?;
+        let rows: Vec<(String, u64, String)> = {
+            let mut stmt = conn.prepare("SELECT day, offset, line FROM accounting ORDER BY id")?;
+            stmt.query_map([], |r| Ok((r.get(0)?, r.get::<_, i64>(1)? as u64, r.get(2)?)))?.collect::<Result<_, _>>()?
+        };
         let end: Option<String> =
             conn.query_row("SELECT value FROM meta WHERE key = ?1", params![END_KEY], |r| r.get(0)).optional()?;
-        if let Some((day, end)) = end.as_deref().and_then(parse_end) {
-            let path = dir.join(&day);
+        // The meta row is only rewritten when rows are pruned: the rows still held end
+        // where their last line does.
+        let last = rows.last().map(|(day, offset, line)| (day.clone(), offset + line.len() as u64 + 1));
+        let end = committed_end(end.as_deref().and_then(parse_end), last);
+        if let Some((day, end)) = &end {
+            let path = dir.join(day);
             if let Ok(meta) = std::fs::metadata(&path) {
-                if meta.len() > end {
+                if meta.len() > *end {
                     let file = OpenOptions::new().write(true).open(&path).map_err(err(&path))?;
-                    file.set_len(end).map_err(err(&path))?;
+                    file.set_len(*end).map_err(err(&path))?;
                     file.sync_data().map_err(err(&path))?;
                     tracing::warn!(
                         file = %path.display(),
@@ -171,10 +195,6 @@ impl AcctLog {
                 }
             }
         }
-        let rows: Vec<(String, u64, String)> = {
-            let mut stmt = conn.prepare("SELECT day, offset, line FROM accounting ORDER BY id")?;
-            stmt.query_map([], |r| Ok((r.get(0)?, r.get::<_, i64>(1)? as u64, r.get(2)?)))?.collect::<Result<_, _>>()?
-        };
         let mut rewritten = 0usize;
         let mut touched: Vec<(PathBuf, File)> = Vec::new();
         for (day, offset, line) in rows {
@@ -185,7 +205,7 @@ impl AcctLog {
             if len >= want {
                 continue;
             }
-            // A line cut short by the crash is written again whole.
+            // A batch cut short by the crash is written again whole.
             if len > offset {
                 file.set_len(offset).map_err(err(&path))?;
                 file.seek(SeekFrom::End(0)).map_err(err(&path))?;
@@ -200,7 +220,14 @@ impl AcctLog {
         if rewritten > 0 {
             tracing::warn!(n_records = rewritten, "Wrote committed accounting records missing from their file");
         }
-        conn.execute("DELETE FROM accounting", [])?;
+        // Every row's line is now in its synced file: the rows go, and the end they
+        // described is kept in the meta row.
+        let tx = conn.transaction()?;
+        if let Some((day, end)) = &end {
+            set_end(&tx, day, *end)?;
+        }
+        tx.execute("DELETE FROM accounting", [])?;
+        tx.commit()?;
         Ok(AcctLog {
             dir: dir.to_path_buf(),
             file: None,
@@ -227,12 +254,18 @@ impl AcctLog {
             commit_end(conn, &day, start, None)?;
             self.committed_end = Some((day.clone(), start));
         }
-        let lines: Vec<String> = records.iter().map(|r| format_line(&stamp, r)).collect();
-        let pending_before = self.pending.len();
-        for line in &lines {
-            self.pending.extend_from_slice(line.as_bytes());
-            self.pending.push(b'\n');
+        // The batch's lines are built once, into one text: its row and the bytes to write.
+        let size: usize = records.iter().map(|r| stamp.len() + r.id.len() + r.text.len() + 8).sum();
+        let mut lines = String::with_capacity(size);
+        for (i, record) in records.iter().enumerate() {
+            if i > 0 {
+                lines.push('\n');
+            }
+            push_line(&mut lines, &stamp, record);
         }
+        let pending_before = self.pending.len();
+        self.pending.extend_from_slice(lines.as_bytes());
+        self.pending.push(b'\n');
         self.pending_since.get_or_insert_with(Instant::now);
         Ok(Appended { day, start, lines, pending_before })
     }
@@ -301,9 +334,12 @@ impl AcctLog {
         }
     }
 
-    /// The rows whose lines are in synced files, to delete in the next transaction.
-    pub(crate) fn prunable(&self) -> Option<i64> {
-        self.prunable
+    /// The rows whose lines are in synced files, to delete in the next transaction, with
+    /// the committed end that transaction keeps in their place.
+    pub(crate) fn prunable(&self) -> Option<Prune> {
+        let upto = self.prunable?;
+        let (day, end) = self.committed_end.clone()?;
+        Some(Prune { upto, day, end })
     }
 
     /// Notes a committed transaction: its lines' rows end at `last_row`, and `pruned` rows
@@ -313,7 +349,7 @@ impl AcctLog {
             self.prunable = None;
         }
         if let (Some(appended), Some(last_row)) = (appended, last_row) {
-            let end = appended.start + appended.lines.iter().map(|l| l.len() as u64 + 1).sum::<u64>();
+            let end = appended.start + appended.lines.len() as u64 + 1;
             self.committed_end = Some((appended.day, end));
             self.unsynced_upto = Some(last_row);
         }
@@ -387,25 +423,40 @@ fn set_end(tx: &Transaction<'_>, day: &str, end: u64) -> Result<(), rusqlite::Er
     Ok(())
 }
 
-/// Within the batch's transaction: the appended lines' rows and the new committed end,
-/// and the synced rows deleted. Returns the last row's id.
+/// Within the batch's transaction: the appended lines' rows, and the synced rows deleted
+/// with the committed end written in their place. Returns the last row's id.
+///
+/// The committed end is not written per batch: while rows are held, the last one ends
+/// where the batch's lines do ([`committed_end`] reads it back at start), so a commit
+/// touches one more page (the rows'), not two.
 pub(crate) fn record_in(
     tx: &Transaction<'_>,
     appended: Option<&Appended>,
-    prune: Option<i64>,
+    prune: Option<&Prune>,
 ) -> Result<Option<i64>, rusqlite::Error> {
     if let Some(prune) = prune {
-        tx.prepare_cached("DELETE FROM accounting WHERE id <= ?1")?.execute(params![prune])?;
+        tx.prepare_cached("DELETE FROM accounting WHERE id <= ?1")?.execute(params![prune.upto])?;
+        set_end(tx, &prune.day, prune.end)?;
     }
     let Some(appended) = appended else { return Ok(None) };
-    let mut insert = tx.prepare_cached("INSERT INTO accounting (day, offset, line) VALUES (?1, ?2, ?3)")?;
-    let mut offset = appended.start;
-    for line in &appended.lines {
-        insert.execute(params![appended.day, offset as i64, line])?;
-        offset += line.len() as u64 + 1;
-    }
-    set_end(tx, &appended.day, offset)?;
+    // One row per batch: its lines, at the batch's offset.
+    tx.prepare_cached("INSERT INTO accounting (day, offset, line) VALUES (?1, ?2, ?3)")?.execute(params![
+        appended.day,
+        appended.start as i64,
+        appended.lines
+    ])?;
     Ok(Some(tx.last_insert_rowid()))
+}
+
+/// The committed end from the meta row and the end of the last row still held: the later
+/// of the two. Both name the same day whenever rows are held (a new day's end is committed
+/// with every earlier row deleted); should they not, the meta row (written last) wins.
+fn committed_end(meta: Option<(String, u64)>, last_row: Option<(String, u64)>) -> Option<(String, u64)> {
+    match (meta, last_row) {
+        (Some(meta), Some(row)) if meta.0 == row.0 => Some((meta.0, meta.1.max(row.1))),
+        (Some(meta), _) => Some(meta),
+        (None, row) => row,
+    }
 }
 
 fn parse_end(text: &str) -> Option<(String, u64)> {
