@@ -51,6 +51,7 @@ fn mirror(nodes: Vec<SchedNode>, jobs: Vec<SchedJob>) -> Mirror {
         queues: vec![queue],
         nodes,
         jobs,
+        resources: vec![],
     };
     Mirror::new(snapshot, SchedConfig::default())
 }
