@@ -242,13 +242,39 @@ fn preemptive_sched_off_in_sched_config_preempts_nothing() {
     assert!(!c.logs().contains("Employing preemption"));
 }
 
+/// Every process of session `sid`: its pid, process group and state letter.
+fn session_processes(sid: i64) -> Vec<(i32, i64, char)> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else { continue };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
+        let Some((_, tail)) = stat.rsplit_once(')') else { continue };
+        // state, ppid, pgrp, session
+        let fields: Vec<&str> = tail.split_whitespace().take(4).collect();
+        let (Some(state), Some(pgrp), Some(session)) = (
+            fields.first().and_then(|s| s.chars().next()),
+            fields.get(2).and_then(|s| s.parse().ok()),
+            fields.get(3).and_then(|s| s.parse::<i64>().ok()),
+        ) else {
+            continue;
+        };
+        if session == sid {
+            out.push((pid, pgrp, state));
+        }
+    }
+    out
+}
+
 #[test]
 fn twenty_jobs_on_four_moms_are_preempted_by_one_request() {
     let c = Cluster::with_moms(4, 5);
     c.qmgr("create queue express queue_type=execution,Priority=200,enabled=True,started=True");
     let mut normal = Vec::new();
-    for _ in 0..20 {
-        normal.push(c.qsub(&["--", "/bin/sleep", "300"]));
+    for i in 0..20 {
+        // Some jobs run a command in a process group of its own inside the job's session
+        // (`timeout` makes one): a suspension stops the whole session, as OpenPBS's.
+        let job = if i % 4 == 0 { "timeout 300 sleep 300; true" } else { "exec sleep 300" };
+        normal.push(c.qsub(&["--", "/bin/sh", "-c", job]));
     }
     for id in &normal {
         c.wait_job_state(id, "R", JOB_TIMEOUT);
@@ -260,6 +286,19 @@ fn twenty_jobs_on_four_moms_are_preempted_by_one_request() {
         assert_eq!(c.job_attr(id, "job_state").as_deref(), Some("S"), "{id}");
     }
     assert_eq!(c.logs().matches("Sending one PreemptJobs request").count(), 1);
+    // Each mom stopped every process of each of its jobs, not only its first job's, nor
+    // only the session's first process group.
+    let sessions: Vec<i64> =
+        normal.iter().filter_map(|id| c.job_attr(id, "session_id").and_then(|s| s.parse().ok())).collect();
+    assert_eq!(sessions.len(), normal.len());
+    pbs_e2e::wait_until("every process of the preempted jobs stopped", JOB_TIMEOUT, || {
+        sessions.iter().all(|sid| {
+            let procs = session_processes(*sid);
+            !procs.is_empty() && procs.iter().all(|(_, _, state)| *state == 'T')
+        })
+    });
+    let other_groups = sessions.iter().filter(|sid| session_processes(**sid).iter().any(|(_, pgrp, _)| pgrp != *sid));
+    assert_eq!(other_groups.count(), 5, "a timeout job's command runs in a process group of its own");
 }
 
 #[test]

@@ -196,9 +196,12 @@ async fn serve(mom: Arc<Mom>, stream: TcpStream, peer: SocketAddr, mut entry: En
                     Ok(request) => request,
                     Err(e) => break format!("malformed request: {e}"),
                 };
-                if let Some(reply) = mom.handle(request)
-                    && !send(&mut conn, &reply).await
-                {
+                // A SignalJobs has one reply per job: written together, flushed once.
+                let mut ok = true;
+                for reply in mom.handle(request) {
+                    ok = ok && feed(&mut conn, &reply).await;
+                }
+                if !ok || SinkExt::<bytes::Bytes>::flush(&mut conn).await.is_err() {
                     break "write failed".to_string();
                 }
             }

@@ -205,6 +205,13 @@ pub struct Mom {
     pub stop: tokio::sync::Notify,
 }
 
+/// A job a signal is for: its session, and the walltime clock record (written to the
+/// records file before the signal) when a suspend or resume changed it.
+struct ToSignal {
+    sid: i64,
+    clock: Option<(PathBuf, SuspendClock)>,
+}
+
 fn log_job(job_id: &str, message: std::fmt::Arguments<'_>) {
     tracing::info!(object_type = "Job", object_name = job_id, "{message}");
 }
@@ -444,47 +451,57 @@ impl Mom {
         }
     }
 
-    /// Serves one request from the server; the reply, if the request has one.
-    pub fn handle(self: &Arc<Self>, request: ToMom) -> Option<FromMom> {
+    /// Serves one request from the server; its replies (none for most requests, one per job
+    /// for a SignalJobs).
+    pub fn handle(self: &Arc<Self>, request: ToMom) -> Vec<FromMom> {
         match request {
             ToMom::RunJob { launch } => {
                 self.run_job(*launch);
-                None
-            }
-            // Not a signal: OpenPBS's hold request to the mom, checkpoint and end the job.
-            ToMom::SignalJob { job_id, signal, ask } if signal == "checkpoint_abort" => {
-                self.checkpoint_abort(job_id, ask);
-                None
+                Vec::new()
             }
             ToMom::SignalJob { job_id, signal, ask } => {
-                let code = self.signal_job(&job_id, &signal);
-                Some(FromMom::SignalResult { job_id, signal, code, ask })
+                self.handle(ToMom::SignalJobs { job_ids: vec![job_id], signal, ask })
+            }
+            // Not a signal: OpenPBS's hold request to the mom, checkpoint and end the job.
+            ToMom::SignalJobs { job_ids, signal, ask } if signal == "checkpoint_abort" => {
+                for job_id in job_ids {
+                    self.checkpoint_abort(job_id, ask);
+                }
+                Vec::new()
+            }
+            ToMom::SignalJobs { job_ids, signal, ask } => {
+                let codes = self.signal_jobs(&job_ids, &signal);
+                job_ids
+                    .into_iter()
+                    .zip(codes)
+                    .map(|(job_id, code)| FromMom::SignalResult { job_id, signal: signal.clone(), code, ask })
+                    .collect()
             }
             ToMom::KillJob { job_id, kill_delay } => {
                 self.kill_request(&job_id, kill_delay);
-                None
+                Vec::new()
             }
             ToMom::ForgetJob { job_id } => {
                 self.forget_job(&job_id);
-                None
+                Vec::new()
             }
             ToMom::ModifyJob { job_id, walltime, cput, mem, run_count } => {
                 self.modify_job(&job_id, Limits { walltime, cput, mem }, run_count);
-                None
+                Vec::new()
             }
-            ToMom::Ping => Some(FromMom::Pong),
+            ToMom::Ping => vec![FromMom::Pong],
             ToMom::Hooks { hooks } => {
                 self.hooks.replace(hooks);
-                None
+                Vec::new()
             }
             ToMom::MessageJob { job_id, text, stdout, stderr, ask } => {
                 let code = self.message_job(&job_id, &text, stdout, stderr);
-                Some(FromMom::MessageResult { job_id, code, ask })
+                vec![FromMom::MessageResult { job_id, code, ask }]
             }
             ToMom::Shutdown => {
                 tracing::info!("Shutting down at the server's request (jobs keep running)");
                 self.stop.notify_one();
-                None
+                Vec::new()
             }
         }
     }
@@ -1091,7 +1108,6 @@ impl Mom {
         });
     }
 
-    /// SignalJob: the PBSE code of the answer.
     /// qmsg: appends a line to the running job's stderr and/or stdout as its owner.
     fn message_job(&self, job_id: &str, text: &str, stdout: bool, stderr: bool) -> u32 {
         let records = {
@@ -1110,47 +1126,73 @@ impl Mom {
         code
     }
 
-    fn signal_job(&self, job_id: &str, text: &str) -> u32 {
+    /// SignalJob and SignalJobs: the PBSE code of each job's answer, in order. Every job's
+    /// processes are found in one pass over `/proc`.
+    fn signal_jobs(&self, job_ids: &[String], text: &str) -> Vec<u32> {
         let Some(signal) = signals::parse(text) else {
             // OpenPBS's mom answers PBSE_UNKSIG here, as the server does for a bad name.
-            return Pbse::UNKSIG.0;
+            return vec![Pbse::UNKSIG.0; job_ids.len()];
         };
         if signal == JobSignal::Suspend && self.config().refuse_suspend {
-            log_job(job_id, format_args!("suspend failed: refused by PBS_MOM_TEST_REFUSE_SUSPEND"));
-            return Pbse::BADSTATE.0;
+            for job_id in job_ids {
+                log_job(job_id, format_args!("suspend failed: refused by PBS_MOM_TEST_REFUSE_SUSPEND"));
+            }
+            return vec![Pbse::BADSTATE.0; job_ids.len()];
         }
-        let (sid, clock) = {
+        let now = now_ms();
+        let prepared: Vec<Result<Option<ToSignal>, u32>> = {
             let mut state = self.lock();
-            let Some(job) = state.jobs.get_mut(job_id) else { return Pbse::UNKJOBID.0 };
-            match job.phase {
-                Phase::Sister => return 0,
-                Phase::Starting | Phase::Ended(_) => return Pbse::BADSTATE.0,
-                Phase::Running => {}
-            }
-            if job.forgotten {
-                return Pbse::UNKJOBID.0;
-            }
-            let now = now_ms();
-            let clock = match signal {
-                JobSignal::Suspend if job.clock.since_ms.is_none() => {
-                    job.clock.since_ms = Some(now);
-                    Some(job.clock)
-                }
-                JobSignal::Resume => job.clock.since_ms.take().map(|since| {
-                    job.clock.total_ms += now.saturating_sub(since);
-                    job.clock
-                }),
-                _ => None,
-            };
-            (job.session_id, clock.map(|c| (job.records.clone(), c)))
+            job_ids.iter().map(|job_id| Self::prepare_signal(&mut state, job_id, signal, now)).collect()
         };
-        if let Some((path, clock)) = clock {
-            // Before the signal: the shepherd's walltime watch reads it.
-            let _ = records::append(&path, &clock);
+        let mut sids = Vec::new();
+        for to_signal in prepared.iter().flatten().flatten() {
+            if let Some((path, clock)) = &to_signal.clock {
+                // Before the signal: the shepherd's walltime watch reads it.
+                let _ = records::append(path, clock);
+            }
+            sids.push(to_signal.sid);
         }
-        procfs::signal_session(sid, signals::number(signal));
-        log_job(job_id, format_args!("signal {text} sent to session {sid}"));
-        0
+        procfs::signal_sessions(&sids, signals::number(signal));
+        job_ids
+            .iter()
+            .zip(prepared)
+            .map(|(job_id, prepared)| match prepared {
+                Ok(Some(ToSignal { sid, .. })) => {
+                    log_job(job_id, format_args!("signal {text} sent to session {sid}"));
+                    0
+                }
+                Ok(None) => 0,
+                Err(code) => code,
+            })
+            .collect()
+    }
+
+    /// A signal's bookkeeping for one job, under the state lock: `Err` with the answer when
+    /// it cannot be signalled, `Ok(None)` for a sister (nothing of the job runs here),
+    /// else the session to signal and the walltime clock record a suspend or resume
+    /// changed.
+    fn prepare_signal(state: &mut State, job_id: &str, signal: JobSignal, now: u64) -> Result<Option<ToSignal>, u32> {
+        let Some(job) = state.jobs.get_mut(job_id) else { return Err(Pbse::UNKJOBID.0) };
+        match job.phase {
+            Phase::Sister => return Ok(None),
+            Phase::Starting | Phase::Ended(_) => return Err(Pbse::BADSTATE.0),
+            Phase::Running => {}
+        }
+        if job.forgotten {
+            return Err(Pbse::UNKJOBID.0);
+        }
+        let clock = match signal {
+            JobSignal::Suspend if job.clock.since_ms.is_none() => {
+                job.clock.since_ms = Some(now);
+                Some(job.clock)
+            }
+            JobSignal::Resume => job.clock.since_ms.take().map(|since| {
+                job.clock.total_ms += now.saturating_sub(since);
+                job.clock
+            }),
+            _ => None,
+        };
+        Ok(Some(ToSignal { sid: job.session_id, clock: clock.map(|c| (job.records.clone(), c)) }))
     }
 
     /// One usage sample of every running job: reports usage, enforces cput and mem, and

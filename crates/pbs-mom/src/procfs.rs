@@ -1,7 +1,7 @@
 //! What the mom reads from `/proc`: the processes of job sessions (usage and signalling),
 //! the host's CPUs and memory, and which shepherds are alive.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 /// One process as `/proc/<pid>/stat` shows it.
@@ -85,26 +85,35 @@ pub fn sessions(sids: &[i64]) -> HashMap<i64, Vec<ProcStat>> {
     out
 }
 
-/// Pids of the live processes of session `sid`.
-pub fn session_pids(sid: i64) -> Vec<i32> {
-    if sid <= 1 {
-        return Vec::new();
-    }
-    all_processes().into_iter().filter(|p| p.session == sid && p.state != 'Z').map(|p| p.pid).collect()
-}
-
 /// Sends `signal` to every process of session `sid`; returns how many were signalled.
 /// Walking `/proc` rather than `kill(-sid)` also reaches processes that moved to another
 /// process group inside the session.
 pub fn signal_session(sid: i64, signal: i32) -> usize {
-    let pids = session_pids(sid);
-    for pid in &pids {
-        // SAFETY: kill(2) has no memory-safety preconditions.
-        unsafe {
-            libc::kill(*pid, signal);
+    signal_sessions(&[sid], signal).values().sum()
+}
+
+/// Sends `signal` to every live process of each session of `sids`, found in one pass over
+/// `/proc` however many sessions there are (a pass reads every process's stat, so one
+/// per session would cost a mom signalling many jobs that many passes); how many were
+/// signalled in each session. As OpenPBS's `kill_session`, the whole session, whatever
+/// process group its processes are in; a process that left it with setsid is not the
+/// job's any more.
+pub fn signal_sessions(sids: &[i64], signal: i32) -> HashMap<i64, usize> {
+    let wanted: HashSet<i64> = sids.iter().copied().filter(|sid| *sid > 1).collect();
+    let mut out: HashMap<i64, usize> = HashMap::new();
+    if wanted.is_empty() {
+        return out;
+    }
+    for stat in all_processes() {
+        if stat.state != 'Z' && wanted.contains(&stat.session) {
+            // SAFETY: kill(2) has no memory-safety preconditions.
+            unsafe {
+                libc::kill(stat.pid, signal);
+            }
+            *out.entry(stat.session).or_default() += 1;
         }
     }
-    pids.len()
+    out
 }
 
 /// Whether `pid` is alive (a zombie is not: nobody may reap an orphaned shepherd).

@@ -41,6 +41,20 @@ pub enum ToMom {
         #[serde(default)]
         ask: u64,
     },
+    /// One signal to several jobs of this mom, each answered as its own
+    /// [`ToMom::SignalJob`] would be ([`FromMom::SignalResult`] per job, in this order, all
+    /// carrying `ask`). What a request that signals many jobs at once (qsig of a list,
+    /// PreemptJobs, the scheduler's resumes) sends each mom: the mom finds the processes of
+    /// all these jobs' sessions in one pass over `/proc`, not one pass per job.
+    SignalJobs {
+        /// Full job ids.
+        job_ids: Vec<String>,
+        /// The signal, as in [`ToMom::SignalJob`].
+        signal: String,
+        /// The server's number for the request waiting on the answers (0: nobody waits).
+        #[serde(default)]
+        ask: u64,
+    },
     /// Ends a running job (qdel, qrerun, node failure handling): SIGTERM to the session,
     /// then SIGKILL after `kill_delay` seconds if anything is left. The mom then reports
     /// [`FromMom::JobEnded`] as for any end.
@@ -269,7 +283,7 @@ pub enum FromMom {
         /// Final usage.
         usage: Usage,
     },
-    /// The outcome of a [`ToMom::SignalJob`].
+    /// The outcome of a [`ToMom::SignalJob`], or of one job of a [`ToMom::SignalJobs`].
     SignalResult {
         /// Full job id.
         job_id: String,

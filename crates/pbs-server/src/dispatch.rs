@@ -272,15 +272,8 @@ fn handle_locked(
                 .map(|a| Asked::Mom { node: a.node.clone(), job_id: a.job_id.clone() })
                 .collect();
             let (ask, answered) = crate::state::links::open_ask(&mut shared.links, asked);
-            let frames = asking
-                .asks
-                .asks
-                .iter()
-                .map(|a| {
-                    let frame = ToMom::SignalJob { job_id: a.job_id.clone(), signal: a.signal.clone(), ask };
-                    (a.node.clone(), frame)
-                })
-                .collect();
+            let signals = asking.asks.asks.iter().map(|a| (a.node.as_str(), a.job_id.as_str(), a.signal.as_str()));
+            let frames = crate::job::signal::frames(signals, ask);
             let applied = server.apply_effects(shared, Effects { to_moms: frames, ..Effects::default() });
             Locked::AwaitMoms { ask, answered, asking, applied }
         }

@@ -54,6 +54,7 @@ fn frames(effects: &Effects) -> Vec<(String, &'static str)> {
             let kind = match frame {
                 ToMom::RunJob { .. } => "RunJob",
                 ToMom::SignalJob { .. } => "SignalJob",
+                ToMom::SignalJobs { .. } => "SignalJobs",
                 ToMom::KillJob { .. } => "KillJob",
                 ToMom::ForgetJob { .. } => "ForgetJob",
                 ToMom::ModifyJob { .. } => "ModifyJob",

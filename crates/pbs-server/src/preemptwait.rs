@@ -7,7 +7,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use pbs_proto::Preempted;
-use pbs_proto::mom::ToMom;
 
 use crate::job::preempt::Ask;
 use crate::server::Server;
@@ -37,6 +36,7 @@ pub async fn preempt(server: &Arc<Server>, ids: &[String]) -> Vec<Preempted> {
                 .map(|(_, node, job_id, _)| Asked::Mom { node: node.clone(), job_id: job_id.clone() });
             let (ask, answered) = crate::state::links::open_ask(&mut shared.links, asked.collect());
             let mut effects = std::mem::take(&mut round.effects);
+            let mut signals = Vec::new();
             for (_, node, job_id, what) in &round.items {
                 let signal = match what {
                     Ask::Suspend => "suspend",
@@ -48,9 +48,10 @@ pub async fn preempt(server: &Arc<Server>, ids: &[String]) -> Vec<Preempted> {
                         continue;
                     }
                 };
-                let frame = ToMom::SignalJob { job_id: job_id.clone(), signal: signal.into(), ask };
-                effects.to_moms.push((node.clone(), frame));
+                signals.push((node.as_str(), job_id.as_str(), signal));
             }
+            // One frame per mom: each stops all its jobs after one pass over its processes.
+            effects.to_moms.extend(crate::job::signal::frames(signals, ask));
             let sent = server.apply_effects(shared, effects);
             (ask, answered, round, sent)
         };

@@ -19,7 +19,6 @@ use crate::error::ReqError;
 use crate::server::Server;
 use crate::state::links::Asked;
 use crate::state::sched_queue::SchedSender;
-use pbs_proto::mom::ToMom;
 
 /// Serves a scheduler until it disconnects.
 pub async fn serve<S>(server: Arc<Server>, conn: LinkConn<S>, peer: &str)
@@ -151,10 +150,8 @@ fn apply(
     let resuming = (!resumes.is_empty()).then(|| {
         let asked = resumes.iter().map(|a| Asked::Mom { node: a.node.clone(), job_id: a.job_id.clone() }).collect();
         let (ask, answered) = crate::state::links::open_ask(&mut state.links, asked);
-        for a in &resumes {
-            let frame = ToMom::SignalJob { job_id: a.job_id.clone(), signal: "resume".into(), ask };
-            effects.to_moms.push((a.node.clone(), frame));
-        }
+        let signals = resumes.iter().map(|a| (a.node.as_str(), a.job_id.as_str(), "resume"));
+        effects.to_moms.extend(crate::job::signal::frames(signals, ask));
         (ask, answered, resumes)
     });
     // The qrun this answers, if it still waits, and what it hears.

@@ -1,8 +1,11 @@
 //! qsig and qrerun: signals to running jobs (asked of their moms, applied once they
 //! answered), suspend and resume, and requeuing them.
 
+use std::collections::HashMap;
+
 use pbs_core::{JobState, Pbse, Substate};
 use pbs_proto::IdError;
+use pbs_proto::mom::ToMom;
 
 use crate::effects::Effects;
 use crate::error::ReqError;
@@ -74,6 +77,37 @@ pub struct SignalAsk {
     pub node: String,
     /// What is sent: a signal, `suspend` or `resume`.
     pub signal: String,
+}
+
+/// The frames that carry one request's signals (`(node, job id, signal)` each) to the
+/// moms, all answering `ask`: one per mom and signal, a `SignalJobs` for several jobs, so
+/// a mom signalling many jobs finds their processes in one pass over `/proc` and the
+/// request waits for one frame per mom, not one per job. Order is kept within a frame.
+pub fn frames<'a>(signals: impl IntoIterator<Item = (&'a str, &'a str, &'a str)>, ask: u64) -> Vec<(String, ToMom)> {
+    let mut groups: Vec<(&str, &str, Vec<String>)> = Vec::new();
+    // (node, signal) -> its group's place: a round of thousands of jobs stays linear.
+    let mut index: HashMap<(&str, &str), usize> = HashMap::new();
+    for (node, job_id, signal) in signals {
+        let slot = *index.entry((node, signal)).or_insert_with(|| {
+            groups.push((node, signal, Vec::new()));
+            groups.len() - 1
+        });
+        if let Some((_, _, job_ids)) = groups.get_mut(slot) {
+            job_ids.push(job_id.to_string());
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(node, signal, mut job_ids)| {
+            let signal = signal.to_string();
+            let frame = match job_ids.as_mut_slice() {
+                // One job: the frame every mom has always understood.
+                [job_id] => ToMom::SignalJob { job_id: std::mem::take(job_id), signal, ask },
+                _ => ToMom::SignalJobs { job_ids, signal, ask },
+            };
+            (node.to_string(), frame)
+        })
+        .collect()
 }
 
 /// What a qsig asks of the moms, and the ids refused before asking.
@@ -182,4 +216,37 @@ pub fn rerun_jobs(
         let ms_up = job.mother_superior().and_then(|ms| state.node_rt.get(ms)).is_some_and(|rt| rt.up);
         Ok(if force && !ms_up { lost(state, key, ctx.now) } else { begin_end(state, key, EndReason::Rerun, ctx.now) })
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_frame_per_mom_and_signal_in_the_order_asked() {
+        let asked = [
+            ("n1", "1.s", "suspend"),
+            ("n2", "2.s", "suspend"),
+            ("n1", "3.s", "suspend"),
+            ("n1", "4.s", "checkpoint_abort"),
+            ("n1", "5.s", "suspend"),
+        ];
+        let frames = frames(asked, 7);
+        let ids = |ids: &[&str]| ids.iter().map(|id| id.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            frames,
+            vec![
+                (
+                    "n1".to_string(),
+                    ToMom::SignalJobs { job_ids: ids(&["1.s", "3.s", "5.s"]), signal: "suspend".into(), ask: 7 }
+                ),
+                ("n2".to_string(), ToMom::SignalJob { job_id: "2.s".into(), signal: "suspend".into(), ask: 7 }),
+                (
+                    "n1".to_string(),
+                    ToMom::SignalJob { job_id: "4.s".into(), signal: "checkpoint_abort".into(), ask: 7 }
+                ),
+            ]
+        );
+        assert!(super::frames([], 1).is_empty());
+    }
 }

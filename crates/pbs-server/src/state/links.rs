@@ -179,6 +179,7 @@ pub fn send_frames(links: &mut Links, frames: MomFrames) {
                         match frame {
                             ToMom::RunJob { launch } => format!("the start of {}", launch.job_id),
                             ToMom::SignalJob { job_id, .. } => format!("a signal to {job_id}"),
+                            ToMom::SignalJobs { job_ids, .. } => format!("a signal to {} jobs", job_ids.len()),
                             ToMom::KillJob { job_id, .. } => format!("the kill of {job_id}"),
                             ToMom::ForgetJob { job_id } => format!("the forget of {job_id}"),
                             ToMom::ModifyJob { job_id, .. } => format!("the new limits of {job_id}"),
