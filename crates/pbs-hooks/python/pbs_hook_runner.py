@@ -27,7 +27,9 @@ def _setup_fds():
 
 _input, _out_fd = _setup_fds()
 
+import _signal  # noqa: E402
 import builtins  # noqa: E402
+import collections  # noqa: E402
 import json  # noqa: E402
 import linecache  # noqa: E402
 import signal  # noqa: E402
@@ -57,23 +59,31 @@ def _on_alarm(signum, frame):
     _state.pending = True
 
 
+_SIGALRM = int(signal.SIGALRM)
 signal.signal(signal.SIGALRM, _on_alarm)
 
-# hook name -> (script, code): a warm interpreter compiles a hook once per version of it.
+# hook name -> [script, code or None]: a warm interpreter compiles a hook once per version
+# of it. The daemon sends a hook's body once and then events without it (docs/hooks.md), so
+# the body is kept even when it does not compile (each event then fails as the first did).
 _compiled = {}
 
 
 def _code_for(hook, script):
     hit = _compiled.get(hook)
-    if hit is not None and hit[0] == script:
+    if script is None:
+        if hit is None:
+            raise LookupError("no body was sent for hook '%s'" % (hook,))
+        script = hit[0]
+    elif hit is None or hit[0] != script:
+        hit = _compiled[hook] = [script, None]
+    if hit[1] is not None:
         return hit[1]
     filename = "%s.PY" % (hook,)
-    code = compile(script, filename, "exec", dont_inherit=True)
-    _compiled[hook] = (script, code)
     # Tracebacks show the hook's source lines.
     lines = script.splitlines(True)
     linecache.cache[filename] = (len(script), None, lines, filename)
-    return code
+    hit[1] = compile(script, filename, "exec", dont_inherit=True)
+    return hit[1]
 
 
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
@@ -106,23 +116,36 @@ def _answer(rid, accepted=True, reject_message=None, exception=None, alarm=False
     }
 
 
+# Requests the daemon wrote behind the one being run (it writes events that arrive
+# together at once), read while a hook waited for a reply: taken before the pipe.
+_behind = collections.deque()
+
+
 def _query(request):
     """A hook's question to the daemon (pbs.server().jobs() in a periodic hook): write
-    {"op": "query", ...}, read {"op": "reply", ...}. An alarm waits until the reply is
-    read, so no half-read reply is left in the pipe."""
+    {"op": "query", ...}, read {"op": "reply", ...}; requests met before the reply wait
+    their turn in `_behind`. An alarm waits until the reply is read, so no half-read reply
+    is left in the pipe."""
     was_in_hook = _state.in_hook
     _state.in_hook = False
     try:
         line = dict(request)
         line["op"] = "query"
         _write(line)
-        text = _input.readline()
-        if not text:
-            os._exit(0)  # the daemon is gone: nobody to answer
-        reply = json.loads(text)
-        if not isinstance(reply, dict) or reply.get("op") != "reply":
+        while True:
+            text = _input.readline()
+            if not text:
+                os._exit(0)  # the daemon is gone: nobody to answer
+            if b'"reply"' not in text:
+                _behind.append(text)
+                continue
+            reply = json.loads(text)
+            if isinstance(reply, dict) and reply.get("op") == "reply":
+                return reply
+            if isinstance(reply, dict) and reply.get("op") in ("event", "defs"):
+                _behind.append(text)
+                continue
             raise RuntimeError("the daemon answered a query with %r" % (text[:200],))
-        return reply
     finally:
         _state.in_hook = was_in_hook
         if was_in_hook and _state.pending:
@@ -171,7 +194,7 @@ def _event(req, rid):
     type_name = req.get("type")
     if not isinstance(hook, str) or not hook:
         return _answer(rid, False, exception="bad request: 'hook' must be a non-empty string")
-    if not isinstance(script, str):
+    if script is not None and not isinstance(script, str):
         return _answer(rid, False, exception="bad request: 'script' must be a string")
     if type_name not in _hook.EVENT_TYPES:
         return _answer(rid, False, exception="bad request: unknown event type %r" % (type_name,))
@@ -182,6 +205,8 @@ def _event(req, rid):
         return _answer(rid, False, exception="bad request: 'alarm' must be a number")
     try:
         code = _code_for(hook, script)
+    except LookupError as exc:
+        return _answer(rid, False, exception="bad request: %s" % (exc,))
     except Exception as exc:  # noqa: BLE001 - a SyntaxError is the hook's exception
         sys.stderr.write("hook '%s' does not compile:\n" % (hook,))
         traceback.print_exception(type(exc), exc, None, file=sys.stderr)
@@ -195,7 +220,9 @@ def _event(req, rid):
     # A hook may have pointed these elsewhere; the next one starts as the first did.
     sys.stdout = sys.stderr
     if alarm and alarm > 0:
-        signal.signal(signal.SIGALRM, _on_alarm)
+        # The C function: signal.signal's enum conversions cost more than the hook.
+        if _signal.getsignal(_SIGALRM) is not _on_alarm:
+            _signal.signal(_SIGALRM, _on_alarm)
         _state.pending = False
         _state.in_hook = True
         signal.setitimer(signal.ITIMER_REAL, alarm, 0.5)
@@ -268,7 +295,7 @@ def _handle(line):
 def main():
     readline = _input.readline
     while True:
-        line = readline()
+        line = _behind.popleft() if _behind else readline()
         if not line:
             return 0
         if not line.strip():

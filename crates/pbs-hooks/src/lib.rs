@@ -8,7 +8,7 @@ use std::io;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
-pub use pool::{Owner, Pool, RunError};
+pub use pool::{Owner, Pool, Queries, RunError};
 pub use protocol::{
     Answer, Change, Changes, Defs, Event, HookRun, JobData, LogEntry, ObjectData, Query, QueryReply, Requestor, Value,
 };

@@ -1,15 +1,22 @@
 //! A pool of warm Python interpreters, each running the runner and one event at a time, as
 //! root or as one job owner (`user=pbsuser`).
 //!
-//! An event takes an idle interpreter of its owner (or starts one, up to the pool's size),
-//! writes one line and reads one answer. Idle interpreters are kept per owner (root is
-//! one): an interpreter only ever runs events of the identity it was started as, never a
-//! user's event in root's interpreter nor one user's in another's. At most `size`
-//! interpreters are kept idle and of at most `max_owners` distinct users; past that the
-//! least recently used go. An interpreter that does not answer in its alarm and a grace
-//! period, that dies, or that writes something that is not an answer, is killed and
-//! dropped: the next event starts a new one, so one bad hook never takes the pool down.
+//! Events wait in one queue, in order. At most `size` drivers run at once, each with one
+//! interpreter: a driver takes the first waiting event and the others of the same owner
+//! that wait behind it (up to a bound of events and bytes) and writes them to its
+//! interpreter in one write, then reads their answers in order, so events that arrive
+//! together cost the interpreter one wakeup, not one each. Idle interpreters are kept per
+//! owner (root is one): an interpreter only ever runs events of the identity it was
+//! started as, never a user's event in root's interpreter nor one user's in another's. At
+//! most `size` interpreters are kept idle and of at most `max_owners` distinct users; past
+//! that the least recently used go. An interpreter is sent a hook's body once; later
+//! events of the same body name the hook alone. An interpreter that does not answer an
+//! event in its alarm and a grace period, that dies, or that writes something that is not
+//! an answer, is killed and dropped, that event fails, and the events written behind it
+//! wait again for the next interpreter: one bad hook never fails another's event nor
+//! takes the pool down.
 
+use std::collections::{HashMap, VecDeque};
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -20,7 +27,7 @@ use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
-use tokio::sync::{OnceCell, Semaphore};
+use tokio::sync::{OnceCell, oneshot};
 
 use crate::protocol::{Answer, Defs, Event, Query, QueryReply};
 
@@ -30,6 +37,17 @@ pub const ALARM_GRACE: Duration = Duration::from_secs(2);
 
 /// Distinct users whose idle interpreters a pool keeps unless told otherwise.
 pub const DEFAULT_MAX_OWNERS: usize = 8;
+
+/// Most events one write to an interpreter carries.
+const MAX_BATCH: usize = 32;
+
+/// Most bytes of events one write carries past its first event: well under a pipe's
+/// capacity (64 KiB), so the write never waits for the interpreter, which may be writing
+/// the first answers meanwhile.
+const MAX_BATCH_BYTES: usize = 32 * 1024;
+
+/// Answers a running hook's questions (`pbs.server().jobs()`, `.queue(name)`).
+pub type Queries = Arc<dyn Fn(&Query) -> QueryReply + Send + Sync>;
 
 /// Whom an interpreter runs as when not root: a job's owner as the caller resolved and
 /// checked it. Its supplementary groups are the owner's (`getgrouplist` of `name` and
@@ -60,6 +78,48 @@ pub enum RunError {
     Unavailable(String),
 }
 
+/// An event waiting for an interpreter, and where its answer goes.
+struct Waiting {
+    owner: Option<Owner>,
+    event: Event,
+    queries: Option<Queries>,
+    answer: oneshot::Sender<Result<Answer, RunError>>,
+}
+
+/// The events waiting, in order, and how many drivers run.
+#[derive(Default)]
+struct Queue {
+    waiting: VecDeque<Waiting>,
+    drivers: usize,
+}
+
+impl Queue {
+    /// The first waiting event and those of the same owner behind it, in order, at most
+    /// `MAX_BATCH`.
+    fn take_batch(&mut self) -> Vec<Waiting> {
+        let Some(first) = self.waiting.pop_front() else { return Vec::new() };
+        let mut batch = vec![first];
+        let mut index = 0;
+        while index < self.waiting.len() && batch.len() < MAX_BATCH {
+            if self.waiting[index].owner == batch[0].owner {
+                if let Some(next) = self.waiting.remove(index) {
+                    batch.push(next);
+                }
+            } else {
+                index += 1;
+            }
+        }
+        batch
+    }
+
+    /// Puts `events` back at the front, in their order.
+    fn put_back(&mut self, events: impl DoubleEndedIterator<Item = Waiting>) {
+        for event in events.rev() {
+            self.waiting.push_front(event);
+        }
+    }
+}
+
 struct Interpreter {
     /// Whom it runs as (`None`: root, the daemon itself).
     owner: Option<Owner>,
@@ -68,6 +128,9 @@ struct Interpreter {
     stdout: BufReader<ChildStdout>,
     /// The definitions generation it was last sent.
     defs_sent: Option<u64>,
+    /// The body it was last sent of each hook: the runner keeps it, so an event of the same
+    /// body does not carry it again.
+    scripts: HashMap<String, Arc<str>>,
 }
 
 struct Inner {
@@ -80,7 +143,7 @@ struct Inner {
     /// The pool's size: interpreters running at once, and kept idle.
     size: usize,
     max_owners: AtomicUsize,
-    slots: Semaphore,
+    queue: Mutex<Queue>,
     /// The generation and line of the current definitions.
     defs: Mutex<Option<(u64, Arc<str>)>>,
     next_id: AtomicU64,
@@ -106,7 +169,7 @@ impl Pool {
                 idle: Mutex::new(Idle::default()),
                 size: size.max(1),
                 max_owners: AtomicUsize::new(DEFAULT_MAX_OWNERS),
-                slots: Semaphore::new(size.max(1)),
+                queue: Mutex::new(Queue::default()),
                 defs: Mutex::new(None),
                 next_id: AtomicU64::new(1),
                 label,
@@ -155,64 +218,95 @@ impl Pool {
             self.put_idle(interpreter);
             return;
         }
+        {
+            let mut queue = lock(&self.inner.queue);
+            if queue.drivers >= self.inner.size {
+                return;
+            }
+            queue.drivers += 1;
+        }
         let pool = self.clone();
         tokio::spawn(async move {
-            let Ok(_slot) = pool.inner.slots.acquire().await else { return };
             match pool.spawn(None).await {
                 Ok(interpreter) => pool.put_idle(interpreter),
                 Err(e) => tracing::warn!(error = %e, "hook interpreter could not be started"),
             }
+            // Events that came meanwhile are this driver's.
+            pool.drive().await;
         });
     }
 
     /// Runs one event as root and gives the hook's answer.
     pub async fn run(&self, event: Event) -> Result<Answer, RunError> {
-        self.run_as(None, event).await
+        self.submit(None, event, None).await
     }
 
     /// Runs one event as `owner` (root when `None`) and gives the hook's answer. The
     /// event goes only to an interpreter started as exactly that owner.
     pub async fn run_as(&self, owner: Option<&Owner>, event: Event) -> Result<Answer, RunError> {
-        self.run_inner(owner, event, &|_: &Query| QueryReply::default()).await
+        self.submit(owner.cloned(), event, None).await
     }
 
-    /// Runs one event whose hook may ask for jobs while it runs (a periodic hook's
-    /// `pbs.server().jobs()`): `queries` answers each question.
-    pub async fn run_with_queries(
-        &self,
-        event: Event,
-        queries: &(dyn Fn(&Query) -> QueryReply + Sync),
-    ) -> Result<Answer, RunError> {
-        self.run_inner(None, event, queries).await
+    /// Runs one event (as root) whose hook may ask the daemon questions while it runs (a
+    /// periodic hook's `pbs.server().jobs()`, any hook's `pbs.server().queue()`):
+    /// `queries` answers each.
+    pub async fn run_with_queries(&self, event: Event, queries: Queries) -> Result<Answer, RunError> {
+        self.submit(None, event, Some(queries)).await
     }
 
-    async fn run_inner(
-        &self,
-        owner: Option<&Owner>,
-        mut event: Event,
-        queries: &(dyn Fn(&Query) -> QueryReply + Sync),
-    ) -> Result<Answer, RunError> {
-        let _slot = self.inner.slots.acquire().await.map_err(|_| RunError::Unavailable("pool closed".into()))?;
-        let mut interpreter = match self.take_idle(owner) {
-            Some(interpreter) => interpreter,
-            None => self.spawn(owner.cloned()).await?,
+    /// Queues the event and, when fewer than `size` drivers run, starts one; waits for the
+    /// answer. The driver is a task of its own, so an event written to an interpreter is
+    /// answered even if the caller that brought it stops waiting.
+    async fn submit(&self, owner: Option<Owner>, event: Event, queries: Option<Queries>) -> Result<Answer, RunError> {
+        let (answer, answered) = oneshot::channel();
+        let start_driver = {
+            let mut queue = lock(&self.inner.queue);
+            queue.waiting.push_back(Waiting { owner, event, queries, answer });
+            let start = queue.drivers < self.inner.size;
+            if start {
+                queue.drivers += 1;
+            }
+            start
         };
-        event.id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
-        let deadline = Duration::from_secs(event.alarm.max(1)) + ALARM_GRACE;
-        let outcome = tokio::time::timeout(deadline, self.exchange(&mut interpreter, &event, queries)).await;
-        match outcome {
-            Ok(Ok(answer)) => {
-                self.put_idle(interpreter);
-                Ok(answer)
-            }
-            Ok(Err(e)) => {
-                let _ = interpreter.child.start_kill();
-                Err(e)
-            }
-            Err(_) => {
-                tracing::warn!(hook = %event.hook, "hook interpreter did not answer in time: killed");
-                let _ = interpreter.child.start_kill();
-                Err(RunError::Alarm)
+        if start_driver {
+            let pool = self.clone();
+            tokio::spawn(async move { pool.drive().await });
+        }
+        answered.await.unwrap_or_else(|_| Err(RunError::Crashed("the hook pool stopped".into())))
+    }
+
+    /// One driver: takes batches of waiting events until none wait, each to an idle
+    /// interpreter of its owner or a new one.
+    async fn drive(self) {
+        loop {
+            let batch = {
+                let mut queue = lock(&self.inner.queue);
+                let batch = queue.take_batch();
+                if batch.is_empty() {
+                    queue.drivers -= 1;
+                    return;
+                }
+                batch
+            };
+            let owner = batch[0].owner.clone();
+            let mut interpreter = match self.take_idle(owner.as_ref()) {
+                Some(interpreter) => interpreter,
+                None => match self.spawn(owner).await {
+                    Ok(interpreter) => interpreter,
+                    Err(e) => {
+                        for waiting in batch {
+                            let _ = waiting.answer.send(Err(e.clone()));
+                        }
+                        continue;
+                    }
+                },
+            };
+            match self.run_batch(&mut interpreter, batch).await {
+                Ok(()) => self.put_idle(interpreter),
+                Err(unrun) => {
+                    let _ = interpreter.child.start_kill();
+                    lock(&self.inner.queue).put_back(unrun.into_iter());
+                }
             }
         }
     }
@@ -242,12 +336,11 @@ impl Pool {
         drop(evicted);
     }
 
-    async fn exchange(
-        &self,
-        interpreter: &mut Interpreter,
-        event: &Event,
-        queries: &(dyn Fn(&Query) -> QueryReply + Sync),
-    ) -> Result<Answer, RunError> {
+    /// Writes `batch` to `interpreter` in one write (what fits; the rest waits again) and
+    /// hands each answer to its event as it comes. On a failure the failing event gets
+    /// it, and the events written behind it, which never ran, are given back to wait
+    /// again: the interpreter is then to be killed.
+    async fn run_batch(&self, interpreter: &mut Interpreter, batch: Vec<Waiting>) -> Result<(), Vec<Waiting>> {
         let defs = lock(&self.inner.defs).clone();
         let mut out = Vec::new();
         if let Some((generation, line)) = defs {
@@ -256,13 +349,70 @@ impl Pool {
                 interpreter.defs_sent = Some(generation);
             }
         }
-        let line = serde_json::to_vec(&EventLine { op: "event", event })
-            .map_err(|e| RunError::Crashed(format!("event not written: {e}")))?;
-        out.extend_from_slice(&line);
-        out.push(b'\n');
+        let first_at = out.len();
+        let mut written = VecDeque::with_capacity(batch.len());
+        let mut batch = batch.into_iter();
+        while let Some(mut waiting) = batch.next() {
+            waiting.event.id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
+            let known = interpreter.scripts.get(&waiting.event.hook).is_some_and(|s| *s == waiting.event.script);
+            let line =
+                EventLine { op: "event", event: &waiting.event, script: (!known).then_some(&*waiting.event.script) };
+            let before = out.len();
+            if let Err(e) = serde_json::to_writer(&mut out, &line) {
+                out.truncate(before);
+                let _ = waiting.answer.send(Err(RunError::Crashed(format!("event not written: {e}"))));
+                continue;
+            }
+            out.push(b'\n');
+            if !written.is_empty() && out.len() - first_at > MAX_BATCH_BYTES {
+                // Past the bound: it and the rest wait for the next write.
+                out.truncate(before);
+                let mut rest = vec![waiting];
+                rest.extend(batch);
+                lock(&self.inner.queue).put_back(rest.into_iter());
+                break;
+            }
+            if !known {
+                interpreter.scripts.insert(waiting.event.hook.clone(), waiting.event.script.clone());
+            }
+            written.push_back(waiting);
+        }
+        let Some(first) = written.front() else { return Ok(()) };
         let broken = |e: std::io::Error| RunError::Crashed(e.to_string());
-        interpreter.stdin.write_all(&out).await.map_err(broken)?;
-        interpreter.stdin.flush().await.map_err(broken)?;
+        let deadline = Duration::from_secs(first.event.alarm.max(1)) + ALARM_GRACE;
+        let wrote = async {
+            interpreter.stdin.write_all(&out).await.map_err(broken)?;
+            interpreter.stdin.flush().await.map_err(broken)
+        };
+        match tokio::time::timeout(deadline, wrote).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => return Err(fail_first(written, e)),
+            Err(_) => return Err(fail_first(written, RunError::Alarm)),
+        }
+        // The runner takes them in order: each one's alarm runs from the answer before it.
+        while let Some(waiting) = written.pop_front() {
+            let deadline = Duration::from_secs(waiting.event.alarm.max(1)) + ALARM_GRACE;
+            let answered = tokio::time::timeout(deadline, Self::answer(interpreter, &waiting)).await;
+            let result = match answered {
+                Ok(Ok(answer)) => Ok(answer),
+                Ok(Err(e)) => Err(e),
+                Err(_) => {
+                    tracing::warn!(hook = %waiting.event.hook, "hook interpreter did not answer in time: killed");
+                    Err(RunError::Alarm)
+                }
+            };
+            let failed = result.is_err();
+            let _ = waiting.answer.send(result);
+            if failed {
+                return Err(written.into());
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads the answer to `waiting`'s event, answering the hook's questions meanwhile.
+    async fn answer(interpreter: &mut Interpreter, waiting: &Waiting) -> Result<Answer, RunError> {
+        let broken = |e: std::io::Error| RunError::Crashed(e.to_string());
         let answer = loop {
             let mut line = String::new();
             let read = interpreter.stdout.read_line(&mut line).await.map_err(broken)?;
@@ -277,15 +427,15 @@ impl Pool {
             }
             let query: Query =
                 serde_json::from_value(value).map_err(|e| RunError::Crashed(format!("bad query: {e}")))?;
-            let reply = queries(&query);
+            let reply = waiting.queries.as_ref().map(|queries| queries(&query)).unwrap_or_default();
             let mut out = serde_json::to_vec(&ReplyLine { op: "reply", reply: &reply })
                 .map_err(|e| RunError::Crashed(format!("reply not written: {e}")))?;
             out.push(b'\n');
             interpreter.stdin.write_all(&out).await.map_err(broken)?;
             interpreter.stdin.flush().await.map_err(broken)?;
         };
-        if answer.id != Some(event.id) {
-            return Err(RunError::Crashed(format!("answer to event {:?}, not {}", answer.id, event.id)));
+        if answer.id != Some(waiting.event.id) {
+            return Err(RunError::Crashed(format!("answer to event {:?}, not {}", answer.id, waiting.event.id)));
         }
         Ok(answer)
     }
@@ -351,7 +501,14 @@ impl Pool {
                 tracing::info!(event = "0100", object_type = "Hook", object_name = label, "[pid {pid}{who}] {line}");
             }
         });
-        Ok(Interpreter { owner, child, stdin, stdout: BufReader::new(stdout), defs_sent: None })
+        Ok(Interpreter {
+            owner,
+            child,
+            stdin,
+            stdout: BufReader::new(stdout),
+            defs_sent: None,
+            scripts: HashMap::new(),
+        })
     }
 }
 
@@ -503,11 +660,22 @@ struct ReplyLine<'a> {
     reply: &'a QueryReply,
 }
 
+/// An event as written: its body only when the interpreter does not have it yet.
 #[derive(serde::Serialize)]
 struct EventLine<'a> {
     op: &'static str,
     #[serde(flatten)]
     event: &'a Event,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    script: Option<&'a str>,
+}
+
+/// The first of `written` fails with `error`; the rest, never run, wait again.
+fn fail_first(mut written: VecDeque<Waiting>, error: RunError) -> Vec<Waiting> {
+    if let Some(first) = written.pop_front() {
+        let _ = first.answer.send(Err(error));
+    }
+    written.into()
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

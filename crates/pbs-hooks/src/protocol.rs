@@ -75,7 +75,8 @@ pub struct Event {
     /// The event (`queuejob`, `modifyjob`...).
     #[serde(rename = "type")]
     pub event_type: &'static str,
-    /// The hook's body.
+    /// The hook's body (written by the pool, only to an interpreter that does not have it).
+    #[serde(skip_serializing)]
     pub script: Arc<str>,
     /// Seconds it may run.
     pub alarm: u64,

@@ -83,19 +83,20 @@ async fn run_hooks(
 ) -> Result<(), ReqError> {
     let Seen { who, id, job_o } = seen;
     let origin = format!("Server@{}", server.config.host);
+    // The server and its queues may be read while a hook runs (other jobs only in
+    // periodic hooks).
+    let reader = server.clone();
+    let queries: pbs_hooks::Queries = Arc::new(move |query: &pbs_hooks::Query| pbs_hooks::QueryReply {
+        object: crate::objects::for_hook(&reader.lock().state, query),
+        ..pbs_hooks::QueryReply::default()
+    });
     for run in runs {
         let mut job = event::submitted_job(attrs);
         job.id = id.clone();
         let hook_event = Event { job: Some(job), job_o: job_o.clone(), ..Event::new(run, event.name(), who) };
-        // The server and its queues may be read while it runs (other jobs only in
-        // periodic hooks).
-        let queries = |query: &pbs_hooks::Query| pbs_hooks::QueryReply {
-            object: crate::objects::for_hook(&server.lock().state, query),
-            ..pbs_hooks::QueryReply::default()
-        };
         let answer = server
             .hooks
-            .run_with_queries(hook_event, &queries)
+            .run_with_queries(hook_event, queries.clone())
             .await
             .map_err(|e| event::failure(event, &run.name, &e))?;
         event::verdict(event, &run.name, &origin, &answer)?;

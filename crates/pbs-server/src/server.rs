@@ -275,13 +275,14 @@ impl Server {
         tokio::spawn(async move {
             server.sync_hook_defs(&server.lock().state);
             let event = crate::hooks::periodic::event(&run, &server.config.host);
-            let queries = |query: &pbs_hooks::Query| {
-                let shared = server.lock();
+            let reader = server.clone();
+            let queries: pbs_hooks::Queries = Arc::new(move |query: &pbs_hooks::Query| {
+                let shared = reader.lock();
                 let mut reply = crate::hooks::periodic::answer_query(&shared.state, query);
                 reply.object = crate::objects::for_hook(&shared.state, query);
                 reply
-            };
-            let result = server.hooks.run_with_queries(event, &queries).await;
+            });
+            let result = server.hooks.run_with_queries(event, queries).await;
             let mut guard = server.lock();
             let shared = &mut *guard;
             let now = chrono::Utc::now().timestamp();

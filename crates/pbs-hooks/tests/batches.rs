@@ -1,0 +1,116 @@
+//! Events that wait together, on real `python3` processes: each gets its own answer when
+//! several are written to one interpreter at once, a hook that kills its interpreter or
+//! asks the daemon a question in the middle of them fails or delays only itself, and a
+//! hook's body reaches an interpreter again whenever it changed.
+
+// A test stops loudly at what it did not expect.
+#![allow(clippy::expect_used)]
+
+use std::sync::Arc;
+
+use pbs_hooks::{Event, JobData, ObjectData, Pool, QueryReply, RunError, Value};
+
+fn pool_of(lib: &std::path::Path, size: usize) -> Pool {
+    let pool = Pool::new(pbs_hooks::pool::runner_in(lib), None, size, "test");
+    pool.set_defs(1, &pbs_hooks::definitions("s", &pbs_core::resource::ResourceRegistry::new()));
+    pool
+}
+
+fn event(hook: &str, script: &str, name: &str) -> Event {
+    let attrs = [("Job_Name".to_string(), Value::Text(name.to_string()))].into_iter().collect();
+    Event {
+        id: 0,
+        hook: hook.into(),
+        event_type: "queuejob",
+        script: script.into(),
+        alarm: 20,
+        debug: false,
+        requestor: "u".into(),
+        requestor_host: "h".into(),
+        job: Some(JobData { id: None, attrs }),
+        job_o: None,
+        jobs: None,
+        vnodes: None,
+    }
+}
+
+const ECHO: &str = "import pbs\npbs.logmsg(pbs.LOG_DEBUG, pbs.event().job.Job_Name)\n";
+const SLOW: &str = "import time\ntime.sleep(0.5)\n";
+const DIE: &str = "import os\nos._exit(3)\n";
+const ASK: &str = "import pbs\nq = pbs.server().queue('workq')\npbs.logmsg(pbs.LOG_DEBUG, '%s %s' % (pbs.event().job.Job_Name, q.queue_type))\n";
+
+fn logged(answer: &pbs_hooks::Answer) -> Vec<String> {
+    answer.log.iter().map(|entry| entry.msg.clone()).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_written_together_get_their_own_answers_and_a_dying_hook_fails_only_its_event() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let lib = dir.path().join("lib");
+    pbs_hooks::install(&lib).expect("install");
+    // One interpreter: while the slow hook runs, the others wait and go in one write.
+    let pool = pool_of(&lib, 1);
+    let queries: pbs_hooks::Queries = Arc::new(|query: &pbs_hooks::Query| QueryReply {
+        object: (query.what == "queue").then(|| ObjectData {
+            name: query.name.clone().unwrap_or_default(),
+            attrs: [("queue_type".to_string(), "Execution".to_string())].into_iter().collect(),
+        }),
+        ..QueryReply::default()
+    });
+    let slow = tokio::spawn({
+        let pool = pool.clone();
+        async move { pool.run(event("slow", SLOW, "first")).await }
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    let mut waiting = Vec::new();
+    for i in 0..12 {
+        let pool = pool.clone();
+        let queries = queries.clone();
+        waiting.push(tokio::spawn(async move {
+            let name = format!("job{i}");
+            match i {
+                4 => pool.run(event("die", DIE, &name)).await,
+                7 => pool.run_with_queries(event("ask", ASK, &name), queries).await,
+                _ => pool.run(event("echo", ECHO, &name)).await,
+            }
+        }));
+    }
+    assert!(slow.await.expect("joined").expect("answered").accepted);
+    for (i, handle) in waiting.into_iter().enumerate() {
+        let result = handle.await.expect("joined");
+        match i {
+            4 => assert!(matches!(result, Err(RunError::Crashed(_))), "the dying hook's event: {result:?}"),
+            7 => {
+                let answer = result.expect("the asking hook answered");
+                assert_eq!(logged(&answer), vec![format!("job{i} Execution")], "{answer:?}");
+            }
+            _ => {
+                let answer = result.expect("answered");
+                assert!(answer.accepted, "{answer:?}");
+                assert_eq!(logged(&answer), vec![format!("job{i}")], "event {i} got another's answer");
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hooks_changed_body_runs_and_an_unchanged_one_runs_as_sent() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let lib = dir.path().join("lib");
+    pbs_hooks::install(&lib).expect("install");
+    let pool = pool_of(&lib, 1);
+    let says = |word: &str| format!("import pbs\npbs.logmsg(pbs.LOG_DEBUG, '{word}')\n");
+    let mut heard = Vec::new();
+    for body in [says("a"), says("a"), says("b"), says("b"), says("a")] {
+        let answer = pool.run(event("h", &body, "j")).await.expect("answered");
+        heard.extend(logged(&answer));
+    }
+    assert_eq!(heard, ["a", "a", "b", "b", "a"]);
+    // A body that does not compile fails each of its events alike, sent or not.
+    for _ in 0..2 {
+        let answer = pool.run(event("h", "def (:\n", "j")).await.expect("answered");
+        assert!(answer.exception.as_deref().is_some_and(|e| e.starts_with("SyntaxError")), "{answer:?}");
+    }
+    let answer = pool.run(event("h", &says("c"), "j")).await.expect("answered");
+    assert_eq!(logged(&answer), ["c"]);
+}
