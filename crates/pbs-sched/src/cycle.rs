@@ -677,11 +677,19 @@ fn try_alternatives(
         )
     };
     // Jobs asking the same alternatives (the job's own request) share what became of them:
-    // once every alternative is known to fail this cycle, a later such job looks at none.
+    // once every alternative is known to fail this cycle, a later such job looks at none,
+    // and costs what a plain job of a failed class costs (its own view shows the first's
+    // comment; the first is read only where accrual or a plan needs its amounts).
     let whole = class_of(job);
-    let whole_known = ctx.classes.contains_key(&whole);
+    if !ctx.blocked
+        && let Some((failure, comment)) = ctx.classes.get(&whole)
+    {
+        let (failure, comment) = (failure.clone(), comment.clone());
+        known_failure(world, ctx, queue, (first, job), None, &failure, Some(comment.as_str()));
+        return Tried::Failed;
+    }
     let mut looked = false;
-    if !ctx.blocked && !whole_known {
+    if !ctx.blocked {
         for (k, alternative) in alternatives.iter().enumerate() {
             let key = class_of(alternative);
             if ctx.classes.contains_key(&key) {
@@ -709,12 +717,38 @@ fn try_alternatives(
         ctx.out.considered.push(LogEvent::job("0040", &job.view.id, crate::jobset::NONE_SATISFIED));
     }
     let tried = try_job(world, ctx, queue, first, class_of(first), None, &job.view.id, true);
-    if tried == Tried::Failed && !whole_known && alternatives.iter().all(|a| ctx.classes.contains_key(&class_of(a))) {
+    if tried == Tried::Failed && alternatives.iter().all(|a| ctx.classes.contains_key(&class_of(a))) {
         if let Some(known) = ctx.classes.get(&class_of(first)).cloned() {
             ctx.classes.insert(whole, known);
         }
     }
     tried
+}
+
+/// A job of a class already known to fail this cycle: the class's comment and the job's
+/// accrual, and under strict ordering or starvation its plan. `(tried, shown)`: the job as
+/// tried (an alternative, whose amounts and durations count) and the job the server knows
+/// (whose comment and id the update names). They are one job but for OR-ed selects, where
+/// the job's own view stands for its alternatives (they share its comment, id and
+/// attributes), so a job whose alternatives are all known to fail reads none of them
+/// unless accrual or a plan needs their amounts.
+fn known_failure(
+    world: &World<'_>,
+    ctx: &mut Ctx,
+    queue: &QueueCtx<'_>,
+    (tried, shown): (&Job, &Job),
+    array_limit: Option<Option<u64>>,
+    failure: &Failure,
+    comment: Option<&str>,
+) {
+    let accrue = ctx.accrue_for(world.m, queue, tried, &failure.reason);
+    note_not_run(&mut ctx.out, shown, comment, accrue);
+    if failure.status == Status::NotRun
+        && (ctx.policy.strict_ordering
+            || (ctx.policy.help_starving_jobs && starve_amount(world.m, shown, ctx.now).is_some()))
+    {
+        strict_failure(world, ctx, queue, tried, array_limit, failure);
+    }
 }
 
 /// What became of one try.
@@ -748,14 +782,7 @@ fn try_job(
     }
     if let Some((failure, comment)) = ctx.classes.get(&key) {
         let (failure, comment) = (failure.clone(), comment.clone());
-        let accrue = ctx.accrue_for(world.m, queue, job, &failure.reason);
-        note_not_run(&mut ctx.out, job, may_comment.then_some(comment.as_str()), accrue);
-        if failure.status == Status::NotRun
-            && (ctx.policy.strict_ordering
-                || (ctx.policy.help_starving_jobs && starve_amount(world.m, job, ctx.now).is_some()))
-        {
-            strict_failure(world, ctx, queue, job, array_limit, &failure);
-        }
+        known_failure(world, ctx, queue, (job, job), array_limit, &failure, may_comment.then_some(comment.as_str()));
         return Tried::Failed;
     }
     let now = ctx.now;

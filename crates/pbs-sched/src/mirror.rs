@@ -866,6 +866,9 @@ impl Mirror {
         request
     }
 
+    /// What a request is made of: select, place and `Resource_List`, and for OR-ed selects
+    /// `sched_job_wide` too (the alternatives' job-wide resources come from it), so jobs of
+    /// one request, the equivalence class of the cycle, always ask the same alternatives.
     fn request_key(job: &SchedJob) -> String {
         let mut key = String::with_capacity(64 + job.select.len() + job.place.len());
         key.push_str(&job.select);
@@ -876,6 +879,12 @@ impl Mirror {
             key.push_str(name);
             key.push('=');
             key.push_str(value);
+        }
+        if pbs_core::orselect::is_ored(&job.select)
+            && let Some(job_wide) = job.attrs.iter().find(|a| a.name() == "sched_job_wide")
+        {
+            key.push_str("\u{1}sched_job_wide=");
+            key.push_str(job_wide.value());
         }
         key
     }
@@ -1049,7 +1058,8 @@ impl Mirror {
                             request,
                             array,
                             job_set: None,
-                            key: None,
+                            // The job's place: an alternative starves when its job does.
+                            key,
                             alternatives: None,
                             alternative,
                         }
