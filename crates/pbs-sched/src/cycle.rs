@@ -453,10 +453,11 @@ pub(crate) fn starve_amount(m: &Mirror, job: &Job, now: i64) -> Option<i64> {
 /// every job that shows them and is not a top job this cycle: it ran, or it is no longer
 /// among the top jobs.
 fn clear_stale_estimates(m: &Mirror, ctx: &mut Ctx) {
-    const ESTIMATES: [&str; 2] = ["estimated.start_time", "estimated.exec_vnode"];
-    for job in m.jobs.iter().flatten() {
-        let set: Vec<&str> =
-            ESTIMATES.into_iter().filter(|name| crate::walltime::attr(&job.view, name).is_some()).collect();
+    for job in m.estimated.iter().filter_map(|&slot| m.job(slot)) {
+        let set: Vec<&str> = crate::mirror::ESTIMATES
+            .into_iter()
+            .filter(|name| crate::walltime::attr(&job.view, name).is_some())
+            .collect();
         if set.is_empty() || ctx.tops.contains(&job.view.id) {
             continue;
         }

@@ -314,6 +314,18 @@ pub struct Mirror {
     /// to start.
     pub(crate) subjobs_present: HashMap<u64, BTreeSet<u64>>,
     pub(crate) pending: HashMap<String, Pending>,
+    /// Slots of the jobs whose view shows an estimate (`estimated.start_time` or
+    /// `estimated.exec_vnode`), in slot order: what a cycle clears on jobs that are not
+    /// top jobs, found without reading every job's attributes each cycle.
+    pub(crate) estimated: BTreeSet<u32>,
+}
+
+/// The estimates a cycle publishes for top jobs and clears on the others.
+pub(crate) const ESTIMATES: [&str; 2] = ["estimated.start_time", "estimated.exec_vnode"];
+
+/// Whether a job's view shows an estimate a cycle may have to clear.
+fn shows_estimate(view: &SchedJob) -> bool {
+    view.attrs.iter().any(|a| ESTIMATES.contains(&a.name()) && !a.value().is_empty())
 }
 
 fn attr_map(attrs: &[Attr]) -> impl Iterator<Item = (&str, &str)> {
@@ -364,6 +376,7 @@ impl Mirror {
             array_running: HashMap::new(),
             subjobs_present: HashMap::new(),
             pending: HashMap::new(),
+            estimated: BTreeSet::new(),
         };
         mirror.set_server(&snapshot.server);
         mirror.set_sched(&snapshot.sched);
@@ -477,6 +490,11 @@ impl Mirror {
                         }
                     }
                 }
+            }
+            if shows_estimate(&job.view) {
+                self.estimated.insert(slot);
+            } else {
+                self.estimated.remove(&slot);
             }
         }
     }
@@ -977,6 +995,7 @@ impl Mirror {
         self.pending.remove(id);
         let Some(slot) = self.job_by_id.remove(id) else { return };
         self.unindex_job(slot);
+        self.estimated.remove(&slot);
         if self.jobs[slot as usize].as_ref().is_some_and(Job::running) {
             self.count_running(slot, -1);
         }
@@ -1070,6 +1089,9 @@ impl Mirror {
         let job_set = crate::jobset::set_of(&view);
         let job = Job { view, user, group, project, request, array, job_set, key, alternatives, alternative: None };
         let array_slot = job.array_slot();
+        if shows_estimate(&job.view) {
+            self.estimated.insert(slot);
+        }
         self.jobs[slot as usize] = Some(job);
         self.job_by_id.insert(id, slot);
         if running {
