@@ -600,7 +600,7 @@ fn handle_job(world: &mut World<'_>, ctx: &mut Ctx, queue: &QueueCtx<'_>, slot: 
                 // marks the array begun and comments `Job Array Began at ...`; OpenPBS
                 // does not overwrite that.
                 let may_comment = !begun && !world.array_running.contains_key(&seq);
-                match try_job(world, ctx, queue, job, key, Some(*max_run), &sub_id, may_comment) {
+                match try_job(world, ctx, queue, (job, job), key, Some(*max_run), &sub_id, may_comment) {
                     Tried::Started => {}
                     Tried::HeldByLimit => {
                         ctx.out.log.push(LogEvent::max_run_subjobs(&job.view.id));
@@ -626,7 +626,7 @@ fn handle_job(world: &mut World<'_>, ctx: &mut Ctx, queue: &QueueCtx<'_>, slot: 
                 ArrayRole::Parent { max_run, .. } => max_run,
                 _ => None,
             });
-            if try_job(world, ctx, queue, job, key, Some(max_run), &job.view.id, true) == Tried::HeldByLimit {
+            if try_job(world, ctx, queue, (job, job), key, Some(max_run), &job.view.id, true) == Tried::HeldByLimit {
                 ctx.out.log.push(LogEvent::max_run_subjobs(&parent_id));
             }
         }
@@ -635,7 +635,7 @@ fn handle_job(world: &mut World<'_>, ctx: &mut Ctx, queue: &QueueCtx<'_>, slot: 
             // set's member, tried only in its set's turn.
             let try_it = |world: &mut World<'_>, ctx: &mut Ctx| match job.alternatives.as_deref() {
                 Some(alternatives) => try_alternatives(world, ctx, queue, job, alternatives),
-                None => try_job(world, ctx, queue, job, key, None, &job.view.id, true),
+                None => try_job(world, ctx, queue, (job, job), key, None, &job.view.id, true),
             };
             match job.job_set {
                 None => {
@@ -699,7 +699,7 @@ fn try_alternatives(
             looked = true;
             match evaluate(world, alternative, queue, None, false) {
                 Ok(_) => {
-                    if try_job(world, ctx, queue, alternative, key, None, &job.view.id, true) == Tried::Started {
+                    if try_job(world, ctx, queue, (alternative, job), key, None, &job.view.id, true) == Tried::Started {
                         return Tried::Started;
                     }
                 }
@@ -717,7 +717,7 @@ fn try_alternatives(
     if looked || !ctx.classes.contains_key(&class_of(first)) {
         ctx.out.considered.push(LogEvent::job("0040", &job.view.id, crate::jobset::NONE_SATISFIED));
     }
-    let tried = try_job(world, ctx, queue, first, class_of(first), None, &job.view.id, true);
+    let tried = try_job(world, ctx, queue, (first, job), class_of(first), None, &job.view.id, true);
     if tried == Tried::Failed && alternatives.iter().all(|a| ctx.classes.contains_key(&class_of(a))) {
         if let Some(known) = ctx.classes.get(&class_of(first)).cloned() {
             ctx.classes.insert(whole, known);
@@ -763,13 +763,14 @@ enum Tried {
 }
 
 /// Tries to start `run_id` (the job, or a subjob of it); comments on the job when it
-/// cannot, if `may_comment`.
+/// cannot, if `may_comment`. `(job, shown)`: the job as tried (an alternative of an OR-ed
+/// select) and the job whose view the server knows, whose comment it compares and names.
 #[allow(clippy::too_many_arguments)] // the cycle state, then what to try
 fn try_job(
     world: &mut World<'_>,
     ctx: &mut Ctx,
     queue: &QueueCtx<'_>,
-    job: &Job,
+    (job, shown): (&Job, &Job),
     key: ClassKey,
     array_limit: Option<Option<u64>>,
     run_id: &str,
@@ -778,12 +779,12 @@ fn try_job(
     if ctx.blocked {
         let comment = Failure::not_run(Reason::StrictOrdering).comment();
         let accrue = ctx.accrue_for(world.m, queue, job, &Reason::StrictOrdering);
-        note_not_run(&mut ctx.out, job, may_comment.then_some(comment.as_str()), accrue);
+        note_not_run(&mut ctx.out, shown, may_comment.then_some(comment.as_str()), accrue);
         return Tried::Failed;
     }
     if let Some((failure, comment)) = ctx.classes.get(&key) {
         let (failure, comment) = (failure.clone(), comment.clone());
-        known_failure(world, ctx, queue, (job, job), array_limit, &failure, may_comment.then_some(comment.as_str()));
+        known_failure(world, ctx, queue, (job, shown), array_limit, &failure, may_comment.then_some(comment.as_str()));
         return Tried::Failed;
     }
     let now = ctx.now;
@@ -855,7 +856,7 @@ fn try_job(
         Err(failure) => {
             let comment = failure.comment();
             let accrue = ctx.accrue_for(world.m, queue, job, &failure.reason);
-            note_not_run(&mut ctx.out, job, may_comment.then_some(comment.as_str()), accrue);
+            note_not_run(&mut ctx.out, shown, may_comment.then_some(comment.as_str()), accrue);
             // Its array's line says it already (`LogEvent::max_run_subjobs`).
             if failure.reason != Reason::MaxRunSubjobs {
                 ctx.out.considered.push(LogEvent::job("0040", run_id, failure.reason.info()));

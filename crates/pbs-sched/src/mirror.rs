@@ -113,6 +113,8 @@ fn alternative_views(view: &SchedJob) -> Option<Vec<SchedJob>> {
             alternative.select = or.alternatives()[k].select.to_string();
             alternative.place = resources.iter().find(|(n, _)| n == "place").map_or("free", |(_, v)| v).to_string();
             alternative.resources = resources;
+            // The cycle compares and names the job's own comment: an alternative keeps none.
+            alternative.comment = None;
             Some(alternative)
         })
         .collect()
@@ -475,11 +477,15 @@ impl Mirror {
             };
             let Some(&slot) = self.job_by_id.get(&update.job_id) else { continue };
             let Some(job) = self.jobs.get_mut(slot as usize).and_then(Option::as_mut) else { continue };
-            // A job's alternatives are tried (and comment) as the job: they know it too.
+            // A job's alternatives are planned as the job: they know its estimates too. Its
+            // comment is the job's own alone (the cycle compares it on the job's view).
             let alternatives = job.alternatives.iter_mut().flat_map(|a| a.iter_mut()).map(|a| &mut a.view);
-            for view in std::iter::once(&mut job.view).chain(alternatives) {
+            for (k, view) in std::iter::once(&mut job.view).chain(alternatives).enumerate() {
                 for attr in &update.attrs {
                     if attr.name() == "comment" {
+                        if k > 0 {
+                            continue;
+                        }
                         view.comment = (!attr.value().is_empty()).then(|| attr.value().to_string());
                     } else if attr.name().starts_with("estimated.") {
                         // Sent estimates count as known, so they are not sent again before
