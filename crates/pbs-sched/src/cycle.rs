@@ -452,10 +452,11 @@ pub(crate) fn starve_amount(m: &Mirror, job: &Job, now: i64) -> Option<i64> {
 /// every job that shows them and is not a top job this cycle: it ran, or it is no longer
 /// among the top jobs.
 fn clear_stale_estimates(m: &Mirror, ctx: &mut Ctx) {
-    const ESTIMATES: [&str; 2] = ["estimated.start_time", "estimated.exec_vnode"];
-    for job in m.jobs.iter().flatten() {
-        let set: Vec<&str> =
-            ESTIMATES.into_iter().filter(|name| crate::walltime::attr(&job.view, name).is_some()).collect();
+    for job in m.estimated.iter().filter_map(|&slot| m.job(slot)) {
+        let set: Vec<&str> = crate::mirror::ESTIMATES
+            .into_iter()
+            .filter(|name| crate::walltime::attr(&job.view, name).is_some())
+            .collect();
         if set.is_empty() || ctx.tops.contains(&job.view.id) {
             continue;
         }
@@ -602,7 +603,7 @@ fn handle_job(world: &mut World<'_>, ctx: &mut Ctx, queue: &QueueCtx<'_>, slot: 
                     Some(alternatives) => {
                         try_alternatives(world, ctx, queue, job, alternatives, Some(*max_run), &sub_id, may_comment)
                     }
-                    None => try_job(world, ctx, queue, job, key, Some(*max_run), &sub_id, may_comment),
+                    None => try_job(world, ctx, queue, (job, job), key, Some(*max_run), &sub_id, may_comment),
                 };
                 match tried {
                     Tried::Started => {}
@@ -634,7 +635,7 @@ fn handle_job(world: &mut World<'_>, ctx: &mut Ctx, queue: &QueueCtx<'_>, slot: 
                 Some(alternatives) => {
                     try_alternatives(world, ctx, queue, job, alternatives, Some(max_run), &job.view.id, true)
                 }
-                None => try_job(world, ctx, queue, job, key, Some(max_run), &job.view.id, true),
+                None => try_job(world, ctx, queue, (job, job), key, Some(max_run), &job.view.id, true),
             };
             if tried == Tried::HeldByLimit {
                 ctx.out.log.push(LogEvent::max_run_subjobs(&parent_id));
@@ -645,7 +646,7 @@ fn handle_job(world: &mut World<'_>, ctx: &mut Ctx, queue: &QueueCtx<'_>, slot: 
             // set's member, tried only in its set's turn.
             let try_it = |world: &mut World<'_>, ctx: &mut Ctx| match job.alternatives.as_deref() {
                 Some(alternatives) => try_alternatives(world, ctx, queue, job, alternatives, None, &job.view.id, true),
-                None => try_job(world, ctx, queue, job, key, None, &job.view.id, true),
+                None => try_job(world, ctx, queue, (job, job), key, None, &job.view.id, true),
             };
             match job.job_set {
                 None => {
@@ -694,11 +695,19 @@ fn try_alternatives(
         )
     };
     // Jobs asking the same alternatives (the job's own request) share what became of them:
-    // once every alternative is known to fail this cycle, a later such job looks at none.
+    // once every alternative is known to fail this cycle, a later such job looks at none,
+    // and costs what a plain job of a failed class costs (its own view shows the first's
+    // comment; the first is read only where accrual or a plan needs its amounts).
     let whole = class_of(job);
-    let whole_known = ctx.classes.contains_key(&whole);
+    if !ctx.blocked
+        && let Some((failure, comment)) = ctx.classes.get(&whole)
+    {
+        let (failure, comment) = (failure.clone(), comment.clone());
+        known_failure(world, ctx, queue, (first, job), array_limit, &failure, may_comment.then_some(comment.as_str()));
+        return Tried::Failed;
+    }
     let mut looked = false;
-    if !ctx.blocked && !whole_known {
+    if !ctx.blocked {
         for (k, alternative) in alternatives.iter().enumerate() {
             let key = class_of(alternative);
             if ctx.classes.contains_key(&key) {
@@ -707,7 +716,7 @@ fn try_alternatives(
             looked = true;
             match evaluate(world, alternative, queue, array_limit, false) {
                 Ok(_) => {
-                    if try_job(world, ctx, queue, alternative, key, array_limit, run_id, may_comment) == Tried::Started
+                    if try_job(world, ctx, queue, (alternative, job), key, array_limit, run_id, may_comment) == Tried::Started
                     {
                         return Tried::Started;
                     }
@@ -730,13 +739,39 @@ fn try_alternatives(
     if (looked || !ctx.classes.contains_key(&class_of(first))) && !at_limit {
         ctx.out.considered.push(LogEvent::job("0040", run_id, crate::jobset::NONE_SATISFIED));
     }
-    let tried = try_job(world, ctx, queue, first, class_of(first), array_limit, run_id, may_comment);
-    if tried == Tried::Failed && !whole_known && alternatives.iter().all(|a| ctx.classes.contains_key(&class_of(a))) {
+    let tried = try_job(world, ctx, queue, (first, job), class_of(first), array_limit, run_id, may_comment);
+    if tried == Tried::Failed && alternatives.iter().all(|a| ctx.classes.contains_key(&class_of(a))) {
         if let Some(known) = ctx.classes.get(&class_of(first)).cloned() {
             ctx.classes.insert(whole, known);
         }
     }
     tried
+}
+
+/// A job of a class already known to fail this cycle: the class's comment and the job's
+/// accrual, and under strict ordering or starvation its plan. `(tried, shown)`: the job as
+/// tried (an alternative, whose amounts and durations count) and the job the server knows
+/// (whose comment and id the update names). They are one job but for OR-ed selects, where
+/// the job's own view stands for its alternatives (they share its comment, id and
+/// attributes), so a job whose alternatives are all known to fail reads none of them
+/// unless accrual or a plan needs their amounts.
+fn known_failure(
+    world: &World<'_>,
+    ctx: &mut Ctx,
+    queue: &QueueCtx<'_>,
+    (tried, shown): (&Job, &Job),
+    array_limit: Option<Option<u64>>,
+    failure: &Failure,
+    comment: Option<&str>,
+) {
+    let accrue = ctx.accrue_for(world.m, queue, tried, &failure.reason);
+    note_not_run(&mut ctx.out, shown, comment, accrue);
+    if failure.status == Status::NotRun
+        && (ctx.policy.strict_ordering
+            || (ctx.policy.help_starving_jobs && starve_amount(world.m, shown, ctx.now).is_some()))
+    {
+        strict_failure(world, ctx, queue, tried, array_limit, failure);
+    }
 }
 
 /// What became of one try.
@@ -750,13 +785,14 @@ enum Tried {
 }
 
 /// Tries to start `run_id` (the job, or a subjob of it); comments on the job when it
-/// cannot, if `may_comment`.
+/// cannot, if `may_comment`. `(job, shown)`: the job as tried (an alternative of an OR-ed
+/// select) and the job whose view the server knows, whose comment it compares and names.
 #[allow(clippy::too_many_arguments)] // the cycle state, then what to try
 fn try_job(
     world: &mut World<'_>,
     ctx: &mut Ctx,
     queue: &QueueCtx<'_>,
-    job: &Job,
+    (job, shown): (&Job, &Job),
     key: ClassKey,
     array_limit: Option<Option<u64>>,
     run_id: &str,
@@ -765,19 +801,12 @@ fn try_job(
     if ctx.blocked {
         let comment = Failure::not_run(Reason::StrictOrdering).comment();
         let accrue = ctx.accrue_for(world.m, queue, job, &Reason::StrictOrdering);
-        note_not_run(&mut ctx.out, job, may_comment.then_some(comment.as_str()), accrue);
+        note_not_run(&mut ctx.out, shown, may_comment.then_some(comment.as_str()), accrue);
         return Tried::Failed;
     }
     if let Some((failure, comment)) = ctx.classes.get(&key) {
         let (failure, comment) = (failure.clone(), comment.clone());
-        let accrue = ctx.accrue_for(world.m, queue, job, &failure.reason);
-        note_not_run(&mut ctx.out, job, may_comment.then_some(comment.as_str()), accrue);
-        if failure.status == Status::NotRun
-            && (ctx.policy.strict_ordering
-                || (ctx.policy.help_starving_jobs && starve_amount(world.m, job, ctx.now).is_some()))
-        {
-            strict_failure(world, ctx, queue, job, array_limit, &failure);
-        }
+        known_failure(world, ctx, queue, (job, shown), array_limit, &failure, may_comment.then_some(comment.as_str()));
         return Tried::Failed;
     }
     let now = ctx.now;
@@ -849,7 +878,7 @@ fn try_job(
         Err(failure) => {
             let comment = failure.comment();
             let accrue = ctx.accrue_for(world.m, queue, job, &failure.reason);
-            note_not_run(&mut ctx.out, job, may_comment.then_some(comment.as_str()), accrue);
+            note_not_run(&mut ctx.out, shown, may_comment.then_some(comment.as_str()), accrue);
             // Its array's line says it already (`LogEvent::max_run_subjobs`).
             if failure.reason != Reason::MaxRunSubjobs {
                 ctx.out.considered.push(LogEvent::job("0040", run_id, failure.reason.info()));

@@ -113,6 +113,8 @@ fn alternative_views(view: &SchedJob) -> Option<Vec<SchedJob>> {
             alternative.select = or.alternatives()[k].select.to_string();
             alternative.place = resources.iter().find(|(n, _)| n == "place").map_or("free", |(_, v)| v).to_string();
             alternative.resources = resources;
+            // The cycle compares and names the job's own comment: an alternative keeps none.
+            alternative.comment = None;
             Some(alternative)
         })
         .collect()
@@ -356,6 +358,18 @@ pub struct Mirror {
     /// How many jobs keep a part of their `exec_vnode` on a vnode the mirror does not
     /// know: a node that arrives looks through the jobs only when some do.
     pub(crate) execs_unplaced: usize,
+    /// Slots of the jobs whose view shows an estimate (`estimated.start_time` or
+    /// `estimated.exec_vnode`), in slot order: what a cycle clears on jobs that are not
+    /// top jobs, found without reading every job's attributes each cycle.
+    pub(crate) estimated: BTreeSet<u32>,
+}
+
+/// The estimates a cycle publishes for top jobs and clears on the others.
+pub(crate) const ESTIMATES: [&str; 2] = ["estimated.start_time", "estimated.exec_vnode"];
+
+/// Whether a job's view shows an estimate a cycle may have to clear.
+fn shows_estimate(view: &SchedJob) -> bool {
+    view.attrs.iter().any(|a| ESTIMATES.contains(&a.name()) && !a.value().is_empty())
 }
 
 fn attr_map(attrs: &[Attr]) -> impl Iterator<Item = (&str, &str)> {
@@ -407,6 +421,7 @@ impl Mirror {
             subjobs_present: HashMap::new(),
             pending: HashMap::new(),
             execs_unplaced: 0,
+            estimated: BTreeSet::new(),
         };
         // First: every value read after it is read as its resource's type says.
         mirror.res.define(&snapshot.resources);
@@ -512,11 +527,15 @@ impl Mirror {
             };
             let Some(&slot) = self.job_by_id.get(&update.job_id) else { continue };
             let Some(job) = self.jobs.get_mut(slot as usize).and_then(Option::as_mut) else { continue };
-            // A job's alternatives are tried (and comment) as the job: they know it too.
+            // A job's alternatives are planned as the job: they know its estimates too. Its
+            // comment is the job's own alone (the cycle compares it on the job's view).
             let alternatives = job.alternatives.iter_mut().flat_map(|a| a.iter_mut()).map(|a| &mut a.view);
-            for view in std::iter::once(&mut job.view).chain(alternatives) {
+            for (k, view) in std::iter::once(&mut job.view).chain(alternatives).enumerate() {
                 for attr in &update.attrs {
                     if attr.name() == "comment" {
+                        if k > 0 {
+                            continue;
+                        }
                         view.comment = (!attr.value().is_empty()).then(|| attr.value().to_string());
                     } else if attr.name().starts_with("estimated.") {
                         // Sent estimates count as known, so they are not sent again before
@@ -527,6 +546,11 @@ impl Mirror {
                         }
                     }
                 }
+            }
+            if shows_estimate(&job.view) {
+                self.estimated.insert(slot);
+            } else {
+                self.estimated.remove(&slot);
             }
         }
     }
@@ -996,6 +1020,9 @@ impl Mirror {
         }
     }
 
+    /// What a request is made of: select, place and `Resource_List`, and for OR-ed selects
+    /// `sched_job_wide` too (the alternatives' job-wide resources come from it), so jobs of
+    /// one request, the equivalence class of the cycle, always ask the same alternatives.
     fn request_key(job: &SchedJob) -> String {
         let mut key = String::with_capacity(64 + job.select.len() + job.place.len());
         key.push_str(&job.select);
@@ -1006,6 +1033,12 @@ impl Mirror {
             key.push_str(name);
             key.push('=');
             key.push_str(value);
+        }
+        if pbs_core::orselect::is_ored(&job.select)
+            && let Some(job_wide) = job.attrs.iter().find(|a| a.name() == "sched_job_wide")
+        {
+            key.push_str("\u{1}sched_job_wide=");
+            key.push_str(job_wide.value());
         }
         key
     }
@@ -1098,6 +1131,7 @@ impl Mirror {
         self.pending.remove(id);
         let Some(slot) = self.job_by_id.remove(id) else { return };
         self.unindex_job(slot);
+        self.estimated.remove(&slot);
         if self.jobs[slot as usize].as_ref().is_some_and(Job::running) {
             self.count_running(slot, -1);
         }
@@ -1203,7 +1237,8 @@ impl Mirror {
                         request,
                         array,
                         job_set: None,
-                        key: None,
+                        // The job's place: an alternative starves when its job does.
+                        key,
                         alternatives: None,
                         alternative,
                         exec: None,
@@ -1216,6 +1251,9 @@ impl Mirror {
         let job =
             Job { view, user, group, project, request, array, job_set, key, alternatives, alternative: None, exec };
         let array_slot = job.array_slot();
+        if shows_estimate(&job.view) {
+            self.estimated.insert(slot);
+        }
         self.jobs[slot as usize] = Some(job);
         self.job_by_id.insert(id, slot);
         if running {

@@ -198,3 +198,100 @@ fn an_arrays_subjobs_try_the_alternatives_as_a_plain_job_does() {
     assert_eq!(runs(&qrun(&m2, "1[3].svr", 0)), vec![("1[3].svr", "(n1:ncpus=8)", Some(0))]);
     assert_eq!(runs(&qrun(&m2, "1[7].svr", 0)), vec![("1[7].svr", "(n1:ncpus=8)", Some(0))]);
 }
+
+fn comment_of<'a>(d: &'a Decisions, id: &str) -> Option<&'a str> {
+    d.updates().find(|u| u.job_id == id).and_then(|u| u.attrs.iter().find(|a| a.name() == "comment")).map(Attr::value)
+}
+
+/// n1 with 4 cpus of which `busy` are taken by a running job.
+fn busy_node(busy: u32) -> SchedNode {
+    let mut n = node("n1", 4);
+    if busy > 0 {
+        n.resources_assigned.push(("ncpus".into(), busy.to_string()));
+        n.jobs = vec!["99.svr".into()];
+    }
+    n
+}
+
+#[test]
+fn jobs_asking_alike_share_their_failure_within_a_cycle_and_not_beyond() {
+    // Three jobs asking the same alternatives, n1 full: the first looks at each alternative,
+    // the others are decided by what became of it, with the first alternative's comment.
+    let jobs: Vec<SchedJob> = (1..=3).map(|seq| ored(seq, "1:ncpus=4||1:ncpus=2", "4", None)).collect();
+    let mut m = Mirror::new(snapshot(vec![busy_node(4)], jobs, &[]), SchedConfig::default());
+    let d = cycle(&m, 0);
+    assert!(runs(&d).is_empty());
+    let full = "Not Running: Insufficient amount of resource: ncpus (R: 4 A: 0 T: 4)";
+    for id in ["1.svr", "2.svr", "3.svr"] {
+        assert_eq!(comment_of(&d, id), Some(full), "{id}");
+    }
+    assert!(logged(&d, "1.svr", "None of the select specification could be satisfied"));
+    assert!(!logged(&d, "2.svr", "None of the select specification could be satisfied"));
+    assert!(!logged(&d, "3.svr", "Considering job to run"));
+    let sent: Vec<Action> = d.updates().cloned().map(Action::Update).collect();
+    m.note_sent(0, &sent, &Default::default());
+    // Two cpus are freed between cycles: what failed last cycle is looked at again. Job 1
+    // runs its second alternative, job 2 finds n1 full again and job 3 shares that.
+    m.apply(pbs_proto::sched::SchedChange::Node { node: Box::new(busy_node(2)) });
+    let d = cycle(&m, 0);
+    assert_eq!(runs(&d), vec![("1.svr", "(n1:ncpus=2)", Some(1))]);
+    assert!(logged(&d, "2.svr", "None of the select specification could be satisfied"));
+    assert!(!logged(&d, "3.svr", "None of the select specification could be satisfied"));
+    // n1 is full again once job 1 is placed: job 3 shares job 2's new reason.
+    assert_eq!(comment_of(&d, "2.svr"), Some("Not Running: Not enough free nodes available"));
+    assert_eq!(comment_of(&d, "3.svr"), comment_of(&d, "2.svr"));
+    assert!(!logged(&d, "3.svr", "Considering job to run"));
+    // All four cpus free: job 1 takes the first alternative, job 2 finds the rest.
+    m.apply(pbs_proto::sched::SchedChange::Node { node: Box::new(busy_node(0)) });
+    let d = cycle(&m, 0);
+    assert_eq!(runs(&d), vec![("1.svr", "(n1:ncpus=4)", Some(0))]);
+}
+
+#[test]
+fn jobs_whose_alternatives_differ_only_in_sched_job_wide_are_not_one_class() {
+    // Dedicated time from 600 s on: an hour-long alternative would cross it, a five-minute
+    // one ends before it. Both jobs show the same Resource_List; only the job-wide resources
+    // the server merged (sched_job_wide, e.g. defaults changed in between) differ.
+    let long = "walltime=01:00:00||walltime=01:00:00";
+    let mut first = ored(1, "1:ncpus=1||1:ncpus=2", "1", Some(long));
+    let mut second = ored(2, "1:ncpus=1||1:ncpus=2", "1", Some(long));
+    second.attrs = vec![Attr::new("sched_job_wide", "walltime=01:00:00||walltime=00:05:00")];
+    for job in [&mut first, &mut second] {
+        job.resources.push(("walltime".into(), "01:00:00".into()));
+    }
+    let config = SchedConfig { dedicated: vec![(600, 100_000)], ..SchedConfig::default() };
+    let m = Mirror::new(snapshot(vec![node("n1", 4)], vec![first, second], &[]), config);
+    let d = cycle(&m, 0);
+    assert_eq!(runs(&d), vec![("2.svr", "(n1:ncpus=2)", Some(1))]);
+}
+
+#[test]
+fn a_starving_job_with_alternatives_is_planned_on_its_first() {
+    // n1: 2 of 4 cpus busy until 100,100; the job (4 cpus, else 3) has waited since 1,000,
+    // past max_starve (24 h): without strict ordering it is still a top job, planned on
+    // its first alternative.
+    let mut busy = ored(9, "1:ncpus=2", "2", None);
+    busy.state = 'R';
+    busy.substate = 42;
+    busy.stime = 100_000;
+    busy.exec_vnode = Some("(n1:ncpus=2)".into());
+    busy.resources.push(("walltime".into(), "00:01:40".into()));
+    busy.select = "1:ncpus=2".into();
+    let mut job = ored(1, "1:ncpus=4||1:ncpus=3", "4", Some("walltime=00:00:50||walltime=00:00:50"));
+    job.resources.push(("walltime".into(), "00:00:50".into()));
+    (job.qtime, job.etime) = (1_000, 1_000);
+    let mut n1 = node("n1", 4);
+    n1.resources_assigned.push(("ncpus".into(), "2".into()));
+    n1.jobs = vec!["9.svr".into()];
+    let m = Mirror::new(snapshot(vec![n1], vec![busy, job], &[]), SchedConfig::default());
+    let d = cycle(&m, 100_010);
+    assert!(runs(&d).is_empty());
+    let estimate = |name: &str| {
+        d.updates()
+            .filter(|u| u.job_id == "1.svr")
+            .find_map(|u| u.attrs.iter().find(|a| a.name() == name))
+            .map(|a| a.value().to_string())
+    };
+    assert_eq!(estimate("estimated.start_time").as_deref(), Some("100100"));
+    assert_eq!(estimate("estimated.exec_vnode").as_deref(), Some("(n1:ncpus=4)"));
+}

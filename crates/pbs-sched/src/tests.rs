@@ -1679,6 +1679,41 @@ fn estimates_are_cleared_when_a_job_stops_being_a_top_job() {
     assert_eq!(cleared(&d, "3.svr"), vec!["estimated.start_time", "estimated.exec_vnode"]);
 }
 
+/// The mirror knows which jobs show estimates from what it sent as well as from the
+/// server: an estimate a cycle published is cleared once its job is no longer a top job,
+/// and a cleared one, or a job the server sends again without one, is not cleared again.
+#[test]
+fn an_estimate_the_scheduler_sent_is_cleared_when_its_job_stops_being_a_top_job() {
+    let r = running_job(job(1, "workq", "1:ncpus=4", "pack"), "n1", 1000, &[("walltime", "00:01:40")]);
+    let s = snap(
+        vec![queue("workq", 0, &[])],
+        vec![busy(node("n1", 4, "8gb"), 4, &["1.svr"])],
+        vec![r, with_wall(job(2, "workq", "1:ncpus=4", "pack"), &[("walltime", "00:00:50")])],
+    );
+    let sent = |m: &mut Mirror, d: &Decisions| {
+        let updates: Vec<Action> = d.updates().cloned().map(Action::Update).collect();
+        m.note_sent(0, &updates, &Default::default());
+    };
+    let mut m = Mirror::new(s.clone(), strict_backfill());
+    let d = cycle(&m, 1000);
+    assert_eq!(update_of(&d, "2.svr", "estimated.start_time"), Some("1100"));
+    sent(&mut m, &d);
+    // Without strict ordering job 2 is no longer a top job: what was sent is cleared, once.
+    m.set_config(SchedConfig::default());
+    let d = cycle(&m, 1000);
+    assert_eq!(update_of(&d, "2.svr", "estimated.start_time"), Some(""));
+    assert_eq!(update_of(&d, "2.svr", "estimated.exec_vnode"), Some(""));
+    sent(&mut m, &d);
+    assert_eq!(update_of(&cycle(&m, 1000), "2.svr", "estimated.start_time"), None);
+    // Planned and sent again, then the server's view of the job arrives without it.
+    m.set_config(strict_backfill());
+    let d = cycle(&m, 1000);
+    sent(&mut m, &d);
+    m.apply(SchedChange::Job { job: Box::new(s.jobs[1].clone()) });
+    m.set_config(SchedConfig::default());
+    assert_eq!(update_of(&cycle(&m, 1000), "2.svr", "estimated.start_time"), None);
+}
+
 /// Seed 004: with `attr_update_period`, a cycle inside the period sends no comment or
 /// estimate for jobs that do not run (and still runs what fits); the first cycle after
 /// setting or changing the period sends, and so does the first after the period.
