@@ -716,7 +716,8 @@ fn try_alternatives(
             looked = true;
             match evaluate(world, alternative, queue, array_limit, false) {
                 Ok(_) => {
-                    if try_job(world, ctx, queue, (alternative, job), key, array_limit, run_id, may_comment) == Tried::Started
+                    if try_job(world, ctx, queue, (alternative, job), key, array_limit, run_id, may_comment)
+                        == Tried::Started
                     {
                         return Tried::Started;
                     }
