@@ -86,6 +86,10 @@ struct Waiting {
     answer: oneshot::Sender<Result<Answer, RunError>>,
 }
 
+/// A batch's last answer and where it goes: sent only once its interpreter is idle again,
+/// so the caller's next event finds that interpreter warm instead of starting another.
+type Answered = (oneshot::Sender<Result<Answer, RunError>>, Answer);
+
 /// The events waiting, in order, and how many drivers run.
 #[derive(Default)]
 struct Queue {
@@ -302,7 +306,12 @@ impl Pool {
                 },
             };
             match self.run_batch(&mut interpreter, batch).await {
-                Ok(()) => self.put_idle(interpreter),
+                Ok(last) => {
+                    self.put_idle(interpreter);
+                    if let Some((answer, result)) = last {
+                        let _ = answer.send(Ok(result));
+                    }
+                }
                 Err(unrun) => {
                     let _ = interpreter.child.start_kill();
                     lock(&self.inner.queue).put_back(unrun.into_iter());
@@ -340,7 +349,11 @@ impl Pool {
     /// hands each answer to its event as it comes. On a failure the failing event gets
     /// it, and the events written behind it, which never ran, are given back to wait
     /// again: the interpreter is then to be killed.
-    async fn run_batch(&self, interpreter: &mut Interpreter, batch: Vec<Waiting>) -> Result<(), Vec<Waiting>> {
+    async fn run_batch(
+        &self,
+        interpreter: &mut Interpreter,
+        batch: Vec<Waiting>,
+    ) -> Result<Option<Answered>, Vec<Waiting>> {
         let defs = lock(&self.inner.defs).clone();
         let mut out = Vec::new();
         if let Some((generation, line)) = defs {
@@ -377,7 +390,7 @@ impl Pool {
             }
             written.push_back(waiting);
         }
-        let Some(first) = written.front() else { return Ok(()) };
+        let Some(first) = written.front() else { return Ok(None) };
         let broken = |e: std::io::Error| RunError::Crashed(e.to_string());
         let deadline = Duration::from_secs(first.event.alarm.max(1)) + ALARM_GRACE;
         let wrote = async {
@@ -401,13 +414,19 @@ impl Pool {
                     Err(RunError::Alarm)
                 }
             };
-            let failed = result.is_err();
-            let _ = waiting.answer.send(result);
-            if failed {
-                return Err(written.into());
+            match result {
+                // The last answer waits until the interpreter is idle again (see `Answered`).
+                Ok(answer) if written.is_empty() => return Ok(Some((waiting.answer, answer))),
+                Ok(answer) => {
+                    let _ = waiting.answer.send(Ok(answer));
+                }
+                Err(e) => {
+                    let _ = waiting.answer.send(Err(e));
+                    return Err(written.into());
+                }
             }
         }
-        Ok(())
+        Ok(None)
     }
 
     /// Reads the answer to `waiting`'s event, answering the hook's questions meanwhile.
