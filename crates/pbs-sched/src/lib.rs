@@ -68,6 +68,8 @@ pub use mirror::Mirror;
 #[cfg(test)]
 mod orselect_tests;
 #[cfg(test)]
+mod test_support;
+#[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod tests_conditions;

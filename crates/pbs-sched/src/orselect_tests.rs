@@ -2,41 +2,19 @@
 //! job-wide resources; when none fits, only the first is planned.
 
 use pbs_proto::Attr;
-use pbs_proto::sched::{Action, SchedJob, SchedNode, SchedQueue, Snapshot};
+use pbs_proto::sched::{Action, SchedJob, SchedNode, Snapshot};
 
+use crate::test_support::{self, comment_of, node_with, queued, workq};
 use crate::{Decisions, Mirror, SchedConfig, cycle, qrun};
 
 fn snapshot(nodes: Vec<SchedNode>, jobs: Vec<SchedJob>, server: &[(&str, &str)]) -> Snapshot {
-    let queue = SchedQueue {
-        name: "workq".into(),
-        attrs: vec![Attr::new("queue_type", "Execution"), Attr::new("enabled", "True"), Attr::new("started", "True")],
-    };
-    let mut server_attrs = vec![Attr::new("scheduling", "True")];
-    server_attrs.extend(server.iter().map(|(n, v)| Attr::new(*n, *v)));
-    Snapshot {
-        server_name: "svr".into(),
-        server: server_attrs,
-        sched: vec![],
-        resources: vec![],
-        queues: vec![queue],
-        nodes,
-        jobs,
-    }
+    let mut snapshot = test_support::snapshot(vec![workq()], nodes, jobs);
+    snapshot.server.extend(server.iter().map(|(n, v)| Attr::new(*n, *v)));
+    snapshot
 }
 
 fn node(name: &str, ncpus: u32) -> SchedNode {
-    SchedNode {
-        name: name.into(),
-        state: "free".into(),
-        resources_available: vec![
-            ("host".into(), name.into()),
-            ("mem".into(), "8gb".into()),
-            ("ncpus".into(), ncpus.to_string()),
-            ("vnode".into(), name.into()),
-        ],
-        sharing: "default_shared".into(),
-        ..SchedNode::default()
-    }
+    node_with(name, &ncpus.to_string(), "8gb", &[])
 }
 
 /// A queued job as the server sends one with alternatives: `Resource_List` of the first,
@@ -53,20 +31,7 @@ fn ored(seq: u64, select: &str, first_ncpus: &str, job_wide: Option<&str>) -> Sc
         resources.push(("job_wide".into(), job_wide.into()));
         attrs.push(Attr::new("sched_job_wide", job_wide));
     }
-    SchedJob {
-        id: format!("{seq}.svr"),
-        seq,
-        queue: "workq".into(),
-        state: 'Q',
-        substate: 10,
-        owner: "alice".into(),
-        group: "users".into(),
-        resources,
-        select: select.into(),
-        place: "free".into(),
-        attrs,
-        ..SchedJob::default()
-    }
+    SchedJob { attrs, ..queued(seq, "workq", select, "free", resources) }
 }
 
 fn runs(d: &Decisions) -> Vec<(&str, &str, Option<u32>)> {
@@ -197,10 +162,6 @@ fn an_arrays_subjobs_try_the_alternatives_as_a_plain_job_does() {
     );
     assert_eq!(runs(&qrun(&m2, "1[3].svr", 0)), vec![("1[3].svr", "(n1:ncpus=8)", Some(0))]);
     assert_eq!(runs(&qrun(&m2, "1[7].svr", 0)), vec![("1[7].svr", "(n1:ncpus=8)", Some(0))]);
-}
-
-fn comment_of<'a>(d: &'a Decisions, id: &str) -> Option<&'a str> {
-    d.updates().find(|u| u.job_id == id).and_then(|u| u.attrs.iter().find(|a| a.name() == "comment")).map(Attr::value)
 }
 
 /// n1 with 4 cpus of which `busy` are taken by a running job.

@@ -5,6 +5,7 @@
 use pbs_proto::Attr;
 use pbs_proto::sched::{Action, SchedChange, SchedJob, SchedNode, SchedQueue, Snapshot};
 
+use crate::test_support::{comment_of, node_with, queued, snapshot};
 use crate::{Decisions, Mirror, SchedConfig, cycle, qrun};
 
 fn queue(name: &str, priority: i64, extra: &[(&str, &str)]) -> SchedQueue {
@@ -19,18 +20,7 @@ fn queue(name: &str, priority: i64, extra: &[(&str, &str)]) -> SchedQueue {
 }
 
 fn node(name: &str, ncpus: u32, mem: &str) -> SchedNode {
-    SchedNode {
-        name: name.into(),
-        state: "free".into(),
-        resources_available: vec![
-            ("host".into(), name.into()),
-            ("mem".into(), mem.into()),
-            ("ncpus".into(), ncpus.to_string()),
-            ("vnode".into(), name.into()),
-        ],
-        sharing: "default_shared".into(),
-        ..SchedNode::default()
-    }
+    node_with(name, &ncpus.to_string(), mem, &[])
 }
 
 fn with_res(mut n: SchedNode, name: &str, value: &str) -> SchedNode {
@@ -52,23 +42,9 @@ fn job(seq: u64, queue: &str, select: &str, place: &str) -> SchedJob {
             count * each
         })
         .sum();
-    SchedJob {
-        id: format!("{seq}.svr"),
-        seq,
-        queue: queue.into(),
-        state: 'Q',
-        substate: 10,
-        owner: "alice".into(),
-        group: "users".into(),
-        resources: vec![
-            ("ncpus".into(), ncpus.to_string()),
-            ("place".into(), place.into()),
-            ("select".into(), select.into()),
-        ],
-        select: select.into(),
-        place: place.into(),
-        ..SchedJob::default()
-    }
+    let resources =
+        vec![("ncpus".into(), ncpus.to_string()), ("place".into(), place.into()), ("select".into(), select.into())];
+    queued(seq, queue, select, place, resources)
 }
 
 fn owned(mut j: SchedJob, owner: &str, group: &str) -> SchedJob {
@@ -83,15 +59,7 @@ fn prio(mut j: SchedJob, priority: i64) -> SchedJob {
 }
 
 fn snap(queues: Vec<SchedQueue>, nodes: Vec<SchedNode>, jobs: Vec<SchedJob>) -> Snapshot {
-    Snapshot {
-        server_name: "svr".into(),
-        server: vec![Attr::new("scheduling", "True")],
-        sched: vec![],
-        resources: vec![],
-        queues,
-        nodes,
-        jobs,
-    }
+    snapshot(queues, nodes, jobs)
 }
 
 fn mirror(s: Snapshot) -> Mirror {
@@ -104,10 +72,6 @@ fn run_ids(d: &Decisions) -> Vec<&str> {
 
 fn exec_of<'a>(d: &'a Decisions, id: &str) -> Option<&'a str> {
     d.runs().find(|r| r.job_id == id).map(|r| r.exec_vnode.as_str())
-}
-
-fn comment_of<'a>(d: &'a Decisions, id: &str) -> Option<&'a str> {
-    d.updates().find(|u| u.job_id == id).and_then(|u| u.attrs.iter().find(|a| a.name() == "comment")).map(Attr::value)
 }
 
 fn four_nodes() -> Vec<SchedNode> {

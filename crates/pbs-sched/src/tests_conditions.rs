@@ -4,59 +4,22 @@
 use pbs_proto::Attr;
 use pbs_proto::sched::{SchedChange, SchedJob, SchedNode, SchedQueue, Snapshot};
 
+use crate::test_support::{node_with, queued, snapshot, workq};
 use crate::{Decisions, Mirror, SchedConfig, cycle};
 
 fn node(name: &str, extra: &[(&str, &str)]) -> SchedNode {
-    let mut resources_available: Vec<(String, String)> = vec![
-        ("host".into(), name.into()),
-        ("mem".into(), "8gb".into()),
-        ("ncpus".into(), "4".into()),
-        ("vnode".into(), name.into()),
-    ];
-    resources_available.extend(extra.iter().map(|(r, v)| (r.to_string(), v.to_string())));
-    SchedNode {
-        name: name.into(),
-        state: "free".into(),
-        resources_available,
-        sharing: "default_shared".into(),
-        ..SchedNode::default()
-    }
+    node_with(name, "4", "8gb", extra)
 }
 
 fn job(seq: u64, select: &str, place: &str, extra: &[(&str, &str)]) -> SchedJob {
     let mut resources: Vec<(String, String)> =
         vec![("ncpus".into(), "1".into()), ("place".into(), place.into()), ("select".into(), select.into())];
     resources.extend(extra.iter().map(|(r, v)| (r.to_string(), v.to_string())));
-    SchedJob {
-        id: format!("{seq}.svr"),
-        seq,
-        queue: "workq".into(),
-        state: 'Q',
-        substate: 10,
-        owner: "alice".into(),
-        group: "users".into(),
-        resources,
-        select: select.into(),
-        place: place.into(),
-        ..SchedJob::default()
-    }
+    queued(seq, "workq", select, place, resources)
 }
 
 fn decide(nodes: Vec<SchedNode>, jobs: Vec<SchedJob>) -> Decisions {
-    let queue = SchedQueue {
-        name: "workq".into(),
-        attrs: vec![Attr::new("queue_type", "Execution"), Attr::new("enabled", "True"), Attr::new("started", "True")],
-    };
-    let snapshot = Snapshot {
-        server_name: "svr".into(),
-        server: vec![Attr::new("scheduling", "True")],
-        sched: vec![],
-        resources: vec![],
-        queues: vec![queue],
-        nodes,
-        jobs,
-    };
-    cycle(&Mirror::new(snapshot, SchedConfig::default()), 0)
+    cycle(&Mirror::new(snapshot(vec![workq()], nodes, jobs), SchedConfig::default()), 0)
 }
 
 fn exec_of<'a>(d: &'a Decisions, id: &str) -> Option<&'a str> {
