@@ -74,9 +74,7 @@ fn a_run_job_lost_with_its_mom_is_requeued_never_stuck_in_prerun() {
         c.job_attr(&id, "substate").as_deref() == Some("42") && c.job_attr(&id, "run_count").as_deref() == Some("2")
     });
     assert_eq!(c.job_attr(&id, "job_state").as_deref(), Some("R"), "{}", c.logs());
-    // The log is written by its own thread, which may lag behind the state qstat shows.
-    let requeued = format!(";Job;{id};launch lost with its mom, job requeued");
-    wait_until("the requeue's log line", JOB_TIMEOUT, || c.server_stderr().contains(&requeued));
+    c.wait_logged(&format!(";Job;{id};launch lost with its mom, job requeued"));
     c.run("qdel", &[&id]).ok();
     c.wait_job_state(&id, "F", JOB_TIMEOUT);
 }

@@ -136,7 +136,7 @@ fn a_restarted_mom_adopts_no_process_that_only_looks_like_a_shepherd() {
     // The mom finds the job lost (JOB_EXEC_INITABT) instead of adopting the fake.
     c.wait_job_state(&id, "F", JOB_TIMEOUT);
     assert_eq!(c.job_attr(&id, "Exit_status").as_deref(), Some("-4"), "{}", c.logs());
+    c.wait_logged(&format!("process {} is not the job's shepherd", fake.0.id()));
     let log = c.mom_stderr("n1");
-    assert!(log.contains(&format!("process {} is not the job's shepherd", fake.0.id())), "{log}");
     assert!(!log.contains("adopted, shepherd pid"), "{log}");
 }

@@ -203,9 +203,8 @@ fn an_express_job_preempts_a_normal_job_by_suspension_which_resumes_after() {
     let express = c.qsub(&["-q", "express", "--", "/bin/sleep", "2"]);
     c.wait_job_state(&express, "R", JOB_TIMEOUT);
     assert_eq!(c.job_attr(&normal, "job_state").as_deref(), Some("S"));
-    let logs = c.logs();
-    assert!(logs.contains(&format!("{express};Employing preemption to try and run high priority job.")), "{logs}");
-    assert!(logs.contains(&format!("{normal};Job preempted by suspension")));
+    c.wait_logged(&format!("{express};Employing preemption to try and run high priority job."));
+    c.wait_logged(&format!("{normal};Job preempted by suspension"));
     // A suspension leaves the run's comment; the accounting says `z` with the usage.
     let comment = c.job_attr(&normal, "comment").unwrap_or_default();
     assert!(comment.starts_with("Job run at ") && comment.ends_with(" on (n1:ncpus=1)"), "{comment}");
@@ -429,15 +428,11 @@ fn checkpointing_runs_the_moms_script_and_requeues_the_job_or_falls_through() {
     assert_eq!(args, format!("{id} {sid} {}/00000001\n", ck_dir.display()));
     assert!(ck_dir.is_dir());
     pbs_e2e::wait_until("the mom's log lines", JOB_TIMEOUT, || c.logs().contains(&format!("{id};checkpointed to ")));
-    let logs = c.logs();
-    assert!(
-        logs.contains(&format!(
-            "{id};checkpoint_abort script {}",
-            c.dir().join("mom-n1/mom_priv/checkpoint_abort.sh").display()
-        )),
-        "{logs}"
-    );
-    assert!(logs.contains(&format!("{no_checkpoint};preemption method checkpoint failed for job (15029)")), "{logs}");
+    c.wait_logged(&format!(
+        "{id};checkpoint_abort script {}",
+        c.dir().join("mom-n1/mom_priv/checkpoint_abort.sh").display()
+    ));
+    c.wait_logged(&format!("{no_checkpoint};preemption method checkpoint failed for job (15029)"));
     let acct = c.home().join("server_priv/accounting").join(chrono::Local::now().format("%Y%m%d").to_string());
     pbs_e2e::wait_until("the requeued job's R record", JOB_TIMEOUT, || {
         std::fs::read_to_string(&acct).is_ok_and(|t| t.contains(&format!(";R;{no_checkpoint};")))

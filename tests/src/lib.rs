@@ -609,6 +609,18 @@ impl Cluster {
         }
     }
 
+    /// Waits until some daemon's log holds `needle`. Each daemon writes its log from a
+    /// thread of its own, which may lag behind what qstat already shows: a line about a
+    /// change qstat shows is waited for, never read at once.
+    #[track_caller]
+    pub fn wait_logged(&self, needle: &str) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !self.logs().contains(needle) {
+            assert!(Instant::now() < deadline, "timed out waiting for the log line {needle:?}\n{}", self.logs());
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// Debug text of every daemon's stderr, for assertion messages.
     pub fn logs(&self) -> String {
         let mut out = format!("--- server\n{}\n--- sched\n{}\n", self.server_stderr(), self.sched_stderr());
