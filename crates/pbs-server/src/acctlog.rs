@@ -78,6 +78,10 @@ const END_KEY: &str = "accounting_end";
 /// How often the file is synced so that the rows it holds can go.
 const SYNC_INTERVAL: Duration = Duration::from_secs(1);
 
+/// How often the day's path is looked at for a file moved away or written by someone
+/// else: once a second, not at every commit, whose own work is a few system calls.
+const PATH_CHECK_INTERVAL: Duration = Duration::from_secs(1);
+
 /// How long committed lines wait before they are written to the file.
 pub(crate) const FLUSH_INTERVAL: Duration = Duration::from_millis(200);
 
@@ -115,6 +119,9 @@ struct DayFile {
     file: File,
     ino: u64,
     dev: u64,
+    /// Its length: kept here as the writer appends (it is the file's only writer), and
+    /// read again from the file at each path check and after a failed write.
+    len: u64,
 }
 
 /// Rows to delete (those up to `upto`, whose lines are in synced files) and the committed
@@ -146,6 +153,8 @@ pub(crate) struct AcctLog {
     /// Rows up to here are in synced files and go with the next transaction.
     prunable: Option<i64>,
     last_sync: Instant,
+    /// When the day's path was last looked at (see [`PATH_CHECK_INTERVAL`]).
+    path_checked: Instant,
     /// Lines of the current file placed after its end and not written yet, in order.
     pending: Vec<u8>,
     /// Since when `pending` has waited.
@@ -235,6 +244,7 @@ impl AcctLog {
             unsynced_upto: None,
             prunable: None,
             last_sync: Instant::now(),
+            path_checked: Instant::now(),
             pending: Vec::new(),
             pending_since: None,
             last_failure: None,
@@ -249,7 +259,7 @@ impl AcctLog {
         let Some(current) = self.file.as_mut() else {
             return Err(AcctError::Io { path: self.dir.join(&day), source: std::io::ErrorKind::NotFound.into() });
         };
-        let start = current.file.metadata().map_err(err(&current.path))?.len() + self.pending.len() as u64;
+        let start = current.len + self.pending.len() as u64;
         if self.committed_end.as_ref() != Some(&(day.clone(), start)) {
             commit_end(conn, &day, start, None)?;
             self.committed_end = Some((day.clone(), start));
@@ -307,6 +317,7 @@ impl AcctLog {
         let Some(current) = self.file.as_mut() else { return false };
         match current.file.write_all(&self.pending) {
             Ok(()) => {
+                current.len += self.pending.len() as u64;
                 // A burst of long records (a job's values may be a mebibyte each) is not
                 // kept allocated once written.
                 if self.pending.capacity() > FLUSH_BYTES {
@@ -320,8 +331,9 @@ impl AcctLog {
             Err(e) => {
                 // A short write leaves part of a line: the start's repair rewrites it whole
                 // (its offset is known), so only the end that made it is cut back here.
-                if let Some(committed) = self.committed_end.as_ref().map(|(_, end)| *end) {
-                    let _ = current.file.set_len(committed.saturating_sub(self.pending.len() as u64));
+                let _ = current.file.set_len(current.len);
+                if let Ok(meta) = current.file.metadata() {
+                    current.len = meta.len();
                 }
                 if self.last_failure.is_none_or(|at| at.elapsed() >= Duration::from_secs(1)) {
                     tracing::warn!(file = %current.path.display(), error = %e, "Cannot write the accounting log; its records wait in the store");
@@ -375,9 +387,25 @@ impl AcctLog {
     /// file at its path is no longer the one open (moved away by an administrator).
     fn open_day(&mut self, conn: &mut Connection, day: &str) -> Result<(), AcctError> {
         let path = self.dir.join(day);
-        let same = self.file.as_ref().is_some_and(|f| {
-            f.day == day && std::fs::metadata(&path).is_ok_and(|m| m.ino() == f.ino && m.dev() == f.dev)
+        let check = self.path_checked.elapsed() >= PATH_CHECK_INTERVAL;
+        let same = self.file.as_mut().is_some_and(|f| {
+            if f.day != day {
+                return false;
+            }
+            if !check {
+                return true;
+            }
+            match std::fs::metadata(&path) {
+                Ok(m) if m.ino() == f.ino && m.dev() == f.dev => {
+                    f.len = m.len();
+                    true
+                }
+                _ => false,
+            }
         });
+        if check {
+            self.path_checked = Instant::now();
+        }
         if same {
             return Ok(());
         }
@@ -395,7 +423,7 @@ impl AcctLog {
         let start = meta.len();
         commit_end(conn, day, start, self.prunable.take())?;
         self.committed_end = Some((day.to_string(), start));
-        self.file = Some(DayFile { day: day.to_string(), path, file, ino: meta.ino(), dev: meta.dev() });
+        self.file = Some(DayFile { day: day.to_string(), path, file, ino: meta.ino(), dev: meta.dev(), len: start });
         Ok(())
     }
 }

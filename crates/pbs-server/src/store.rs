@@ -655,6 +655,34 @@ mod tests {
         assert_eq!(lines(&file)[2..], ["S;2.srv;queue=workq 2.srv", "S;3.srv;queue=workq 3.srv"]);
     }
 
+    /// The writer keeps the file's length itself: lines written out between two commits
+    /// (past the flush interval, inside a second) must move the next batch's offset, or a
+    /// restart would take the file for longer than committed and cut good lines off.
+    #[tokio::test]
+    async fn batches_written_out_one_by_one_keep_their_offsets() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pbs.db");
+        let acct = dir.path().join("accounting");
+        {
+            let (store, _) = Store::open(&path, Some(&acct)).unwrap();
+            for id in ["1.srv", "2.srv", "3.srv"] {
+                store.commit(vec![record('Q', id)]).await.unwrap().unwrap();
+                let file = today(&acct);
+                let written = || std::fs::read_to_string(&file).unwrap_or_default().contains(&format!(";Q;{id};"));
+                let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+                while !written() {
+                    assert!(std::time::Instant::now() < deadline, "{id} never reached the file");
+                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                }
+            }
+        }
+        drop(Store::open(&path, Some(&acct)).unwrap());
+        assert_eq!(
+            lines(&today(&acct)),
+            ["Q;1.srv;queue=workq 1.srv", "Q;2.srv;queue=workq 2.srv", "Q;3.srv;queue=workq 3.srv"]
+        );
+    }
+
     /// The committed end is written only when rows are pruned; a kill -9 after the last
     /// rows went must still find every committed line in the file, once.
     #[test]
