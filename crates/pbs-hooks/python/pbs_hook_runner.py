@@ -89,18 +89,28 @@ def _code_for(hook, script):
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
-_PID = os.getpid()
+class _Forked:
+    child = False  # set in a child a hook forked
+
+
+os.register_at_fork(after_in_child=lambda: setattr(_Forked, "child", True))
 
 
 def _write(answer):
-    if os.getpid() != _PID:
+    if _Forked.child:
         # A child a hook forked (and did not exec) must not answer for the runner.
         os._exit(0)
-    data = (_dumps(answer) + "\n").encode("utf-8", "surrogatepass")
+    if type(answer) is str:
+        data = answer.encode("utf-8", "surrogatepass")
+    else:
+        data = (_dumps(answer) + "\n").encode("utf-8", "surrogatepass")
     view = memoryview(data)
     while view:
         n = os.write(_out_fd, view)
         view = view[n:]
+
+
+_ACCEPTED = '{"id":%d,"accepted":true,"reject_message":null,"exception":null,"alarm":false,"job":%s,"jobs":{},"log":[]}\n'
 
 
 def _answer(rid, accepted=True, reject_message=None, exception=None, alarm=False, job=None, jobs=None, log=None):
@@ -243,6 +253,9 @@ def _event(req, rid):
     job = jobs = None
     if accepted:
         job, jobs = ev._changes()
+        if not job and not jobs and not log and type(rid) is int:
+            # The common answer, written without the encoder.
+            return _ACCEPTED % (rid, "null" if job is None else "{}")
     elif ev._params.get("job") is not None:
         job = {}
     return _answer(
@@ -257,9 +270,12 @@ def _event(req, rid):
     )
 
 
+_decode = json.JSONDecoder().decode
+
+
 def _handle(line):
     try:
-        req = json.loads(line)
+        req = _decode(line.decode("utf-8", "surrogatepass"))
     except Exception as exc:  # noqa: BLE001 - not JSON, bad UTF-8, too deep
         return _answer(None, False, exception="bad request: %s" % (exc,))
     if not isinstance(req, dict):

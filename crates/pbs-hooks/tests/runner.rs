@@ -538,6 +538,24 @@ fn new_defs_replace_the_old_ones() {
     assert_eq!(answer["job"], json!({"Resource_List": {"gpus": "2"}}));
 }
 
+/// A child a hook forks and that does not exec ends with the hook's code in it, as the
+/// runner would: it must leave without answering, or the daemon would read two answers.
+#[test]
+fn a_forked_child_that_ends_the_hook_writes_no_answer() {
+    let mut runner = Runner::start();
+    let script = "import os, pbs\npid = os.fork()\nif pid == 0:\n    pbs.event().reject('from the child')\n\
+                  os.waitpid(pid, 0)\npbs.event().accept()\n";
+    let answer = runner.event(script, json!({}));
+    assert_eq!(answer["accepted"], json!(true), "{answer}");
+    // The next answers are those of the next events, in order (`event` checks each id),
+    // with no job in the answer of an event that has none.
+    let answer = runner.event("import pbs\npbs.event().accept()\n", json!({"job": null}));
+    assert_eq!(answer["job"], Value::Null, "{answer}");
+    let answer = runner.event("import pbs\npbs.event().accept()\n", json!({}));
+    assert_eq!(answer["job"], json!({}), "{answer}");
+    assert!(runner.answers.recv_timeout(Duration::from_millis(200)).is_err(), "a stray answer");
+}
+
 #[test]
 fn a_warm_runner_answers_a_trivial_event_quickly() {
     let mut runner = Runner::start();
