@@ -90,6 +90,9 @@ fn the_sixteen_cpu_request_runs_the_others_wait_held_and_a_requeue_releases_them
     c.wait_job_state(small, "R", TIMEOUT);
     wait_until("the set held again", TIMEOUT, || attr(&c, mid, "substate").as_deref() == Some("95"));
     held_for(&c, big, small);
+    // The run has reached its mom (a qdel before that ends a run that never was, which
+    // releases the others: handler test `a_job_set_start_deleted_before_it_ran_releases_the_others`).
+    wait_until("the second run started on its mom", TIMEOUT, || attr(&c, small, "substate").as_deref() == Some("42"));
     // The run's end deletes the members it held: the set has done its work.
     c.run("qdel", &[small]).ok();
     for id in [big, mid] {

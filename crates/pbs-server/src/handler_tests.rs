@@ -1328,6 +1328,26 @@ fn a_job_set_start_holds_the_others_through_the_index_and_a_requeue_releases_the
     assert_eq!(f.state.job_sets.get(seq(&leader)).map(|s| s.members.len()), Some(1));
 }
 
+/// A member whose start held the others but that was deleted before the start reached its
+/// mom (`qdel` between the run and its delivery) never ran: the members its start held
+/// are released, not left held for a run that does not exist.
+#[test]
+fn a_job_set_start_deleted_before_it_ran_releases_the_others() {
+    let mut f = fixture();
+    let leader = f.submit(&alice(), &[("job_set", "new")]);
+    let second = f.submit(&alice(), &[("job_set", leader.as_str())]);
+    let seq = |id: &str| crate::jobkey::key_of(id).map(|k| k.seq).unwrap_or(u64::MAX);
+    let (reply, _) = f.request(&root(), Request::RunJob { id: second.clone(), exec_vnode: Some("n1".into()) });
+    assert_eq!(reply.code, 0, "{reply:?}");
+    assert_eq!(f.state.jobs.get(&seq(&leader)).map(|j| j.substate.0), Some(95));
+    let effects = crate::job::end::force_delete(&mut f.state, JobKey::job(seq(&second)), f.now);
+    assert!(!effects.ops.is_empty());
+    let released = f.state.jobs.get(&seq(&leader)).expect("the leader").clone();
+    assert_eq!((released.state, released.substate.0), (JobState::Queued, 10));
+    assert_eq!((released.get("Hold_Types", None), released.get("comment", None)), (Some("n"), None));
+    assert_eq!(f.state.job_sets.get(seq(&leader)).and_then(|s| s.running), None);
+}
+
 /// A job's request (`select`, `place`) is parsed once into the form kept beside its
 /// attributes, shared by jobs asking the same, made again wherever the texts change (a
 /// qalter, an OR-ed alternative chosen for a run and put back at a requeue, a start

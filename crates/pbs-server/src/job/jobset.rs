@@ -152,12 +152,11 @@ pub fn started(state: &mut State, seq: u64, now: i64) -> Vec<StoreOp> {
 
 /// Member `seq` (`member_id`) of set `leader` ended; `ran`: after it ran (else it was
 /// deleted before). After a run the members it held are deleted: one of the set's
-/// requests has run, which is what the set was for.
+/// requests has run, which is what the set was for. A member whose start held the others
+/// but that never ran (deleted before its start reached its mom) releases them, as a
+/// requeue does: none of the set's requests has run.
 pub fn ended(state: &mut State, leader: u64, seq: u64, member_id: &str, ran: bool, now: i64) -> Vec<StoreOp> {
     state.job_sets.leave(leader, seq);
-    if !ran {
-        return Vec::new();
-    }
     let held: Vec<u64> = state
         .job_sets
         .get(leader)
@@ -166,6 +165,19 @@ pub fn ended(state: &mut State, leader: u64, seq: u64, member_id: &str, ran: boo
         .into_iter()
         .filter(|m| state.jobs.get(m).is_some_and(|j| j.substate == Substate::RUNNING_SET))
         .collect();
+    if !ran {
+        let mut ops = Vec::new();
+        for member in held {
+            if let Some(job) = state.jobs.get_mut(&member) {
+                release(job, now);
+                ops.push(job.put_op(None));
+            }
+        }
+        if !ops.is_empty() {
+            state.changes.cycle = true;
+        }
+        return ops;
+    }
     let reason = format!("Job deleted, job {member_id} from this job_set ran");
     held.into_iter().flat_map(|m| finish(state, leader, m, &reason, now)).collect()
 }
