@@ -1330,7 +1330,8 @@ fn a_job_set_start_holds_the_others_through_the_index_and_a_requeue_releases_the
 
 /// A member whose start held the others but that was deleted before the start reached its
 /// mom (`qdel` between the run and its delivery) never ran: the members its start held
-/// are released, not left held for a run that does not exist.
+/// are released, not left held for a run that does not exist. One whose start its mom
+/// confirmed ran, however it ends.
 #[test]
 fn a_job_set_start_deleted_before_it_ran_releases_the_others() {
     let mut f = fixture();
@@ -1346,6 +1347,17 @@ fn a_job_set_start_deleted_before_it_ran_releases_the_others() {
     assert_eq!((released.state, released.substate.0), (JobState::Queued, 10));
     assert_eq!((released.get("Hold_Types", None), released.get("comment", None)), (Some("n"), None));
     assert_eq!(f.state.job_sets.get(seq(&leader)).and_then(|s| s.running), None);
+
+    // A start its mom confirmed did run, even when `qdel -W force` ends it without an exit
+    // status: the members it held are finished (no history here: gone).
+    let third = f.submit(&alice(), &[("job_set", leader.as_str())]);
+    let (reply, _) = f.request(&root(), Request::RunJob { id: third.clone(), exec_vnode: Some("n1".into()) });
+    assert_eq!(reply.code, 0, "{reply:?}");
+    assert_eq!(f.state.jobs.get(&seq(&leader)).map(|j| j.substate.0), Some(95));
+    assert!(!crate::job::end::job_started(&mut f.state, "n1", &third, 4242).is_empty());
+    let effects = crate::job::end::force_delete(&mut f.state, JobKey::job(seq(&third)), f.now);
+    assert!(records(&effects).iter().any(|r| r.starts_with(&format!("A;{leader}"))), "{:?}", records(&effects));
+    assert!(!f.state.jobs.contains_key(&seq(&leader)));
 }
 
 /// A job's request (`select`, `place`) is parsed once into the form kept beside its

@@ -152,6 +152,9 @@ fn finish(
     let parent_id = state.job(key).map(|j| j.id(&state.server_name)).unwrap_or_default();
     let group = if key.index.is_none() { crate::job::runone::group_of(state, key.seq) } else { Vec::new() };
     let job_set = if key.index.is_none() { crate::job::jobset::set_of(state, key.seq) } else { None };
+    // A run its mom confirmed (it has a session) ran, even when it ends without an exit
+    // status (`qdel -W force`); one deleted before its start reached its mom did not.
+    let ran = exit_status.is_some() || state.job(key).is_some_and(|j| j.get("session_id", None).is_some());
     let mut ops = finish_job(state, key, exit_status, usage, deleted, now);
     // Its children are released or deleted by how it ended, after its own record (an
     // array's, by `job::array` once its last subjob ended); so are the others of its
@@ -163,7 +166,7 @@ fn finish(
             None => crate::job::runone::left(state, &parent_id, &group),
         });
         if let Some(leader) = job_set {
-            ops.extend(crate::job::jobset::ended(state, leader, key.seq, &parent_id, exit_status.is_some(), now));
+            ops.extend(crate::job::jobset::ended(state, leader, key.seq, &parent_id, ran, now));
         }
     }
     ops
