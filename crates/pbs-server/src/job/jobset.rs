@@ -156,6 +156,7 @@ pub fn started(state: &mut State, seq: u64, now: i64) -> Vec<StoreOp> {
 /// but that never ran (deleted before its start reached its mom) releases them, as a
 /// requeue does: none of the set's requests has run.
 pub fn ended(state: &mut State, leader: u64, seq: u64, member_id: &str, ran: bool, now: i64) -> Vec<StoreOp> {
+    let was_running = state.job_sets.get(leader).and_then(|s| s.running) == Some(seq);
     state.job_sets.leave(leader, seq);
     let held: Vec<u64> = state
         .job_sets
@@ -166,6 +167,10 @@ pub fn ended(state: &mut State, leader: u64, seq: u64, member_id: &str, ran: boo
         .filter(|m| state.jobs.get(m).is_some_and(|j| j.substate == Substate::RUNNING_SET))
         .collect();
     if !ran {
+        // Only the holds of its own start (another member may run, released by a manager).
+        if !was_running {
+            return Vec::new();
+        }
         let mut ops = Vec::new();
         for member in held {
             if let Some(job) = state.jobs.get_mut(&member) {
