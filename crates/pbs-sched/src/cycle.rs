@@ -599,13 +599,7 @@ fn handle_job(world: &mut World<'_>, ctx: &mut Ctx, queue: &QueueCtx<'_>, slot: 
                 // marks the array begun and comments `Job Array Began at ...`; OpenPBS
                 // does not overwrite that.
                 let may_comment = !begun && !world.array_running.contains_key(&seq);
-                let tried = match job.alternatives.as_deref() {
-                    Some(alternatives) => {
-                        try_alternatives(world, ctx, queue, job, alternatives, Some(*max_run), &sub_id, may_comment)
-                    }
-                    None => try_job(world, ctx, queue, (job, job), key, Some(*max_run), &sub_id, may_comment),
-                };
-                match tried {
+                match try_request(world, ctx, queue, job, key, Some(*max_run), &sub_id, may_comment) {
                     Tried::Started => {}
                     Tried::HeldByLimit => {
                         ctx.out.log.push(LogEvent::max_run_subjobs(&job.view.id));
@@ -631,22 +625,15 @@ fn handle_job(world: &mut World<'_>, ctx: &mut Ctx, queue: &QueueCtx<'_>, slot: 
                 ArrayRole::Parent { max_run, .. } => max_run,
                 _ => None,
             });
-            let tried = match job.alternatives.as_deref() {
-                Some(alternatives) => {
-                    try_alternatives(world, ctx, queue, job, alternatives, Some(max_run), &job.view.id, true)
-                }
-                None => try_job(world, ctx, queue, (job, job), key, Some(max_run), &job.view.id, true),
-            };
-            if tried == Tried::HeldByLimit {
+            if try_request(world, ctx, queue, job, key, Some(max_run), &job.view.id, true) == Tried::HeldByLimit {
                 ctx.out.log.push(LogEvent::max_run_subjobs(&parent_id));
             }
         }
         ArrayRole::None => {
             // A job with OR-ed selects tries its alternatives; either kind may be a job
             // set's member, tried only in its set's turn.
-            let try_it = |world: &mut World<'_>, ctx: &mut Ctx| match job.alternatives.as_deref() {
-                Some(alternatives) => try_alternatives(world, ctx, queue, job, alternatives, None, &job.view.id, true),
-                None => try_job(world, ctx, queue, (job, job), key, None, &job.view.id, true),
+            let try_it = |world: &mut World<'_>, ctx: &mut Ctx| {
+                try_request(world, ctx, queue, job, key, None, &job.view.id, true)
             };
             match job.job_set {
                 None => {
@@ -662,6 +649,26 @@ fn handle_job(world: &mut World<'_>, ctx: &mut Ctx, queue: &QueueCtx<'_>, slot: 
                 }
             }
         }
+    }
+}
+
+/// Tries a job as its request asks: [`try_alternatives`] for OR-ed selects, else
+/// [`try_job`] of the job itself (`key` is its class). The other arguments are
+/// [`try_job`]'s.
+#[allow(clippy::too_many_arguments)] // the cycle state, then what to try
+fn try_request(
+    world: &mut World<'_>,
+    ctx: &mut Ctx,
+    queue: &QueueCtx<'_>,
+    job: &Job,
+    key: ClassKey,
+    array_limit: Option<Option<u64>>,
+    run_id: &str,
+    may_comment: bool,
+) -> Tried {
+    match job.alternatives.as_deref() {
+        Some(alternatives) => try_alternatives(world, ctx, queue, job, alternatives, array_limit, run_id, may_comment),
+        None => try_job(world, ctx, queue, (job, job), key, array_limit, run_id, may_comment),
     }
 }
 
