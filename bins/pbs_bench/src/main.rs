@@ -11,6 +11,7 @@ use pbs_client::Client;
 use pbs_proto::{Attr, MgrAttr, MgrCommand, MgrObject, MgrOp, Request};
 use serde::Serialize;
 
+mod deletion;
 mod preempt;
 
 #[derive(Parser, Debug)]
@@ -32,8 +33,8 @@ struct Args {
     large: usize,
     /// Only one group of figures: `server` (submissions, qstat, memory, restart), `exec`
     /// (jobs and arrays on moms), `accounting` (what the accounting log costs submissions
-    /// and tiny jobs), `preempt` (running jobs preempted on many moms) or `sched` (the
-    /// scheduler's pure core).
+    /// and tiny jobs), `preempt` (running jobs preempted on many moms, and deleted on one)
+    /// or `sched` (the scheduler's pure core).
     #[arg(long, value_parser = ["server", "exec", "accounting", "preempt", "sched"])]
     only: Option<String>,
     /// Where pbs_server, pbs_mom and pbs_sched are (default: next to this program).
@@ -121,6 +122,26 @@ impl Bench {
             }
             std::thread::sleep(Duration::from_millis(2));
         }
+    }
+
+    /// A started server where root may run jobs, holding the figures so far.
+    fn for_root_jobs(bins: &Bins, figures: &mut Vec<Figure>) -> Result<Bench> {
+        let mut bench = Bench::new(bins.clone())?;
+        bench.figures = std::mem::take(figures);
+        bench.start_server()?;
+        let acl = MgrAttr { name: "acl_roots".into(), op: MgrOp::Set, value: "root".into() };
+        bench.client()?.manager(MgrCommand::Set, MgrObject::Server, vec![], vec![acl])?;
+        Ok(bench)
+    }
+
+    /// Stops the server and every mom, and hands the figures back.
+    fn finish(mut self, figures: &mut Vec<Figure>) {
+        self.stop_server();
+        for mut child in self.daemons.drain(..) {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        *figures = std::mem::take(&mut self.figures);
     }
 
     fn stop_server(&mut self) {
@@ -561,6 +582,7 @@ fn run(args: &Args) -> Result<Vec<Figure>> {
     }
     if wanted("preempt") {
         preempt::preemption_figures(&bins, args.smoke, &mut figures)?;
+        deletion::deletion_figures(&bins, args.smoke, &mut figures)?;
     }
     if wanted("sched") {
         sched_cycle_figures(&mut figures, args.smoke);

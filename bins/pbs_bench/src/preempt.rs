@@ -12,7 +12,7 @@ use crate::{Bench, Bins, Figure, ms};
 
 /// Waits until every job of `ids` is in `state` (running ones also confirmed by their
 /// mom, substate 42), at most `limit`.
-fn wait_all(client: &mut Client, ids: &[String], state: &str, limit: Duration) -> Result<()> {
+pub(crate) fn wait_all(client: &mut Client, ids: &[String], state: &str, limit: Duration) -> Result<()> {
     let started = Instant::now();
     loop {
         let attrs = vec!["job_state".into(), "substate".into()];
@@ -50,12 +50,9 @@ fn preempt_all(client: &mut Client, ids: &[String]) -> Result<Duration> {
 pub(crate) fn preemption_figures(bins: &Bins, smoke: bool, figures: &mut Vec<Figure>) -> Result<()> {
     let (moms, per_mom) = if smoke { (2, 4) } else { (10, 10) };
     let n_jobs = moms * per_mom;
-    let mut bench = Bench::new(bins.clone())?;
-    bench.figures = std::mem::take(figures);
-    bench.start_server()?;
+    let mut bench = Bench::for_root_jobs(bins, figures)?;
     let mut client = bench.client()?;
     let set = |name: &str, value: &str| MgrAttr { name: name.into(), op: MgrOp::Set, value: value.into() };
-    client.manager(MgrCommand::Set, MgrObject::Server, vec![], vec![set("acl_roots", "root")])?;
     bench.start_cluster(moms)?;
     for i in 1..=moms {
         let ncpus = vec![set("resources_available.ncpus", &per_mom.to_string())];
@@ -126,11 +123,6 @@ pub(crate) fn preemption_figures(bins: &Bins, smoke: bool, figures: &mut Vec<Fig
         format!("the same request while one of the {moms} moms is stopped for 1 s: the list waits for her once"),
     );
     client.per_id(Request::DeleteJob { ids, force: true, purge_history: false })?;
-    bench.stop_server();
-    for mut child in bench.daemons.drain(..) {
-        let _ = child.kill();
-        let _ = child.wait();
-    }
-    *figures = std::mem::take(&mut bench.figures);
+    bench.finish(figures);
     Ok(())
 }

@@ -32,6 +32,7 @@ pub mod printjob;
 pub mod procfs;
 pub mod prologue;
 pub mod records;
+pub mod session_signals;
 pub mod shepherd;
 pub mod signals;
 

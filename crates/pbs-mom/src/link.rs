@@ -50,6 +50,7 @@ pub async fn run(
 ) {
     let notes_task = tokio::spawn(mom.clone().serve_notes(notes));
     let sampler = tokio::spawn(mom.clone().sample_loop());
+    let signaller = tokio::spawn(mom.session_signals.clone().run());
     tokio::pin!(shutdown);
     let gate = Gate::new(MAX_HANDSHAKING, MAX_AUTHENTICATED, MAX_AUTHENTICATED);
     loop {
@@ -73,6 +74,8 @@ pub async fn run(
     }
     notes_task.abort();
     sampler.abort();
+    signaller.abort();
+    mom.session_signals.flush();
 }
 
 async fn send<T: Serialize>(conn: &mut Conn, message: &T) -> bool {

@@ -31,6 +31,7 @@ use crate::layout::{
     SuspendClock, now_ms,
 };
 use crate::prologue::Which;
+use crate::session_signals::SessionSignals;
 use crate::signals::{self, JobSignal};
 use crate::{
     JOB_EXEC_FAIL1, JOB_EXEC_FAILHOOK_RERUN, JOB_EXEC_HOOKERROR, JOB_EXEC_INITABT, JOB_EXEC_KILL_CPUT,
@@ -203,6 +204,9 @@ pub struct Mom {
     page_kb: u64,
     /// Woken by the server's `Shutdown` (qterm -m): `link::run` returns.
     pub stop: tokio::sync::Notify,
+    /// Signals to sessions that nobody waits on, sent in batches by the task `link::run`
+    /// starts.
+    pub session_signals: Arc<SessionSignals>,
 }
 
 /// A job a signal is for: its session, and the walltime clock record (written to the
@@ -248,6 +252,7 @@ impl Mom {
             ticks_per_sec: procfs::clock_ticks(),
             page_kb: (procfs::page_size() / 1024).max(1),
             stop: tokio::sync::Notify::new(),
+            session_signals: Arc::default(),
         }))
     }
 
@@ -394,7 +399,7 @@ impl Mom {
                 }
             }
             if forgotten && job.session_id > 0 {
-                procfs::signal_session(job.session_id, libc::SIGKILL);
+                self.session_signals.send(job.session_id, &[libc::SIGKILL]);
             }
             self.lock().jobs.insert(job_id, job);
         }
@@ -896,7 +901,7 @@ impl Mom {
         };
         log_job(job_id, format_args!("Started, pid = {}", started.session_id));
         if forgotten {
-            procfs::signal_session(started.session_id, libc::SIGKILL);
+            self.session_signals.send(started.session_id, &[libc::SIGKILL]);
         } else if let Some(delay) = pending_kill {
             self.terminate(job_id, started.session_id, delay);
         }
@@ -905,8 +910,7 @@ impl Mom {
     /// SIGTERM (and SIGCONT, so a stopped job receives it) now, SIGKILL after `delay`
     /// seconds if the job still runs.
     fn terminate(self: &Arc<Self>, job_id: &str, sid: i64, delay: u32) {
-        procfs::signal_session(sid, libc::SIGTERM);
-        procfs::signal_session(sid, libc::SIGCONT);
+        self.session_signals.send(sid, &[libc::SIGTERM, libc::SIGCONT]);
         let mom = self.clone();
         let job_id = job_id.to_string();
         tokio::spawn(async move {
@@ -1036,7 +1040,7 @@ impl Mom {
         // Still running: it dies now and its shepherd's report removes the files.
         let _ = records::append(&path, &Forgotten);
         if let Some(sid) = sid {
-            procfs::signal_session(sid, libc::SIGKILL);
+            self.session_signals.send(sid, &[libc::SIGKILL]);
         }
         log_job(job_id, format_args!("forgotten while running: killed"));
     }

@@ -1,7 +1,7 @@
 //! What the mom reads from `/proc`: the processes of job sessions (usage and signalling),
 //! the host's CPUs and memory, and which shepherds are alive.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::Path;
 
 /// One process as `/proc/<pid>/stat` shows it.
@@ -99,19 +99,30 @@ pub fn signal_session(sid: i64, signal: i32) -> usize {
 /// process group its processes are in; a process that left it with setsid is not the
 /// job's any more.
 pub fn signal_sessions(sids: &[i64], signal: i32) -> HashMap<i64, usize> {
-    let wanted: HashSet<i64> = sids.iter().copied().filter(|sid| *sid > 1).collect();
+    let wanted: HashMap<i64, Vec<i32>> = sids.iter().map(|sid| (*sid, vec![signal])).collect();
+    signal_sessions_in_order(&wanted)
+}
+
+/// [`signal_sessions`] with signals of its own for each session, sent to each of its
+/// processes in their order (SIGTERM then SIGCONT, so a stopped job sees the SIGTERM).
+pub fn signal_sessions_in_order(wanted: &HashMap<i64, Vec<i32>>) -> HashMap<i64, usize> {
     let mut out: HashMap<i64, usize> = HashMap::new();
-    if wanted.is_empty() {
+    // Session 0 and 1 are the kernel's and init's: never a job's.
+    if !wanted.keys().any(|sid| *sid > 1) {
         return out;
     }
     for stat in all_processes() {
-        if stat.state != 'Z' && wanted.contains(&stat.session) {
+        if stat.state == 'Z' || stat.session <= 1 {
+            continue;
+        }
+        let Some(signals) = wanted.get(&stat.session) else { continue };
+        for signal in signals {
             // SAFETY: kill(2) has no memory-safety preconditions.
             unsafe {
-                libc::kill(stat.pid, signal);
+                libc::kill(stat.pid, *signal);
             }
-            *out.entry(stat.session).or_default() += 1;
         }
+        *out.entry(stat.session).or_default() += 1;
     }
     out
 }
@@ -180,7 +191,9 @@ pub fn parse_meminfo_total(text: &str) -> Option<u64> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
+    use std::process::Stdio;
+
     use super::*;
 
     #[test]
@@ -206,5 +219,63 @@ mod tests {
         assert!(host_ncpus() >= 1);
         assert!(host_mem_kb() > 0);
         assert_eq!(parse_meminfo_total("MemFree: 1 kB\nMemTotal:  2048 kB\n"), Some(2048));
+    }
+
+    /// A `sleep` in a session of its own, as a job's session leader is; killed and reaped
+    /// when dropped, so a failing test leaves no stopped process holding its output open.
+    pub(crate) struct Sleeper(pub(crate) std::process::Child);
+
+    impl Sleeper {
+        pub(crate) fn start() -> Sleeper {
+            use std::os::unix::process::CommandExt;
+            let mut command = std::process::Command::new("sleep");
+            command.arg("30").stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
+            // SAFETY: setsid is async-signal-safe and touches no memory of the parent.
+            unsafe {
+                command.pre_exec(|| if libc::setsid() < 0 { Err(std::io::Error::last_os_error()) } else { Ok(()) });
+            }
+            Sleeper(command.spawn().unwrap())
+        }
+
+        pub(crate) fn sid(&self) -> i64 {
+            i64::from(self.0.id())
+        }
+    }
+
+    impl Drop for Sleeper {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+
+    fn state_of(pid: u32) -> char {
+        process(pid as i32).map_or('?', |p| p.state)
+    }
+
+    #[test]
+    fn one_pass_sends_each_session_its_own_signals_in_order() {
+        let (mut ended, stopped, resumed, other) =
+            (Sleeper::start(), Sleeper::start(), Sleeper::start(), Sleeper::start());
+        let wanted = HashMap::from([
+            (ended.sid(), vec![libc::SIGTERM]),
+            (stopped.sid(), vec![libc::SIGCONT, libc::SIGSTOP]),
+            (resumed.sid(), vec![libc::SIGSTOP, libc::SIGCONT]),
+        ]);
+        let counts = signal_sessions_in_order(&wanted);
+        assert_eq!(counts.get(&ended.sid()), Some(&1));
+        assert_eq!(counts.get(&stopped.sid()), Some(&1));
+        assert_eq!(counts.get(&resumed.sid()), Some(&1));
+        assert_eq!(counts.get(&other.sid()), None);
+        let status = ended.0.wait().unwrap();
+        assert_eq!(std::os::unix::process::ExitStatusExt::signal(&status), Some(libc::SIGTERM));
+        // A stop is seen once the kernel has delivered it: wait for it, a bounded time.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while state_of(stopped.0.id()) != 'T' && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert_eq!(state_of(stopped.0.id()), 'T', "the last signal, SIGSTOP, stops it");
+        assert!(matches!(state_of(resumed.0.id()), 'S' | 'R'), "the last signal, SIGCONT, leaves it running");
+        assert!(matches!(state_of(other.0.id()), 'S' | 'R'), "a session not asked for is not signalled");
     }
 }
