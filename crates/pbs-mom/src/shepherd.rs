@@ -432,8 +432,8 @@ pub fn kill_session(sid: i64, signal: i32) {
 
 /// SIGTERM (and SIGCONT, so a suspended job sees it), then SIGKILL after `grace`.
 pub fn terminate_session(sid: i64, grace: Duration) {
-    crate::procfs::signal_session(sid, libc::SIGTERM);
-    crate::procfs::signal_session(sid, libc::SIGCONT);
+    let both = std::collections::HashMap::from([(sid, vec![libc::SIGTERM, libc::SIGCONT])]);
+    crate::procfs::signal_sessions_in_order(&both);
     std::thread::sleep(grace);
     kill_session(sid, libc::SIGKILL);
 }

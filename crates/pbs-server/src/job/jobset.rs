@@ -125,11 +125,7 @@ pub fn moved(state: &mut State, seq: u64, join: Join, now: i64) {
 pub fn started(state: &mut State, seq: u64, now: i64) -> Vec<StoreOp> {
     let Some(leader) = set_of(state, seq) else { return Vec::new() };
     state.job_sets.set_running(leader, Some(seq));
-    let others: Vec<u64> = state
-        .job_sets
-        .get(leader)
-        .map(|s| s.members.iter().copied().filter(|&m| m != seq).collect())
-        .unwrap_or_default();
+    let others: Vec<u64> = members(state, leader).into_iter().filter(|&m| m != seq).collect();
     if others.is_empty() {
         return Vec::new();
     }
@@ -158,31 +154,14 @@ pub fn started(state: &mut State, seq: u64, now: i64) -> Vec<StoreOp> {
 pub fn ended(state: &mut State, leader: u64, seq: u64, member_id: &str, ran: bool, now: i64) -> Vec<StoreOp> {
     let was_running = state.job_sets.get(leader).and_then(|s| s.running) == Some(seq);
     state.job_sets.leave(leader, seq);
-    let held: Vec<u64> = state
-        .job_sets
-        .get(leader)
-        .map(|s| s.members.iter().copied().collect::<Vec<u64>>())
-        .unwrap_or_default()
+    if !ran {
+        // Only the holds of its own start (another member may run, released by a manager).
+        return if was_running { release_held(state, members(state, leader), now) } else { Vec::new() };
+    }
+    let held: Vec<u64> = members(state, leader)
         .into_iter()
         .filter(|m| state.jobs.get(m).is_some_and(|j| j.substate == Substate::RUNNING_SET))
         .collect();
-    if !ran {
-        // Only the holds of its own start (another member may run, released by a manager).
-        if !was_running {
-            return Vec::new();
-        }
-        let mut ops = Vec::new();
-        for member in held {
-            if let Some(job) = state.jobs.get_mut(&member) {
-                release(job, now);
-                ops.push(job.put_op(None));
-            }
-        }
-        if !ops.is_empty() {
-            state.changes.cycle = true;
-        }
-        return ops;
-    }
     let reason = format!("Job deleted, job {member_id} from this job_set ran");
     held.into_iter().flat_map(|m| finish(state, leader, m, &reason, now)).collect()
 }
@@ -192,9 +171,20 @@ pub fn ended(state: &mut State, leader: u64, seq: u64, member_id: &str, ran: boo
 pub fn requeued(state: &mut State, seq: u64, now: i64) -> Vec<StoreOp> {
     let Some(leader) = set_of(state, seq) else { return Vec::new() };
     state.job_sets.set_running(leader, None);
-    let members: Vec<u64> = state.job_sets.get(leader).map(|s| s.members.iter().copied().collect()).unwrap_or_default();
+    let others = members(state, leader).into_iter().filter(|&m| m != seq);
+    release_held(state, others, now)
+}
+
+/// The members of set `leader`, in the set's order.
+fn members(state: &State, leader: u64) -> Vec<u64> {
+    state.job_sets.get(leader).map(|s| s.members.iter().copied().collect()).unwrap_or_default()
+}
+
+/// Lifts the set's hold from each of `members` a start holds (substate 95); the cycle runs
+/// again when any was.
+fn release_held(state: &mut State, members: impl IntoIterator<Item = u64>, now: i64) -> Vec<StoreOp> {
     let mut ops = Vec::new();
-    for member in members.into_iter().filter(|&m| m != seq) {
+    for member in members {
         let Some(job) = state.jobs.get_mut(&member).filter(|j| j.substate == Substate::RUNNING_SET) else { continue };
         release(job, now);
         ops.push(job.put_op(None));
