@@ -291,6 +291,9 @@ def _handle(line):
             _hook.end()
             traceback.print_exc(file=sys.stderr)
             return _answer(rid, False, exception="runner error: %s" % (_exception_line(exc),))
+    if op == "ready":
+        # The pool's first request: answered once this runner is up and reading.
+        return _answer(rid)
     if op == "reply":
         # A reply to a query of a hook its alarm stopped first: nobody waits for it.
         sys.stderr.write("pbs_hook_runner: a reply to no query, dropped\n")

@@ -15,6 +15,14 @@
 //! an answer, is killed and dropped, that event fails, and the events written behind it
 //! wait again for the next interpreter: one bad hook never fails another's event nor
 //! takes the pool down.
+//!
+//! A pool grows on sustained demand, not on a burst: an event that finds its owner's
+//! interpreters all busy waits up to [`GROW_AFTER`] for one of them before another is
+//! started, and one whose owner has an interpreter starting waits for that one. Starting
+//! Python costs tens of milliseconds of CPU, hundreds of times what a short hook's event
+//! costs a warm interpreter, so a burst of events served by the interpreters already
+//! running is both sooner answered and cheaper. An interpreter counts as started once it
+//! has answered the runner's `ready` request.
 
 use std::collections::{HashMap, VecDeque};
 use std::ffi::CString;
@@ -23,17 +31,24 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
-use tokio::sync::{OnceCell, oneshot};
+use tokio::sync::{Notify, OnceCell, oneshot};
 
 use crate::protocol::{Answer, Defs, Event, Query, QueryReply};
 
 /// How long past its alarm an interpreter may take to answer before it is killed: the
 /// runner stops a hook at its alarm itself, so this covers only a runner that cannot.
 pub const ALARM_GRACE: Duration = Duration::from_secs(2);
+
+/// How long an event whose owner's interpreters are all busy waits for one of them
+/// before another interpreter is started for it.
+pub const GROW_AFTER: Duration = Duration::from_millis(20);
+
+/// How long an interpreter may take to start and answer `ready`.
+pub const START_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Distinct users whose idle interpreters a pool keeps unless told otherwise.
 pub const DEFAULT_MAX_OWNERS: usize = 8;
@@ -144,6 +159,9 @@ struct Inner {
     /// shell per start).
     resolved: OnceCell<Result<PathBuf, String>>,
     idle: Mutex<Idle>,
+    /// Told whenever an interpreter is put back idle or the counts of those starting or
+    /// busy change.
+    idle_again: Notify,
     /// The pool's size: interpreters running at once, and kept idle.
     size: usize,
     max_owners: AtomicUsize,
@@ -171,6 +189,7 @@ impl Pool {
                 python,
                 resolved: OnceCell::new(),
                 idle: Mutex::new(Idle::default()),
+                idle_again: Notify::new(),
                 size: size.max(1),
                 max_owners: AtomicUsize::new(DEFAULT_MAX_OWNERS),
                 queue: Mutex::new(Queue::default()),
@@ -218,22 +237,29 @@ impl Pool {
     /// a hook is set up does not wait for Python to start.
     /// Only root's interpreters are warmed: a user's starts with that user's first event.
     pub fn warm(&self) {
-        if let Some(interpreter) = self.take_idle(None) {
-            self.put_idle(interpreter);
-            return;
-        }
         {
+            let mut idle = lock(&self.inner.idle);
+            if idle.idle_or_busy(None) + idle.count(&idle.starting, None) > 0 {
+                return;
+            }
             let mut queue = lock(&self.inner.queue);
             if queue.drivers >= self.inner.size {
                 return;
             }
             queue.drivers += 1;
+            idle.start(None);
         }
         let pool = self.clone();
         tokio::spawn(async move {
             match pool.spawn(None).await {
-                Ok(interpreter) => pool.put_idle(interpreter),
-                Err(e) => tracing::warn!(error = %e, "hook interpreter could not be started"),
+                Ok(interpreter) => {
+                    lock(&pool.inner.idle).started(None);
+                    pool.put_idle(interpreter);
+                }
+                Err(e) => {
+                    pool.counted(|idle| idle.not_started(None));
+                    tracing::warn!(error = %e, "hook interpreter could not be started");
+                }
             }
             // Events that came meanwhile are this driver's.
             pool.drive().await;
@@ -280,9 +306,17 @@ impl Pool {
     }
 
     /// One driver: takes batches of waiting events until none wait, each to an idle
-    /// interpreter of its owner or a new one.
+    /// interpreter of its owner, or to a new one when its owner has none or all of its
+    /// owner's have been busy for [`GROW_AFTER`].
     async fn drive(self) {
+        // Since when the events of this owner have found its interpreters all busy.
+        let mut all_busy_since: Option<(Option<Owner>, Instant)> = None;
         loop {
+            // Armed before the idle interpreters are looked at, so one put back between
+            // that look and the wait below is not missed.
+            let idle_again = self.inner.idle_again.notified();
+            tokio::pin!(idle_again);
+            idle_again.as_mut().enable();
             let batch = {
                 let mut queue = lock(&self.inner.queue);
                 let batch = queue.take_batch();
@@ -295,16 +329,48 @@ impl Pool {
             let owner = batch[0].owner.clone();
             let mut interpreter = match self.take_idle(owner.as_ref()) {
                 Some(interpreter) => interpreter,
-                None => match self.spawn(owner).await {
-                    Ok(interpreter) => interpreter,
-                    Err(e) => {
-                        for waiting in batch {
-                            let _ = waiting.answer.send(Err(e.clone()));
+                None => {
+                    let since = match &all_busy_since {
+                        Some((busy_owner, since)) if *busy_owner == owner => *since,
+                        _ => Instant::now(),
+                    };
+                    let left = GROW_AFTER.saturating_sub(since.elapsed());
+                    let wait = {
+                        let mut idle = lock(&self.inner.idle);
+                        if idle.count(&idle.starting, owner.as_ref()) > 0 {
+                            // Another start would take as long as the one under way.
+                            Some((None, START_TIMEOUT))
+                        } else if idle.idle_or_busy(owner.as_ref()) > 0 && !left.is_zero() {
+                            Some((Some((owner.clone(), since)), left))
+                        } else {
+                            idle.start(owner.as_ref());
+                            None
                         }
+                    };
+                    if let Some((busy_since, wait)) = wait {
+                        // The events wait again, first in line: the busy interpreter's
+                        // driver takes them when it is done, or this one when woken.
+                        all_busy_since = busy_since;
+                        lock(&self.inner.queue).put_back(batch.into_iter());
+                        let _ = tokio::time::timeout(wait, idle_again).await;
                         continue;
                     }
-                },
+                    match self.spawn(owner.clone()).await {
+                        Ok(interpreter) => {
+                            lock(&self.inner.idle).started(owner.as_ref());
+                            interpreter
+                        }
+                        Err(e) => {
+                            self.counted(|idle| idle.not_started(owner.as_ref()));
+                            for waiting in batch {
+                                let _ = waiting.answer.send(Err(e.clone()));
+                            }
+                            continue;
+                        }
+                    }
+                }
             };
+            all_busy_since = None;
             match self.run_batch(&mut interpreter, batch).await {
                 Ok(last) => {
                     self.put_idle(interpreter);
@@ -314,10 +380,17 @@ impl Pool {
                 }
                 Err(unrun) => {
                     let _ = interpreter.child.start_kill();
+                    self.counted(|idle| idle.gone(owner.as_ref()));
                     lock(&self.inner.queue).put_back(unrun.into_iter());
                 }
             }
         }
+    }
+
+    /// Changes the interpreters' counts and wakes the drivers waiting on them.
+    fn counted(&self, change: impl FnOnce(&mut Idle)) {
+        change(&mut lock(&self.inner.idle));
+        self.inner.idle_again.notify_waiters();
     }
 
     /// An idle interpreter of exactly `owner` that is still alive: one that died while
@@ -329,6 +402,7 @@ impl Pool {
             if matches!(interpreter.child.try_wait(), Ok(None)) {
                 return Some(interpreter);
             }
+            idle.gone(owner);
             tracing::warn!(object_type = "Hook", object_name = self.inner.label, "an idle hook interpreter had died");
         }
         None
@@ -342,6 +416,7 @@ impl Pool {
             idle.put(interpreter);
             idle.trim(self.inner.size, self.inner.max_owners.load(Ordering::Relaxed))
         };
+        self.inner.idle_again.notify_waiters();
         drop(evicted);
     }
 
@@ -520,14 +595,34 @@ impl Pool {
                 tracing::info!(event = "0100", object_type = "Hook", object_name = label, "[pid {pid}{who}] {line}");
             }
         });
-        Ok(Interpreter {
+        let mut interpreter = Interpreter {
             owner,
             child,
             stdin,
             stdout: BufReader::new(stdout),
             defs_sent: None,
             scripts: HashMap::new(),
-        })
+        };
+        match tokio::time::timeout(START_TIMEOUT, Self::ready(&mut interpreter)).await {
+            Ok(Ok(())) => Ok(interpreter),
+            Ok(Err(e)) => Err(RunError::Unavailable(format!("{}: {e}", python.display()))),
+            Err(_) => Err(RunError::Unavailable(format!("{}: not ready in {START_TIMEOUT:?}", python.display()))),
+        }
+    }
+
+    /// Asks a new interpreter whether it is ready and waits for its answer: until then
+    /// Python is still starting (see the module's documentation).
+    async fn ready(interpreter: &mut Interpreter) -> Result<(), String> {
+        interpreter.stdin.write_all(b"{\"op\":\"ready\",\"id\":0}\n").await.map_err(|e| e.to_string())?;
+        interpreter.stdin.flush().await.map_err(|e| e.to_string())?;
+        let mut line = String::new();
+        if interpreter.stdout.read_line(&mut line).await.map_err(|e| e.to_string())? == 0 {
+            return Err("the interpreter exited as it started".into());
+        }
+        match serde_json::from_str::<Answer>(&line) {
+            Ok(answer) if answer.id == Some(0) && answer.accepted => Ok(()),
+            _ => Err(format!("unexpected answer to ready: {}", line.trim_end())),
+        }
     }
 }
 
@@ -589,6 +684,10 @@ async fn become_owner(command: &mut Command, owner: &Owner) -> Result<(), RunErr
 struct Idle {
     groups: Vec<IdleGroup>,
     clock: u64,
+    /// How many interpreters of each owner are being started (until they answer `ready`).
+    starting: HashMap<Option<Owner>, usize>,
+    /// How many interpreters of each owner are running events, out of the idle groups.
+    busy: HashMap<Option<Owner>, usize>,
 }
 
 struct IdleGroup {
@@ -602,7 +701,38 @@ impl Idle {
         self.groups.iter().map(|g| g.interpreters.len()).sum()
     }
 
-    /// One idle interpreter started as exactly `owner`.
+    fn count(&self, counts: &HashMap<Option<Owner>, usize>, owner: Option<&Owner>) -> usize {
+        counts.get(&owner.cloned()).copied().unwrap_or(0)
+    }
+
+    /// Started interpreters of exactly `owner`, idle or busy.
+    fn idle_or_busy(&self, owner: Option<&Owner>) -> usize {
+        let idle = self.groups.iter().find(|g| g.owner.as_ref() == owner).map_or(0, |g| g.interpreters.len());
+        idle + self.count(&self.busy, owner)
+    }
+
+    /// An interpreter of `owner` is being started.
+    fn start(&mut self, owner: Option<&Owner>) {
+        *self.starting.entry(owner.cloned()).or_default() += 1;
+    }
+
+    /// An interpreter of `owner` being started is up, and busy until it is put idle.
+    fn started(&mut self, owner: Option<&Owner>) {
+        decrement(&mut self.starting, owner);
+        *self.busy.entry(owner.cloned()).or_default() += 1;
+    }
+
+    /// An interpreter of `owner` being started did not start.
+    fn not_started(&mut self, owner: Option<&Owner>) {
+        decrement(&mut self.starting, owner);
+    }
+
+    /// A busy interpreter of `owner` is gone (killed, or found dead).
+    fn gone(&mut self, owner: Option<&Owner>) {
+        decrement(&mut self.busy, owner);
+    }
+
+    /// One idle interpreter started as exactly `owner`, busy from now on.
     fn take(&mut self, owner: Option<&Owner>) -> Option<Interpreter> {
         let index = self.groups.iter().position(|g| g.owner.as_ref() == owner)?;
         self.clock += 1;
@@ -612,10 +742,15 @@ impl Idle {
         if group.interpreters.is_empty() {
             self.groups.swap_remove(index);
         }
+        if interpreter.is_some() {
+            *self.busy.entry(owner.cloned()).or_default() += 1;
+        }
         interpreter
     }
 
+    /// `interpreter`, busy until now, is idle.
     fn put(&mut self, interpreter: Interpreter) {
+        self.gone(interpreter.owner.as_ref());
         self.clock += 1;
         let clock = self.clock;
         match self.groups.iter_mut().find(|g| g.owner == interpreter.owner) {
@@ -695,6 +830,16 @@ fn fail_first(mut written: VecDeque<Waiting>, error: RunError) -> Vec<Waiting> {
         let _ = first.answer.send(Err(error));
     }
     written.into()
+}
+
+fn decrement(counts: &mut HashMap<Option<Owner>, usize>, owner: Option<&Owner>) {
+    let key = owner.cloned();
+    if let Some(count) = counts.get_mut(&key) {
+        *count -= 1;
+        if *count == 0 {
+            counts.remove(&key);
+        }
+    }
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

@@ -114,3 +114,63 @@ async fn a_hooks_changed_body_runs_and_an_unchanged_one_runs_as_sent() {
     let answer = pool.run(event("h", &says("c"), "j")).await.expect("answered");
     assert_eq!(logged(&answer), ["c"]);
 }
+
+const PID: &str = "import os, pbs\npbs.logmsg(pbs.LOG_DEBUG, str(os.getpid()))\n";
+
+fn pid_of(answer: &pbs_hooks::Answer) -> String {
+    logged(answer).first().cloned().unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_of_quick_events_is_served_by_the_running_interpreter_and_a_busy_one_makes_the_pool_grow() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let lib = dir.path().join("lib");
+    pbs_hooks::install(&lib).expect("install");
+    let pool = pool_of(&lib, 4);
+    let first = pid_of(&pool.run(event("pid", PID, "warm")).await.expect("answered"));
+    // Bursts of quick events, each many at once: a new interpreter would cost tens of
+    // milliseconds to start, so the one running answers them all.
+    for round in 0..5 {
+        let burst: Vec<_> = (0..40)
+            .map(|i| {
+                let pool = pool.clone();
+                tokio::spawn(async move { pool.run(event("pid", PID, &format!("r{round}j{i}"))).await })
+            })
+            .collect();
+        for handle in burst {
+            let answer = handle.await.expect("joined").expect("answered");
+            assert_eq!(pid_of(&answer), first, "a quick burst started another interpreter");
+        }
+    }
+    assert_eq!(pool.idle_counts().0, 1);
+    // An interpreter busy past the pool's patience: the next event gets one of its own.
+    let slow = tokio::spawn({
+        let pool = pool.clone();
+        async move { pool.run(event("slow", SLOW, "slow")).await }
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    let started = std::time::Instant::now();
+    let answer = pool.run(event("pid", PID, "behind the slow one")).await.expect("answered");
+    assert_ne!(pid_of(&answer), first, "the event waited for the busy interpreter");
+    assert!(!slow.is_finished(), "the slow hook ended before the other event was answered ({:?})", started.elapsed());
+    assert!(slow.await.expect("joined").expect("answered").accepted);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_that_come_while_the_first_interpreter_starts_wait_for_it_instead_of_starting_more() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let lib = dir.path().join("lib");
+    pbs_hooks::install(&lib).expect("install");
+    let pool = pool_of(&lib, 4);
+    let burst: Vec<_> = (0..20)
+        .map(|i| {
+            let pool = pool.clone();
+            tokio::spawn(async move { pool.run(event("pid", PID, &format!("j{i}"))).await })
+        })
+        .collect();
+    let mut pids = std::collections::BTreeSet::new();
+    for handle in burst {
+        pids.insert(pid_of(&handle.await.expect("joined").expect("answered")));
+    }
+    assert_eq!(pids.len(), 1, "interpreters started for one burst: {pids:?}");
+}

@@ -100,11 +100,17 @@ pub async fn dispatch(server: &Arc<Server>, who: &Identity, id: u64, mut request
         Ok(changed) => changed,
         Err(e) => return Response::Reply(Reply::error(id, e.code.0, e.message)),
     };
-    if matches!(request, Request::ImportHook { .. }) {
-        server.hooks.warm();
-    }
+    let sets_up_hooks =
+        matches!(request, Request::ImportHook { .. } | Request::Manager { object: pbs_proto::MgrObject::Hook, .. });
     let (reply, applied) = match handle_locked(server, who, &groups, &hook_attrs, id, request) {
-        Locked::Applied(reply, applied) => (reply, applied),
+        Locked::Applied(reply, applied) => {
+            // An interpreter is started only once a hook can run here: execution hooks run
+            // on the moms, and an interpreter kept for them would cost a start for nothing.
+            if sets_up_hooks && crate::hooks::event::any_server_hook(&server.lock().state) {
+                server.hooks.warm();
+            }
+            (reply, applied)
+        }
         Locked::Respond(Response::Reply(mut reply)) => {
             repeats.restore(&mut reply);
             return Response::Reply(reply);

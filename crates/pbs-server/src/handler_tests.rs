@@ -784,6 +784,35 @@ fn execution_hook_changes_reach_the_moms_that_are_up_and_a_linking_mom_gets_the_
 }
 
 #[test]
+fn only_a_hook_with_a_server_event_asks_for_an_interpreter_on_the_server() {
+    use pbs_proto::{MgrAttr, MgrCommand, MgrObject, MgrOp};
+    let mut f = fixture();
+    let set = |command, name: &str, value: &str| Request::Manager {
+        command,
+        object: MgrObject::Hook,
+        names: vec!["h".into()],
+        attrs: vec![MgrAttr { name: name.into(), op: MgrOp::Set, value: value.into() }],
+    };
+    let (reply, _) = f.request(&local_root(), set(MgrCommand::Create, "event", "execjob_begin"));
+    assert_eq!(reply.code, 0, "{reply:?}");
+    let import = Request::ImportHook {
+        name: "h".into(),
+        content_type: "application/x-python".into(),
+        encoding: "default".into(),
+        content: "import pbs\npbs.event().accept()\n".into(),
+    };
+    let (reply, _) = f.request(&local_root(), import);
+    assert_eq!(reply.code, 0, "{reply:?}");
+    assert!(!crate::hooks::event::any_server_hook(&f.state), "an execution hook runs on the moms only");
+    let (reply, _) = f.request(&local_root(), set(MgrCommand::Set, "event", "execjob_begin,runjob"));
+    assert_eq!(reply.code, 0, "{reply:?}");
+    assert!(crate::hooks::event::any_server_hook(&f.state));
+    let (reply, _) = f.request(&local_root(), set(MgrCommand::Set, "enabled", "false"));
+    assert_eq!(reply.code, 0, "{reply:?}");
+    assert!(!crate::hooks::event::any_server_hook(&f.state), "a disabled hook runs nowhere");
+}
+
+#[test]
 fn root_alone_imports_and_exports_hook_bodies_and_deleting_a_hook_deletes_its_body() {
     use base64::Engine as _;
     use pbs_proto::{MgrAttr, MgrCommand, MgrObject, MgrOp};

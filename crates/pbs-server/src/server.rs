@@ -184,7 +184,7 @@ impl Server {
             HOOK_INTERPRETERS,
             "Server",
         );
-        if !state.hook_bodies.is_empty() {
+        if crate::hooks::event::any_server_hook(&state) {
             hooks.warm();
         }
         let shared = Shared { state, links: Links::default(), outbox: Outbox::default() };

@@ -45,6 +45,11 @@ pub fn hooks_for(state: &State, event: HookEvent) -> Vec<HookRun> {
     runs.into_iter().map(|(_, run)| run).collect()
 }
 
+/// Whether any enabled hook with a body runs on the server (not only on the moms).
+pub fn any_server_hook(state: &State) -> bool {
+    HookEvent::ALL.iter().any(|event| !event.on_mom() && !hooks_for(state, *event).is_empty())
+}
+
 /// The attribute and resource types the interpreters need, as of the resources'
 /// generation.
 pub fn defs(state: &State) -> (u64, Defs) {
