@@ -132,6 +132,11 @@ struct Fields {
 /// name, user, queue or attribute value with a newline would otherwise start a line of its
 /// own that a reader takes for the server's. Newlines read `\n` as in OpenPBS's `qstat -f`.
 pub fn push_escaped(out: &mut String, text: &str) {
+    // Nearly every value is printable ASCII: one pass over the bytes settles it.
+    if text.bytes().all(|b| (0x20..0x7f).contains(&b)) {
+        out.push_str(text);
+        return;
+    }
     let needs = |c: char| c.is_control() || c == '\u{2028}' || c == '\u{2029}';
     if !text.contains(needs) {
         out.push_str(text);
@@ -281,6 +286,20 @@ pub fn init(dir: PathBuf, daemon: &str, default_object: &str, default_filter: &s
 mod tests {
     use super::*;
     use chrono::{NaiveDateTime, Timelike};
+
+    #[test]
+    fn escaping_keeps_printable_text_and_escapes_every_control_and_line_separator() {
+        let escape = |text: &str| {
+            let mut out = String::from(">");
+            push_escaped(&mut out, text);
+            out
+        };
+        assert_eq!(escape("queue=workq Job_Name=a b"), ">queue=workq Job_Name=a b");
+        assert_eq!(escape("caf\u{e9} \u{4e2d}"), ">caf\u{e9} \u{4e2d}");
+        assert_eq!(escape("a\nb\rc\td"), ">a\\nb\\rc\\td");
+        assert_eq!(escape("\u{7f}\u{1}\u{85}"), ">\\x7f\\x01\\x85");
+        assert_eq!(escape("x\u{2028}y\u{2029}"), ">x\\u2028y\\u2029");
+    }
 
     /// The lines `log` produces through a layer whose writer is this test.
     fn lines_of(log: impl FnOnce()) -> Vec<String> {
