@@ -182,12 +182,12 @@ fn hooks_reach_a_mom_that_links_later_and_survive_its_restart() {
 }
 
 #[test]
-fn a_raising_begin_hook_with_fail_action_offline_vnodes_offlines_the_node() {
+fn a_raising_begin_hook_with_fail_action_offline_vnodes_offlines_the_node_and_restarts_the_cycle() {
     let c = Cluster::with_moms(1, 2);
     install_hook(
         &c,
         "boom",
-        "event=execjob_begin,fail_action=offline_vnodes",
+        "event=execjob_begin,fail_action=\"offline_vnodes,scheduler_restart_cycle\"",
         "import pbs\nraise ValueError(\"boom\")\n",
     );
     mom_logged(&c, "n1", "execution hooks from the server: boom");
@@ -195,6 +195,7 @@ fn a_raising_begin_hook_with_fail_action_offline_vnodes_offlines_the_node() {
     mom_logged(&c, "n1", &format!("Job;{id};execjob_begin hook 'boom' encountered an exception, request rejected"));
     wait_until("n1 offline", LOG_TIMEOUT, || c.node_attr("n1", "state").is_some_and(|s| s.contains("offline")));
     assert_eq!(c.node_attr("n1", "comment").as_deref(), Some("offlined by hook 'boom' due to hook error"));
+    server_logged(&c, "Node;n1;hook 'boom' requested for scheduler to restart cycle");
     // The job went back to the queue and stays there: its only node is offline.
     wait_until("the job requeued", LOG_TIMEOUT, || c.job_attr(&id, "job_state").as_deref() == Some("Q"));
     assert_eq!(c.job_attr(&id, "Exit_status"), None, "{}", c.logs());

@@ -98,6 +98,53 @@ pub const USER_ADMIN: &str = "pbsadmin";
 /// `user=pbsuser`: the hook runs as the job's owner at the events that allow it.
 pub const USER_OWNER: &str = "pbsuser";
 
+/// `fail_action=none`: a failing hook fails its event and nothing more (the default).
+pub const FAIL_NONE: &str = "none";
+/// `fail_action=offline_vnodes`: the node where an execjob_begin or execjob_prologue hook
+/// failed is marked offline.
+pub const FAIL_OFFLINE_VNODES: &str = "offline_vnodes";
+/// `fail_action=scheduler_restart_cycle`: the scheduler is asked for a new cycle when an
+/// execjob_begin or execjob_prologue hook failed.
+pub const FAIL_RESTART_CYCLE: &str = "scheduler_restart_cycle";
+
+const FAIL_ACTION_VALUES: &str = "fail_action value of a hook must be \"none\" or one or more of \
+                                  \"offline_vnodes\",\"clear_vnodes_upon_recovery\", \"scheduler_restart_cycle\"";
+
+/// Checks a hook's `fail_action` against its `events` after a request (OpenPBS's
+/// `set_hook_fail_action` with `strict`, and `mgr_hook_set`), whichever of the two the
+/// request set. When the request set `fail_action` (`fail_action_set`): `offline_vnodes`
+/// needs an execjob_begin or execjob_prologue event, `scheduler_restart_cycle` one of the
+/// same two, and `clear_vnodes_upon_recovery` an exechost_startup event, which this suite
+/// does not run, so it is always refused, with OpenPBS's texts (which name
+/// exechost_startup among the events). When it only changed the events so that none of
+/// those is left, the hook's `fail_action` goes back to `none` (`Some`).
+pub fn check_fail_action(
+    fail_action: &str,
+    events: &[HookEvent],
+    fail_action_set: bool,
+) -> Result<Option<&'static str>, HookValueError> {
+    let may_fail_over = events.iter().any(|e| matches!(e, HookEvent::ExecjobBegin | HookEvent::ExecjobPrologue));
+    if !fail_action_set {
+        return Ok((fail_action != FAIL_NONE && !may_fail_over).then_some(FAIL_NONE));
+    }
+    for word in fail_action.split(',').map(str::trim) {
+        let refused = |needs: &str| {
+            Err(HookValueError(format!(
+                "Can't set hook fail_action value to '{word}': hook event must contain {needs}"
+            )))
+        };
+        match word {
+            FAIL_OFFLINE_VNODES if !may_fail_over => {
+                return refused("at least one of execjob_begin, exechost_startup, execjob_prologue");
+            }
+            FAIL_RESTART_CYCLE if !may_fail_over => return refused("at least one of execjob_begin, execjob_prologue"),
+            "clear_vnodes_upon_recovery" => return refused("at least an exechost_startup value"),
+            _ => {}
+        }
+    }
+    Ok(None)
+}
+
 /// What a hook's `user` becomes once a request has set its attributes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum UserOutcome {
@@ -197,19 +244,14 @@ pub fn normalize(name: &str, value: &str) -> Result<String, HookValueError> {
                             chosen.push(word);
                         }
                     }
-                    _ => {
-                        return Err(HookValueError(
-                            "fail_action value of a hook must be \"none\" or one or more of \
-                             \"offline_vnodes\",\"clear_vnodes_upon_recovery\", \"scheduler_restart_cycle\""
-                                .into(),
-                        ));
-                    }
+                    _ => return Err(HookValueError(FAIL_ACTION_VALUES.into())),
                 }
             }
-            if chosen.len() > 1 && chosen.contains(&"none") {
-                chosen.retain(|w| *w != "none");
+            if chosen.len() > 1 && chosen.contains(&FAIL_NONE) {
+                // OpenPBS's set_hook_fail_action: `none` goes with nothing else.
+                return Err(HookValueError(FAIL_ACTION_VALUES.into()));
             }
-            Ok(if chosen.is_empty() { "none".to_string() } else { chosen.join(",") })
+            Ok(if chosen.is_empty() { FAIL_NONE.to_string() } else { chosen.join(",") })
         }
         _ => Ok(value.to_string()),
     }
@@ -231,9 +273,43 @@ mod tests {
         assert!(normalize("alarm", "0").is_err());
         assert!(normalize("order", "1001").is_err());
         assert!(normalize("user", "root").is_err());
-        assert_eq!(normalize("fail_action", "none,offline_vnodes").unwrap(), "offline_vnodes");
+        assert_eq!(
+            normalize("fail_action", "scheduler_restart_cycle,offline_vnodes").unwrap(),
+            "scheduler_restart_cycle,offline_vnodes"
+        );
+        for combined in ["none,offline_vnodes", "offline_vnodes,none"] {
+            assert!(
+                normalize("fail_action", combined).unwrap_err().0.starts_with("fail_action value of a hook must be")
+            );
+        }
         assert_eq!(events("queuejob,modifyjob"), vec![HookEvent::QueueJob, HookEvent::ModifyJob]);
         assert_eq!(events(""), vec![]);
+    }
+
+    #[test]
+    fn fail_actions_need_the_events_they_act_at_and_go_back_to_none_without_them() {
+        use HookEvent::*;
+        assert_eq!(check_fail_action("offline_vnodes,scheduler_restart_cycle", &[ExecjobPrologue], true), Ok(None));
+        assert_eq!(
+            check_fail_action("offline_vnodes", &[ExecjobEnd], true).unwrap_err().0,
+            "Can't set hook fail_action value to 'offline_vnodes': hook event must contain at least one of \
+             execjob_begin, exechost_startup, execjob_prologue"
+        );
+        assert_eq!(
+            check_fail_action("scheduler_restart_cycle", &[QueueJob], true).unwrap_err().0,
+            "Can't set hook fail_action value to 'scheduler_restart_cycle': hook event must contain at least one of \
+             execjob_begin, execjob_prologue"
+        );
+        assert_eq!(
+            check_fail_action("clear_vnodes_upon_recovery", &[ExecjobBegin], true).unwrap_err().0,
+            "Can't set hook fail_action value to 'clear_vnodes_upon_recovery': hook event must contain at least an \
+             exechost_startup value"
+        );
+        // Only the events changed: a fail_action they no longer allow goes, none stays.
+        assert_eq!(check_fail_action("offline_vnodes", &[ExecjobEnd], false), Ok(Some("none")));
+        assert_eq!(check_fail_action("offline_vnodes", &[ExecjobBegin], false), Ok(None));
+        assert_eq!(check_fail_action("none", &[QueueJob], true), Ok(None));
+        assert_eq!(check_fail_action("none", &[], false), Ok(None));
     }
 
     #[test]

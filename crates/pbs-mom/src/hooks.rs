@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use pbs_core::hookattr::HookEvent;
-use pbs_core::hookattr::USER_OWNER;
+use pbs_core::hookattr::{FAIL_OFFLINE_VNODES, FAIL_RESTART_CYCLE, USER_OWNER};
 use pbs_hooks::{Defs, Event, HookRun, JobData, Owner, Pool, Requestor, RunError, Value};
 use pbs_proto::mom::{JobLaunch, MomHook, Usage};
 
@@ -37,6 +37,7 @@ struct Run {
     events: Vec<HookEvent>,
     order: i64,
     offline_vnodes: bool,
+    restart_cycle: bool,
     /// `user=pbsuser`: runs as the job's owner at the events that allow it.
     as_owner: bool,
 }
@@ -52,7 +53,8 @@ impl Run {
             },
             events: hook.events.iter().filter_map(|e| e.parse().ok()).collect(),
             order: hook.order,
-            offline_vnodes: hook.fail_action.split(',').any(|a| a.trim() == "offline_vnodes"),
+            offline_vnodes: hook.fail_action.split(',').any(|a| a.trim() == FAIL_OFFLINE_VNODES),
+            restart_cycle: hook.fail_action.split(',').any(|a| a.trim() == FAIL_RESTART_CYCLE),
             as_owner: hook.user == USER_OWNER,
         }
     }
@@ -65,11 +67,14 @@ pub enum Verdict {
     Accept,
     /// A hook called `reject()`.
     Reject,
-    /// A hook raised, ran past its alarm or its interpreter failed; `offline` names it
-    /// when its `fail_action` includes `offline_vnodes`.
+    /// A hook raised, ran past its alarm or its interpreter failed.
     Error {
-        /// The hook, when the node is to be offlined.
-        offline: Option<String>,
+        /// The hook.
+        hook: String,
+        /// Its `fail_action` includes `offline_vnodes`.
+        offline: bool,
+        /// Its `fail_action` includes `scheduler_restart_cycle`.
+        restart_cycle: bool,
     },
 }
 
@@ -228,7 +233,11 @@ impl MomHooks {
                     format!("{event} hook '{}' encountered an exception, request rejected", run.hook.name)
                 };
                 tracing::info!(event = "0008", object_type = "Job", object_name = job_id, "{text}");
-                Verdict::Error { offline: run.offline_vnodes.then(|| run.hook.name.clone()) }
+                Verdict::Error {
+                    hook: run.hook.name.clone(),
+                    offline: run.offline_vnodes,
+                    restart_cycle: run.restart_cycle,
+                }
             };
             let run_as = if run.as_owner && event.runs_as_owner() {
                 if owner.is_none() {

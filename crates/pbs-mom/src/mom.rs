@@ -606,9 +606,13 @@ impl Mom {
             match self.hooks.run(event, &job_id, hooks::job_data(launch, 0, None)).await {
                 Verdict::Accept => {}
                 Verdict::Reject => failure = Some((JOB_EXEC_FAILHOOK_RERUN, format!("{event} hook rejected the job"))),
-                Verdict::Error { offline } => {
-                    if let Some(hook) = offline {
-                        self.lock().emit(FromMom::OfflineByHook { hook });
+                Verdict::Error { hook, offline, restart_cycle } => {
+                    // The node goes offline before the scheduler is asked to look again.
+                    if offline {
+                        self.lock().emit(FromMom::OfflineByHook { hook: hook.clone() });
+                    }
+                    if restart_cycle {
+                        self.lock().emit(FromMom::RestartCycleByHook { hook });
                     }
                     failure = Some((JOB_EXEC_HOOKERROR, format!("{event} hook failed")));
                 }

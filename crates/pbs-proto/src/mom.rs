@@ -314,6 +314,13 @@ pub enum FromMom {
         /// The hook's name.
         hook: String,
     },
+    /// A hook whose `fail_action` includes `scheduler_restart_cycle` raised or ran past its
+    /// alarm at an execjob_begin or execjob_prologue event here: the server asks the
+    /// scheduler for a new cycle, as OpenPBS does.
+    RestartCycleByHook {
+        /// The hook's name.
+        hook: String,
+    },
 }
 
 #[cfg(test)]

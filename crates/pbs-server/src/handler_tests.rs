@@ -784,6 +784,69 @@ fn execution_hook_changes_reach_the_moms_that_are_up_and_a_linking_mom_gets_the_
 }
 
 #[test]
+fn fail_action_is_checked_against_the_events_and_a_restart_cycle_failure_asks_for_a_cycle() {
+    use pbs_proto::{MgrAttr, MgrCommand, MgrObject, MgrOp};
+    let mut f = fixture();
+    let manager = |command, attrs: &[(&str, &str)]| Request::Manager {
+        command,
+        object: MgrObject::Hook,
+        names: vec!["h".into()],
+        attrs: attrs
+            .iter()
+            .map(|(n, v)| MgrAttr { name: n.to_string(), op: MgrOp::Set, value: v.to_string() })
+            .collect(),
+    };
+    let fail_action = |f: &Fixture| {
+        f.state
+            .hooks
+            .iter()
+            .find(|h| h.name == "h")
+            .and_then(|h| h.attrs.get_named(pbs_core::ObjectKind::Hook, "fail_action", None).map(str::to_string))
+    };
+    // Refused at create, whatever order the attributes come in, and nothing is made.
+    let (reply, effects) = f.request(
+        &local_root(),
+        manager(MgrCommand::Create, &[("fail_action", "offline_vnodes"), ("event", "queuejob")]),
+    );
+    assert_eq!(reply.code, Pbse::HOOKERROR.0, "{reply:?}");
+    assert_eq!(
+        reply.message,
+        "Can't set hook fail_action value to 'offline_vnodes': hook event must contain at least one of \
+         execjob_begin, exechost_startup, execjob_prologue"
+    );
+    assert!(effects.ops.is_empty() && f.state.hooks.is_empty());
+    let both = "offline_vnodes,scheduler_restart_cycle";
+    let (reply, _) =
+        f.request(&local_root(), manager(MgrCommand::Create, &[("fail_action", both), ("event", "execjob_prologue")]));
+    assert_eq!(reply.code, 0, "{reply:?}");
+    assert_eq!(fail_action(&f).as_deref(), Some(both));
+    for (value, refused) in [
+        ("clear_vnodes_upon_recovery", "hook event must contain at least an exechost_startup value"),
+        ("none,offline_vnodes", "fail_action value of a hook must be \"none\" or one or more of"),
+    ] {
+        let (reply, effects) = f.request(&local_root(), manager(MgrCommand::Set, &[("fail_action", value)]));
+        assert_eq!(reply.code, Pbse::HOOKERROR.0, "{value}: {reply:?}");
+        assert!(reply.message.contains(refused), "{value}: {reply:?}");
+        assert!(effects.ops.is_empty());
+        assert_eq!(fail_action(&f).as_deref(), Some(both), "a refused set changed nothing");
+    }
+    // Events that no longer allow it put it back to none, as OpenPBS's `set hook event`.
+    let (reply, _) = f.request(&local_root(), manager(MgrCommand::Set, &[("event", "execjob_end")]));
+    assert_eq!(reply.code, 0, "{reply:?}");
+    assert_eq!(fail_action(&f).as_deref(), Some("none"));
+    // A mom's report of a failed hook asks the scheduler for a cycle, and changes nothing.
+    f.state.changes.cycle = false;
+    let effects = crate::mom_report::apply(
+        &mut f.state,
+        "n1",
+        pbs_proto::mom::FromMom::RestartCycleByHook { hook: "h".into() },
+        f.now,
+    );
+    assert!(effects.ops.is_empty());
+    assert!(f.state.changes.cycle);
+}
+
+#[test]
 fn only_a_hook_with_a_server_event_asks_for_an_interpreter_on_the_server() {
     use pbs_proto::{MgrAttr, MgrCommand, MgrObject, MgrOp};
     let mut f = fixture();

@@ -52,6 +52,17 @@ pub fn apply(state: &mut State, node: &str, report: FromMom, now: i64) -> Effect
             crate::job::end::job_ended(state, node, &job_id, exit_status, &usage, now)
         }
         FromMom::OfflineByHook { hook } => offline_by_hook(state, node, &hook),
+        FromMom::RestartCycleByHook { hook } => {
+            // OpenPBS's text (node_manager.c), under its mom's name.
+            tracing::info!(
+                event = "0400",
+                object_type = "Node",
+                object_name = node,
+                "hook '{hook}' requested for scheduler to restart cycle"
+            );
+            state.changes.cycle = true;
+            Effects::default()
+        }
         FromMom::SignalResult { job_id, signal, code, .. } => {
             if code != 0 {
                 tracing::warn!(

@@ -233,7 +233,7 @@ fn manage(
                 }
                 apply_attrs(state, ctx, kind, &mut list, MgrCommand::Set, attrs)?;
                 if kind == ObjectKind::Hook {
-                    crate::hooks::admin::settle_user(&mut list, command, attrs)?;
+                    crate::hooks::admin::settle(&mut list, command, attrs)?;
                 }
                 named_list(state, kind)?.push(Named { name: name.clone(), attrs: list });
                 ops.push(state.named_op(kind, state.named(kind).len() - 1));
@@ -256,7 +256,7 @@ fn manage(
                 let mut list = state.named(kind)[index].attrs.clone();
                 apply_attrs(state, ctx, kind, &mut list, command, attrs)?;
                 if kind == ObjectKind::Hook {
-                    crate::hooks::admin::settle_user(&mut list, command, attrs)?;
+                    crate::hooks::admin::settle(&mut list, command, attrs)?;
                 }
                 if let Some(object) = named_list(state, kind)?.get_mut(index) {
                     object.attrs = list;

@@ -1,5 +1,5 @@
 //! Hooks as root manages them: who may, what an attribute may be set to (alone, and `user`
-//! against `event`), and qmgr's import and export of a hook's body. Only root on the server's host touches hooks, as in
+//! and `fail_action` against `event`), and qmgr's import and export of a hook's body. Only root on the server's host touches hooks, as in
 //! OpenPBS: a hook runs as root, so managing one is root's power.
 
 use base64::Engine as _;
@@ -54,7 +54,7 @@ pub fn normalize(name: &str, value: &str) -> Result<String, ReqError> {
 /// `pbsuser` with `periodic` is refused, `pbsuser` set on a hook with no event that runs as
 /// the owner is refused, and a `pbsuser` hook whose events no longer include one goes back
 /// to `pbsadmin`.
-pub fn settle_user(list: &mut AttrList, command: MgrCommand, attrs: &[MgrAttr]) -> Result<(), ReqError> {
+fn settle_user(list: &mut AttrList, command: MgrCommand, attrs: &[MgrAttr]) -> Result<(), ReqError> {
     let user = list.get_named(ObjectKind::Hook, "user", None).unwrap_or(USER_ADMIN);
     let events = hookattr::events(list.get_named(ObjectKind::Hook, "event", None).unwrap_or(""));
     let user_set = command != MgrCommand::Unset && attrs.iter().any(|a| a.name == "user");
@@ -63,6 +63,26 @@ pub fn settle_user(list: &mut AttrList, command: MgrCommand, attrs: &[MgrAttr]) 
         Ok(UserOutcome::Reset) => {
             let (def, _) = crate::attrlist::resolve(ObjectKind::Hook, "user").ok_or(ReqError::new(Pbse::INTERNAL))?;
             list.set(def, None, USER_ADMIN);
+            Ok(())
+        }
+        Err(HookValueError(message)) => Err(hook_error(message)),
+    }
+}
+
+/// Checks `list`, a hook as a create, set or unset (`command` with `attrs`) would leave it,
+/// for its `user` (see [`settle_user`]) and its `fail_action` against its `event`,
+/// whichever of them the request set (`hookattr::check_fail_action`).
+pub fn settle(list: &mut AttrList, command: MgrCommand, attrs: &[MgrAttr]) -> Result<(), ReqError> {
+    settle_user(list, command, attrs)?;
+    let fail_action = list.get_named(ObjectKind::Hook, "fail_action", None).unwrap_or(hookattr::FAIL_NONE);
+    let events = hookattr::events(list.get_named(ObjectKind::Hook, "event", None).unwrap_or(""));
+    let fail_action_set = command != MgrCommand::Unset && attrs.iter().any(|a| a.name == "fail_action");
+    match hookattr::check_fail_action(fail_action, &events, fail_action_set) {
+        Ok(None) => Ok(()),
+        Ok(Some(reset)) => {
+            let (def, _) =
+                crate::attrlist::resolve(ObjectKind::Hook, "fail_action").ok_or(ReqError::new(Pbse::INTERNAL))?;
+            list.set(def, None, reset);
             Ok(())
         }
         Err(HookValueError(message)) => Err(hook_error(message)),
