@@ -201,6 +201,20 @@ fn a_raising_begin_hook_with_fail_action_offline_vnodes_offlines_the_node_and_re
     assert_eq!(c.job_attr(&id, "Exit_status"), None, "{}", c.logs());
 }
 
+#[test]
+fn hooks_that_call_scheduler_restart_cycle_ask_for_a_cycle_on_the_server_and_on_a_mom() {
+    let c = Cluster::with_moms(1, 2);
+    let ask = "import pbs\npbs.server().scheduler_restart_cycle()\npbs.event().accept()\n";
+    install_hook(&c, "askserver", "event=queuejob", ask);
+    install_hook(&c, "askmom", "event=execjob_begin", ask);
+    mom_logged(&c, "n1", "execution hooks from the server: askmom");
+    let id = submit(&c, &["-N", "asking"], "exit 0\n");
+    server_logged(&c, "Hook;askserver;requested for scheduler to restart cycle");
+    server_logged(&c, "Node;n1;requested for scheduler to restart cycle");
+    c.wait_job_state(&id, "F", JOB_TIMEOUT);
+    assert_eq!(c.job_attr(&id, "Exit_status").as_deref(), Some("0"), "{}", c.logs());
+}
+
 /// A Python every user may run (`python3` on root's `PATH` may be under `/root`), as
 /// `PBS_PYTHON` must be where `user=pbsuser` hooks run.
 fn system_python() -> std::path::PathBuf {

@@ -113,8 +113,9 @@ def _write(answer):
 _ACCEPTED = '{"id":%d,"accepted":true,"reject_message":null,"exception":null,"alarm":false,"job":%s,"jobs":{},"log":[]}\n'
 
 
-def _answer(rid, accepted=True, reject_message=None, exception=None, alarm=False, job=None, jobs=None, log=None):
-    return {
+def _answer(rid, accepted=True, reject_message=None, exception=None, alarm=False, job=None, jobs=None, log=None,
+            restart_cycle=False):
+    answer = {
         "id": rid,
         "accepted": accepted,
         "reject_message": reject_message,
@@ -124,6 +125,9 @@ def _answer(rid, accepted=True, reject_message=None, exception=None, alarm=False
         "jobs": {} if jobs is None else jobs,
         "log": [] if log is None else log,
     }
+    if restart_cycle:
+        answer["restart_cycle"] = True
+    return answer
 
 
 # Requests the daemon wrote behind the one being run (it writes events that arrive
@@ -250,10 +254,12 @@ def _event(req, rid):
 
     ev, log = _hook.end()
     accepted = not (ev._rejected or exc_line is not None or alarmed)
+    # As OpenPBS's: a hook that raised or ran past its alarm asks for nothing.
+    restart_cycle = ev._restart_cycle and exc_line is None and not alarmed
     job = jobs = None
     if accepted:
         job, jobs = ev._changes()
-        if not job and not jobs and not log and type(rid) is int:
+        if not job and not jobs and not log and not restart_cycle and type(rid) is int:
             # The common answer, written without the encoder.
             return _ACCEPTED % (rid, "null" if job is None else "{}")
     elif ev._params.get("job") is not None:
@@ -267,6 +273,7 @@ def _event(req, rid):
         job=job,
         jobs=jobs,
         log=log,
+        restart_cycle=restart_cycle,
     )
 
 

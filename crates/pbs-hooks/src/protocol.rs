@@ -192,6 +192,10 @@ pub struct Answer {
     /// Its log calls, in order.
     #[serde(default)]
     pub log: Vec<LogEntry>,
+    /// It called `pbs.server().scheduler_restart_cycle()` (and neither raised nor ran past
+    /// its alarm): the scheduler is to start a new cycle.
+    #[serde(default)]
+    pub restart_cycle: bool,
 }
 
 /// Most jobs one query's answer carries: `pbs.server().jobs()` pages through the rest.

@@ -240,6 +240,21 @@ fn reject_with_a_message_and_accept_otherwise() {
 }
 
 #[test]
+fn scheduler_restart_cycle_is_asked_for_unless_the_hook_raised() {
+    let mut runner = Runner::start();
+    let job = || json!({"job": {"id": null, "attrs": {"Job_Name": "j"}}});
+    let answer = runner.event("import pbs\npbs.server().scheduler_restart_cycle()\n", job());
+    assert_eq!((answer["accepted"].clone(), answer["restart_cycle"].clone()), (json!(true), json!(true)), "{answer}");
+    let answer = runner.event("import pbs\npbs.server().scheduler_restart_cycle()\npbs.event().reject('no')\n", job());
+    assert_eq!((answer["accepted"].clone(), answer["restart_cycle"].clone()), (json!(false), json!(true)), "{answer}");
+    let answer = runner.event("import pbs\npbs.server().scheduler_restart_cycle()\nraise ValueError('x')\n", job());
+    assert_eq!(answer["restart_cycle"], Value::Null, "a hook that raised asks for nothing: {answer}");
+    // The next event starts without the last one's request.
+    let answer = runner.event("import pbs\npbs.event().accept()\n", job());
+    assert_eq!(answer["restart_cycle"], Value::Null, "{answer}");
+}
+
+#[test]
 fn an_exception_fails_the_event_with_its_last_traceback_line() {
     let mut runner = Runner::start();
     let answer = runner.event("import pbs\nx = 1\ny = x / 0\n", json!({}));

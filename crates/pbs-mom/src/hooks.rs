@@ -207,8 +207,22 @@ impl MomHooks {
 
     /// Runs the hooks of `event` for job `job_id`, in order, until one does not accept. A
     /// `user=pbsuser` hook runs as the job's owner where `event` allows it; an owner that
-    /// cannot be resolved here fails the hook as an exception would.
-    pub async fn run(&self, event: HookEvent, job_id: &str, job: HookJob) -> Verdict {
+    /// cannot be resolved here fails the hook as an exception would. Gives the verdict and
+    /// the hooks that asked for a new scheduling cycle
+    /// (`pbs.server().scheduler_restart_cycle()`), in the order they ran.
+    pub async fn run(&self, event: HookEvent, job_id: &str, job: HookJob) -> (Verdict, Vec<String>) {
+        let mut restart_cycle = Vec::new();
+        let verdict = self.run_asking(event, job_id, job, &mut restart_cycle).await;
+        (verdict, restart_cycle)
+    }
+
+    async fn run_asking(
+        &self,
+        event: HookEvent,
+        job_id: &str,
+        job: HookJob,
+        restart_cycle: &mut Vec<String>,
+    ) -> Verdict {
         let HookJob { data: job, owner: launch_owner } = job;
         let mut owner: Option<Result<Owner, String>> = None;
         let runs = self.runs_of(event);
@@ -282,6 +296,9 @@ impl MomHooks {
                         )
                     }
                 }
+            }
+            if answer.restart_cycle {
+                restart_cycle.push(run.hook.name.clone());
             }
             if answer.alarm {
                 return failed(true);

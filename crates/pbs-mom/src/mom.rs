@@ -593,6 +593,16 @@ impl Mom {
         self.launch(job_id, path, &spec);
     }
 
+    /// Runs the hooks of `event` for `job_id` and tells the server of those that asked for
+    /// a new scheduling cycle; gives their verdict.
+    async fn run_hooks(&self, event: HookEvent, job_id: &str, job: hooks::HookJob) -> Verdict {
+        let (verdict, restart_cycle) = self.hooks.run(event, job_id, job).await;
+        for hook in restart_cycle {
+            self.lock().emit(FromMom::RestartCycleByHook { hook, failed: false });
+        }
+        verdict
+    }
+
     /// Runs the job's execjob_begin hooks, and on the mother superior its
     /// execjob_prologue hooks (or, when there are none, the prologue), then starts it; a
     /// refusal or failure ends it with OpenPBS's `JOB_EXEC_*` status instead.
@@ -603,7 +613,7 @@ impl Mom {
             if failure.is_some() || (event == HookEvent::ExecjobPrologue && launch.sister) || !self.hooks.any(event) {
                 continue;
             }
-            match self.hooks.run(event, &job_id, hooks::job_data(launch, 0, None)).await {
+            match self.run_hooks(event, &job_id, hooks::job_data(launch, 0, None)).await {
                 Verdict::Accept => {}
                 Verdict::Reject => failure = Some((JOB_EXEC_FAILHOOK_RERUN, format!("{event} hook rejected the job"))),
                 Verdict::Error { hook, offline, restart_cycle } => {
@@ -612,7 +622,7 @@ impl Mom {
                         self.lock().emit(FromMom::OfflineByHook { hook: hook.clone() });
                     }
                     if restart_cycle {
-                        self.lock().emit(FromMom::RestartCycleByHook { hook });
+                        self.lock().emit(FromMom::RestartCycleByHook { hook, failed: true });
                     }
                     failure = Some((JOB_EXEC_HOOKERROR, format!("{event} hook failed")));
                 }
@@ -836,7 +846,7 @@ impl Mom {
         };
         let data = hooks::job_data(&launch, session_id, Some((result.exit_status, &result.usage)));
         if self.hooks.any(HookEvent::ExecjobEpilogue) {
-            self.hooks.run(HookEvent::ExecjobEpilogue, &job_id, data.clone()).await;
+            self.run_hooks(HookEvent::ExecjobEpilogue, &job_id, data.clone()).await;
         } else {
             let list = |pairs: Vec<(String, String)>| {
                 pairs.into_iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(",")
@@ -865,7 +875,7 @@ impl Mom {
             prologue::run(Which::Epilogue, &path, &job_id, &launch.user, &launch.group, &args).await;
         }
         if self.hooks.any(HookEvent::ExecjobEnd) {
-            self.hooks.run(HookEvent::ExecjobEnd, &job_id, data).await;
+            self.run_hooks(HookEvent::ExecjobEnd, &job_id, data).await;
         }
         let mut state = self.lock();
         // Forgotten meanwhile (a forced delete): nobody waits for the end.
@@ -1028,7 +1038,7 @@ impl Mom {
                     let job_id = job_id.to_string();
                     tokio::spawn(async move {
                         let data = hooks::job_data(&launch, 0, None);
-                        mom.hooks.run(HookEvent::ExecjobEnd, &job_id, data).await;
+                        mom.run_hooks(HookEvent::ExecjobEnd, &job_id, data).await;
                     });
                     return;
                 }

@@ -314,12 +314,16 @@ pub enum FromMom {
         /// The hook's name.
         hook: String,
     },
-    /// A hook whose `fail_action` includes `scheduler_restart_cycle` raised or ran past its
-    /// alarm at an execjob_begin or execjob_prologue event here: the server asks the
-    /// scheduler for a new cycle, as OpenPBS does.
+    /// A hook asked for a new scheduling cycle: it called
+    /// `pbs.server().scheduler_restart_cycle()`, or (`failed`) its `fail_action` includes
+    /// `scheduler_restart_cycle` and it raised or ran past its alarm at an execjob_begin or
+    /// execjob_prologue event here. The server asks the scheduler, as OpenPBS does.
     RestartCycleByHook {
         /// The hook's name.
         hook: String,
+        /// Asked by the hook's `fail_action`, not by the hook.
+        #[serde(default)]
+        failed: bool,
     },
 }
 

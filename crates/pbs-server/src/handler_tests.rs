@@ -839,7 +839,7 @@ fn fail_action_is_checked_against_the_events_and_a_restart_cycle_failure_asks_fo
     let effects = crate::mom_report::apply(
         &mut f.state,
         "n1",
-        pbs_proto::mom::FromMom::RestartCycleByHook { hook: "h".into() },
+        pbs_proto::mom::FromMom::RestartCycleByHook { hook: "h".into(), failed: true },
         f.now,
     );
     assert!(effects.ops.is_empty());

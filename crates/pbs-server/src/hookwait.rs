@@ -99,6 +99,12 @@ async fn run_hooks(
             .run_with_queries(hook_event, queries.clone())
             .await
             .map_err(|e| event::failure(event, &run.name, &e))?;
+        if answer.restart_cycle {
+            // Asked now, whatever becomes of the request.
+            let mut shared = server.lock();
+            event::restart_cycle(&mut shared.state, &run.name);
+            let _ = server.apply_effects(&mut shared, crate::effects::Effects::default());
+        }
         event::verdict(event, &run.name, &origin, &answer)?;
         if let Some(changes) = &answer.job {
             event::apply_changes(attrs, changes, changed);

@@ -52,14 +52,23 @@ pub fn apply(state: &mut State, node: &str, report: FromMom, now: i64) -> Effect
             crate::job::end::job_ended(state, node, &job_id, exit_status, &usage, now)
         }
         FromMom::OfflineByHook { hook } => offline_by_hook(state, node, &hook),
-        FromMom::RestartCycleByHook { hook } => {
-            // OpenPBS's text (node_manager.c), under its mom's name.
-            tracing::info!(
-                event = "0400",
-                object_type = "Node",
-                object_name = node,
-                "hook '{hook}' requested for scheduler to restart cycle"
-            );
+        FromMom::RestartCycleByHook { hook, failed } => {
+            // OpenPBS's texts (node_manager.c), under its mom's name.
+            if failed {
+                tracing::info!(
+                    event = "0400",
+                    object_type = "Node",
+                    object_name = node,
+                    "hook '{hook}' requested for scheduler to restart cycle"
+                );
+            } else {
+                tracing::info!(
+                    event = "0400",
+                    object_type = "Node",
+                    object_name = node,
+                    "requested for scheduler to restart cycle"
+                );
+            }
             state.changes.cycle = true;
             Effects::default()
         }

@@ -614,6 +614,13 @@ class Server:
             if not page or not reply.get("more"):
                 return
 
+    def scheduler_restart_cycle(self):
+        """Ask the scheduler for a new cycle once this hook has run (unless it raised or
+        ran past its alarm), as OpenPBS's does."""
+        ev = current.event
+        if ev is not None:
+            object.__setattr__(ev, "_restart_cycle", True)
+
     def queue(self, name):
         """The queue `name` (its attributes, read-only), None when there is no such queue."""
         found = query({"what": "queue", "name": str(name)}).get("object")
@@ -622,7 +629,7 @@ class Server:
     def __getattr__(self, name):
         if name.startswith("__"):
             raise AttributeError(name)
-        if name in ("vnode", "vnodes", "resv", "resvs", "queues", "scheduler_restart_cycle"):
+        if name in ("vnode", "vnodes", "resv", "resvs", "queues"):
             raise NotImplementedError(
                 "pbs.server().%s: vnodes, reservations and queue lists are not available to hooks in this PBS"
                 % (name,)
@@ -682,6 +689,7 @@ class Event:
         "_rejected",
         "_reject_msg",
         "_server",
+        "_restart_cycle",
     )
 
     def __init__(self, req, type_name):
@@ -696,6 +704,7 @@ class Event:
         s(self, "alarm", req.get("alarm"))
         s(self, "_rejected", False)
         s(self, "_reject_msg", None)
+        s(self, "_restart_cycle", False)
         params = {}
         job = req.get("job")
         if job is not None:

@@ -234,6 +234,19 @@ pub fn verdict(event: HookEvent, hook: &str, origin: &str, answer: &Answer) -> R
     }
 }
 
+/// A hook asked for a new scheduling cycle (`pbs.server().scheduler_restart_cycle()`; the
+/// runner tells it only of a hook that neither raised nor ran past its alarm): logged as
+/// OpenPBS's server logs it, and the scheduler is asked for a cycle.
+pub fn restart_cycle(state: &mut State, hook: &str) {
+    tracing::info!(
+        event = "0400",
+        object_type = "Hook",
+        object_name = hook,
+        "requested for scheduler to restart cycle"
+    );
+    state.changes.cycle = true;
+}
+
 /// The refusal of a hook that raised, ran past its alarm or whose interpreter failed.
 pub fn failure(event: HookEvent, hook: &str, error: &RunError) -> ReqError {
     let (logged, told) = match error {

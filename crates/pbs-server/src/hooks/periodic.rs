@@ -89,6 +89,9 @@ pub fn answered(state: &mut State, hook: &str, origin: &str, result: Result<Answ
             return Effects::default();
         }
     };
+    if answer.restart_cycle {
+        crate::hooks::event::restart_cycle(state, hook);
+    }
     if crate::hooks::event::verdict(HookEvent::Periodic, hook, origin, &answer).is_err() {
         return Effects::default();
     }
