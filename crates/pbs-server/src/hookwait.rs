@@ -102,7 +102,7 @@ async fn run_hooks(
         if answer.restart_cycle {
             // Asked now, whatever becomes of the request.
             let mut shared = server.lock();
-            event::restart_cycle(&mut shared.state, &run.name);
+            event::restart_cycle(&mut shared.state, ("Hook", &run.name), None);
             let _ = server.apply_effects(&mut shared, crate::effects::Effects::default());
         }
         event::verdict(event, &run.name, &origin, &answer)?;

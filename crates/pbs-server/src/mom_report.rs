@@ -54,22 +54,7 @@ pub fn apply(state: &mut State, node: &str, report: FromMom, now: i64) -> Effect
         FromMom::OfflineByHook { hook } => offline_by_hook(state, node, &hook),
         FromMom::RestartCycleByHook { hook, failed } => {
             // OpenPBS's texts (node_manager.c), under its mom's name.
-            if failed {
-                tracing::info!(
-                    event = "0400",
-                    object_type = "Node",
-                    object_name = node,
-                    "hook '{hook}' requested for scheduler to restart cycle"
-                );
-            } else {
-                tracing::info!(
-                    event = "0400",
-                    object_type = "Node",
-                    object_name = node,
-                    "requested for scheduler to restart cycle"
-                );
-            }
-            state.changes.cycle = true;
+            crate::hooks::event::restart_cycle(state, ("Node", node), failed.then_some(hook.as_str()));
             Effects::default()
         }
         FromMom::SignalResult { job_id, signal, code, .. } => {

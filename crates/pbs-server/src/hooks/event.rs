@@ -234,16 +234,21 @@ pub fn verdict(event: HookEvent, hook: &str, origin: &str, answer: &Answer) -> R
     }
 }
 
-/// A hook asked for a new scheduling cycle (`pbs.server().scheduler_restart_cycle()`; the
-/// runner tells it only of a hook that neither raised nor ran past its alarm): logged as
-/// OpenPBS's server logs it, and the scheduler is asked for a cycle.
-pub fn restart_cycle(state: &mut State, hook: &str) {
-    tracing::info!(
-        event = "0400",
-        object_type = "Hook",
-        object_name = hook,
-        "requested for scheduler to restart cycle"
-    );
+/// A hook asked for a new scheduling cycle: logged as OpenPBS's server logs it, under
+/// `object` (`("Hook", name)` for a server hook, `("Node", name)` for a mom's), with the
+/// hook's name in the text when its `fail_action` asked (`failed_hook`), and the scheduler
+/// is asked for a cycle. The runner tells of a `pbs.server().scheduler_restart_cycle()`
+/// only from a hook that neither raised nor ran past its alarm.
+pub fn restart_cycle(state: &mut State, (object_type, object_name): (&str, &str), failed_hook: Option<&str>) {
+    match failed_hook {
+        Some(hook) => tracing::info!(
+            event = "0400",
+            object_type,
+            object_name,
+            "hook '{hook}' requested for scheduler to restart cycle"
+        ),
+        None => tracing::info!(event = "0400", object_type, object_name, "requested for scheduler to restart cycle"),
+    }
     state.changes.cycle = true;
 }
 

@@ -90,7 +90,7 @@ pub fn answered(state: &mut State, hook: &str, origin: &str, result: Result<Answ
         }
     };
     if answer.restart_cycle {
-        crate::hooks::event::restart_cycle(state, hook);
+        crate::hooks::event::restart_cycle(state, ("Hook", hook), None);
     }
     if crate::hooks::event::verdict(HookEvent::Periodic, hook, origin, &answer).is_err() {
         return Effects::default();
