@@ -847,6 +847,35 @@ fn fail_action_is_checked_against_the_events_and_a_restart_cycle_failure_asks_fo
 }
 
 #[test]
+fn setting_a_periodic_hooks_freq_restarts_its_count_from_now() {
+    use pbs_proto::{MgrAttr, MgrCommand, MgrObject, MgrOp};
+    let mut f = fixture();
+    let set = |command, name: &str, value: &str| Request::Manager {
+        command,
+        object: MgrObject::Hook,
+        names: vec!["tick".into()],
+        attrs: vec![MgrAttr { name: name.into(), op: MgrOp::Set, value: value.into() }],
+    };
+    let (reply, _) = f.request(&local_root(), set(MgrCommand::Create, "event", "periodic"));
+    assert_eq!(reply.code, 0, "{reply:?}");
+    let import = Request::ImportHook {
+        name: "tick".into(),
+        content_type: "application/x-python".into(),
+        encoding: "default".into(),
+        content: "import pbs\n".into(),
+    };
+    assert_eq!(f.request(&local_root(), import).0.code, 0);
+    // Seen before its freq is set: planned with the default, 120 s on.
+    assert!(crate::hooks::periodic::due(&mut f.state, f.now).is_empty());
+    assert!(crate::hooks::periodic::due(&mut f.state, f.now + 1).is_empty());
+    let (reply, _) = f.request(&local_root(), set(MgrCommand::Set, "freq", "1"));
+    assert_eq!(reply.code, 0, "{reply:?}");
+    assert!(crate::hooks::periodic::due(&mut f.state, f.now + 1).is_empty(), "planned from the set, 1 s on");
+    let due = crate::hooks::periodic::due(&mut f.state, f.now + 2);
+    assert_eq!(due.iter().map(|r| r.name.as_str()).collect::<Vec<_>>(), ["tick"], "the new freq counts from now");
+}
+
+#[test]
 fn only_a_hook_with_a_server_event_asks_for_an_interpreter_on_the_server() {
     use pbs_proto::{MgrAttr, MgrCommand, MgrObject, MgrOp};
     let mut f = fixture();

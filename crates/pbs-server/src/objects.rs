@@ -116,7 +116,7 @@ pub const NAMED_KINDS: [NamedKind; 4] = [
         implied: None,
         may_delete: |_, _| Ok(()),
         deleted: crate::hooks::admin::deleted,
-        changed: |_, _, _| Vec::new(),
+        changed: crate::hooks::admin::changed,
         computed: |_, _, _| Vec::new(),
     },
 ];

@@ -182,6 +182,17 @@ pub fn deleted(state: &mut State, name: &str) -> Vec<StoreOp> {
     }
 }
 
+/// What setting attributes of hook `name` changes besides them: a new `freq` restarts a
+/// periodic hook's count, so its next run is `freq` seconds from now, as OpenPBS's
+/// `set hook freq` puts its timer (else a run planned with the old `freq`, the default
+/// 120 s when the hook was seen before its `freq` was set, would stand).
+pub fn changed(state: &mut State, name: &str, attrs: &[MgrAttr]) -> Vec<StoreOp> {
+    if attrs.iter().any(|a| a.name == "freq") {
+        state.periodic_hooks.next.remove(name);
+    }
+    Vec::new()
+}
+
 /// A body as the events that run it share it.
 pub fn body_of(state: &State, name: &str) -> Option<HookBody> {
     state.hook_bodies.get(name).cloned()
