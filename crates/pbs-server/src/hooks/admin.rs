@@ -77,6 +77,10 @@ pub fn settle(list: &mut AttrList, command: MgrCommand, attrs: &[MgrAttr]) -> Re
     let fail_action = list.get_named(ObjectKind::Hook, "fail_action", None).unwrap_or(hookattr::FAIL_NONE);
     let events = hookattr::events(list.get_named(ObjectKind::Hook, "event", None).unwrap_or(""));
     let fail_action_set = command != MgrCommand::Unset && attrs.iter().any(|a| a.name == "fail_action");
+    // As OpenPBS's: only a request that sets `fail_action` or `event` looks at them.
+    if !fail_action_set && !attrs.iter().any(|a| a.name == "event") {
+        return Ok(());
+    }
     match hookattr::check_fail_action(fail_action, &events, fail_action_set) {
         Ok(None) => Ok(()),
         Ok(Some(reset)) => {
