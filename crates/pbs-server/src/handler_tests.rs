@@ -830,6 +830,23 @@ fn fail_action_is_checked_against_the_events_and_a_restart_cycle_failure_asks_fo
         assert!(effects.ops.is_empty());
         assert_eq!(fail_action(&f).as_deref(), Some(both), "a refused set changed nothing");
     }
+    // A request that sets neither event nor fail_action leaves them be, even as kept by an
+    // earlier version that let them disagree.
+    if let Some(hook) = f.state.hooks.iter_mut().find(|h| h.name == "h") {
+        crate::state::set_named(
+            &mut hook.attrs,
+            pbs_core::ObjectKind::Hook,
+            "event",
+            "queuejob",
+            &mut f.state.interner,
+        );
+    }
+    let (reply, _) = f.request(&local_root(), manager(MgrCommand::Set, &[("alarm", "5")]));
+    assert_eq!(reply.code, 0, "{reply:?}");
+    assert_eq!(fail_action(&f).as_deref(), Some(both));
+    let (reply, _) = f.request(&local_root(), manager(MgrCommand::Set, &[("event", "execjob_prologue")]));
+    assert_eq!(reply.code, 0, "{reply:?}");
+    assert_eq!(fail_action(&f).as_deref(), Some(both));
     // Events that no longer allow it put it back to none, as OpenPBS's `set hook event`.
     let (reply, _) = f.request(&local_root(), manager(MgrCommand::Set, &[("event", "execjob_end")]));
     assert_eq!(reply.code, 0, "{reply:?}");
