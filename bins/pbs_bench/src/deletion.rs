@@ -4,28 +4,11 @@
 
 use std::time::{Duration, Instant};
 
-use anyhow::{Result, bail};
-use pbs_client::Client;
+use anyhow::Result;
 use pbs_proto::{Attr, MgrAttr, MgrCommand, MgrObject, MgrOp, Request};
 
 use crate::preempt::wait_all;
 use crate::{Bench, Bins, Figure, ms};
-
-/// Waits until every job of `ids` is finished (in the history, `F`), at most `limit`.
-fn wait_finished(client: &mut Client, ids: &[String], limit: Duration) -> Result<()> {
-    let started = Instant::now();
-    loop {
-        let reply = client.status_jobs(ids.to_vec(), vec![], vec!["job_state".into()], true, false)?;
-        let finished = reply.objects.iter().filter(|o| o.get("job_state") == Some("F")).count();
-        if finished == ids.len() {
-            return Ok(());
-        }
-        if started.elapsed() > limit {
-            bail!("{finished} of {} jobs finished", ids.len());
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
 
 /// `per_mom` one-cpu `sleep` jobs running on one mom, deleted by one request: the request
 /// to the last job finished (job history on, so each ends in `F`).
@@ -49,7 +32,7 @@ pub(crate) fn deletion_figures(bins: &Bins, smoke: bool, figures: &mut Vec<Figur
     wait_all(&mut client, &ids, "R", Duration::from_secs(120))?;
     let started = Instant::now();
     client.per_id(Request::DeleteJob { ids: ids.clone(), force: false, purge_history: false })?;
-    wait_finished(&mut client, &ids, Duration::from_secs(120))?;
+    wait_all(&mut client, &ids, "F", Duration::from_secs(120))?;
     bench.record(
         "qdel_running_jobs_one_mom",
         Some(ms(started.elapsed())),

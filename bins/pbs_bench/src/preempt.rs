@@ -11,12 +11,12 @@ use pbs_proto::{Attr, MgrAttr, MgrCommand, MgrObject, MgrOp, Request};
 use crate::{Bench, Bins, Figure, ms};
 
 /// Waits until every job of `ids` is in `state` (running ones also confirmed by their
-/// mom, substate 42), at most `limit`.
+/// mom, substate 42; finished ones, `F`, read from the job history), at most `limit`.
 pub(crate) fn wait_all(client: &mut Client, ids: &[String], state: &str, limit: Duration) -> Result<()> {
     let started = Instant::now();
     loop {
         let attrs = vec!["job_state".into(), "substate".into()];
-        let reply = client.status_jobs(ids.to_vec(), vec![], attrs, false, false)?;
+        let reply = client.status_jobs(ids.to_vec(), vec![], attrs, state == "F", false)?;
         let there = reply
             .objects
             .iter()
