@@ -239,7 +239,7 @@ impl Pool {
     pub fn warm(&self) {
         {
             let mut idle = lock(&self.inner.idle);
-            if idle.idle_or_busy(None) + idle.count(&idle.starting, None) > 0 {
+            if idle.idle_or_busy(None) + idle.starting(None) > 0 {
                 return;
             }
             let mut queue = lock(&self.inner.queue);
@@ -337,7 +337,7 @@ impl Pool {
                     let left = GROW_AFTER.saturating_sub(since.elapsed());
                     let wait = {
                         let mut idle = lock(&self.inner.idle);
-                        if idle.count(&idle.starting, owner.as_ref()) > 0 {
+                        if idle.starting(owner.as_ref()) > 0 {
                             // Another start would take as long as the one under way.
                             Some((None, START_TIMEOUT))
                         } else if idle.idle_or_busy(owner.as_ref()) > 0 && !left.is_zero() {
@@ -701,14 +701,15 @@ impl Idle {
         self.groups.iter().map(|g| g.interpreters.len()).sum()
     }
 
-    fn count(&self, counts: &HashMap<Option<Owner>, usize>, owner: Option<&Owner>) -> usize {
-        counts.get(&owner.cloned()).copied().unwrap_or(0)
+    /// Interpreters of exactly `owner` being started.
+    fn starting(&self, owner: Option<&Owner>) -> usize {
+        self.starting.get(&owner.cloned()).copied().unwrap_or(0)
     }
 
     /// Started interpreters of exactly `owner`, idle or busy.
     fn idle_or_busy(&self, owner: Option<&Owner>) -> usize {
         let idle = self.groups.iter().find(|g| g.owner.as_ref() == owner).map_or(0, |g| g.interpreters.len());
-        idle + self.count(&self.busy, owner)
+        idle + self.busy.get(&owner.cloned()).copied().unwrap_or(0)
     }
 
     /// An interpreter of `owner` is being started.
