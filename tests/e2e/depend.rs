@@ -315,7 +315,9 @@ fn only_one_job_of_a_runone_group_runs() {
     c.qmgr("set server scheduling = true");
     c.wait_job_state(&b, "R", JOB_TIMEOUT);
     wait_until("held again", JOB_TIMEOUT, || attr(&c, &third, "Hold_Types").as_deref() == Some("su"));
-    // It ends: the others are deleted.
+    // It ends once its mom has started it (a delete that beats the start to the mom ends a
+    // run that never was, and releases the others instead): the others are deleted.
+    wait_until("the second run started", JOB_TIMEOUT, || attr(&c, &b, "session_id").is_some());
     c.run("qdel", &[&b]).ok();
     for other in [&a, &third] {
         c.wait_job_state(other, "F", JOB_TIMEOUT);

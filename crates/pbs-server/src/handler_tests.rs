@@ -1498,6 +1498,36 @@ fn a_job_set_start_deleted_before_it_ran_releases_the_others() {
     assert!(!f.state.jobs.contains_key(&seq(&leader)));
 }
 
+/// A runone member deleted before its start reached its mom never ran: the others its
+/// start held lose that system hold and stop naming it, instead of waiting held for ever.
+/// One whose start its mom confirmed ran, however it ends (`qdel -W force` too): the
+/// others are deleted, as OpenPBS deletes them at a running member's end.
+#[test]
+fn a_runone_start_deleted_before_it_ran_releases_the_others() {
+    let mut f = fixture();
+    let seq = |id: &str| crate::jobkey::key_of(id).map(|k| k.seq).unwrap_or(u64::MAX);
+    let first = f.submit(&alice(), &[]);
+    let second = f.submit(&alice(), &[("depend", format!("runone:{first}").as_str())]);
+    let (reply, _) = f.request(&root(), Request::RunJob { id: second.clone(), exec_vnode: Some("n1".into()) });
+    assert_eq!(reply.code, 0, "{reply:?}");
+    let held = f.state.jobs.get(&seq(&first)).expect("the first").clone();
+    assert_eq!((held.state, held.get("Hold_Types", None)), (JobState::Held, Some("s")));
+    let effects = crate::job::end::force_delete(&mut f.state, JobKey::job(seq(&second)), f.now);
+    assert!(!effects.ops.is_empty());
+    let released = f.state.jobs.get(&seq(&first)).expect("the first, kept").clone();
+    assert_eq!((released.state, released.substate.0), (JobState::Queued, 10));
+    assert_eq!((released.get("Hold_Types", None), released.get("depend", None)), (Some("n"), None));
+
+    // A member whose start its mom confirmed ran: `qdel -W force` deletes the others.
+    let third = f.submit(&alice(), &[("depend", format!("runone:{first}").as_str())]);
+    let (reply, _) = f.request(&root(), Request::RunJob { id: third.clone(), exec_vnode: Some("n1".into()) });
+    assert_eq!(reply.code, 0, "{reply:?}");
+    assert!(!crate::job::end::job_started(&mut f.state, "n1", &third, 4242).is_empty());
+    let effects = crate::job::end::force_delete(&mut f.state, JobKey::job(seq(&third)), f.now);
+    assert!(records(&effects).iter().any(|r| r.starts_with(&format!("A;{first}"))), "{:?}", records(&effects));
+    assert!(!f.state.jobs.contains_key(&seq(&first)));
+}
+
 /// A job's request (`select`, `place`) is parsed once into the form kept beside its
 /// attributes, shared by jobs asking the same, made again wherever the texts change (a
 /// qalter, an OR-ed alternative chosen for a run and put back at a requeue, a start

@@ -157,13 +157,17 @@ fn finish(
     let ran = exit_status.is_some() || state.job(key).is_some_and(|j| j.get("session_id", None).is_some());
     let mut ops = finish_job(state, key, exit_status, usage, deleted, now);
     // Its children are released or deleted by how it ended, after its own record (an
-    // array's, by `job::array` once its last subjob ended); so are the others of its
-    // runone group, or they forget it if it never ran.
+    // array's, by `job::array` once its last subjob ended); then the others of its
+    // runone group and its job set.
     if key.index.is_none() && !ops.is_empty() {
         ops.extend(crate::job::depend::parent_ended(state, key.seq, &parent_id, exit_status, now));
-        ops.extend(match exit_status {
-            Some(_) => crate::job::runone::ended(state, key.seq, &parent_id, &group, now),
-            None => crate::job::runone::left(state, &parent_id, &group),
+        // Every job here was started, so its start held the others of its group: they are
+        // deleted if it ran, as OpenPBS's end of a running member deletes them, and
+        // released if it was deleted before its start reached its mom.
+        ops.extend(if ran {
+            crate::job::runone::ended(state, key.seq, &parent_id, &group, now)
+        } else {
+            crate::job::runone::start_cancelled(state, &parent_id, &group, now)
         });
         if let Some(leader) = job_set {
             ops.extend(crate::job::jobset::ended(state, leader, key.seq, &parent_id, ran, now));

@@ -3,7 +3,7 @@
 //! member's start, end, requeue or deletion finds the others in its own list, never by
 //! walking the jobs: when one starts the others are held (system hold, substate 20), when
 //! it ends they are deleted, when it is requeued they are released, and a member deleted
-//! before it ran leaves the group.
+//! before it ran leaves the group (releasing them if its start had held them).
 
 use pbs_core::depend::{DependKind, DependList};
 use pbs_core::{JobState, Substate};
@@ -117,10 +117,28 @@ pub fn left(state: &mut State, member_id: &str, members: &[u64]) -> Vec<StoreOp>
     ops
 }
 
+/// Member `member_id` was deleted after its start held the others but before that start
+/// reached its mom (`qdel` between the run and its delivery): it never ran, so it leaves
+/// the group and the others lose the system hold its start put on them, as at a requeue.
+/// Without the release they would wait, held, on a run that does not exist.
+pub fn start_cancelled(state: &mut State, member_id: &str, members: &[u64], now: i64) -> Vec<StoreOp> {
+    release_held(state, members, now);
+    // Every member names the one leaving, so `left` writes each of them, released or not.
+    left(state, member_id, members)
+}
+
 /// Member `seq`'s run was requeued: the others lose the system hold its start put on them.
 pub fn requeued(state: &mut State, seq: u64, now: i64) -> Vec<StoreOp> {
-    let mut ops = Vec::new();
-    for member in members_of(state, seq) {
+    let members = members_of(state, seq);
+    let released = release_held(state, &members, now);
+    released.iter().filter_map(|m| state.jobs.get(m)).map(|job| job.put_op(None)).collect()
+}
+
+/// Lifts the system hold a member's start put on each of `members` still held by it (held,
+/// substate 20); gives those released, whose writes are the caller's.
+fn release_held(state: &mut State, members: &[u64], now: i64) -> Vec<u64> {
+    let mut released = Vec::new();
+    for &member in members {
         let Some(job) =
             state.jobs.get_mut(&member).filter(|j| j.state == JobState::Held && j.substate == Substate::HELD)
         else {
@@ -128,10 +146,10 @@ pub fn requeued(state: &mut State, seq: u64, now: i64) -> Vec<StoreOp> {
         };
         crate::job::dependlist::lift_system_hold(job, now);
         job.attrs.set(job_idx!("mtime"), None, now.to_string());
-        ops.push(job.put_op(None));
+        released.push(member);
     }
-    if !ops.is_empty() {
+    if !released.is_empty() {
         state.changes.cycle = true;
     }
-    ops
+    released
 }
