@@ -14,7 +14,9 @@
 //! event in its alarm and a grace period, that dies, or that writes something that is not
 //! an answer, is killed and dropped, that event fails, and the events written behind it
 //! wait again for the next interpreter: one bad hook never fails another's event nor
-//! takes the pool down.
+//! takes the pool down. What an interpreter writes is read in bounded lines
+//! ([`MAX_ANSWER_LINE`], [`MAX_LOG_LINE`]): one running as a job's owner cannot make the
+//! daemon hold an endless line.
 //!
 //! A pool grows on sustained demand, not on a burst: an event that finds its owner's
 //! interpreters all busy waits up to [`GROW_AFTER`] for one of them before another is
@@ -33,9 +35,11 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use futures::StreamExt;
+use tokio::io::AsyncWriteExt;
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio::sync::{Notify, OnceCell, oneshot};
+use tokio_util::codec::{FramedRead, LinesCodec, LinesCodecError};
 
 use crate::protocol::{Answer, Defs, Event, Query, QueryReply};
 
@@ -49,6 +53,16 @@ pub const GROW_AFTER: Duration = Duration::from_millis(20);
 
 /// How long an interpreter may take to start and answer `ready`.
 pub const START_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Longest line an interpreter may write on its stdout (an answer or a query): as much as
+/// a client's request frame may carry (16 MiB), since an answer changes no more than a request could
+/// (a periodic hook's changes to many jobs included). A longer one is a broken
+/// interpreter's, which is killed.
+pub const MAX_ANSWER_LINE: usize = 16 << 20;
+
+/// Longest line of what hooks print (stderr) that reaches the daemon's log; the rest of a
+/// longer line is dropped, and the log says so.
+pub const MAX_LOG_LINE: usize = 16 * 1024;
 
 /// Distinct users whose idle interpreters a pool keeps unless told otherwise.
 pub const DEFAULT_MAX_OWNERS: usize = 8;
@@ -144,7 +158,8 @@ struct Interpreter {
     owner: Option<Owner>,
     child: Child,
     stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
+    /// Its answers and queries, one a line.
+    stdout: FramedRead<ChildStdout, LinesCodec>,
     /// The definitions generation it was last sent.
     defs_sent: Option<u64>,
     /// The body it was last sent of each hook: the runner keeps it, so an event of the same
@@ -508,16 +523,12 @@ impl Pool {
     async fn answer(interpreter: &mut Interpreter, waiting: &Waiting) -> Result<Answer, RunError> {
         let broken = |e: std::io::Error| RunError::Crashed(e.to_string());
         let answer = loop {
-            let mut line = String::new();
-            let read = interpreter.stdout.read_line(&mut line).await.map_err(broken)?;
-            if read == 0 {
-                return Err(RunError::Crashed("the interpreter exited".into()));
-            }
+            let line = Self::next_line(interpreter).await.map_err(RunError::Crashed)?;
             let value: serde_json::Value = serde_json::from_str(&line)
-                .map_err(|e| RunError::Crashed(format!("unreadable answer ({e}): {}", line.trim_end())))?;
+                .map_err(|e| RunError::Crashed(format!("unreadable answer ({e}): {}", excerpt(&line))))?;
             if value.get("op").and_then(serde_json::Value::as_str) != Some("query") {
                 break serde_json::from_value::<Answer>(value)
-                    .map_err(|e| RunError::Crashed(format!("unreadable answer ({e}): {}", line.trim_end())))?;
+                    .map_err(|e| RunError::Crashed(format!("unreadable answer ({e}): {}", excerpt(&line))))?;
             }
             let query: Query =
                 serde_json::from_value(value).map_err(|e| RunError::Crashed(format!("bad query: {e}")))?;
@@ -590,16 +601,16 @@ impl Pool {
         let who = owner.as_ref().map_or_else(String::new, |o| format!(" as {}", o.name));
         // What hooks print (and tracebacks) goes to the daemon's log, line by line.
         tokio::spawn(async move {
-            let mut lines = BufReader::new(stderr).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
+            log_lines(stderr, |line| {
                 tracing::info!(event = "0100", object_type = "Hook", object_name = label, "[pid {pid}{who}] {line}");
-            }
+            })
+            .await;
         });
         let mut interpreter = Interpreter {
             owner,
             child,
             stdin,
-            stdout: BufReader::new(stdout),
+            stdout: FramedRead::new(stdout, LinesCodec::new_with_max_length(MAX_ANSWER_LINE)),
             defs_sent: None,
             scripts: HashMap::new(),
         };
@@ -615,13 +626,64 @@ impl Pool {
     async fn ready(interpreter: &mut Interpreter) -> Result<(), String> {
         interpreter.stdin.write_all(b"{\"op\":\"ready\",\"id\":0}\n").await.map_err(|e| e.to_string())?;
         interpreter.stdin.flush().await.map_err(|e| e.to_string())?;
-        let mut line = String::new();
-        if interpreter.stdout.read_line(&mut line).await.map_err(|e| e.to_string())? == 0 {
-            return Err("the interpreter exited as it started".into());
-        }
+        let line = Self::next_line(interpreter).await?;
         match serde_json::from_str::<Answer>(&line) {
             Ok(answer) if answer.id == Some(0) && answer.accepted => Ok(()),
-            _ => Err(format!("unexpected answer to ready: {}", line.trim_end())),
+            _ => Err(format!("unexpected answer to ready: {}", excerpt(&line))),
+        }
+    }
+
+    /// The next line the interpreter wrote, without its newline; an error once it exited,
+    /// broke its pipe, or wrote a line longer than [`MAX_ANSWER_LINE`].
+    async fn next_line(interpreter: &mut Interpreter) -> Result<String, String> {
+        match interpreter.stdout.next().await {
+            Some(Ok(line)) => Ok(line),
+            Some(Err(LinesCodecError::MaxLineLengthExceeded)) => {
+                Err(format!("wrote a line longer than {MAX_ANSWER_LINE} bytes"))
+            }
+            Some(Err(LinesCodecError::Io(e))) => Err(e.to_string()),
+            None => Err("the interpreter exited".into()),
+        }
+    }
+}
+
+/// The start of a line an interpreter wrote, for an error message: a log line, not the
+/// megabytes a broken interpreter may have written.
+fn excerpt(line: &str) -> String {
+    const SHOWN: usize = 200;
+    match line.char_indices().nth(SHOWN) {
+        Some((end, _)) => format!("{}... ({} bytes)", &line[..end], line.len()),
+        None => line.trim_end().to_string(),
+    }
+}
+
+/// Hands each line `from` writes to `log` (bytes that are not UTF-8 replaced), a line
+/// longer than [`MAX_LOG_LINE`] as a note that it was not logged, until `from` ends.
+/// Unlike a `FramedRead`, which ends at its first error, this goes on after a long line:
+/// the interpreter must never find its stderr closed.
+async fn log_lines(mut from: impl tokio::io::AsyncRead + Unpin, mut log: impl FnMut(&str)) {
+    use tokio::io::AsyncReadExt;
+    use tokio_util::codec::{AnyDelimiterCodec, AnyDelimiterCodecError, Decoder};
+    let mut codec = AnyDelimiterCodec::new_with_max_length(b"\n".to_vec(), Vec::new(), MAX_LOG_LINE);
+    let mut buf = bytes::BytesMut::with_capacity(4096);
+    let mut log_bytes = |line: &[u8]| log(String::from_utf8_lossy(line.strip_suffix(b"\r").unwrap_or(line)).as_ref());
+    loop {
+        match codec.decode(&mut buf) {
+            Ok(Some(line)) => log_bytes(&line),
+            // The codec drops the rest of that line and goes on with the next.
+            Err(AnyDelimiterCodecError::MaxChunkLengthExceeded) => {
+                log_bytes(format!("(a line longer than {MAX_LOG_LINE} bytes, not logged)").as_bytes());
+            }
+            Err(AnyDelimiterCodecError::Io(_)) => return,
+            Ok(None) => match from.read_buf(&mut buf).await {
+                Ok(0) | Err(_) => {
+                    if let Ok(Some(line)) = codec.decode_eof(&mut buf) {
+                        log_bytes(&line);
+                    }
+                    return;
+                }
+                Ok(_) => {}
+            },
         }
     }
 }

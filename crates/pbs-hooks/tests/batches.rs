@@ -10,10 +10,15 @@ use std::sync::Arc;
 
 use pbs_hooks::{Event, JobData, ObjectData, Pool, QueryReply, RunError, Value};
 
-fn pool_of(lib: &std::path::Path, size: usize) -> Pool {
-    let pool = Pool::new(pbs_hooks::pool::runner_in(lib), None, size, "test");
+/// A pool of `size` interpreters running the runner installed in a new directory, which
+/// lives as long as the first value.
+fn installed_pool(size: usize) -> (tempfile::TempDir, Pool) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let lib = dir.path().join("lib");
+    pbs_hooks::install(&lib).expect("install");
+    let pool = Pool::new(pbs_hooks::pool::runner_in(&lib), None, size, "test");
     pool.set_defs(1, &pbs_hooks::definitions("s", &pbs_core::resource::ResourceRegistry::new()));
-    pool
+    (dir, pool)
 }
 
 fn event(hook: &str, script: &str, name: &str) -> Event {
@@ -45,11 +50,8 @@ fn logged(answer: &pbs_hooks::Answer) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn events_written_together_get_their_own_answers_and_a_dying_hook_fails_only_its_event() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let lib = dir.path().join("lib");
-    pbs_hooks::install(&lib).expect("install");
     // One interpreter: while the slow hook runs, the others wait and go in one write.
-    let pool = pool_of(&lib, 1);
+    let (_dir, pool) = installed_pool(1);
     let queries: pbs_hooks::Queries = Arc::new(|query: &pbs_hooks::Query| QueryReply {
         object: (query.what == "queue").then(|| ObjectData {
             name: query.name.clone().unwrap_or_default(),
@@ -95,10 +97,7 @@ async fn events_written_together_get_their_own_answers_and_a_dying_hook_fails_on
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hooks_changed_body_runs_and_an_unchanged_one_runs_as_sent() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let lib = dir.path().join("lib");
-    pbs_hooks::install(&lib).expect("install");
-    let pool = pool_of(&lib, 1);
+    let (_dir, pool) = installed_pool(1);
     let says = |word: &str| format!("import pbs\npbs.logmsg(pbs.LOG_DEBUG, '{word}')\n");
     let mut heard = Vec::new();
     for body in [says("a"), says("a"), says("b"), says("b"), says("a")] {
@@ -123,10 +122,7 @@ fn pid_of(answer: &pbs_hooks::Answer) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_burst_of_quick_events_is_served_by_the_running_interpreter_and_a_busy_one_makes_the_pool_grow() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let lib = dir.path().join("lib");
-    pbs_hooks::install(&lib).expect("install");
-    let pool = pool_of(&lib, 4);
+    let (_dir, pool) = installed_pool(4);
     let first = pid_of(&pool.run(event("pid", PID, "warm")).await.expect("answered"));
     // Bursts of quick events, each many at once: a new interpreter would cost tens of
     // milliseconds to start, so the one running answers them all.
@@ -158,10 +154,7 @@ async fn a_burst_of_quick_events_is_served_by_the_running_interpreter_and_a_busy
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn events_that_come_while_the_first_interpreter_starts_wait_for_it_instead_of_starting_more() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let lib = dir.path().join("lib");
-    pbs_hooks::install(&lib).expect("install");
-    let pool = pool_of(&lib, 4);
+    let (_dir, pool) = installed_pool(4);
     let burst: Vec<_> = (0..20)
         .map(|i| {
             let pool = pool.clone();
@@ -173,4 +166,49 @@ async fn events_that_come_while_the_first_interpreter_starts_wait_for_it_instead
         pids.insert(pid_of(&handle.await.expect("joined").expect("answered")));
     }
     assert_eq!(pids.len(), 1, "interpreters started for one burst: {pids:?}");
+}
+
+/// What an interpreter writes is read in bounded lines: a hook that writes an endless line
+/// where answers go fails its own event as a broken interpreter (which is replaced), and
+/// one that prints an endless line to stderr still gets its answer; the pool serves the
+/// next event either way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interpreter_writing_an_endless_line_is_dropped_not_read_to_its_end() {
+    let (_dir, pool) = installed_pool(1);
+    // The runner keeps its answers on a descriptor of its own (fd 1 is stderr for a hook),
+    // but a hook can find it: the write-only pipe that is not stderr.
+    let flood = format!(
+        "import fcntl, os, stat, time
+mine = os.readlink('/proc/self/fd/2')
+chunk = b'x' * (1 << 20)
+for fd in range(3, 256):
+    try:
+        if not stat.S_ISFIFO(os.fstat(fd).st_mode) or os.readlink('/proc/self/fd/%d' % fd) == mine:
+            continue
+        if fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE != os.O_WRONLY:
+            continue
+    except OSError:
+        continue
+    for _ in range({}):
+        os.write(fd, chunk)
+time.sleep(60)
+",
+        (pbs_hooks::pool::MAX_ANSWER_LINE >> 20) + 2
+    );
+    let started = std::time::Instant::now();
+    let result = pool.run(event("flood", &flood, "flooding")).await;
+    match &result {
+        Err(RunError::Crashed(why)) => assert!(why.contains("longer than"), "{why}"),
+        other => panic!("the flooding hook's event: {other:?}"),
+    }
+    // Dropped at the bound, not when the hook's alarm (20 s) would have ended it.
+    assert!(started.elapsed() < std::time::Duration::from_secs(15), "{:?}", started.elapsed());
+    let after = pool.run(event("echo", ECHO, "after")).await.expect("answered");
+    assert_eq!(logged(&after), ["after"]);
+
+    let noisy = "import os\nos.write(2, b'y' * (4 << 20) + b'\\n')\n";
+    let answer = pool.run(event("noisy", noisy, "noisy")).await.expect("answered");
+    assert!(answer.accepted, "{answer:?}");
+    let after = pool.run(event("echo", ECHO, "again")).await.expect("answered");
+    assert_eq!(logged(&after), ["again"]);
 }
