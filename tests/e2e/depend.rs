@@ -361,3 +361,34 @@ fn a_deleted_parent_leaves_queued_children_waiting_and_a_killed_one_ends_them_by
     assert_eq!(attr(&c, &ok, "substate").as_deref(), Some("92"));
     logged(&c, &format!(";Job;{ok};Job deleted as result of dependency on job {running}"));
 }
+
+/// A parent deleted while it ran ends its children as OpenPBS's `depend_on_term` ends a
+/// terminated job's, whatever its exit status: with `-W force` (no exit status at all) and
+/// when the job traps the kill and exits 0, afterok children are deleted and afterany ones
+/// run.
+#[test]
+fn a_parent_deleted_while_it_ran_ends_its_children_as_terminated_whatever_its_exit() {
+    let c = Cluster::with_moms(1, 4);
+    let forced = submit(&c, &[], "sleep 30\n");
+    let trapping = submit(&c, &[], "trap 'exit 0' TERM\nsleep 30 &\nwait\n");
+    for parent in [&forced, &trapping] {
+        wait_until("the parent started", JOB_TIMEOUT, || attr(&c, parent, "session_id").is_some());
+    }
+    let mut children = Vec::new();
+    for parent in [&forced, &trapping] {
+        let ok = submit(&c, &["-W", &format!("depend=afterok:{parent}")], "true\n");
+        let any = submit(&c, &["-W", &format!("depend=afterany:{parent}")], "true\n");
+        children.push((parent.clone(), ok, any));
+    }
+    c.run("qdel", &["-W", "force", &forced]).ok();
+    c.run("qdel", &[&trapping]).ok();
+    c.wait_job_state(&trapping, "F", JOB_TIMEOUT);
+    assert_eq!(attr(&c, &trapping, "Exit_status").as_deref(), Some("0"));
+    for (parent, ok, any) in children {
+        c.wait_job_state(&any, "F", JOB_TIMEOUT);
+        assert_eq!(attr(&c, &any, "Exit_status").as_deref(), Some("0"), "{any} after {parent}");
+        c.wait_job_state(&ok, "F", JOB_TIMEOUT);
+        assert_eq!(attr(&c, &ok, "substate").as_deref(), Some("92"), "{ok} after {parent}");
+        logged(&c, &format!(";Job;{ok};Job deleted as result of dependency on job {parent}"));
+    }
+}

@@ -711,6 +711,37 @@ fn a_parents_end_releases_or_deletes_its_children_through_the_index() {
     assert!(f.state.dependents.children_of(key.seq).is_empty());
 }
 
+/// A parent deleted while it ran ends its children as OpenPBS's `depend_on_term` ends a
+/// terminated job's: afterok ones deleted, afternotok and afterany ones released, also when
+/// `qdel -W force` leaves it no exit status and when it trapped the kill and exited 0.
+#[test]
+fn a_parent_deleted_while_it_ran_deletes_its_afterok_children_and_releases_the_others() {
+    let seq = |id: &str| crate::jobkey::key_of(id).map(|k| k.seq).unwrap_or(u64::MAX);
+    for forced in [true, false] {
+        let mut f = fixture();
+        let (key, parent) = f.running_job();
+        let ok = f.submit(&alice(), &[("depend", format!("afterok:{parent}").as_str())]);
+        let notok = f.submit(&alice(), &[("depend", format!("afternotok:{parent}").as_str())]);
+        let any = f.submit(&alice(), &[("depend", format!("afterany:{parent}").as_str())]);
+        let effects = if forced {
+            crate::job::end::force_delete(&mut f.state, key, f.now)
+        } else {
+            let (reply, _) = f.request(
+                &alice(),
+                Request::DeleteJob { ids: vec![parent.clone()], force: false, purge_history: false },
+            );
+            assert_eq!(reply.code, 0, "{reply:?}");
+            crate::job::end::job_ended(&mut f.state, "n1", &parent, 0, &Usage::default(), f.now)
+        };
+        assert!(!effects.ops.is_empty());
+        assert!(!f.state.jobs.contains_key(&seq(&ok)), "forced {forced}: afterok of a deleted parent is deleted");
+        for released in [&notok, &any] {
+            let job = f.state.jobs.get(&seq(released)).expect("released");
+            assert_eq!((job.state, job.get("Hold_Types", None)), (JobState::Queued, Some("n")), "forced {forced}");
+        }
+    }
+}
+
 /// Root on the server's host, as the kernel names a local peer (not a daemon).
 fn local_root() -> Identity {
     Identity { user: "root".into(), group: "root".into(), uid: 0, host: "host".into(), daemon: false }

@@ -139,6 +139,10 @@ fn requeue_run(state: &mut State, key: JobKey, checkpointed: bool, now: i64) -> 
     ops
 }
 
+/// The exit status a job deleted while it ran counts as for its children when it has none
+/// or 0: SIGTERM's, as a qdel's kill leaves it.
+const DELETED_WHILE_RUNNING: i32 = 256 + libc::SIGTERM;
+
 /// Records a job's end: `Exit_status`, usage, comment; history or removal; then what it
 /// means for the jobs that depend on it.
 fn finish(
@@ -160,7 +164,14 @@ fn finish(
     // array's, by `job::array` once its last subjob ended); then the others of its
     // runone group and its job set.
     if key.index.is_none() && !ops.is_empty() {
-        ops.extend(crate::job::depend::parent_ended(state, key.seq, &parent_id, exit_status, now));
+        // A job deleted while it ran ends its children as OpenPBS's `depend_on_term` does
+        // for a terminated job: afterok ones deleted, the others released, whatever its
+        // exit status and even without one (`qdel -W force`).
+        let children_exit = match exit_status {
+            _ if deleted && ran => Some(exit_status.filter(|&e| e != 0).unwrap_or(DELETED_WHILE_RUNNING)),
+            exit => exit,
+        };
+        ops.extend(crate::job::depend::parent_ended(state, key.seq, &parent_id, children_exit, now));
         // Every job here was started, so its start held the others of its group: they are
         // deleted if it ran, as OpenPBS's end of a running member deletes them, and
         // released if it was deleted before its start reached its mom.
