@@ -55,9 +55,9 @@ pub const GROW_AFTER: Duration = Duration::from_millis(20);
 pub const START_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Longest line an interpreter may write on its stdout (an answer or a query): as much as
-/// a client's request frame may carry (16 MiB), since an answer changes no more than a request could
-/// (a periodic hook's changes to many jobs included). A longer one is a broken
-/// interpreter's, which is killed.
+/// a client's request frame may carry (16 MiB), since an answer changes no more than a
+/// request could (a periodic hook's changes to many jobs included). A longer one is a
+/// broken interpreter's, which is killed.
 pub const MAX_ANSWER_LINE: usize = 16 << 20;
 
 /// Longest line of what hooks print (stderr) that reaches the daemon's log; the rest of a
