@@ -269,6 +269,24 @@ fn a_dead_mom_marks_its_node_down_and_its_job_is_requeued() {
     c.run("qdel", &[&id]).ok();
 }
 
+/// A job deleted while its mom is down ends when the node is given up for lost
+/// (`node_fail_requeue`): deleted as asked, not requeued to run again.
+#[test]
+fn a_job_deleted_while_its_mom_is_down_is_not_requeued_when_the_node_fails() {
+    let mut c = Cluster::with_moms(1, 1);
+    c.qmgr("set server node_fail_requeue = 2");
+    let id = submit(&c, &[], "sleep 60\n");
+    c.wait_job_state(&id, "R", JOB_TIMEOUT);
+    wait_until("session id", JOB_TIMEOUT, || c.job_attr(&id, "session_id").is_some());
+    c.kill_mom("n1");
+    c.wait_node_state("n1", "down");
+    let out = c.run("qdel", &[&id]);
+    assert_eq!(out.code, 0, "{out:?}");
+    c.wait_job_state(&id, "F", JOB_TIMEOUT);
+    assert_eq!(c.job_attr(&id, "run_count").as_deref(), Some("1"));
+    assert_eq!(c.job_attr(&id, "substate").as_deref(), Some("91"), "{}", c.logs());
+}
+
 #[test]
 fn jobs_that_cannot_run_get_openpbs_comments() {
     let c = Cluster::with_moms(1, 2);

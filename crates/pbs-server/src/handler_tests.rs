@@ -742,6 +742,24 @@ fn a_parent_deleted_while_it_ran_deletes_its_afterok_children_and_releases_the_o
     }
 }
 
+/// A job deleted while its mom cannot be reached stays deleted when that mom is given up
+/// for lost (`node_fail_requeue`, or a reconnecting mom that no longer has it): the delete
+/// ends it, it is not requeued to run again.
+#[test]
+fn a_job_being_deleted_is_not_requeued_when_its_mom_is_lost() {
+    let mut f = fixture();
+    let (key, id) = f.running_job();
+    let (reply, effects) =
+        f.request(&alice(), Request::DeleteJob { ids: vec![id.clone()], force: false, purge_history: false });
+    assert_eq!(reply.code, 0, "{reply:?}");
+    assert!(records(&effects).iter().any(|r| r.starts_with(&format!("D;{id}"))), "{:?}", records(&effects));
+    let effects = crate::job::faults::requeue_lost(&mut f.state, key, f.now);
+    assert!(!records(&effects).iter().any(|r| r.starts_with('R')), "no rerun record: {:?}", records(&effects));
+    assert!(records(&effects).iter().any(|r| r.starts_with(&format!("E;{id}"))), "{:?}", records(&effects));
+    assert!(matches!(f.job_state(key), None | Some(JobState::Finished)), "{:?}", f.job_state(key));
+    assert!(!f.state.ending.contains_key(&key));
+}
+
 /// Root on the server's host, as the kernel names a local peer (not a daemon).
 fn local_root() -> Identity {
     Identity { user: "root".into(), group: "root".into(), uid: 0, host: "host".into(), daemon: false }

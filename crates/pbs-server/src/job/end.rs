@@ -334,8 +334,14 @@ pub fn force_delete(state: &mut State, key: JobKey, now: i64) -> Effects {
 }
 
 /// A job whose mother superior was lost: requeued if rerunnable, else finished. A job
-/// whose start its mom never confirmed has not run, and is requeued either way.
+/// whose start its mom never confirmed has not run, and is requeued either way. One being
+/// deleted is finished as deleted.
 pub fn lost(state: &mut State, key: JobKey, now: i64) -> Effects {
+    // A job being deleted is not brought back by the loss of its mom: the delete, whose
+    // `D` record is written, ends it, as OpenPBS purges a job its mom no longer knows.
+    if state.ending.get(&key) == Some(&EndReason::Delete) {
+        return force_delete(state, key, now);
+    }
     state.ending.remove(&key);
     let rerunnable = state.job(key).is_some_and(|j| {
         j.substate == SUBSTATE_PRERUN || j.get("Rerunable", None).and_then(pbs_core::attr::parse_bool).unwrap_or(true)
