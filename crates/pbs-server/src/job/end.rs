@@ -140,8 +140,8 @@ fn requeue_run(state: &mut State, key: JobKey, checkpointed: bool, now: i64) -> 
 }
 
 /// The exit status a job deleted while it ran counts as for its children when it has none
-/// or 0: SIGTERM's, as a qdel's kill leaves it.
-const DELETED_WHILE_RUNNING: i32 = 256 + libc::SIGTERM;
+/// or 0: SIGTERM's (15), as a qdel's kill leaves it.
+const DELETED_WHILE_RUNNING: i32 = 256 + 15;
 
 /// Records a job's end: `Exit_status`, usage, comment; history or removal; then what it
 /// means for the jobs that depend on it.
