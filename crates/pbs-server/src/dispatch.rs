@@ -548,7 +548,7 @@ impl SelectParts {
             }
             // Between two steps the lock goes to whoever waits for it, and this worker to
             // the other connections' tasks.
-            tokio::task::yield_now().await;
+            server.give_way().await;
         }
         let last = self.selection.done();
         self.last_given = last;

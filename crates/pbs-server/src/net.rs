@@ -322,6 +322,7 @@ where
                 if !send_reply(conn, &reply).await {
                     return false;
                 }
+                server.give_way().await;
             }
             true
         }

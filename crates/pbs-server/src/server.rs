@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::io;
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::oneshot;
@@ -69,8 +70,11 @@ pub(crate) fn io_err(context: impl Into<String>) -> impl FnOnce(io::Error) -> Se
 pub struct Server {
     /// Configuration.
     pub config: ServerConfig,
-    /// The state and its links; locked only for short, I/O-free sections.
+    /// The state and its links; locked only for short, I/O-free sections, through
+    /// [`Server::lock`].
     pub state: Mutex<Shared>,
+    /// Threads blocked in [`Server::lock`] (see [`Server::give_way`]).
+    lock_waiters: AtomicUsize,
     /// The store writer.
     pub store: Store,
     /// One link task per node's mom.
@@ -191,6 +195,7 @@ impl Server {
         Ok(Server {
             config,
             state: Mutex::new(shared),
+            lock_waiters: AtomicUsize::new(0),
             store,
             mom_tasks: Mutex::new(Default::default()),
             frame_budget: pbs_proto::budget::ByteBudget::new(MAX_BYTES_IN_FLIGHT_PER_UID),
@@ -358,9 +363,34 @@ impl Server {
 impl Server {
     /// Locks the state and its links (see [`lock`]).
     pub fn lock(&self) -> MutexGuard<'_, Shared> {
-        lock(&self.state)
+        if let Ok(guard) = self.state.try_lock() {
+            return guard;
+        }
+        self.lock_waiters.fetch_add(1, Ordering::SeqCst);
+        let guard = lock(&self.state);
+        self.lock_waiters.fetch_sub(1, Ordering::SeqCst);
+        guard
+    }
+
+    /// Lets the requests waiting for the state lock have it before a task that takes it
+    /// part after part (a qselect's walk, a qstat's parts) takes it again. A released
+    /// mutex goes to whichever thread asks first, and the task that just released it asks
+    /// at once while a waiting thread is still being woken: without this, a request could
+    /// wait for the whole walk. Waits at most [`GIVE_WAY_MAX`].
+    pub async fn give_way(&self) {
+        tokio::task::yield_now().await;
+        let deadline = std::time::Instant::now() + GIVE_WAY_MAX;
+        while self.lock_waiters.load(Ordering::SeqCst) > 0 && std::time::Instant::now() < deadline {
+            // The waiter may be on this CPU: let it run, then this worker's other tasks.
+            std::thread::yield_now();
+            tokio::task::yield_now().await;
+        }
     }
 }
+
+/// The longest [`Server::give_way`] waits for the requests it lets go first to take the
+/// lock (a woken thread normally has it within tens of microseconds).
+const GIVE_WAY_MAX: std::time::Duration = std::time::Duration::from_millis(5);
 
 /// Locks the state. A poisoned lock means a panic interrupted a change to it (which
 /// `pbs_log::daemon::exit_on_panic` normally turns into the end of the process first):
@@ -417,6 +447,7 @@ mod tests {
         let server = Server {
             config,
             state: Mutex::new(Shared { state, links, outbox: Outbox::default() }),
+            lock_waiters: AtomicUsize::new(0),
             store,
             mom_tasks: Mutex::new(HashMap::new()),
             frame_budget: pbs_proto::budget::ByteBudget::new(MAX_BYTES_IN_FLIGHT_PER_UID),

@@ -167,9 +167,10 @@ fn finish(
         // A job deleted while it ran ends its children as OpenPBS's `depend_on_term` does
         // for a terminated job: afterok ones deleted, the others released, whatever its
         // exit status and even without one (`qdel -W force`).
-        let children_exit = match exit_status {
-            _ if deleted && ran => Some(exit_status.filter(|&e| e != 0).unwrap_or(DELETED_WHILE_RUNNING)),
-            exit => exit,
+        let children_exit = if deleted && ran {
+            Some(exit_status.filter(|&e| e != 0).unwrap_or(DELETED_WHILE_RUNNING))
+        } else {
+            exit_status
         };
         ops.extend(crate::job::depend::parent_ended(state, key.seq, &parent_id, children_exit, now));
         // Every job here was started, so its start held the others of its group: they are
