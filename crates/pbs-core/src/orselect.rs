@@ -6,15 +6,9 @@
 
 use crate::capacity::checked_total;
 use crate::resource::{ResourceRegistry, ResourceType};
+pub use crate::select::{MAX_ALTERNATIVES, OR, is_ored};
 use crate::select::{Select, SelectError};
 use crate::{Duration, Size};
-
-/// The most alternatives one request may OR together: the seed's use cases have "less
-/// than 10"; a longer list is refused before anything is parsed, so its cost is bounded.
-pub const MAX_ALTERNATIVES: usize = 32;
-
-/// The separator of alternatives, in `select` and in `job_wide`.
-pub const OR: &str = "||";
 
 /// Resources the server derives from a select (`Resource_List.ncpus`...): an alternative
 /// has its own, so they are never carried over from another one.
@@ -64,17 +58,8 @@ pub struct OrSelect {
     has_job_wide: bool,
 }
 
-/// Whether a select (or job_wide) text ORs alternatives.
-pub fn is_ored(text: &str) -> bool {
-    text.contains(OR)
-}
-
 fn split_bounded(text: &str) -> Result<Vec<&str>, OrSelectError> {
-    // Counted before anything is split or parsed: 1,000 alternatives cost one scan.
-    if text.matches(OR).count() >= MAX_ALTERNATIVES {
-        return Err(OrSelectError::TooMany);
-    }
-    Ok(text.split(OR).collect())
+    crate::select::alternatives(text).ok_or(OrSelectError::TooMany)
 }
 
 fn parse_job_wide_part(part: &str) -> Result<Vec<(String, String)>, OrSelectError> {

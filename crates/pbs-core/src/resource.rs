@@ -229,10 +229,7 @@ impl ResourceDef {
         let trimmed = value.trim();
         match self.name.as_str() {
             // An OR-ed select (`A||B`) keeps each alternative's canonical form.
-            "select" if crate::orselect::is_ored(value) => {
-                return crate::orselect::OrSelect::parse(value, None).map(|o| o.select_text()).map_err(|_| bad());
-            }
-            "select" => return value.parse::<Select>().map(|s| s.to_string()).map_err(|_| bad()),
+            "select" => return crate::select::canonical_text(value).ok_or_else(bad),
             "place" => return value.parse::<Place>().map(|_| value.to_string()).map_err(|_| bad()),
             "nodes" if value.is_empty() => return Err(bad()),
             "nodes" => return crate::nodespec::check_syntax(value).map(|()| value.to_string()).map_err(|_| bad()),

@@ -1,6 +1,8 @@
 //! `select` (`2:ncpus=4:mem=1gb+1:ngpus=1`) and `place` (`scatter:excl`) specifications,
 //! each chunk resource with its comparison (`color!=green`, `os_ver>=rhel6`: conditional
-//! requests, see docs/job-sets.md).
+//! requests, see docs/job-sets.md), and how an OR-ed select's text (`A||B`) splits into its
+//! alternatives, bounded, below the resource definitions that canonicalize a `select`
+//! value and the `orselect` requests built on both.
 
 use std::cmp::Ordering;
 use std::fmt;
@@ -236,6 +238,34 @@ fn chunk_res(part: &str) -> Result<ChunkRes, SelectError> {
     Ok(ChunkRes { name: name.to_string(), cmp, value: value.to_string() })
 }
 
+/// The most alternatives one request may OR together (`A||B`, see `orselect`): the seed's
+/// use cases have "less than 10"; a longer list is refused before anything is parsed, so
+/// its cost is bounded.
+pub const MAX_ALTERNATIVES: usize = 32;
+
+/// The separator of OR-ed alternatives, in `select` and in `job_wide`.
+pub const OR: &str = "||";
+
+/// Whether a select (or job_wide) text ORs alternatives.
+pub fn is_ored(text: &str) -> bool {
+    text.contains(OR)
+}
+
+/// The alternatives an OR-ed text names, in order (one for a text that is not OR-ed);
+/// `None` for more than [`MAX_ALTERNATIVES`], counted before anything is split, so 1,000
+/// alternatives cost one scan.
+pub fn alternatives(text: &str) -> Option<Vec<&str>> {
+    (text.matches(OR).count() < MAX_ALTERNATIVES).then(|| text.split(OR).collect())
+}
+
+/// The canonical text of a `select` value, each alternative of an OR-ed one in its own
+/// canonical form; `None` when an alternative does not parse or there are more than
+/// [`MAX_ALTERNATIVES`].
+pub fn canonical_text(value: &str) -> Option<String> {
+    let parts = alternatives(value)?.into_iter().map(|part| part.parse::<Select>().ok().map(|s| s.to_string()));
+    Some(parts.collect::<Option<Vec<_>>>()?.join(OR))
+}
+
 impl fmt::Display for Select {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for (i, chunk) in self.chunks.iter().enumerate() {
@@ -319,6 +349,18 @@ impl FromStr for Place {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn canonical_text_canonicalizes_each_ored_alternative_and_bounds_their_count() {
+        assert_eq!(canonical_text("2:ncpus=4").as_deref(), Some("2:ncpus=4"));
+        assert_eq!(canonical_text("ncpus=2||2:ncpus=1").as_deref(), Some("1:ncpus=2||2:ncpus=1"));
+        assert_eq!(canonical_text("1:ncpus=1||"), None);
+        assert_eq!(canonical_text("1:ncpus=1||bad:="), None);
+        let most = vec!["1:ncpus=1"; MAX_ALTERNATIVES].join(OR);
+        assert_eq!(canonical_text(&most).as_deref(), Some(most.as_str()));
+        let too_many = vec!["1:ncpus=1"; MAX_ALTERNATIVES + 1].join(OR);
+        assert_eq!(canonical_text(&too_many), None);
+    }
 
     fn check(input: &str, expected: Result<&str, SelectError>) {
         let got = input.parse::<Select>().map(|s| s.to_string());
