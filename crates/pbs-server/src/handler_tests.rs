@@ -765,28 +765,37 @@ fn local_root() -> Identity {
     Identity { user: "root".into(), group: "root".into(), uid: 0, host: "host".into(), daemon: false }
 }
 
+/// qmgr's `COMMAND hook NAME attr=value,...`.
+fn hook_request(command: pbs_proto::MgrCommand, name: &str, attrs: &[(&str, &str)]) -> Request {
+    let attrs = attrs
+        .iter()
+        .map(|(n, v)| pbs_proto::MgrAttr { name: n.to_string(), op: pbs_proto::MgrOp::Set, value: v.to_string() })
+        .collect();
+    Request::Manager { command, object: pbs_proto::MgrObject::Hook, names: vec![name.into()], attrs }
+}
+
+/// qmgr's `import hook NAME application/x-python ENCODING` of `content`.
+fn import_hook(name: &str, encoding: &str, content: &str) -> Request {
+    Request::ImportHook {
+        name: name.into(),
+        content_type: "application/x-python".into(),
+        encoding: encoding.into(),
+        content: content.into(),
+    }
+}
+
 /// Execution hooks reach the moms whose links are up when the set changes (a body
 /// imported, an attribute set, the hook deleted), and nothing else does; a mom whose link
 /// comes up gets the whole set before anything else.
 #[test]
 fn execution_hook_changes_reach_the_moms_that_are_up_and_a_linking_mom_gets_the_set() {
-    use pbs_proto::{MgrAttr, MgrCommand, MgrObject, MgrOp};
+    use pbs_proto::MgrCommand;
     let mut f = fixture();
     let mut n2 = Named { name: "n2".into(), attrs: Default::default() };
     crate::state::set_named(&mut n2.attrs, pbs_core::ObjectKind::Node, "comment", "x", &mut f.state.interner);
     f.state.nodes.push(n2);
-    let manager = |command, attrs: Vec<(&str, &str)>| Request::Manager {
-        command,
-        object: MgrObject::Hook,
-        names: vec!["b".into()],
-        attrs: attrs.into_iter().map(|(n, v)| MgrAttr { name: n.into(), op: MgrOp::Set, value: v.into() }).collect(),
-    };
-    let import = Request::ImportHook {
-        name: "b".into(),
-        content_type: "application/x-python".into(),
-        encoding: "default".into(),
-        content: "import pbs\n".into(),
-    };
+    let manager = |command, attrs: Vec<(&str, &str)>| hook_request(command, "b", &attrs);
+    let import = import_hook("b", "default", "import pbs\n");
     // No body yet: nothing to run, nothing sent.
     let (_, effects) = f.request(&local_root(), manager(MgrCommand::Create, vec![("event", "execjob_begin")]));
     assert!(frames(&effects).is_empty());
@@ -834,17 +843,9 @@ fn execution_hook_changes_reach_the_moms_that_are_up_and_a_linking_mom_gets_the_
 
 #[test]
 fn fail_action_is_checked_against_the_events_and_a_restart_cycle_failure_asks_for_a_cycle() {
-    use pbs_proto::{MgrAttr, MgrCommand, MgrObject, MgrOp};
+    use pbs_proto::MgrCommand;
     let mut f = fixture();
-    let manager = |command, attrs: &[(&str, &str)]| Request::Manager {
-        command,
-        object: MgrObject::Hook,
-        names: vec!["h".into()],
-        attrs: attrs
-            .iter()
-            .map(|(n, v)| MgrAttr { name: n.to_string(), op: MgrOp::Set, value: v.to_string() })
-            .collect(),
-    };
+    let manager = |command, attrs: &[(&str, &str)]| hook_request(command, "h", attrs);
     let fail_action = |f: &Fixture| {
         f.state
             .hooks
@@ -914,22 +915,12 @@ fn fail_action_is_checked_against_the_events_and_a_restart_cycle_failure_asks_fo
 
 #[test]
 fn setting_a_periodic_hooks_freq_restarts_its_count_from_now() {
-    use pbs_proto::{MgrAttr, MgrCommand, MgrObject, MgrOp};
+    use pbs_proto::MgrCommand;
     let mut f = fixture();
-    let set = |command, name: &str, value: &str| Request::Manager {
-        command,
-        object: MgrObject::Hook,
-        names: vec!["tick".into()],
-        attrs: vec![MgrAttr { name: name.into(), op: MgrOp::Set, value: value.into() }],
-    };
+    let set = |command, name: &str, value: &str| hook_request(command, "tick", &[(name, value)]);
     let (reply, _) = f.request(&local_root(), set(MgrCommand::Create, "event", "periodic"));
     assert_eq!(reply.code, 0, "{reply:?}");
-    let import = Request::ImportHook {
-        name: "tick".into(),
-        content_type: "application/x-python".into(),
-        encoding: "default".into(),
-        content: "import pbs\n".into(),
-    };
+    let import = import_hook("tick", "default", "import pbs\n");
     assert_eq!(f.request(&local_root(), import).0.code, 0);
     // Seen before its freq is set: planned with the default, 120 s on.
     assert!(crate::hooks::periodic::due(&mut f.state, f.now).is_empty());
@@ -943,22 +934,12 @@ fn setting_a_periodic_hooks_freq_restarts_its_count_from_now() {
 
 #[test]
 fn only_a_hook_with_a_server_event_asks_for_an_interpreter_on_the_server() {
-    use pbs_proto::{MgrAttr, MgrCommand, MgrObject, MgrOp};
+    use pbs_proto::MgrCommand;
     let mut f = fixture();
-    let set = |command, name: &str, value: &str| Request::Manager {
-        command,
-        object: MgrObject::Hook,
-        names: vec!["h".into()],
-        attrs: vec![MgrAttr { name: name.into(), op: MgrOp::Set, value: value.into() }],
-    };
+    let set = |command, name: &str, value: &str| hook_request(command, "h", &[(name, value)]);
     let (reply, _) = f.request(&local_root(), set(MgrCommand::Create, "event", "execjob_begin"));
     assert_eq!(reply.code, 0, "{reply:?}");
-    let import = Request::ImportHook {
-        name: "h".into(),
-        content_type: "application/x-python".into(),
-        encoding: "default".into(),
-        content: "import pbs\npbs.event().accept()\n".into(),
-    };
+    let import = import_hook("h", "default", "import pbs\npbs.event().accept()\n");
     let (reply, _) = f.request(&local_root(), import);
     assert_eq!(reply.code, 0, "{reply:?}");
     assert!(!crate::hooks::event::any_server_hook(&f.state), "an execution hook runs on the moms only");
@@ -973,26 +954,16 @@ fn only_a_hook_with_a_server_event_asks_for_an_interpreter_on_the_server() {
 #[test]
 fn root_alone_imports_and_exports_hook_bodies_and_deleting_a_hook_deletes_its_body() {
     use base64::Engine as _;
-    use pbs_proto::{MgrAttr, MgrCommand, MgrObject, MgrOp};
+    use pbs_proto::MgrCommand;
     let mut f = fixture();
-    let create = |command| Request::Manager {
-        command,
-        object: MgrObject::Hook,
-        names: vec!["h".into()],
-        attrs: match command {
-            MgrCommand::Create => vec![MgrAttr { name: "event".into(), op: MgrOp::Set, value: "queuejob".into() }],
-            _ => Vec::new(),
-        },
+    let create = |command| {
+        let attrs: &[(&str, &str)] = if command == MgrCommand::Create { &[("event", "queuejob")] } else { &[] };
+        hook_request(command, "h", attrs)
     };
     let (reply, effects) = f.request(&local_root(), create(MgrCommand::Create));
     assert_eq!((reply.code, writes(&effects)), (0, vec!["PutObject"]), "{reply:?}");
     let body = "import pbs\npbs.event().accept()\n";
-    let import = |encoding: &str, content: String| Request::ImportHook {
-        name: "h".into(),
-        content_type: "application/x-python".into(),
-        encoding: encoding.into(),
-        content,
-    };
+    let import = |encoding: &str, content: String| import_hook("h", encoding, &content);
     let encoded = base64::engine::general_purpose::STANDARD.encode(body);
     let (reply, effects) = f.request(&local_root(), import("base64", encoded));
     assert_eq!((reply.code, writes(&effects)), (0, vec!["PutObject"]), "{reply:?}");
