@@ -3,31 +3,39 @@
 //! out to the day's file after it, and the repair at start that leaves every committed
 //! record in the files exactly once.
 //!
-//! Each group commit's transaction holds its lines, as one row with their file and offset,
-//! in the `accounting` table (a row written before batches were one row holds one line); the last row held ends where the file's committed end is. The
-//! `meta` row `accounting_end` keeps that end once rows are pruned (and a new day's start),
-//! so a commit touches one page more than without the log, not two. The lines themselves are written to the file after the commit, in
-//! order, at most every [`FLUSH_INTERVAL`] (or sooner when many are waiting): writing them
-//! before each commit made the commit's own fsync carry the file's new block (the
-//! filesystem orders a file's data before the metadata the journal commits), about a
-//! third of a lone client's submission rate. So:
+//! Each group commit's transaction holds its lines, compressed, with their file, offset
+//! and batch number (an *entry*), in a page the commit writes anyway: the `acct` column of
+//! the last job row it writes ([`Placement`]). A row of its own costs each commit one more
+//! page in the WAL and its fsync, which was most of what the log cost a burst of
+//! submissions. Only a commit that writes no job row (a qdel of a queued job, the end of
+//! one not kept in history) puts its entry in a row of `accounting_batches`. The lines
+//! themselves are written to the file after the commit, in order, at most every
+//! [`FLUSH_INTERVAL`] (or sooner when many are waiting): writing them before each commit
+//! made the commit's own fsync carry the file's new block (the filesystem orders a file's
+//! data before the metadata the journal commits), about a third of a lone client's
+//! submission rate. So:
 //! - a record is durable when its change is: both are in the one transaction;
 //! - a crash before the lines reach the file (or a power loss before the file is synced)
 //!   leaves the file shorter than the committed end, and the next start writes again from
-//!   the rows the lines the file lacks: a committed record is never lost, and one already
-//!   there never written twice;
+//!   the entries the lines the file lacks: a committed record is never lost, and one
+//!   already there never written twice;
 //! - lines past the committed end (none should be, as they are written after their commit)
 //!   are cut off at start: a record is never kept for a change that was not;
 //! - a file that cannot be written (a full disk) leaves the lines waiting, in memory and in
-//!   the rows, and the writer tries again: the requests go on being served, and the lines
-//!   reach the file once it has room (or at the next start).
+//!   their entries, and the writer tries again: the requests go on being served, and the
+//!   lines reach the file once it has room (or at the next start).
 //!
-//! The file is synced at most once a second, and the rows it then holds are deleted in the
-//! next transaction. Before the first line goes to a file other than the one the committed
+//! The file is synced at most once a second; the next transaction then writes the `meta`
+//! row `accounting_end` (`day end upto`): every entry numbered up to `upto` is in a synced
+//! file, so the entries job rows still hold from before are ignored from then on (a row
+//! sheds its own when it is next written), and `accounting_batches` loses its rows. A job
+//! row deleted while it holds entries not synced yet hands them to the row that takes the
+//! commit's entry. Before the first line goes to a file other than the one the committed
 //! end names (a new day, or a file moved away), that end is committed anew in a small
-//! transaction of its own, after the old file is written out, synced and its rows deleted:
-//! only the file the committed end names can ever lack lines. See docs/accounting.md.
+//! transaction of its own, after the old file is written out and synced: only the file the
+//! committed end names can ever lack lines. See docs/accounting.md.
 
+use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::{Seek, SeekFrom, Write};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
@@ -64,16 +72,28 @@ pub enum AcctError {
     Sqlite(#[from] rusqlite::Error),
 }
 
-/// The table of lines not yet known to be synced to their file: one row per batch, its
-/// lines joined by newlines in `line`.
+/// Entries no job row of their commit could hold, a row per commit (`n`: the highest
+/// batch number among them), deleted once synced.
 pub const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS accounting (
-    id INTEGER PRIMARY KEY, day TEXT NOT NULL, offset INTEGER NOT NULL, line TEXT NOT NULL
-);
+CREATE TABLE IF NOT EXISTS accounting_batches (n INTEGER PRIMARY KEY, entries BLOB NOT NULL);
 ";
 
-/// The meta key of the committed end: `YYYYMMDD <bytes>`.
+/// The table of the version before entries: one row per batch, read once at start.
+const OLD_TABLE: &str = "accounting";
+
+/// The meta key of the committed end: `YYYYMMDD <bytes> <upto>`.
 const END_KEY: &str = "accounting_end";
+
+/// The first byte of an `acct` column or an `accounting_batches` row: the entries' layout.
+const ENTRIES_LAYOUT: u8 = 1;
+
+/// Entry bytes a job row holds at most; a commit whose entries would take its host past
+/// this (a row written again and again while the file cannot be written) puts them in
+/// `accounting_batches` instead, so no row grows without end.
+const MAX_ROW_ENTRIES: usize = 16 << 10;
+
+/// A batch's lines larger than this are not read back at start (a damaged entry).
+const MAX_ENTRY_LINES: usize = 1 << 30;
 
 /// How often the file is synced so that the rows it holds can go.
 const SYNC_INTERVAL: Duration = Duration::from_secs(1);
@@ -86,7 +106,7 @@ const PATH_CHECK_INTERVAL: Duration = Duration::from_secs(1);
 pub(crate) const FLUSH_INTERVAL: Duration = Duration::from_millis(200);
 
 /// Committed lines written at once whatever their age, so that waiting lines stay few.
-const FLUSH_BYTES: usize = 1 << 20;
+const FLUSH_BYTES: usize = 1 << 18;
 
 /// The accounting directory under `PBS_HOME`.
 pub fn dir_of(home: &Path) -> PathBuf {
@@ -124,10 +144,10 @@ struct DayFile {
     len: u64,
 }
 
-/// Rows to delete (those up to `upto`, whose lines are in synced files) and the committed
-/// end written in their place: the end of the file as the last committed batch left it.
+/// What the next transaction writes once a sync has put entries in a synced file: the
+/// entries up to `upto` no longer count, and the committed end goes with it.
 pub(crate) struct Prune {
-    pub(crate) upto: i64,
+    pub(crate) upto: u64,
     day: String,
     end: u64,
 }
@@ -136,10 +156,37 @@ pub(crate) struct Prune {
 pub(crate) struct Appended {
     day: String,
     start: u64,
-    /// The lines, each but the last followed by its newline: one row, one `write`.
+    /// The batch's number: entries are repaired in this order, and `upto` counts them.
+    n: u64,
+    /// The lines, each but the last followed by its newline: one entry, one `write`.
     lines: String,
+    /// The lines' entry, encoded once (see [`push_entry`]).
+    entry: Vec<u8>,
     /// The waiting bytes before these lines were added (what an undo goes back to).
     pending_before: usize,
+}
+
+/// Where a commit's entries go: the job rows it writes that hold entries (its host, and
+/// rows that held some already), or a row of `accounting_batches`.
+#[derive(Default)]
+pub(crate) struct Placement {
+    /// The `acct` column of each job row written that holds entries; the others' is NULL.
+    columns: HashMap<u64, Vec<u8>>,
+    /// The row that takes the commit's new entries.
+    host: Option<u64>,
+    /// Rows deleted by the commit whose entries moved to the host (or the spill row).
+    moved_from: Vec<u64>,
+    /// Entries no row could take: (n, column).
+    spill: Option<(u64, Vec<u8>)>,
+    /// The highest batch number the commit writes.
+    last_n: Option<u64>,
+}
+
+impl Placement {
+    /// The `acct` column to write with job `seq`'s row.
+    pub(crate) fn column(&self, seq: u64) -> Option<&[u8]> {
+        self.columns.get(&seq).map(Vec::as_slice)
+    }
 }
 
 /// The writer thread's accounting files.
@@ -148,10 +195,16 @@ pub(crate) struct AcctLog {
     file: Option<DayFile>,
     /// The committed end, as the writer last committed it.
     committed_end: Option<(String, u64)>,
-    /// The last row whose line is appended but whose file is not synced since.
-    unsynced_upto: Option<i64>,
-    /// Rows up to here are in synced files and go with the next transaction.
-    prunable: Option<i64>,
+    /// The `upto` the meta row holds.
+    committed_upto: u64,
+    /// The number the next batch (or spill row) takes.
+    next_n: u64,
+    /// Entries not synced yet, by the job row that holds them (without the layout byte).
+    hosted: HashMap<u64, Vec<u8>>,
+    /// The last batch committed whose lines are not synced since.
+    unsynced_upto: Option<u64>,
+    /// Entries up to here are in synced files: the next transaction says so.
+    prunable: Option<u64>,
     last_sync: Instant,
     /// When the day's path was last looked at (see [`PATH_CHECK_INTERVAL`]).
     path_checked: Instant,
@@ -179,16 +232,41 @@ impl AcctLog {
     pub(crate) fn open(dir: &Path, conn: &mut Connection) -> Result<AcctLog, AcctError> {
         std::fs::create_dir_all(dir).map_err(err(dir))?;
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).map_err(err(dir))?;
-        let rows: Vec<(String, u64, String)> = {
-            let mut stmt = conn.prepare("SELECT day, offset, line FROM accounting ORDER BY id")?;
-            stmt.query_map([], |r| Ok((r.get(0)?, r.get::<_, i64>(1)? as u64, r.get(2)?)))?.collect::<Result<_, _>>()?
-        };
         let end: Option<String> =
             conn.query_row("SELECT value FROM meta WHERE key = ?1", params![END_KEY], |r| r.get(0)).optional()?;
-        // The meta row is only rewritten when rows are pruned: the rows still held end
-        // where their last line does.
-        let last = rows.last().map(|(day, offset, line)| (day.clone(), offset + line.len() as u64 + 1));
-        let end = committed_end(end.as_deref().and_then(parse_end), last);
+        let meta = end.as_deref().and_then(parse_end);
+        let upto = meta.as_ref().map_or(0, |(_, _, upto)| *upto);
+        // A store written before entries holds its lines in rows of their own; they all
+        // come before any entry.
+        let mut batches: Vec<(String, u64, String)> = Vec::new();
+        let old_table = conn.query_row(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1",
+            params![OLD_TABLE],
+            |r| r.get::<_, i64>(0),
+        )? > 0;
+        if old_table {
+            let mut stmt = conn.prepare("SELECT day, offset, line FROM accounting ORDER BY id")?;
+            let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get::<_, i64>(1)? as u64, r.get(2)?)))?;
+            batches = rows.collect::<Result<_, _>>()?;
+        }
+        let mut entries = Vec::new();
+        for query in ["SELECT acct FROM jobs WHERE acct IS NOT NULL", "SELECT entries FROM accounting_batches"] {
+            let mut stmt = conn.prepare(query)?;
+            let mut rows = stmt.query([])?;
+            while let Some(row) = rows.next()? {
+                let blob: Vec<u8> = row.get(0)?;
+                if let Err(e) = read_entries(&blob, upto, &mut entries) {
+                    tracing::warn!(error = %e, "An accounting entry in the store cannot be read; its lines are skipped");
+                }
+            }
+        }
+        entries.sort_by_key(|e| e.n);
+        let last_n = entries.last().map_or(upto, |e| e.n.max(upto));
+        batches.extend(entries.into_iter().map(|e| (e.day, e.offset, e.lines)));
+        // The meta row is only rewritten once entries are synced: the entries still
+        // counted end where their last line does.
+        let last = batches.last().map(|(day, offset, line)| (day.clone(), offset + line.len() as u64 + 1));
+        let end = committed_end(meta.map(|(day, end, _)| (day, end)), last);
         if let Some((day, end)) = &end {
             let path = dir.join(day);
             if let Ok(meta) = std::fs::metadata(&path) {
@@ -206,7 +284,7 @@ impl AcctLog {
         }
         let mut rewritten = 0usize;
         let mut touched: Vec<(PathBuf, File)> = Vec::new();
-        for (day, offset, line) in rows {
+        for (day, offset, line) in batches {
             let path = dir.join(&day);
             let mut file = open_append(&path)?;
             let len = file.metadata().map_err(err(&path))?.len();
@@ -229,18 +307,24 @@ impl AcctLog {
         if rewritten > 0 {
             tracing::warn!(n_records = rewritten, "Wrote committed accounting records missing from their file");
         }
-        // Every row's line is now in its synced file: the rows go, and the end they
-        // described is kept in the meta row.
+        // Every entry's lines are now in their synced file: the meta row says so (the
+        // entries job rows hold no longer count), and the other rows go.
         let tx = conn.transaction()?;
         if let Some((day, end)) = &end {
-            set_end(&tx, day, *end)?;
+            set_end(&tx, day, *end, last_n)?;
         }
-        tx.execute("DELETE FROM accounting", [])?;
+        if old_table {
+            tx.execute_batch("DROP TABLE accounting")?;
+        }
+        tx.execute("DELETE FROM accounting_batches", [])?;
         tx.commit()?;
         Ok(AcctLog {
             dir: dir.to_path_buf(),
             file: None,
             committed_end: None,
+            committed_upto: last_n,
+            next_n: last_n + 1,
+            hosted: HashMap::new(),
             unsynced_upto: None,
             prunable: None,
             last_sync: Instant::now(),
@@ -261,7 +345,7 @@ impl AcctLog {
         };
         let start = current.len + self.pending.len() as u64;
         if self.committed_end.as_ref() != Some(&(day.clone(), start)) {
-            commit_end(conn, &day, start, None)?;
+            commit_end(conn, &day, start, self.committed_upto, None)?;
             self.committed_end = Some((day.clone(), start));
         }
         // The batch's lines are built once, into one text: its row and the bytes to write.
@@ -273,11 +357,84 @@ impl AcctLog {
             }
             push_line(&mut lines, &stamp, record);
         }
+        let n = self.next_n;
+        self.next_n += 1;
+        let mut entry = Vec::new();
+        push_entry(&mut entry, n, &day, start, &lines);
         let pending_before = self.pending.len();
         self.pending.extend_from_slice(lines.as_bytes());
         self.pending.push(b'\n');
         self.pending_since.get_or_insert_with(Instant::now);
-        Ok(Appended { day, start, lines, pending_before })
+        Ok(Appended { day, start, n, lines, entry, pending_before })
+    }
+
+    /// Where the commit whose job rows are `rows` (each `(seq, written)`: written, or
+    /// deleted, in the commit's order) puts its entries: the last row it writes and does
+    /// not delete takes the new batch's entry and those of the rows it deletes; rows
+    /// written that hold entries already write them again.
+    pub(crate) fn place(&mut self, rows: &[(u64, bool)], appended: Option<&Appended>) -> Placement {
+        let mut placement = Placement::default();
+        let mut deleted_later: Vec<u64> = Vec::new();
+        let mut host = None;
+        for &(seq, written) in rows.iter().rev() {
+            if !written {
+                deleted_later.push(seq);
+            } else if !deleted_later.contains(&seq) {
+                host = Some(seq);
+                break;
+            }
+        }
+        let mut moved = Vec::new();
+        for &(seq, written) in rows {
+            if !written && Some(seq) != host && !placement.moved_from.contains(&seq) {
+                if let Some(entries) = self.hosted.get(&seq) {
+                    moved.extend_from_slice(entries);
+                    placement.moved_from.push(seq);
+                }
+            }
+        }
+        if let Some(appended) = appended {
+            moved.extend_from_slice(&appended.entry);
+            placement.last_n = Some(appended.n);
+        }
+        if !moved.is_empty() {
+            let held = host.map_or(0, |h| self.hosted.get(&h).map_or(0, Vec::len));
+            match host.filter(|_| held + moved.len() <= MAX_ROW_ENTRIES) {
+                Some(host) => {
+                    let mut column = Vec::with_capacity(1 + held + moved.len());
+                    column.push(ENTRIES_LAYOUT);
+                    column.extend_from_slice(self.hosted.get(&host).map_or(&[][..], Vec::as_slice));
+                    column.extend_from_slice(&moved);
+                    placement.columns.insert(host, column);
+                    placement.host = Some(host);
+                }
+                None => {
+                    let n = match appended {
+                        Some(appended) => appended.n,
+                        None => {
+                            self.next_n += 1;
+                            self.next_n - 1
+                        }
+                    };
+                    let mut column = Vec::with_capacity(1 + moved.len());
+                    column.push(ENTRIES_LAYOUT);
+                    column.extend_from_slice(&moved);
+                    placement.spill = Some((n, column));
+                    placement.last_n = Some(n);
+                }
+            }
+        }
+        for &(seq, written) in rows {
+            if written && !placement.columns.contains_key(&seq) {
+                if let Some(entries) = self.hosted.get(&seq) {
+                    let mut column = Vec::with_capacity(1 + entries.len());
+                    column.push(ENTRIES_LAYOUT);
+                    column.extend_from_slice(entries);
+                    placement.columns.insert(seq, column);
+                }
+            }
+        }
+        placement
     }
 
     /// Takes back lines whose transaction failed.
@@ -346,24 +503,38 @@ impl AcctLog {
         }
     }
 
-    /// The rows whose lines are in synced files, to delete in the next transaction, with
-    /// the committed end that transaction keeps in their place.
+    /// The entries whose lines are in synced files, for the next transaction to say so,
+    /// with the committed end it writes.
     pub(crate) fn prunable(&self) -> Option<Prune> {
         let upto = self.prunable?;
         let (day, end) = self.committed_end.clone()?;
         Some(Prune { upto, day, end })
     }
 
-    /// Notes a committed transaction: its lines' rows end at `last_row`, and `pruned` rows
-    /// went with it. Syncs the file when it is time.
-    pub(crate) fn committed(&mut self, appended: Option<Appended>, last_row: Option<i64>, pruned: Option<i64>) {
-        if pruned.is_some() && pruned == self.prunable {
-            self.prunable = None;
+    /// Notes a committed transaction: its entries went where `placement` put them, and it
+    /// said entries up to `pruned` are synced. Syncs the file when it is time.
+    pub(crate) fn committed(&mut self, appended: Option<Appended>, mut placement: Placement, pruned: Option<u64>) {
+        if let Some(pruned) = pruned {
+            self.committed_upto = self.committed_upto.max(pruned);
+            if Some(pruned) == self.prunable {
+                self.prunable = None;
+            }
         }
-        if let (Some(appended), Some(last_row)) = (appended, last_row) {
+        for seq in &placement.moved_from {
+            self.hosted.remove(seq);
+        }
+        if let Some(host) = placement.host {
+            if let Some(mut column) = placement.columns.remove(&host) {
+                column.remove(0);
+                self.hosted.insert(host, column);
+            }
+        }
+        if placement.last_n.is_some() {
+            self.unsynced_upto = self.unsynced_upto.max(placement.last_n);
+        }
+        if let Some(appended) = appended {
             let end = appended.start + appended.lines.len() as u64 + 1;
             self.committed_end = Some((appended.day, end));
-            self.unsynced_upto = Some(last_row);
         }
         self.tick();
     }
@@ -377,6 +548,8 @@ impl AcctLog {
         match current.file.sync_data() {
             Ok(()) => {
                 self.prunable = self.unsynced_upto.take().or(self.prunable);
+                // Every committed entry's lines are in the synced file now.
+                self.hosted.clear();
                 self.last_sync = Instant::now();
             }
             Err(e) => tracing::warn!(file = %current.path.display(), error = %e, "Cannot sync the accounting log"),
@@ -421,7 +594,9 @@ impl AcctLog {
         let file = open_append(&path)?;
         let meta = file.metadata().map_err(err(&path))?;
         let start = meta.len();
-        commit_end(conn, day, start, self.prunable.take())?;
+        let upto = self.prunable.take().map_or(self.committed_upto, |p| p.max(self.committed_upto));
+        commit_end(conn, day, start, upto, Some(upto))?;
+        self.committed_upto = upto;
         self.committed_end = Some((day.to_string(), start));
         self.file = Some(DayFile { day: day.to_string(), path, file, ino: meta.ino(), dev: meta.dev(), len: start });
         Ok(())
@@ -435,45 +610,115 @@ impl Drop for AcctLog {
     }
 }
 
-/// Commits the end of `day`'s file on its own, deleting the rows up to `prune`.
-fn commit_end(conn: &mut Connection, day: &str, end: u64, prune: Option<i64>) -> Result<(), rusqlite::Error> {
+/// Commits the end of `day`'s file on its own, with the entries up to `upto` synced (the
+/// rows of `accounting_batches` up to `prune` deleted).
+fn commit_end(
+    conn: &mut Connection,
+    day: &str,
+    end: u64,
+    upto: u64,
+    prune: Option<u64>,
+) -> Result<(), rusqlite::Error> {
     let tx = conn.transaction()?;
-    set_end(&tx, day, end)?;
+    set_end(&tx, day, end, upto)?;
     if let Some(prune) = prune {
-        tx.execute("DELETE FROM accounting WHERE id <= ?1", params![prune])?;
+        tx.execute("DELETE FROM accounting_batches WHERE n <= ?1", params![prune as i64])?;
     }
     tx.commit()
 }
 
-fn set_end(tx: &Transaction<'_>, day: &str, end: u64) -> Result<(), rusqlite::Error> {
+fn set_end(tx: &Transaction<'_>, day: &str, end: u64, upto: u64) -> Result<(), rusqlite::Error> {
     tx.prepare_cached("INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)")?
-        .execute(params![END_KEY, format!("{day} {end}")])?;
+        .execute(params![END_KEY, format!("{day} {end} {upto}")])?;
     Ok(())
 }
 
-/// Within the batch's transaction: the appended lines' rows, and the synced rows deleted
-/// with the committed end written in their place. Returns the last row's id.
+/// Within the batch's transaction: the entries no job row takes, and, after a sync, the
+/// meta row that says which entries are synced (with the committed end) and the
+/// `accounting_batches` rows that go with them.
 ///
-/// The committed end is not written per batch: while rows are held, the last one ends
-/// where the batch's lines do ([`committed_end`] reads it back at start), so a commit
-/// touches one more page (the rows'), not two.
+/// The committed end is not written per batch: while entries count, the last one ends
+/// where the batch's lines do ([`committed_end`] reads it back at start).
 pub(crate) fn record_in(
     tx: &Transaction<'_>,
-    appended: Option<&Appended>,
+    placement: Option<&Placement>,
     prune: Option<&Prune>,
-) -> Result<Option<i64>, rusqlite::Error> {
+) -> Result<(), rusqlite::Error> {
     if let Some(prune) = prune {
-        tx.prepare_cached("DELETE FROM accounting WHERE id <= ?1")?.execute(params![prune.upto])?;
-        set_end(tx, &prune.day, prune.end)?;
+        tx.prepare_cached("DELETE FROM accounting_batches WHERE n <= ?1")?.execute(params![prune.upto as i64])?;
+        set_end(tx, &prune.day, prune.end, prune.upto)?;
     }
-    let Some(appended) = appended else { return Ok(None) };
-    // One row per batch: its lines, at the batch's offset.
-    tx.prepare_cached("INSERT INTO accounting (day, offset, line) VALUES (?1, ?2, ?3)")?.execute(params![
-        appended.day,
-        appended.start as i64,
-        appended.lines
-    ])?;
-    Ok(Some(tx.last_insert_rowid()))
+    if let Some((n, column)) = placement.and_then(|p| p.spill.as_ref()) {
+        tx.prepare_cached("INSERT INTO accounting_batches (n, entries) VALUES (?1, ?2)")?
+            .execute(params![*n as i64, column])?;
+    }
+    Ok(())
+}
+
+/// Appends one entry: `n`, the offset, the lines' length, the packed length (u64, u64,
+/// u32, u32, little-endian), the day's length (u8) and name, then the lines packed with
+/// LZ4 (a batch's lines share most of their keys and values: a tenth of their size).
+fn push_entry(out: &mut Vec<u8>, n: u64, day: &str, offset: u64, lines: &str) {
+    let packed = lz4_flex::block::compress(lines.as_bytes());
+    let day = &day.as_bytes()[..day.len().min(u8::MAX as usize)];
+    out.reserve(8 + 8 + 4 + 4 + 1 + day.len() + packed.len());
+    out.extend_from_slice(&n.to_le_bytes());
+    out.extend_from_slice(&offset.to_le_bytes());
+    out.extend_from_slice(&(u32::try_from(lines.len()).unwrap_or(u32::MAX)).to_le_bytes());
+    out.extend_from_slice(&(u32::try_from(packed.len()).unwrap_or(u32::MAX)).to_le_bytes());
+    out.push(day.len() as u8);
+    out.extend_from_slice(day);
+    out.extend_from_slice(&packed);
+}
+
+/// One entry read back: a batch's lines and where they go.
+struct Entry {
+    n: u64,
+    day: String,
+    offset: u64,
+    lines: String,
+}
+
+/// Reads the entries of a column numbered above `upto` into `out` (those at or below are
+/// in synced files and are not unpacked).
+fn read_entries(column: &[u8], upto: u64, out: &mut Vec<Entry>) -> Result<(), String> {
+    let Some((&layout, mut rest)) = column.split_first() else { return Ok(()) };
+    if layout != ENTRIES_LAYOUT {
+        return Err(format!("unknown entries layout {layout}"));
+    }
+    fn take<'a>(rest: &mut &'a [u8], n: usize) -> Result<&'a [u8], String> {
+        if rest.len() < n {
+            return Err("an entry is cut short".into());
+        }
+        let (head, tail) = rest.split_at(n);
+        *rest = tail;
+        Ok(head)
+    }
+    let u64_of = |b: &[u8]| b.try_into().map(u64::from_le_bytes).map_err(|_| "bad entry".to_string());
+    let u32_of = |b: &[u8]| b.try_into().map(u32::from_le_bytes).map_err(|_| "bad entry".to_string());
+    while !rest.is_empty() {
+        let n = u64_of(take(&mut rest, 8)?)?;
+        let offset = u64_of(take(&mut rest, 8)?)?;
+        let len = u32_of(take(&mut rest, 4)?)? as usize;
+        let packed_len = u32_of(take(&mut rest, 4)?)? as usize;
+        let day_len = take(&mut rest, 1)?[0] as usize;
+        let day = take(&mut rest, day_len)?;
+        let packed = take(&mut rest, packed_len)?;
+        if n <= upto {
+            continue;
+        }
+        if len > MAX_ENTRY_LINES {
+            return Err(format!("an entry of {len} bytes"));
+        }
+        let day = std::str::from_utf8(day).map_err(|e| e.to_string())?.to_string();
+        let lines = lz4_flex::block::decompress(packed, len).map_err(|e| e.to_string())?;
+        let lines = String::from_utf8(lines).map_err(|e| e.to_string())?;
+        if lines.len() != len {
+            return Err("an entry's lines have the wrong length".into());
+        }
+        out.push(Entry { n, day, offset, lines });
+    }
+    Ok(())
 }
 
 /// The committed end from the meta row and the end of the last row still held: the later
@@ -487,9 +732,16 @@ fn committed_end(meta: Option<(String, u64)>, last_row: Option<(String, u64)>) -
     }
 }
 
-fn parse_end(text: &str) -> Option<(String, u64)> {
-    let (day, end) = text.split_once(' ')?;
-    Some((day.to_string(), end.parse().ok()?))
+/// `day end upto` (a store written before entries has no `upto`: 0).
+fn parse_end(text: &str) -> Option<(String, u64, u64)> {
+    let mut words = text.split(' ');
+    let day = words.next()?.to_string();
+    let end = words.next()?.parse().ok()?;
+    let upto = match words.next() {
+        Some(upto) => upto.parse().ok()?,
+        None => 0,
+    };
+    Some((day, end, upto))
 }
 
 #[cfg(test)]

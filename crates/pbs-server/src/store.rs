@@ -169,7 +169,7 @@ impl Drop for WriterGuard {
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS jobs (seq INTEGER PRIMARY KEY, record TEXT NOT NULL, script TEXT);
+CREATE TABLE IF NOT EXISTS jobs (seq INTEGER PRIMARY KEY, record TEXT NOT NULL, script TEXT, acct BLOB);
 CREATE TABLE IF NOT EXISTS subjobs (
     seq INTEGER NOT NULL, idx INTEGER NOT NULL, record TEXT NOT NULL, PRIMARY KEY (seq, idx)
 );
@@ -198,9 +198,14 @@ fn migrate(conn: &Connection) -> Result<(), StoreError> {
         })
         .map(|n| n > 0)
     };
-    let has_script_column = conn.prepare("SELECT * FROM jobs LIMIT 0")?.column_names().contains(&"script");
-    if !has_script_column {
+    let columns: Vec<String> =
+        conn.prepare("SELECT * FROM jobs LIMIT 0")?.column_names().into_iter().map(str::to_string).collect();
+    if !columns.iter().any(|c| c == "script") {
         conn.execute_batch("ALTER TABLE jobs ADD COLUMN script TEXT")?;
+    }
+    // Accounting entries ride in the job rows a commit writes anyway (`acctlog`).
+    if !columns.iter().any(|c| c == "acct") {
+        conn.execute_batch("ALTER TABLE jobs ADD COLUMN acct BLOB")?;
     }
     // Scripts used to live in a table of their own.
     if has_table("job_scripts")? {
@@ -432,26 +437,33 @@ fn writer_loop(
 }
 
 /// Commits a batch: its accounting lines are appended first, then the transaction holds
-/// the changes and the lines' rows together (see `acctlog`).
+/// the changes and the lines' entries together (see `acctlog`).
 fn commit_batch(
     conn: &mut Connection,
     acct: Option<&mut crate::acctlog::AcctLog>,
     batch: &[(Vec<StoreOp>, Ack)],
 ) -> Result<(), StoreError> {
-    let Some(acct) = acct else { return apply(conn, batch, None, None).map(|_| ()) };
-    let records: Vec<&crate::acctlog::AcctRecord> = batch
-        .iter()
-        .flat_map(|(ops, _)| ops)
+    let Some(acct) = acct else { return apply(conn, batch, None, None) };
+    let ops = || batch.iter().flat_map(|(ops, _)| ops);
+    let records: Vec<&crate::acctlog::AcctRecord> = ops()
         .filter_map(|op| match op {
             StoreOp::Account(record) => Some(record),
             _ => None,
         })
         .collect();
+    let rows: Vec<(u64, bool)> = ops()
+        .filter_map(|op| match op {
+            StoreOp::PutJob { seq, .. } => Some((*seq, true)),
+            StoreOp::DeleteJob { seq } => Some((*seq, false)),
+            _ => None,
+        })
+        .collect();
     let appended = if records.is_empty() { None } else { Some(acct.append(conn, &records)?) };
+    let placement = acct.place(&rows, appended.as_ref());
     let prune = acct.prunable();
-    match apply(conn, batch, appended.as_ref(), prune.as_ref()) {
-        Ok(last_row) => {
-            acct.committed(appended, last_row, prune.map(|p| p.upto));
+    match apply(conn, batch, Some(&placement), prune.as_ref()) {
+        Ok(()) => {
+            acct.committed(appended, placement, prune.map(|p| p.upto));
             Ok(())
         }
         Err(e) => {
@@ -463,21 +475,29 @@ fn commit_batch(
     }
 }
 
+/// One transaction: the batch's changes and, with the accounting log, where its entries
+/// go (`placement`: a job row's `acct` column or a row of their own) and what a sync
+/// allows to let go (`prune`).
 fn apply(
     conn: &mut Connection,
     batch: &[(Vec<StoreOp>, Ack)],
-    appended: Option<&crate::acctlog::Appended>,
+    placement: Option<&crate::acctlog::Placement>,
     prune: Option<&crate::acctlog::Prune>,
-) -> Result<Option<i64>, StoreError> {
+) -> Result<(), StoreError> {
     let tx = conn.transaction()?;
-    let last_row = crate::acctlog::record_in(&tx, appended, prune)?;
+    crate::acctlog::record_in(&tx, placement, prune)?;
     {
         // The script lives in the job's row (one B-tree touched per job, not two) and is
-        // only written when given: later updates keep it.
-        let mut put_job = tx.prepare_cached(
-            "INSERT INTO jobs (seq, record, script) VALUES (?1, ?2, ?3)
-             ON CONFLICT (seq) DO UPDATE SET record = excluded.record, script = coalesce(excluded.script, jobs.script)",
-        )?;
+        // only written when given: later updates keep it. Without the accounting log the
+        // entries a row holds are left as they are, for a later start with it to read.
+        let mut put_job = tx.prepare_cached(if placement.is_some() {
+            "INSERT INTO jobs (seq, record, script, acct) VALUES (?1, ?2, ?3, ?4)
+             ON CONFLICT (seq) DO UPDATE SET record = excluded.record,
+                 script = coalesce(excluded.script, jobs.script), acct = excluded.acct"
+        } else {
+            "INSERT INTO jobs (seq, record, script, acct) VALUES (?1, ?2, ?3, ?4)
+             ON CONFLICT (seq) DO UPDATE SET record = excluded.record, script = coalesce(excluded.script, jobs.script)"
+        })?;
         let mut del_job = tx.prepare_cached("DELETE FROM jobs WHERE seq = ?1")?;
         let mut put_subjob =
             tx.prepare_cached("INSERT OR REPLACE INTO subjobs (seq, idx, record) VALUES (?1, ?2, ?3)")?;
@@ -493,7 +513,8 @@ fn apply(
             for op in ops {
                 match op {
                     StoreOp::PutJob { seq, record, script } => {
-                        put_job.execute(params![*seq as i64, record.text()?, script])?;
+                        let acct = placement.and_then(|p| p.column(*seq));
+                        put_job.execute(params![*seq as i64, record.text()?, script, acct])?;
                     }
                     StoreOp::DeleteJob { seq } => {
                         del_job.execute(params![*seq as i64])?;
@@ -514,14 +535,14 @@ fn apply(
                     StoreOp::SetMeta { key, value } => {
                         set_meta.execute(params![key, value])?;
                     }
-                    // Written by `commit_batch` and `acctlog::record_in`.
+                    // Placed by `commit_batch`.
                     StoreOp::Account(_) => {}
                 }
             }
         }
     }
     tx.commit()?;
-    Ok(last_row)
+    Ok(())
 }
 
 #[cfg(test)]
@@ -683,15 +704,11 @@ mod tests {
         );
     }
 
-    /// The committed end is written only when rows are pruned; a kill -9 after the last
-    /// rows went must still find every committed line in the file, once.
+    /// The committed end is written only after a sync; a kill -9 after the last entries
+    /// stopped counting must still find every committed line in the file, once.
     #[test]
     fn records_survive_a_kill_after_their_rows_were_pruned() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("pbs.db");
-        let acct_dir = dir.path().join("accounting");
-        let mut conn = open_connection(&path).unwrap();
-        let mut acct = crate::acctlog::AcctLog::open(&acct_dir, &mut conn).unwrap();
+        let (_dir, acct_dir, mut conn, mut acct) = acct_store();
         let commit = |conn: &mut Connection, acct: &mut crate::acctlog::AcctLog, ops: Vec<StoreOp>| {
             let (ack, _) = oneshot::channel();
             commit_batch(conn, Some(acct), &[(ops, ack)]).unwrap();
@@ -701,10 +718,10 @@ mod tests {
         };
         commit(&mut conn, &mut acct, vec![record('Q', "1.srv")]);
         commit(&mut conn, &mut acct, vec![record('E', "1.srv")]);
-        // A batch without records prunes the rows of both lines.
+        // A batch without records prunes the rows of both lines (no job row was written
+        // with them, so they had rows of their own).
         commit(&mut conn, &mut acct, vec![StoreOp::SetMeta { key: "next_seq", value: "2".into() }]);
-        let rows: i64 = conn.query_row("SELECT count(*) FROM accounting", [], |r| r.get(0)).unwrap();
-        assert_eq!(rows, 0, "the synced lines' rows are gone");
+        assert_eq!(batch_rows(&conn), 0, "the synced lines' rows are gone");
         // A kill: nothing the writer would do at a clean stop.
         std::mem::forget(acct);
         let file = today(&acct_dir);
@@ -727,13 +744,151 @@ mod tests {
         assert_eq!(lines(&file)[3..], ["Q;3.srv;queue=workq 3.srv", "Q;4.srv;queue=workq 4.srv"]);
     }
 
+    /// A store's connection and its accounting log, as the writer holds them, in a fresh
+    /// directory (kept alive by the first value).
+    fn acct_store() -> (tempfile::TempDir, std::path::PathBuf, Connection, crate::acctlog::AcctLog) {
+        let dir = tempfile::tempdir().unwrap();
+        let acct_dir = dir.path().join("accounting");
+        let mut conn = open_connection(&dir.path().join("pbs.db")).unwrap();
+        let acct = crate::acctlog::AcctLog::open(&acct_dir, &mut conn).unwrap();
+        (dir, acct_dir, conn, acct)
+    }
+
+    /// Whether job `seq`'s row holds accounting entries.
+    fn holds_entries(conn: &Connection, seq: u64) -> bool {
+        conn.query_row("SELECT acct IS NOT NULL FROM jobs WHERE seq = ?1", params![seq as i64], |r| r.get(0)).unwrap()
+    }
+
+    fn batch_rows(conn: &Connection) -> i64 {
+        conn.query_row("SELECT count(*) FROM accounting_batches", [], |r| r.get(0)).unwrap()
+    }
+
+    fn put(seq: u64) -> StoreOp {
+        StoreOp::PutJob { seq, record: "{}".to_string().into(), script: None }
+    }
+
+    /// Commits one batch, as the writer does, without waiting for its lines to be written.
+    fn commit_now(conn: &mut Connection, acct: &mut crate::acctlog::AcctLog, ops: Vec<StoreOp>) {
+        let (ack, _) = oneshot::channel();
+        commit_batch(conn, Some(acct), &[(ops, ack)]).unwrap();
+    }
+
+    /// A commit's lines ride in the last job row it writes (no page of their own): they
+    /// must come back from there after a kill that lost the file, including those of a row
+    /// deleted before they were synced, and then never twice.
     #[test]
-    fn a_record_that_cannot_be_written_waits_in_the_store_and_reaches_its_file_once() {
+    fn lines_kept_in_job_rows_survive_a_kill_that_lost_the_file() {
+        let (_dir, acct_dir, mut conn, mut acct) = acct_store();
+        commit_now(&mut conn, &mut acct, vec![put(1), record('Q', "1.srv")]);
+        commit_now(&mut conn, &mut acct, vec![put(2), record('Q', "2.srv"), put(1), record('S', "1.srv")]);
+        assert_eq!(batch_rows(&conn), 0, "the lines are in the job rows, not rows of their own");
+        assert!(
+            holds_entries(&conn, 1) && !holds_entries(&conn, 2),
+            "job 1's row, the last written each time, holds both"
+        );
+        // Job 1 goes, before its lines are synced, in a commit that writes no other row:
+        // what its row held goes to a row of its own with the new line.
+        commit_now(&mut conn, &mut acct, vec![StoreOp::DeleteJob { seq: 1 }, record('E', "1.srv")]);
+        assert_eq!(batch_rows(&conn), 1);
+        // A kill, and a file that lost every line (a power cut before its sync).
+        std::mem::forget(acct);
+        let file = today(&acct_dir);
+        let _ = std::fs::remove_file(&file);
+        drop(crate::acctlog::AcctLog::open(&acct_dir, &mut conn).unwrap());
+        let want = [
+            "Q;1.srv;queue=workq 1.srv",
+            "Q;2.srv;queue=workq 2.srv",
+            "S;1.srv;queue=workq 1.srv",
+            "E;1.srv;queue=workq 1.srv",
+        ];
+        assert_eq!(lines(&file), want);
+        drop(crate::acctlog::AcctLog::open(&acct_dir, &mut conn).unwrap());
+        assert_eq!(lines(&file), want, "nothing is written twice");
+        // The next commit deletes the row that held them, and a new day's lines start
+        // after them.
+        let mut acct = crate::acctlog::AcctLog::open(&acct_dir, &mut conn).unwrap();
+        commit_now(&mut conn, &mut acct, vec![StoreOp::DeleteJob { seq: 2 }, put(3), record('Q', "3.srv")]);
+        std::mem::forget(acct);
+        let _ = std::fs::remove_file(&file);
+        drop(crate::acctlog::AcctLog::open(&acct_dir, &mut conn).unwrap());
+        assert_eq!(lines(&file), ["Q;3.srv;queue=workq 3.srv"], "only the line committed since");
+    }
+
+    /// No job row takes more than a bound of lines (a row written again and again while the
+    /// file cannot be written would grow without end): past it, they get a row of their own.
+    #[test]
+    fn lines_too_many_for_a_job_row_get_a_row_of_their_own() {
+        let (_dir, acct_dir, mut conn, mut acct) = acct_store();
+        // 20 KiB that do not pack.
+        let mut x: u32 = 1;
+        let text: String = (0..20_000)
+            .map(|_| {
+                x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+                char::from(b'a' + (x >> 16) as u8 % 26)
+            })
+            .collect();
+        let big = StoreOp::Account(crate::acctlog::AcctRecord { kind: 'a', id: "1.srv".into(), text: text.clone() });
+        commit_now(&mut conn, &mut acct, vec![put(1), big]);
+        assert_eq!(batch_rows(&conn), 1);
+        assert!(!holds_entries(&conn, 1));
+        std::mem::forget(acct);
+        let file = today(&acct_dir);
+        let _ = std::fs::remove_file(&file);
+        drop(crate::acctlog::AcctLog::open(&acct_dir, &mut conn).unwrap());
+        assert_eq!(lines(&file), [format!("a;1.srv;{text}")]);
+    }
+
+    /// A job row keeps the lines it held after they were synced, until it is next written:
+    /// they must never be written again, even to a new file at the same path.
+    #[test]
+    fn synced_lines_a_job_row_still_holds_are_not_written_again() {
+        let (dir, acct_dir, mut conn, mut acct) = acct_store();
+        commit_now(&mut conn, &mut acct, vec![put(1), record('Q', "1.srv")]);
+        // Long enough for the line to be written and the file synced; the next commit
+        // says so.
+        std::thread::sleep(std::time::Duration::from_millis(1100));
+        acct.tick();
+        commit_now(&mut conn, &mut acct, vec![put(2)]);
+        assert!(holds_entries(&conn, 1), "job 1's row was not written since, so it still holds its line");
+        std::mem::forget(acct);
+        // An administrator moves the day's file away.
+        let file = today(&acct_dir);
+        std::fs::rename(&file, dir.path().join("moved")).unwrap();
+        drop(crate::acctlog::AcctLog::open(&acct_dir, &mut conn).unwrap());
+        assert!(!file.exists() || lines(&file).is_empty(), "a synced line came back: {:?}", lines(&file));
+        // Written again, the row lets its line go.
+        let mut acct = crate::acctlog::AcctLog::open(&acct_dir, &mut conn).unwrap();
+        commit_now(&mut conn, &mut acct, vec![put(1)]);
+        assert!(!holds_entries(&conn, 1));
+    }
+
+    /// A store from the version that kept each batch in a row of an `accounting` table:
+    /// the lines its file lacks are written at the first start, and the table goes.
+    #[test]
+    fn lines_of_the_table_before_entries_are_written_at_the_first_start() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("pbs.db");
         let acct_dir = dir.path().join("accounting");
         let mut conn = open_connection(&path).unwrap();
-        let mut acct = crate::acctlog::AcctLog::open(&acct_dir, &mut conn).unwrap();
+        let day = pbs_log::with_local_time(|_, day| day.to_string());
+        conn.execute_batch(&format!(
+            "CREATE TABLE accounting (id INTEGER PRIMARY KEY, day TEXT NOT NULL, offset INTEGER NOT NULL, line TEXT NOT NULL);
+             INSERT INTO accounting (day, offset, line) VALUES ('{day}', 0, 't;Q;1.srv;a'), ('{day}', 12, 't;E;1.srv;b');
+             INSERT INTO meta (key, value) VALUES ('accounting_end', '{day} 0');"
+        ))
+        .unwrap();
+        drop(crate::acctlog::AcctLog::open(&acct_dir, &mut conn).unwrap());
+        assert_eq!(lines(&today(&acct_dir)), ["Q;1.srv;a", "E;1.srv;b"]);
+        let tables: i64 =
+            conn.query_row("SELECT count(*) FROM sqlite_master WHERE name = 'accounting'", [], |r| r.get(0)).unwrap();
+        assert_eq!(tables, 0);
+        drop(crate::acctlog::AcctLog::open(&acct_dir, &mut conn).unwrap());
+        assert_eq!(lines(&today(&acct_dir)).len(), 2);
+    }
+
+    #[test]
+    fn a_record_that_cannot_be_written_waits_in_the_store_and_reaches_its_file_once() {
+        let (_dir, acct_dir, mut conn, mut acct) = acct_store();
         // A full disk, as /dev/full answers every write.
         let file = today(&acct_dir);
         std::os::unix::fs::symlink("/dev/full", &file).unwrap();
