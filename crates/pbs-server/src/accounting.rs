@@ -156,50 +156,78 @@ fn op(kind: char, id: String, text: String) -> StoreOp {
 /// OpenPBS's `acct_job`: what every job record but `D` and `A` starts with, each pair
 /// followed by a space.
 fn common(job: &Job, kind: char) -> String {
+    // Built under the state lock for every submission, start and end: attributes are read
+    // by their compile-time index and the text is pushed, not formatted (`write!` and the
+    // lookup by name were half of what the log cost a burst of submissions).
     let mut text = String::with_capacity(320);
-    let get = |name: &str| job.get(name, None);
-    let _ = write!(text, "user={} group={} ", get("euser").unwrap_or(""), get("egroup").unwrap_or(""));
-    if let Some(account) = get("Account_Name") {
-        let _ = write!(text, "account=\"{account}\" ");
+    let get = |def: u8| job.attrs.get(def, None);
+    push_pair(&mut text, "user", get(job_idx!("euser")).unwrap_or(""));
+    push_pair(&mut text, "group", get(job_idx!("egroup")).unwrap_or(""));
+    if let Some(account) = get(job_idx!("Account_Name")) {
+        push_pair_in(&mut text, "account", account, '"');
     }
-    if let Some(project) = get("project") {
+    if let Some(project) = get(job_idx!("project")) {
         if project.contains(' ') {
-            let _ = write!(text, "project=\"{project}\" ");
+            push_pair_in(&mut text, "project", project, '"');
         } else {
-            let _ = write!(text, "project={project} ");
+            push_pair(&mut text, "project", project);
         }
     }
-    if let Some(accounting_id) = get("accounting_id") {
-        let _ = write!(text, "accounting_id=\"{accounting_id}\" ");
+    if let Some(accounting_id) = get(job_idx!("accounting_id")) {
+        push_pair_in(&mut text, "accounting_id", accounting_id, '"');
     }
-    let _ = write!(text, "jobname={} queue={} ", get("Job_Name").unwrap_or(""), job.queue);
-    let time = |name: &str| get(name).unwrap_or("0");
-    let _ = write!(text, "ctime={} qtime={} etime={} ", time("ctime"), time("qtime"), time("etime"));
+    push_pair(&mut text, "jobname", get(job_idx!("Job_Name")).unwrap_or(""));
+    push_pair(&mut text, "queue", &job.queue);
+    push_pair(&mut text, "ctime", get(job_idx!("ctime")).unwrap_or("0"));
+    push_pair(&mut text, "qtime", get(job_idx!("qtime")).unwrap_or("0"));
+    push_pair(&mut text, "etime", get(job_idx!("etime")).unwrap_or("0"));
     if kind != 'Q' {
-        let _ = write!(text, "start={} ", time("stime"));
-    } else if let Some(depend) = get("depend") {
-        let _ = write!(text, "depend={depend} ");
+        push_pair(&mut text, "start", get(job_idx!("stime")).unwrap_or("0"));
+    } else if let Some(depend) = get(job_idx!("depend")) {
+        push_pair(&mut text, "depend", depend);
     }
     // An array being queued, or beginning or begun, names its indices instead of hosts;
     // its `E` (once finished) names neither.
-    match get("array_indices_submitted") {
+    match get(job_idx!("array_indices_submitted")) {
         Some(indices) if job.state == JobState::Begun || kind == 'Q' || kind == 'S' => {
-            let _ = write!(text, "array_indices={indices} ");
+            push_pair(&mut text, "array_indices", indices);
         }
         _ => {
-            for name in ["exec_host", "exec_vnode"] {
-                if let Some(value) = get(name) {
-                    let _ = write!(text, "{name}={value} ");
-                }
+            if let Some(value) = get(job_idx!("exec_host")) {
+                push_pair(&mut text, "exec_host", value);
+            }
+            if let Some(value) = get(job_idx!("exec_vnode")) {
+                push_pair(&mut text, "exec_vnode", value);
             }
         }
     }
     for (resource, value) in job.attrs.resources(job_idx!("Resource_List")) {
-        let _ = write!(text, "Resource_List.{resource}=");
+        text.push_str("Resource_List.");
+        text.push_str(resource);
+        text.push('=');
         push_quoted(&mut text, value);
         text.push(' ');
     }
     text
+}
+
+/// `key=value ` as the common part writes each pair.
+fn push_pair(text: &mut String, key: &str, value: &str) {
+    text.push_str(key);
+    text.push('=');
+    text.push_str(value);
+    text.push(' ');
+}
+
+/// `key="value" ` (with `quote`), as OpenPBS quotes `account`, `accounting_id` and a
+/// `project` with a space.
+fn push_pair_in(text: &mut String, key: &str, value: &str, quote: char) {
+    text.push_str(key);
+    text.push('=');
+    text.push(quote);
+    text.push_str(value);
+    text.push(quote);
+    text.push(' ');
 }
 
 /// OpenPBS's `cpy_quote_value`: a value with a space is quoted, with `'` if it holds a `"`.
@@ -323,6 +351,46 @@ mod tests {
             "Job_Name=renamed Account_Name=\"my project\" Resource_List.walltime=00:10:00 Resource_List.mem=UNSET"
         );
         assert!(altered(&job, "3.s", &[Attr::new("resources_used.cput", "1")]).is_none());
+    }
+
+    /// The common part in OpenPBS's order and quoting, for every optional key.
+    #[test]
+    fn the_common_part_names_each_key_as_openpbs_does() {
+        let parts = crate::state::JobParts {
+            seq: 4,
+            array: false,
+            index: None,
+            state: JobState::Running,
+            substate: pbs_core::Substate(42),
+            queue: "workq".into(),
+            attrs: crate::attrlist::AttrList::default(),
+            accrue_since: 0,
+        };
+        let mut job = Job::new(parts, &mut Default::default());
+        for (name, value) in [
+            ("euser", "ann"),
+            ("egroup", "staff"),
+            ("Account_Name", "acct 1"),
+            ("project", "big proj"),
+            ("accounting_id", "x7"),
+            ("Job_Name", "sim"),
+            ("ctime", "10"),
+            ("qtime", "11"),
+            ("stime", "13"),
+            ("depend", "afterok:1.s"),
+            ("exec_host", "n1/0"),
+            ("exec_vnode", "(n1:ncpus=1)"),
+        ] {
+            job.attrs.set(pbs_core::attr::ObjectKind::Job.index_of(name), None, value);
+        }
+        job.attrs.set(job_idx!("Resource_List"), Some("ncpus".into()), "1");
+        job.attrs.set(job_idx!("Resource_List"), Some("software".into()), "a b");
+        let tail = "exec_host=n1/0 exec_vnode=(n1:ncpus=1) Resource_List.ncpus=1 Resource_List.software=\"a b\" ";
+        let head = "user=ann group=staff account=\"acct 1\" project=\"big proj\" accounting_id=\"x7\" jobname=sim queue=workq ctime=10 qtime=11 etime=0";
+        assert_eq!(common(&job, 'Q'), format!("{head} depend=afterok:1.s {tail}"));
+        assert_eq!(common(&job, 'S'), format!("{head} start=13 {tail}"));
+        job.attrs.set(job_idx!("project"), None, "p1");
+        assert!(common(&job, 'E').contains(" project=p1 accounting_id="));
     }
 
     #[test]
