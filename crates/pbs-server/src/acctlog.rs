@@ -374,23 +374,26 @@ impl AcctLog {
     /// written that hold entries already write them again.
     pub(crate) fn place(&mut self, rows: &[(u64, bool)], appended: Option<&Appended>) -> Placement {
         let mut placement = Placement::default();
-        let mut deleted_later: Vec<u64> = Vec::new();
+        // Sets, not lists: a batch may delete thousands of jobs (one qdel of many).
+        let mut deleted_later = std::collections::HashSet::new();
         let mut host = None;
         for &(seq, written) in rows.iter().rev() {
             if !written {
-                deleted_later.push(seq);
+                deleted_later.insert(seq);
             } else if !deleted_later.contains(&seq) {
                 host = Some(seq);
                 break;
             }
         }
         let mut moved = Vec::new();
+        let mut seen = std::collections::HashSet::new();
         for &(seq, written) in rows {
-            if !written && Some(seq) != host && !placement.moved_from.contains(&seq) {
-                if let Some(entries) = self.hosted.get(&seq) {
-                    moved.extend_from_slice(entries);
-                    placement.moved_from.push(seq);
-                }
+            if written || Some(seq) == host {
+                continue;
+            }
+            if let Some(entries) = self.hosted.get(&seq).filter(|_| seen.insert(seq)) {
+                moved.extend_from_slice(entries);
+                placement.moved_from.push(seq);
             }
         }
         if let Some(appended) = appended {
