@@ -193,10 +193,11 @@ fn common(job: &Job, kind: char) -> String {
             push_pair(&mut text, "array_indices", indices);
         }
         _ => {
-            if let Some(value) = get(job_idx!("exec_host")) {
+            let (exec_host, exec_vnode) = job.exec_texts();
+            if let Some(value) = exec_host {
                 push_pair(&mut text, "exec_host", value);
             }
-            if let Some(value) = get(job_idx!("exec_vnode")) {
+            if let Some(value) = exec_vnode {
                 push_pair(&mut text, "exec_vnode", value);
             }
         }

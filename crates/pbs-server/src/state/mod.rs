@@ -317,6 +317,11 @@ impl Job {
         self.placement.clone()
     }
 
+    /// Its `exec_host` and `exec_vnode` texts, as its placement left them.
+    pub fn exec_texts(&self) -> (Option<&str>, Option<&str>) {
+        (self.attrs.get(job_idx!("exec_host"), None), self.attrs.get(job_idx!("exec_vnode"), None))
+    }
+
     /// The node of its mother superior (the first of its placement).
     pub fn mother_superior(&self) -> Option<&str> {
         self.placement.as_deref().and_then(|p| p.exec.vnodes().first().copied())
