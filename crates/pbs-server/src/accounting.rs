@@ -55,20 +55,21 @@ pub fn run_ended(job: &Job, id: &str, end: RunEnd, now: i64) -> StoreOp {
         RunEnd::Requeued => 'R',
     };
     let mut text = common(job, kind);
-    let session = job.get("session_id", None).unwrap_or("0");
+    let session = job.attrs.get(job_idx!("session_id"), None).unwrap_or("0");
     let _ = write!(text, "session={session}");
-    if let Some(alt_id) = job.get("alt_id", None) {
+    if let Some(alt_id) = job.attrs.get(job_idx!("alt_id"), None) {
         let _ = write!(text, " alt_id={alt_id}");
     }
     let _ = write!(text, " end={now}");
-    let status = if end == RunEnd::Requeued { "-11" } else { job.get("Exit_status", None).unwrap_or("0") };
+    let status =
+        if end == RunEnd::Requeued { "-11" } else { job.attrs.get(job_idx!("Exit_status"), None).unwrap_or("0") };
     let _ = write!(text, " Exit_status={status}");
     for (resource, value) in job.attrs.resources(job_idx!("resources_used")) {
         if !value.is_empty() {
             let _ = write!(text, " resources_used.{resource}={value}");
         }
     }
-    let run_count = job.get("run_count", None).unwrap_or("0");
+    let run_count = job.attrs.get(job_idx!("run_count"), None).unwrap_or("0");
     let _ = write!(text, " run_count={run_count}");
     op(kind, id.to_string(), text)
 }
