@@ -67,7 +67,7 @@ pub enum AcctError {
         /// The OS error.
         source: std::io::Error,
     },
-    /// The rows that hold the lines could not be read or written.
+    /// The entries that hold the lines could not be read or written.
     #[error("accounting log records: {0}")]
     Sqlite(#[from] rusqlite::Error),
 }
@@ -95,7 +95,7 @@ const MAX_ROW_ENTRIES: usize = 16 << 10;
 /// A batch's lines larger than this are not read back at start (a damaged entry).
 const MAX_ENTRY_LINES: usize = 1 << 30;
 
-/// How often the file is synced so that the rows it holds can go.
+/// How often the file is synced so that the entries of its lines stop counting.
 const SYNC_INTERVAL: Duration = Duration::from_secs(1);
 
 /// How often the day's path is looked at for a file moved away or written by someone
@@ -348,7 +348,7 @@ impl AcctLog {
             commit_end(conn, &day, start, self.committed_upto, None)?;
             self.committed_end = Some((day.clone(), start));
         }
-        // The batch's lines are built once, into one text: its row and the bytes to write.
+        // The batch's lines are built once, into one text: its entry and the bytes to write.
         let size: usize = records.iter().map(|r| stamp.len() + r.id.len() + r.text.len() + 8).sum();
         let mut lines = String::with_capacity(size);
         for (i, record) in records.iter().enumerate() {
@@ -469,7 +469,7 @@ impl AcctLog {
     }
 
     /// Writes the waiting lines to the current file. On failure they keep waiting (their
-    /// rows are committed): the next try, or the next start, writes them.
+    /// entries are committed): the next try, or the next start, writes them.
     fn write_pending(&mut self) -> bool {
         if self.pending.is_empty() {
             return true;
@@ -543,7 +543,7 @@ impl AcctLog {
     }
 
     fn sync(&mut self) {
-        // Only written lines can be synced, and only synced ones' rows may go.
+        // Only written lines can be synced, and only synced ones' entries may stop counting.
         if !self.write_pending() {
             return;
         }
@@ -586,7 +586,7 @@ impl AcctLog {
             return Ok(());
         }
         if self.file.is_some() {
-            // The old file's rows cannot be checked against the new one at a restart:
+            // The old file's entries cannot be checked against the new one at a restart:
             // sync it and let them go with the new committed end.
             self.sync();
             if self.unsynced_upto.is_some() {
@@ -724,14 +724,15 @@ fn read_entries(column: &[u8], upto: u64, out: &mut Vec<Entry>) -> Result<(), St
     Ok(())
 }
 
-/// The committed end from the meta row and the end of the last row still held: the later
-/// of the two. Both name the same day whenever rows are held (a new day's end is committed
-/// with every earlier row deleted); should they not, the meta row (written last) wins.
-fn committed_end(meta: Option<(String, u64)>, last_row: Option<(String, u64)>) -> Option<(String, u64)> {
-    match (meta, last_row) {
-        (Some(meta), Some(row)) if meta.0 == row.0 => Some((meta.0, meta.1.max(row.1))),
+/// The committed end from the meta row and the end of the last entry that still counts:
+/// the later of the two. Both name the same day whenever entries count (a new day's end
+/// is committed with every earlier entry synced); should they not, the meta row (written
+/// last) wins.
+fn committed_end(meta: Option<(String, u64)>, last_entry: Option<(String, u64)>) -> Option<(String, u64)> {
+    match (meta, last_entry) {
+        (Some(meta), Some(entry)) if meta.0 == entry.0 => Some((meta.0, meta.1.max(entry.1))),
         (Some(meta), _) => Some(meta),
-        (None, row) => row,
+        (None, entry) => entry,
     }
 }
 
