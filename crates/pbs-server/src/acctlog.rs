@@ -155,11 +155,10 @@ pub(crate) struct Prune {
 /// A batch's lines placed at the end of a file and not committed yet.
 pub(crate) struct Appended {
     day: String,
-    start: u64,
+    /// Where the file ends after these lines and their newline.
+    end: u64,
     /// The batch's number: entries are repaired in this order, and `upto` counts them.
     n: u64,
-    /// The lines, each but the last followed by its newline: one entry, one `write`.
-    lines: String,
     /// The lines' entry, encoded once (see [`push_entry`]).
     entry: Vec<u8>,
     /// The waiting bytes before these lines were added (what an undo goes back to).
@@ -228,8 +227,9 @@ fn open_append(path: &Path) -> Result<File, AcctError> {
 
 impl AcctLog {
     /// Creates the directory (0755) and repairs the files from the store: cuts off lines
-    /// past the committed end and writes again committed lines a file lacks.
-    pub(crate) fn open(dir: &Path, conn: &mut Connection) -> Result<AcctLog, AcctError> {
+    /// past the committed end and writes again committed lines a file lacks. `job_entries`
+    /// are the `acct` columns of the job rows, read with the jobs themselves.
+    pub(crate) fn open(dir: &Path, conn: &mut Connection, job_entries: Vec<Vec<u8>>) -> Result<AcctLog, AcctError> {
         std::fs::create_dir_all(dir).map_err(err(dir))?;
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).map_err(err(dir))?;
         let end: Option<String> =
@@ -249,15 +249,15 @@ impl AcctLog {
             let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get::<_, i64>(1)? as u64, r.get(2)?)))?;
             batches = rows.collect::<Result<_, _>>()?;
         }
+        let spilled: Vec<Vec<u8>> = {
+            let mut stmt = conn.prepare("SELECT entries FROM accounting_batches")?;
+            let rows = stmt.query_map([], |r| r.get(0))?;
+            rows.collect::<Result<_, _>>()?
+        };
         let mut entries = Vec::new();
-        for query in ["SELECT acct FROM jobs WHERE acct IS NOT NULL", "SELECT entries FROM accounting_batches"] {
-            let mut stmt = conn.prepare(query)?;
-            let mut rows = stmt.query([])?;
-            while let Some(row) = rows.next()? {
-                let blob: Vec<u8> = row.get(0)?;
-                if let Err(e) = read_entries(&blob, upto, &mut entries) {
-                    tracing::warn!(error = %e, "An accounting entry in the store cannot be read; its lines are skipped");
-                }
+        for column in job_entries.iter().chain(&spilled) {
+            if let Err(e) = read_entries(column, upto, &mut entries) {
+                tracing::warn!(error = %e, "An accounting entry in the store cannot be read; its lines are skipped");
             }
         }
         entries.sort_by_key(|e| e.n);
@@ -365,7 +365,8 @@ impl AcctLog {
         self.pending.extend_from_slice(lines.as_bytes());
         self.pending.push(b'\n');
         self.pending_since.get_or_insert_with(Instant::now);
-        Ok(Appended { day, start, n, lines, entry, pending_before })
+        let end = start + lines.len() as u64 + 1;
+        Ok(Appended { day, end, n, entry, pending_before })
     }
 
     /// Where the commit whose job rows are `rows` (each `(seq, written)`: written, or
@@ -404,11 +405,8 @@ impl AcctLog {
             let held = host.map_or(0, |h| self.hosted.get(&h).map_or(0, Vec::len));
             match host.filter(|_| held + moved.len() <= MAX_ROW_ENTRIES) {
                 Some(host) => {
-                    let mut column = Vec::with_capacity(1 + held + moved.len());
-                    column.push(ENTRIES_LAYOUT);
-                    column.extend_from_slice(self.hosted.get(&host).map_or(&[][..], Vec::as_slice));
-                    column.extend_from_slice(&moved);
-                    placement.columns.insert(host, column);
+                    let own = self.hosted.get(&host).map_or(&[][..], Vec::as_slice);
+                    placement.columns.insert(host, column_of(&[own, &moved]));
                     placement.host = Some(host);
                 }
                 None => {
@@ -419,10 +417,7 @@ impl AcctLog {
                             self.next_n - 1
                         }
                     };
-                    let mut column = Vec::with_capacity(1 + moved.len());
-                    column.push(ENTRIES_LAYOUT);
-                    column.extend_from_slice(&moved);
-                    placement.spill = Some((n, column));
+                    placement.spill = Some((n, column_of(&[&moved])));
                     placement.last_n = Some(n);
                 }
             }
@@ -430,10 +425,7 @@ impl AcctLog {
         for &(seq, written) in rows {
             if written && !placement.columns.contains_key(&seq) {
                 if let Some(entries) = self.hosted.get(&seq) {
-                    let mut column = Vec::with_capacity(1 + entries.len());
-                    column.push(ENTRIES_LAYOUT);
-                    column.extend_from_slice(entries);
-                    placement.columns.insert(seq, column);
+                    placement.columns.insert(seq, column_of(&[entries]));
                 }
             }
         }
@@ -536,8 +528,7 @@ impl AcctLog {
             self.unsynced_upto = self.unsynced_upto.max(placement.last_n);
         }
         if let Some(appended) = appended {
-            let end = appended.start + appended.lines.len() as u64 + 1;
-            self.committed_end = Some((appended.day, end));
+            self.committed_end = Some((appended.day, appended.end));
         }
         self.tick();
     }
@@ -672,6 +663,16 @@ fn push_entry(out: &mut Vec<u8>, n: u64, day: &str, offset: u64, lines: &str) {
     out.push(day.len() as u8);
     out.extend_from_slice(day);
     out.extend_from_slice(&packed);
+}
+
+/// An `acct` column or `accounting_batches` row: the layout byte, then `parts`' entries.
+fn column_of(parts: &[&[u8]]) -> Vec<u8> {
+    let mut column = Vec::with_capacity(1 + parts.iter().map(|p| p.len()).sum::<usize>());
+    column.push(ENTRIES_LAYOUT);
+    for part in parts {
+        column.extend_from_slice(part);
+    }
+    column
 }
 
 /// One entry read back: a batch's lines and where they go.

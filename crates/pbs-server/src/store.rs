@@ -126,6 +126,9 @@ pub struct Loaded {
     pub objects: Vec<(String, String, String)>,
     /// Meta keys.
     pub meta: Vec<(String, String)>,
+    /// The accounting entries job rows hold (`acct`), read in the same pass as the jobs
+    /// for the accounting log's repair; [`Store::open`] hands them to it.
+    pub(crate) job_entries: Vec<Vec<u8>>,
 }
 
 /// Why a commit did not happen. Any failed commit stops the server (see the writer), so
@@ -235,8 +238,9 @@ impl Store {
         wal_restart_frames: i64,
     ) -> Result<(Store, Loaded), StoreError> {
         let mut conn = open_connection(path)?;
-        let loaded = load(&conn)?;
-        let acct = accounting.map(|dir| crate::acctlog::AcctLog::open(dir, &mut conn)).transpose()?;
+        let mut loaded = load(&conn)?;
+        let entries = std::mem::take(&mut loaded.job_entries);
+        let acct = accounting.map(|dir| crate::acctlog::AcctLog::open(dir, &mut conn, entries)).transpose()?;
         // Checkpoints run on their own connection and thread: done inline (SQLite's
         // default) they would add a database fsync to some unlucky request's commit.
         conn.pragma_update(None, "wal_autocheckpoint", 0)?;
@@ -310,8 +314,15 @@ impl Store {
 
 fn load(conn: &Connection) -> Result<Loaded, StoreError> {
     let mut loaded = Loaded::default();
-    let mut stmt = conn.prepare("SELECT seq, record FROM jobs ORDER BY seq")?;
-    loaded.jobs = stmt.query_map([], |r| Ok((r.get::<_, i64>(0)? as u64, r.get(1)?)))?.collect::<Result<_, _>>()?;
+    let mut stmt = conn.prepare("SELECT seq, record, acct FROM jobs ORDER BY seq")?;
+    let mut rows = stmt.query([])?;
+    while let Some(row) = rows.next()? {
+        loaded.jobs.push((row.get::<_, i64>(0)? as u64, row.get(1)?));
+        if let Some(entries) = row.get::<_, Option<Vec<u8>>>(2)? {
+            loaded.job_entries.push(entries);
+        }
+    }
+    drop(rows);
     let mut stmt = conn.prepare("SELECT seq, idx, record FROM subjobs ORDER BY seq, idx")?;
     loaded.subjobs = stmt
         .query_map([], |r| Ok((r.get::<_, i64>(0)? as u64, r.get::<_, i64>(1)? as u64, r.get(2)?)))?
@@ -725,22 +736,22 @@ mod tests {
         // A kill: nothing the writer would do at a clean stop.
         std::mem::forget(acct);
         let file = today(&acct_dir);
-        drop(crate::acctlog::AcctLog::open(&acct_dir, &mut conn).unwrap());
+        drop(reopen(&acct_dir, &mut conn));
         assert_eq!(lines(&file), ["Q;1.srv;queue=workq 1.srv", "E;1.srv;queue=workq 1.srv"]);
         // Committed after the restart: one more line, nothing cut, nothing twice.
-        let mut acct = crate::acctlog::AcctLog::open(&acct_dir, &mut conn).unwrap();
+        let mut acct = reopen(&acct_dir, &mut conn);
         commit(&mut conn, &mut acct, vec![record('Q', "2.srv")]);
         std::mem::forget(acct);
-        drop(crate::acctlog::AcctLog::open(&acct_dir, &mut conn).unwrap());
+        drop(reopen(&acct_dir, &mut conn));
         assert_eq!(lines(&file).len(), 3);
         // A batch's lines are one row: a file that lost the end of a batch (a power cut
         // before its sync) gets the whole batch again, each line once.
-        let mut acct = crate::acctlog::AcctLog::open(&acct_dir, &mut conn).unwrap();
+        let mut acct = reopen(&acct_dir, &mut conn);
         commit(&mut conn, &mut acct, vec![record('Q', "3.srv"), record('Q', "4.srv")]);
         std::mem::forget(acct);
         let text = std::fs::read_to_string(&file).unwrap();
         std::fs::write(&file, &text[..text.len() - 10]).unwrap();
-        drop(crate::acctlog::AcctLog::open(&acct_dir, &mut conn).unwrap());
+        drop(reopen(&acct_dir, &mut conn));
         assert_eq!(lines(&file)[3..], ["Q;3.srv;queue=workq 3.srv", "Q;4.srv;queue=workq 4.srv"]);
     }
 
@@ -750,8 +761,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let acct_dir = dir.path().join("accounting");
         let mut conn = open_connection(&dir.path().join("pbs.db")).unwrap();
-        let acct = crate::acctlog::AcctLog::open(&acct_dir, &mut conn).unwrap();
+        let acct = reopen(&acct_dir, &mut conn);
         (dir, acct_dir, conn, acct)
+    }
+
+    /// The accounting log as a start opens it: with the entries the job rows hold.
+    fn reopen(acct_dir: &Path, conn: &mut Connection) -> crate::acctlog::AcctLog {
+        let entries = load(conn).unwrap().job_entries;
+        crate::acctlog::AcctLog::open(acct_dir, conn, entries).unwrap()
     }
 
     /// Whether job `seq`'s row holds accounting entries.
@@ -794,7 +811,7 @@ mod tests {
         std::mem::forget(acct);
         let file = today(&acct_dir);
         let _ = std::fs::remove_file(&file);
-        drop(crate::acctlog::AcctLog::open(&acct_dir, &mut conn).unwrap());
+        drop(reopen(&acct_dir, &mut conn));
         let want = [
             "Q;1.srv;queue=workq 1.srv",
             "Q;2.srv;queue=workq 2.srv",
@@ -802,15 +819,15 @@ mod tests {
             "E;1.srv;queue=workq 1.srv",
         ];
         assert_eq!(lines(&file), want);
-        drop(crate::acctlog::AcctLog::open(&acct_dir, &mut conn).unwrap());
+        drop(reopen(&acct_dir, &mut conn));
         assert_eq!(lines(&file), want, "nothing is written twice");
         // The next commit deletes the row that held them, and a new day's lines start
         // after them.
-        let mut acct = crate::acctlog::AcctLog::open(&acct_dir, &mut conn).unwrap();
+        let mut acct = reopen(&acct_dir, &mut conn);
         commit_now(&mut conn, &mut acct, vec![StoreOp::DeleteJob { seq: 2 }, put(3), record('Q', "3.srv")]);
         std::mem::forget(acct);
         let _ = std::fs::remove_file(&file);
-        drop(crate::acctlog::AcctLog::open(&acct_dir, &mut conn).unwrap());
+        drop(reopen(&acct_dir, &mut conn));
         assert_eq!(lines(&file), ["Q;3.srv;queue=workq 3.srv"], "only the line committed since");
     }
 
@@ -834,7 +851,7 @@ mod tests {
         std::mem::forget(acct);
         let file = today(&acct_dir);
         let _ = std::fs::remove_file(&file);
-        drop(crate::acctlog::AcctLog::open(&acct_dir, &mut conn).unwrap());
+        drop(reopen(&acct_dir, &mut conn));
         assert_eq!(lines(&file), [format!("a;1.srv;{text}")]);
     }
 
@@ -854,10 +871,10 @@ mod tests {
         // An administrator moves the day's file away.
         let file = today(&acct_dir);
         std::fs::rename(&file, dir.path().join("moved")).unwrap();
-        drop(crate::acctlog::AcctLog::open(&acct_dir, &mut conn).unwrap());
+        drop(reopen(&acct_dir, &mut conn));
         assert!(!file.exists() || lines(&file).is_empty(), "a synced line came back: {:?}", lines(&file));
         // Written again, the row lets its line go.
-        let mut acct = crate::acctlog::AcctLog::open(&acct_dir, &mut conn).unwrap();
+        let mut acct = reopen(&acct_dir, &mut conn);
         commit_now(&mut conn, &mut acct, vec![put(1)]);
         assert!(!holds_entries(&conn, 1));
     }
@@ -877,12 +894,12 @@ mod tests {
              INSERT INTO meta (key, value) VALUES ('accounting_end', '{day} 0');"
         ))
         .unwrap();
-        drop(crate::acctlog::AcctLog::open(&acct_dir, &mut conn).unwrap());
+        drop(reopen(&acct_dir, &mut conn));
         assert_eq!(lines(&today(&acct_dir)), ["Q;1.srv;a", "E;1.srv;b"]);
         let tables: i64 =
             conn.query_row("SELECT count(*) FROM sqlite_master WHERE name = 'accounting'", [], |r| r.get(0)).unwrap();
         assert_eq!(tables, 0);
-        drop(crate::acctlog::AcctLog::open(&acct_dir, &mut conn).unwrap());
+        drop(reopen(&acct_dir, &mut conn));
         assert_eq!(lines(&today(&acct_dir)).len(), 2);
     }
 
@@ -906,9 +923,9 @@ mod tests {
         drop(acct);
         // Room again: the next start writes it, once.
         std::fs::remove_file(&file).unwrap();
-        drop(crate::acctlog::AcctLog::open(&acct_dir, &mut conn).unwrap());
+        drop(reopen(&acct_dir, &mut conn));
         assert_eq!(lines(&file), ["Q;9.srv;queue=workq 9.srv"]);
-        drop(crate::acctlog::AcctLog::open(&acct_dir, &mut conn).unwrap());
+        drop(reopen(&acct_dir, &mut conn));
         assert_eq!(lines(&file).len(), 1);
     }
 
