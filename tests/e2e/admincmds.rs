@@ -51,6 +51,32 @@ fn qorder_swaps_two_queued_jobs_and_the_scheduler_runs_them_in_the_new_order() {
 }
 
 #[test]
+fn qorder_across_queues_checks_each_job_as_qmove_does() {
+    let c = Cluster::start();
+    c.qmgr("create queue q2 queue_type=execution,enabled=true,started=true");
+    let a = submit_as_nobody(&c, &["-h", "-l", "ncpus=4", "--", "/bin/true"]);
+    let b = submit_as_nobody(&c, &["-h", "-q", "q2", "-l", "ncpus=1", "--", "/bin/true"]);
+    let queue = |id: &str| c.job_attr(id, "queue");
+    let refused = |needle: &str| {
+        let out = c.run_as_nobody("qorder", &[&a, &b]);
+        assert!(out.code != 0 && out.stderr.contains(needle), "{needle}: {out:?}");
+        assert_eq!((queue(&a).as_deref(), queue(&b).as_deref()), (Some("workq"), Some("q2")));
+    };
+    // A disabled queue takes no job by qorder either.
+    c.qmgr("set queue q2 enabled = false");
+    refused("Queue is not enabled");
+    c.qmgr("set queue q2 enabled = true");
+    // Its entity limits count the job coming in, less the one going out.
+    c.qmgr("set queue q2 max_queued_res.ncpus = [u:PBS_GENERIC=2]");
+    refused("would exceed per-user limit on resource ncpus in queue q2");
+    c.qmgr("set queue q2 max_queued = [u:PBS_GENERIC=1]");
+    c.qmgr("set queue q2 max_queued_res.ncpus = [u:PBS_GENERIC=4]");
+    let out = c.run_as_nobody("qorder", &[&a, &b]);
+    assert_eq!((out.code, out.stderr.as_str()), (0, ""), "a swap leaves the count as it was");
+    assert_eq!((queue(&a).as_deref(), queue(&b).as_deref()), (Some("q2"), Some("workq")));
+}
+
+#[test]
 fn qterm_stops_the_daemons_asked_and_a_quick_stop_leaves_running_jobs_to_their_moms() {
     let mut c = Cluster::with_moms(1, 2);
     let job = submit_as_nobody(&c, &["--", "/bin/sleep", "120"]);

@@ -57,6 +57,20 @@ fn job_of_nobody_runs_as_nobody_and_owns_its_files() {
     assert_eq!(std::fs::read_to_string(&out).unwrap(), format!("{NOBODY}\nnobody\n"));
     assert_eq!(std::fs::metadata(&out).unwrap().uid(), NOBODY);
     assert_eq!(std::fs::metadata(&err).unwrap().uid(), NOBODY);
+    // Private by default, as OpenPBS's umask 077 makes them (job_output_files.txt), and
+    // what the job itself writes too; `-W umask` says otherwise.
+    let mode = |path: &std::path::Path| std::fs::metadata(path).unwrap().mode() & 0o777;
+    assert_eq!((mode(&out), mode(&err)), (0o600, 0o600));
+    let made = shared.join("made.txt");
+    let script = format!("touch {}\n", made.display());
+    let id = c.run_with_stdin("qsub", &args, &script, true).ok().line().to_string();
+    c.wait_job_state(&id, "F", JOB_TIMEOUT);
+    assert_eq!(mode(&made), 0o600);
+    let opened = ["-S", "/bin/sh", "-W", "umask=022", "-o", out.to_str().unwrap(), "-e", err.to_str().unwrap()];
+    std::fs::remove_file(&out).unwrap();
+    let id = c.run_with_stdin("qsub", &opened, "true\n", true).ok().line().to_string();
+    c.wait_job_state(&id, "F", JOB_TIMEOUT);
+    assert_eq!(mode(&out), 0o644);
 }
 
 #[test]

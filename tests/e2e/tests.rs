@@ -5,6 +5,7 @@
 mod accounting;
 mod admincmds;
 mod arrays;
+mod audit;
 mod authz;
 mod bounds;
 mod commands;

@@ -77,6 +77,21 @@ impl Scan {
 
 /// The text a q-command prints for a command line it refuses: each message (getopt's, then
 /// its own) on a line of its own, then the usage text.
+/// OpenPBS's rule for an option given more than once: the last value wins, and one entry
+/// per attribute goes to the server, which refuses a name given twice (in any spelling).
+pub fn last_wins(attrs: Vec<pbs_proto::Attr>) -> Vec<pbs_proto::Attr> {
+    let kind = pbs_core::ObjectKind::Job;
+    let mut out: Vec<pbs_proto::Attr> = Vec::with_capacity(attrs.len());
+    for pbs_proto::Attr(name, value) in attrs {
+        let name = kind.canonical_name(&name).into_owned();
+        match out.iter_mut().find(|a| a.0.eq_ignore_ascii_case(&name)) {
+            Some(existing) => existing.1 = value,
+            None => out.push(pbs_proto::Attr(name, value)),
+        }
+    }
+    out
+}
+
 pub fn usage_text(messages: &[String], usage: &str) -> String {
     let mut text: String = messages.iter().map(|m| format!("{m}\n")).collect();
     text.push_str(usage);

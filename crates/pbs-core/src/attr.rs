@@ -90,6 +90,21 @@ impl ObjectKind {
         table.iter().enumerate().find(|(_, def)| def.name.eq_ignore_ascii_case(name))
     }
 
+    /// `name` (`base` or `base.resource`) with its base in the table's spelling, as every
+    /// reader of a request takes it (names match in any case); a name the table does not
+    /// know is given back as it is.
+    pub fn canonical_name(self, name: &str) -> std::borrow::Cow<'_, str> {
+        use std::borrow::Cow;
+        let (base, resource) = split_name(name);
+        match self.find(base) {
+            Some((_, def)) if def.name != base => match resource {
+                Some(resource) => Cow::Owned(format!("{}.{resource}", def.name)),
+                None => Cow::Borrowed(def.name),
+            },
+            _ => Cow::Borrowed(name),
+        }
+    }
+
     /// Hashed with foldhash, not SipHash: every attribute name a client sends is looked up
     /// here, and the keys are the fixed table, so there is nothing to flood.
     fn index(self) -> &'static foldhash::HashMap<&'static str, usize> {

@@ -398,10 +398,16 @@ impl ResourceRegistry {
         self.defs.values()
     }
 
-    /// Checks the conditions (operators other than `=`) of one chunk: only non-consumables
-    /// may have them, booleans only `!=`, and each value must be one of the resource's type.
-    /// Unknown resources are left to the select's other checks (PBSE_UNKRESC).
+    /// Checks the values of one chunk: each must be one of its resource's type (an amount
+    /// too: a size that does not parse, `8eb` or `1.5gb`, would count as nothing against
+    /// the limits), and the conditions (operators other than `=`) are only for
+    /// non-consumables, booleans only `!=`. Unknown resources are left to the select's
+    /// other checks (PBSE_UNKRESC).
     pub fn check_conditions(&self, chunk: &Chunk) -> Result<(), ConditionError> {
+        for res in chunk.resources().iter().filter(|res| res.cmp() == Cmp::Eq) {
+            let Some(def) = self.get(res.name()) else { continue };
+            def.normalize(res.value()).map_err(|_| ConditionError::BadValue(def.name.clone()))?;
+        }
         for res in chunk.conditions() {
             let Some(def) = self.get(res.name()) else { continue };
             if def.is_taken_amount() {

@@ -33,6 +33,10 @@ use crate::layout::{self, KillReason, Limits, Note, Spec, Started, Status, Suspe
 use crate::records;
 use crate::{JOB_EXEC_FAIL1, JOB_EXEC_FAILUID, JOB_EXEC_KILL_WALLTIME, env};
 
+/// A job's umask when `-W umask` does not set one: OpenPBS's 077, so its output and error
+/// files, and whatever it writes, are its owner's alone.
+const DEFAULT_UMASK: u32 = 0o077;
+
 /// Time between SIGTERM and SIGKILL when a limit ends a job.
 pub const LIMIT_KILL_GRACE: Duration = Duration::from_secs(2);
 
@@ -194,7 +198,7 @@ fn prepare(spec: &Spec, records: &Path) -> Result<Prepared, (i32, String)> {
         workdirs.push(PathBuf::from(dir));
     }
     workdirs.push(user.dir.clone());
-    let umask = launch.umask.as_deref().and_then(|u| u32::from_str_radix(u.trim(), 8).ok()).unwrap_or(0o022);
+    let umask = launch.umask.as_deref().and_then(|u| u32::from_str_radix(u.trim(), 8).ok()).unwrap_or(DEFAULT_UMASK);
     let user_c = CString::new(launch.user.as_bytes()).map_err(|_| (JOB_EXEC_FAILUID, "bad user name".into()))?;
     let plan = ChildPlan {
         user: user_c,

@@ -66,7 +66,8 @@ pub fn run_ended(job: &Job, id: &str, end: RunEnd, now: i64) -> StoreOp {
     let _ = write!(text, " Exit_status={status}");
     for (resource, value) in job.attrs.resources(job_idx!("resources_used")) {
         if !value.is_empty() {
-            let _ = write!(text, " resources_used.{resource}={value}");
+            let _ = write!(text, " resources_used.{resource}=");
+            push_quoted(&mut text, value);
         }
     }
     let run_count = job.attrs.get(job_idx!("run_count"), None).unwrap_or("0");
@@ -83,7 +84,8 @@ pub fn suspended(job: &Job, id: &str) -> StoreOp {
             if !text.is_empty() {
                 text.push(' ');
             }
-            let _ = write!(text, "resources_used.{resource}={value}");
+            let _ = write!(text, "resources_used.{resource}=");
+            push_quoted(&mut text, value);
         }
     }
     op('z', id.to_string(), text)
@@ -141,11 +143,7 @@ pub fn altered(job: &Job, id: &str, attrs: &[pbs_proto::Attr]) -> Option<StoreOp
             text.push_str(resource);
         }
         text.push('=');
-        if value.contains(' ') {
-            let _ = write!(text, "\"{value}\"");
-        } else {
-            text.push_str(value);
-        }
+        push_quoted(&mut text, value);
     }
     (!text.is_empty()).then(|| op('a', id.to_string(), text))
 }
@@ -165,19 +163,20 @@ fn common(job: &Job, kind: char) -> String {
     push_pair(&mut text, "user", get(job_idx!("euser")).unwrap_or(""));
     push_pair(&mut text, "group", get(job_idx!("egroup")).unwrap_or(""));
     if let Some(account) = get(job_idx!("Account_Name")) {
-        push_pair_in(&mut text, "account", account, '"');
+        push_pair_in_quotes(&mut text, "account", account);
     }
     if let Some(project) = get(job_idx!("project")) {
-        if project.contains(' ') {
-            push_pair_in(&mut text, "project", project, '"');
-        } else {
-            push_pair(&mut text, "project", project);
-        }
+        text.push_str("project=");
+        push_quoted(&mut text, project);
+        text.push(' ');
     }
     if let Some(accounting_id) = get(job_idx!("accounting_id")) {
-        push_pair_in(&mut text, "accounting_id", accounting_id, '"');
+        push_pair_in_quotes(&mut text, "accounting_id", accounting_id);
     }
-    push_pair(&mut text, "jobname", get(job_idx!("Job_Name")).unwrap_or(""));
+    // qsub allows no blank in a name, but a raw client may send one.
+    text.push_str("jobname=");
+    push_quoted(&mut text, get(job_idx!("Job_Name")).unwrap_or(""));
+    text.push(' ');
     push_pair(&mut text, "queue", &job.queue);
     push_pair(&mut text, "ctime", get(job_idx!("ctime")).unwrap_or("0"));
     push_pair(&mut text, "qtime", get(job_idx!("qtime")).unwrap_or("0"));
@@ -185,7 +184,9 @@ fn common(job: &Job, kind: char) -> String {
     if kind != 'Q' {
         push_pair(&mut text, "start", get(job_idx!("stime")).unwrap_or("0"));
     } else if let Some(depend) = get(job_idx!("depend")) {
-        push_pair(&mut text, "depend", depend);
+        text.push_str("depend=");
+        push_quoted(&mut text, depend);
+        text.push(' ');
     }
     // An array being queued, or beginning or begun, names its indices instead of hosts;
     // its `E` (once finished) names neither.
@@ -221,26 +222,54 @@ fn push_pair(text: &mut String, key: &str, value: &str) {
     text.push(' ');
 }
 
-/// `key="value" ` (with `quote`), as OpenPBS quotes `account`, `accounting_id` and a
-/// `project` with a space.
-fn push_pair_in(text: &mut String, key: &str, value: &str, quote: char) {
+/// `key="value" `, as OpenPBS always quotes `account`, `accounting_id` and a `project`
+/// with a space (see [`push_in_quotes`] for a value holding a `"`).
+fn push_pair_in_quotes(text: &mut String, key: &str, value: &str) {
     text.push_str(key);
     text.push('=');
-    text.push(quote);
-    text.push_str(value);
-    text.push(quote);
+    push_in_quotes(text, value);
     text.push(' ');
 }
 
-/// OpenPBS's `cpy_quote_value`: a value with a space is quoted, with `'` if it holds a `"`.
+/// OpenPBS's `cpy_quote_value`: a value with a blank is quoted, with `'` if it holds a
+/// `"`. A value a raw client chose may hold anything, so one with a quote is quoted too
+/// (a reader that honours quotes would otherwise run it into the next fields), and any
+/// blank counts, not only a space: no reader can take part of a value for a `key=value`
+/// field of its own. Control characters are escaped when the line is written
+/// (`acctlog::push_line`).
 fn push_quoted(text: &mut String, value: &str) {
-    if value.contains(' ') {
-        let quote = if value.contains('"') { '\'' } else { '"' };
-        text.push(quote);
-        text.push_str(value);
-        text.push(quote);
+    if value.contains(|c: char| c.is_whitespace() || c == '"' || c == '\'') {
+        push_in_quotes(text, value);
     } else {
         text.push_str(value);
+    }
+}
+
+/// `value` between `"`, or `'` when it holds a `"`; one holding both has its `"` written
+/// `\x22`, as the log writes a control character, so its quotes always close where it
+/// ends.
+fn push_in_quotes(text: &mut String, value: &str) {
+    match (value.contains('"'), value.contains('\'')) {
+        (false, _) => {
+            text.push('"');
+            text.push_str(value);
+            text.push('"');
+        }
+        (true, false) => {
+            text.push('\'');
+            text.push_str(value);
+            text.push('\'');
+        }
+        (true, true) => {
+            text.push('"');
+            for c in value.chars() {
+                match c {
+                    '"' => text.push_str("\\x22"),
+                    c => text.push(c),
+                }
+            }
+            text.push('"');
+        }
     }
 }
 
@@ -319,6 +348,24 @@ mod tests {
         push_quoted(&mut text, "plain");
         push_quoted(&mut text, "say \"hi\" now");
         assert_eq!(text, "\"a b\"plain'say \"hi\" now'");
+    }
+
+    #[test]
+    fn no_value_can_be_read_as_a_field_of_its_own() {
+        let quoted = |value: &str| {
+            let mut text = String::new();
+            push_quoted(&mut text, value);
+            text
+        };
+        // A blank of any kind, or a quote alone, is quoted.
+        assert_eq!(quoted("a\u{a0}user=root"), "\"a\u{a0}user=root\"");
+        assert_eq!(quoted("x\"y"), "'x\"y'");
+        assert_eq!(quoted("it's"), "\"it's\"");
+        // Both quotes: the `"` cannot close the value early.
+        assert_eq!(quoted("a' \" user=root"), "\"a' \\x22 user=root\"");
+        let mut text = String::new();
+        push_pair_in_quotes(&mut text, "account", "x\" user=root \"");
+        assert_eq!(text, "account='x\" user=root \"' ");
     }
 
     #[test]

@@ -87,6 +87,11 @@ pub async fn dispatch(server: &Arc<Server>, who: &Identity, id: u64, mut request
     if let Err(e) = crate::size_limits::check_request(&request) {
         return Response::Reply(Reply::error(id, e.code.0, e.message));
     }
+    // Before any hook or check reads them: every attribute under its one spelling, and
+    // none given twice, so what a hook sees and changes is what the server acts on.
+    if let Err(e) = crate::request::canonical::canonicalize(&mut request) {
+        return Response::Reply(Reply::error(id, e.code.0, e.message));
+    }
     // Outside the lock: a request naming one job many times is handled as naming it once,
     // and a submitter's groups (which a directory service may be slow to give) are known.
     let repeats = crate::request::ids::Repeats::drop_from(&mut request);
@@ -248,7 +253,7 @@ fn handle_locked(
     server: &Arc<Server>,
     who: &Identity,
     groups: &[String],
-    hook_attrs: &[String],
+    hook_attrs: &[pbs_proto::Attr],
     id: u64,
     request: Request,
 ) -> Locked {

@@ -318,7 +318,7 @@ pub fn check_new(state: &mut State, ctx: &Ctx<'_>, queue: &str, list: &AttrList)
         queued: count,
         amounts: amounts(config, state, list),
     };
-    check(&state.entity_limits, &candidate, None)
+    check(&state.entity_limits, &candidate, None, Scopes::QueueAndServer)
 }
 
 /// Checks a qalter of job `seq` whose attributes would become `list`: only what the
@@ -338,7 +338,7 @@ pub fn check_alter(state: &mut State, ctx: &Ctx<'_>, seq: u64, list: &AttrList) 
         amounts: amounts(config, state, list),
         ..own.clone()
     };
-    check(tracker, &candidate, Some(&own))
+    check(tracker, &candidate, Some(&own), Scopes::QueueAndServer)
 }
 
 /// Checks moving job `seq` to `queue` (qmove): the destination queue's limits count the
@@ -355,17 +355,48 @@ pub fn check_move(state: &mut State, ctx: &Ctx<'_>, seq: u64, queue: &str) -> Re
     let Some(job) = state.jobs.get(&seq) else { return Ok(()) };
     let Some(own) = contribution_of(config, state, job) else { return Ok(()) };
     let candidate = Contribution { queue, ..own.clone() };
-    check(tracker, &candidate, Some(&own))
+    check(tracker, &candidate, Some(&own), Scopes::QueueAndServer)
+}
+
+/// Checks job `entering` taking the place of job `leaving` in `leaving`'s queue (each
+/// half of a qorder across queues): the queue's limits count `entering` and no longer
+/// `leaving`; the server's counts do not change, so they are not checked.
+pub fn check_swap(state: &mut State, ctx: &Ctx<'_>, entering: u64, leaving: u64) -> Result<(), ReqError> {
+    if ctx.privilege >= Privilege::Operator {
+        return Ok(());
+    }
+    ensure(state);
+    let tracker = &state.entity_limits;
+    let Some(config) = tracker.config.as_ref() else { return Ok(()) };
+    let (Some(entering), Some(leaving)) = (state.jobs.get(&entering), state.jobs.get(&leaving)) else { return Ok(()) };
+    let Some(own) = contribution_of(config, state, entering) else { return Ok(()) };
+    let candidate = Contribution { queue: leaving.queue.clone(), ..own };
+    let leaving = contribution_of(config, state, leaving);
+    check(tracker, &candidate, leaving.as_ref(), Scopes::QueueOnly)
+}
+
+/// Which limits a change is checked against.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Scopes {
+    QueueAndServer,
+    /// A swap of two jobs' queues leaves the server's counts as they were.
+    QueueOnly,
 }
 
 /// OpenPBS's order: the queue's count limits, then the server's, then the queue's
 /// resource limits, then the server's; `max_*` before `queued_jobs_threshold*`; within
 /// each, overall, user, group, project.
-fn check(tracker: &Tracker, candidate: &Contribution, own: Option<&Contribution>) -> Result<(), ReqError> {
+fn check(
+    tracker: &Tracker,
+    candidate: &Contribution,
+    own: Option<&Contribution>,
+    which: Scopes,
+) -> Result<(), ReqError> {
     let Some(config) = tracker.config.as_ref() else { return Ok(()) };
     let queue_limits = config.queues.get(&*candidate.queue);
+    let server_limits = if which == Scopes::QueueAndServer { Some(&config.server) } else { None };
     let scopes: [(Option<&ScopeLimits>, Option<Arc<str>>); 2] =
-        [(queue_limits, Some(candidate.queue.clone())), (Some(&config.server), None)];
+        [(queue_limits, Some(candidate.queue.clone())), (server_limits, None)];
     for (limits, scope) in &scopes {
         let Some(limits) = limits else { continue };
         for (family, set) in [(Family::Max, &limits.max), (Family::Queued, &limits.queued)] {

@@ -1008,7 +1008,7 @@ fn what_a_hook_set_is_checked_with_manager_privilege_and_nothing_else_is() {
     let mut f = fixture();
     let who = alice();
     let attrs = vec![Attr::new("Resource_List.soft_walltime", "300")];
-    let submit = |f: &mut Fixture, hook_attrs: &[String]| {
+    let submit = |f: &mut Fixture, hook_attrs: &[Attr]| {
         let ctx = Ctx { who: &who, privilege: Privilege::User, now: f.now, groups: &[], hook_attrs };
         let request = Request::QueueJob { attrs: attrs.clone(), script: "true\n".into(), destination: None };
         match handle(&mut f.state, &ctx, 1, request) {
@@ -1017,10 +1017,12 @@ fn what_a_hook_set_is_checked_with_manager_privilege_and_nothing_else_is() {
         }
     };
     assert_eq!(submit(&mut f, &[]).code, Pbse::ATTRRO.0, "a user may not set soft_walltime");
-    let reply = submit(&mut f, &["Resource_List.soft_walltime".to_string()]);
+    let reply = submit(&mut f, &[Attr::new("Resource_List.soft_walltime", "300")]);
     assert!(matches!(reply.body, ReplyBody::JobId(_)), "{reply:?}");
-    // Only what the hook set is elevated.
-    assert_eq!(submit(&mut f, &["Resource_List.walltime".to_string()]).code, Pbse::ATTRRO.0);
+    // Only what the hook set is elevated: another attribute, or another value of the one
+    // it set, is the user's.
+    assert_eq!(submit(&mut f, &[Attr::new("Resource_List.walltime", "300")]).code, Pbse::ATTRRO.0);
+    assert_eq!(submit(&mut f, &[Attr::new("Resource_List.soft_walltime", "60")]).code, Pbse::ATTRRO.0);
 }
 
 #[test]

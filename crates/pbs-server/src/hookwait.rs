@@ -114,12 +114,13 @@ async fn run_hooks(
 }
 
 /// Runs the request's hooks in order and applies each one's changes to the request; the
-/// attributes they set (full wire names), or the refusal the client gets.
+/// attributes they set (full wire names) with the values they set, or the refusal the
+/// client gets.
 pub async fn run_request_hooks(
     server: &Arc<Server>,
     who: &Identity,
     request: &mut Request,
-) -> Result<Vec<String>, ReqError> {
+) -> Result<Vec<Attr>, ReqError> {
     let Some(planned) = plan(server, request) else { return Ok(Vec::new()) };
     let requestor = Requestor { user: who.user.clone(), host: who.host.clone() };
     let mut changed = Vec::new();
@@ -127,11 +128,13 @@ pub async fn run_request_hooks(
         Request::QueueJob { attrs, .. } => {
             let seen = Seen { who: &requestor, id: None, job_o: None };
             run_hooks(server, (planned.event, &planned.runs), seen, attrs, &mut changed).await?;
+            return Ok(set_by_hooks(attrs, &changed));
         }
         Request::ModifyJob { attrs, .. } => {
             let id = planned.job.as_ref().and_then(|job| job.id.clone());
             let seen = Seen { who: &requestor, id, job_o: planned.job };
             run_hooks(server, (planned.event, &planned.runs), seen, attrs, &mut changed).await?;
+            return Ok(set_by_hooks(attrs, &changed));
         }
         Request::RunJob { .. } => {
             let Some(job) = planned.job else { return Ok(Vec::new()) };
@@ -149,7 +152,14 @@ pub async fn run_request_hooks(
         }
         _ => {}
     }
-    Ok(changed)
+    Ok(Vec::new())
+}
+
+/// The entries of `attrs` the hooks set, as the request now holds them: one per name,
+/// since the request's names are canonical and a hook's change lands on the entry it
+/// names.
+fn set_by_hooks(attrs: &[Attr], changed: &[String]) -> Vec<Attr> {
+    attrs.iter().filter(|Attr(name, _)| changed.contains(name)).cloned().collect()
 }
 
 /// The runjob hooks' verdict on each of the scheduler's runs (full job ids), in order:

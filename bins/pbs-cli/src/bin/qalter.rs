@@ -205,7 +205,7 @@ fn verify(attrs: Vec<Attr>, jobs: Vec<String>, ctx: &Context<'_>) -> Result<Plan
             }
         }
     }
-    Ok(Plan::Alter { attrs: out, jobs })
+    Ok(Plan::Alter { attrs: jobopts::last_wins(out), jobs })
 }
 
 pbs_cli::command_main!(command);

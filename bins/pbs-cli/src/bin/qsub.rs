@@ -655,7 +655,7 @@ fn finish(started: Started, script_text: String, inputs: &Inputs<'_>) -> Result<
     attrs.push(Attr::new("Variable_List", variables));
     let attrs = verify(attrs, inputs)?;
     let destination = (!job.destination.is_empty()).then(|| job.destination.clone());
-    Ok(Submission { attrs: dedupe(attrs), specs: job.specs, script, destination, quiet: job.quiet })
+    Ok(Submission { attrs: jobopts::last_wins(attrs), specs: job.specs, script, destination, quiet: job.quiet })
 }
 
 /// The script run for `-- program args`: the program with its arguments, quoted for sh.
@@ -710,18 +710,6 @@ fn verify(attrs: Vec<Attr>, inputs: &Inputs<'_>) -> Result<Vec<Attr>, Failure> {
     };
     failure.text.insert_str(0, &notes);
     Err(failure)
-}
-
-/// One attribute per name: the last value, at the place of the first.
-fn dedupe(attrs: Vec<Attr>) -> Vec<Attr> {
-    let mut out: Vec<Attr> = Vec::with_capacity(attrs.len());
-    for attr in attrs {
-        match out.iter_mut().find(|a| a.0 == attr.0) {
-            Some(existing) => existing.1 = attr.1,
-            None => out.push(attr),
-        }
-    }
-    out
 }
 
 /// Reads the script of a file or of standard input, with OpenPBS's messages and statuses.

@@ -131,18 +131,25 @@ pub fn attrs_of(job: &JobData) -> Vec<Attr> {
 /// set (full wire name) in `changed`, which the request's checks then make with manager
 /// privilege.
 pub fn apply_changes(attrs: &mut Vec<Attr>, changes: &Changes, changed: &mut Vec<String>) {
+    // A hook may spell a name otherwise; the request's names are already canonical
+    // (`request::canonical`), so the change lands on the one entry the server keeps.
     for (name, change) in changes {
+        let name = ObjectKind::Job.canonical_name(name);
         match change {
             None => {
                 attrs.retain(|Attr(n, _)| split_name(n).0 != name);
+                changed.retain(|c| split_name(c).0 != name);
             }
-            Some(Change::Text(value)) => set(attrs, name, value, changed),
+            Some(Change::Text(value)) => set(attrs, &name, value, changed),
             Some(Change::Resources(resources)) => {
                 for (resource, value) in resources {
                     let full = format!("{name}.{resource}");
                     match value {
                         Some(value) => set(attrs, &full, value, changed),
-                        None => attrs.retain(|Attr(n, _)| *n != full),
+                        None => {
+                            attrs.retain(|Attr(n, _)| !n.eq_ignore_ascii_case(&full));
+                            changed.retain(|c| !c.eq_ignore_ascii_case(&full));
+                        }
                     }
                 }
             }
@@ -151,12 +158,18 @@ pub fn apply_changes(attrs: &mut Vec<Attr>, changes: &Changes, changed: &mut Vec
 }
 
 fn set(attrs: &mut Vec<Attr>, name: &str, value: &str, changed: &mut Vec<String>) {
-    match attrs.iter_mut().find(|Attr(n, _)| n == name) {
-        Some(Attr(_, v)) => *v = value.to_string(),
-        None => attrs.push(Attr(name.to_string(), value.to_string())),
-    }
-    if !changed.iter().any(|c| c == name) {
-        changed.push(name.to_string());
+    let kept = match attrs.iter_mut().find(|Attr(n, _)| n.eq_ignore_ascii_case(name)) {
+        Some(Attr(n, v)) => {
+            *v = value.to_string();
+            n.clone()
+        }
+        None => {
+            attrs.push(Attr(name.to_string(), value.to_string()));
+            name.to_string()
+        }
+    };
+    if !changed.contains(&kept) {
+        changed.push(kept);
     }
 }
 
@@ -190,8 +203,7 @@ pub fn apply_hook_changes(
     effects: &mut crate::effects::Effects,
 ) -> Result<(), ReqError> {
     let who = crate::identity::Identity::daemon(&state.host);
-    let names: Vec<String> = changes.iter().map(|Attr(name, _)| name.clone()).collect();
-    let ctx = crate::request::Ctx { who: &who, privilege: Privilege::Manager, now, groups: &[], hook_attrs: &names };
+    let ctx = crate::request::Ctx { who: &who, privilege: Privilege::Manager, now, groups: &[], hook_attrs: changes };
     let (errors, more) = crate::job::modify::modify_jobs(state, &ctx, &[job_id.to_string()], changes);
     effects.merge(more);
     match errors.into_iter().next() {

@@ -46,17 +46,7 @@ fn move_one(state: &mut State, ctx: &Ctx<'_>, seq: u64, destination: &str) -> Re
     if *job.queue == *queue_name {
         return Ok(Effects::default());
     }
-    let enabled = state.queues[queue_index]
-        .attrs
-        .get_named(ObjectKind::Queue, "enabled", None)
-        .and_then(parse_bool)
-        .unwrap_or(false);
-    if !enabled {
-        return Err(ReqError::new(Pbse::QUNOENB));
-    }
-    crate::acl::check_queue(state, queue_index, ctx)?;
-    crate::job::submit::check_queue_limits(state, queue_index, &job.attrs)?;
-    crate::entity_limits::check_move(state, ctx, seq, &queue_name)?;
+    check_entry(state, ctx, seq, queue_index, None)?;
     let queue = state.interner.intern(&queue_name);
     let Some(job) = state.jobs.get_mut(&seq) else { return Err(ReqError::new(Pbse::UNKJOBID)) };
     let id = job.id(&state.server_name);
@@ -73,4 +63,31 @@ fn move_one(state: &mut State, ctx: &Ctx<'_>, seq: u64, destination: &str) -> Re
     crate::entity_limits::job_changed(state, seq);
     state.changes.cycle = true;
     Ok(Effects::ops(ops))
+}
+
+/// Whether job `seq` may enter the queue at `queue_index` from another: the one rule of
+/// every way a job changes queue (qmove, and each job of a qorder across queues, which
+/// takes the place of job `leaving`), as a submission into it is checked: the queue
+/// enabled, its ACLs, its resource limits and its entity limits (`max_queued`,
+/// `max_queued_res`).
+pub(crate) fn check_entry(
+    state: &mut State,
+    ctx: &Ctx<'_>,
+    seq: u64,
+    queue_index: usize,
+    leaving: Option<u64>,
+) -> Result<(), ReqError> {
+    let queue = &state.queues[queue_index];
+    let enabled = queue.attrs.get_named(ObjectKind::Queue, "enabled", None).and_then(parse_bool).unwrap_or(false);
+    if !enabled {
+        return Err(ReqError::new(Pbse::QUNOENB));
+    }
+    let queue_name = queue.name.clone();
+    crate::acl::check_queue(state, queue_index, ctx)?;
+    let Some(job) = state.jobs.get(&seq) else { return Err(ReqError::new(Pbse::UNKJOBID)) };
+    crate::job::submit::check_queue_limits(state, queue_index, &job.attrs)?;
+    match leaving {
+        Some(leaving) => crate::entity_limits::check_swap(state, ctx, seq, leaving),
+        None => crate::entity_limits::check_move(state, ctx, seq, &queue_name),
+    }
 }

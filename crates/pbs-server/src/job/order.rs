@@ -1,6 +1,7 @@
 //! qorder (OrderJob): two jobs that have not started swap their places in the queues'
 //! order, as OpenPBS's `req_orderjob` does: their `queue_rank` values, and their queues when
-//! they are in different ones (each checked as a move into the other's queue). The
+//! they are in different ones (each checked as a move into the other's queue is:
+//! `moving::check_entry`). The
 //! scheduler orders jobs of equal priority by `queue_rank`, so the swap is what it sees.
 
 use pbs_core::{ArrayPart, JobId, JobState, Pbse};
@@ -30,12 +31,10 @@ pub fn order_jobs(state: &mut State, ctx: &Ctx<'_>, first: &str, second: &str) -
     };
     let (queue_a, queue_b) = (a.queue.clone(), b.queue.clone());
     if queue_a != queue_b {
-        // Each goes into the other's queue: checked as a move is (ACLs, resource limits).
-        for (seq, queue) in [(first, &queue_b), (second, &queue_a)] {
+        // Each goes into the other's queue: checked as a move is, by the same rule.
+        for (seq, queue, leaving) in [(first, &queue_b, second), (second, &queue_a, first)] {
             let index = state.queue_index(queue).ok_or_else(|| ReqError::new(Pbse::UNKQUE))?;
-            crate::acl::check_queue(state, index, ctx)?;
-            let Some(job) = state.jobs.get(&seq) else { return Err(ReqError::new(Pbse::UNKJOBID)) };
-            crate::job::submit::check_queue_limits(state, index, &job.attrs)?;
+            crate::job::moving::check_entry(state, ctx, seq, index, Some(leaving))?;
         }
     }
     let rank_of = |state: &State, seq: u64| {

@@ -25,7 +25,7 @@ pub fn check_job_attr(
     let Some((index, def)) = ObjectKind::Job.find(base) else {
         return Err(ReqError::attr(Pbse::NOATTR, name));
     };
-    let privilege = ctx.privilege_for(name);
+    let privilege = ctx.privilege_for(name, value);
     if !def.writable_by(privilege) {
         return Err(ReqError::attr(Pbse::ATTRRO, name));
     }

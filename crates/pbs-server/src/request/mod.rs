@@ -3,6 +3,7 @@
 //! over each id of a request with OpenPBS's per-id errors.
 
 pub mod attrs;
+pub mod canonical;
 pub mod filter;
 pub mod ids;
 
@@ -29,16 +30,19 @@ pub struct Ctx<'a> {
     /// Every group of the requester, looked up before the state lock for a submission
     /// (a queue's group ACL needs them); empty otherwise.
     pub groups: &'a [String],
-    /// The job attributes (full wire names) a queuejob or modifyjob hook set on this
-    /// request: they are checked with manager privilege, as OpenPBS applies a hook's
-    /// changes, and every other check still applies to them.
-    pub hook_attrs: &'a [String],
+    /// The job attributes (full wire names, canonical) a queuejob or modifyjob hook set on
+    /// this request, with the values it set: those values are checked with manager
+    /// privilege, as OpenPBS applies a hook's changes, and every other check still
+    /// applies to them.
+    pub hook_attrs: &'a [pbs_proto::Attr],
 }
 
 impl Ctx<'_> {
-    /// The privilege attribute `name` of this request is checked with.
-    pub fn privilege_for(&self, name: &str) -> Privilege {
-        if self.hook_attrs.iter().any(|a| a == name) { self.privilege.max(Privilege::Manager) } else { self.privilege }
+    /// The privilege attribute `name` of this request is checked with for `value`: a
+    /// hook's only for the very value a hook set.
+    pub fn privilege_for(&self, name: &str, value: &str) -> Privilege {
+        let set_by_hook = self.hook_attrs.iter().any(|a| a.0.eq_ignore_ascii_case(name) && a.1 == value);
+        if set_by_hook { self.privilege.max(Privilege::Manager) } else { self.privilege }
     }
 }
 
