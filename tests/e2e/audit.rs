@@ -177,3 +177,36 @@ fn a_size_that_does_not_parse_in_a_chunk_is_refused_not_counted_as_nothing() {
     let r = submit_raw(&mut nobody, &[("Hold_Types", "u"), ("Resource_List.select", "1:mem=512mb:ncpus=1")]);
     assert_eq!(r.code, 0, "{r:?}");
 }
+
+#[test]
+fn a_dependency_list_is_bounded_by_the_jobs_it_names() {
+    let c = Cluster::start();
+    let mut nobody = c.raw_connection(true);
+    let r = submit_raw(&mut nobody, &[("Hold_Types", "u")]);
+    let ReplyBody::JobId(parent) = r.body else { panic!("no job id: {r:?}") };
+    // Nearly the most a value may hold, naming one job over and over: kept once.
+    let repeats = ((1 << 20) - "afterok".len()) / (parent.len() + 1);
+    let list = format!("afterok{}", format!(":{parent}").repeat(repeats));
+    let r = submit_raw(&mut nobody, &[("depend", list.as_str())]);
+    let ReplyBody::JobId(child) = r.body else { panic!("no job id: {r:?}") };
+    let kept = c.job_attr(&child, "depend").expect("depend");
+    assert_eq!(kept, format!("afterok:{parent}@{}", c.server_name()));
+    let parents = c.job_attr(&parent, "depend").expect("the parent's before entry");
+    assert!(parents.len() < 200, "{parents}");
+    // Its Q record holds the list as kept, not as sent.
+    let today = today(&c);
+    wait_until("the Q record", Duration::from_secs(10), || {
+        std::fs::read_to_string(&today).unwrap_or_default().lines().any(|l| l.contains(&format!(";Q;{child};")))
+    });
+    let log = std::fs::read_to_string(&today).unwrap_or_default();
+    let record = log.lines().find(|l| l.contains(&format!(";Q;{child};"))).expect("record");
+    assert!(record.len() < 1000, "{} bytes", record.len());
+    // More than 4096 distinct jobs is refused, naming depend, by the server and by qsub.
+    let many: String = (1..=4097).map(|i| format!(":{i}")).collect();
+    let r = submit_raw(&mut nobody, &[("depend", format!("afterok{many}").as_str())]);
+    assert_eq!((r.code, r.message.as_str()), (15014, "Illegal attribute or resource value depend"));
+    let r = submit_raw(&mut nobody, &[("depend", "on:4097")]);
+    assert_eq!(r.code, 15014, "{r:?}");
+    let out = c.run_as_nobody("qsub", &["-W", &format!("depend=afterok{many}"), "--", "/bin/true"]);
+    assert_eq!((out.code, out.stderr.as_str()), (166, "qsub: Illegal attribute or resource value depend\n"));
+}

@@ -288,7 +288,12 @@ pub fn verify_attr(name: &str, value: &str, env: &VerifyEnv<'_>) -> Result<Strin
         return Ok(value.to_string());
     }
     match base {
-        "depend" => depend::expand(value, env.server).map_err(|_| Pbse::BADATVAL),
+        // A list too long to keep is the server's to refuse, with its message
+        // (`Illegal attribute or resource value depend`), as for `on:abc`.
+        "depend" => match depend::expand(value, env.server) {
+            Err(depend::DependError::TooMany) => Ok(value.to_string()),
+            expanded => expanded.map_err(|_| Pbse::BADATVAL),
+        },
         "job_set" => Ok(pbs_core::jobset::complete(value, env.server)),
         "Error_Path" | "Output_Path" => {
             jobpath::prepare_path(value, env.host, env.cwd, env.is_dir).ok_or(Pbse::BADATVAL)

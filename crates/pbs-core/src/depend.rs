@@ -16,7 +16,15 @@ pub enum DependError {
     /// A dependency on a subjob or a range of subjobs (OpenPBS prints a line about it).
     #[error("a dependency may not name a subjob or a range of subjobs")]
     Subjob,
+    /// More than [`MAX_TARGETS`] distinct targets, or an `on` count above it.
+    #[error("a dependency list may name at most 4096 jobs")]
+    TooMany,
 }
+
+/// The most distinct targets one list may name (and the most jobs an `on:N` may await):
+/// what one request may name (`pbs_proto::MAX_REQUEST_IDS`), so a list's work and the
+/// text kept of it are bounded by what it means, not by how often it repeats an id.
+pub const MAX_TARGETS: usize = 4096;
 
 /// The dependency types OpenPBS knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -98,11 +106,36 @@ pub struct DependList(pub Vec<Dependency>);
 impl DependList {
     /// Parses `list`, completing each job id without a server with `server`
     /// (`afterok:12` -> `afterok:12.server`).
+    ///
+    /// A target named again under the same kind (in any item, with or without its
+    /// `@server`) is kept once, at its first place; an item left with none goes. More than
+    /// [`MAX_TARGETS`] distinct targets is [`DependError::TooMany`].
     pub fn parse(list: &str, server: &str) -> Result<DependList, DependError> {
         if list.is_empty() || list.trim_end().ends_with(',') {
             return Err(DependError::Syntax);
         }
-        list.split(',').map(|item| parse_item(item.trim(), server)).collect::<Result<_, _>>().map(DependList)
+        let mut seen: std::collections::HashSet<(DependKind, String)> = std::collections::HashSet::new();
+        let mut items = Vec::new();
+        for item in list.split(',') {
+            let mut dependency = parse_item(item.trim(), server)?;
+            if dependency.kind.takes_count() {
+                let too_many =
+                    dependency.targets.iter().any(|n| n.parse::<u64>().is_ok_and(|n| n > MAX_TARGETS as u64));
+                if too_many {
+                    return Err(DependError::TooMany);
+                }
+            } else {
+                let kind = dependency.kind;
+                dependency.targets.retain(|t| seen.insert((kind, t.split('@').next().unwrap_or(t).to_string())));
+                if seen.len() > MAX_TARGETS {
+                    return Err(DependError::TooMany);
+                }
+            }
+            if !dependency.targets.is_empty() {
+                items.push(dependency);
+            }
+        }
+        Ok(DependList(items))
     }
 }
 
@@ -191,5 +224,22 @@ mod tests {
         assert_eq!(list.0[1].kind, DependKind::Beforeany);
         // A completed list reads back unchanged.
         assert_eq!(expand(&list.to_string(), "other").as_deref(), Ok("afterok:1.s:2.s,beforeany:3.s"));
+    }
+
+    #[test]
+    fn a_list_is_bounded_by_the_jobs_it_names_not_by_its_repeats() {
+        // One id a million times is one target.
+        let repeated = format!("afterok{}", ":12".repeat(100_000));
+        assert_eq!(expand(&repeated, "srv").as_deref(), Ok("afterok:12.srv"));
+        assert_eq!(
+            expand("afterok:1:1.srv@srv,afterok:1,afterany:1", "srv").as_deref(),
+            Ok("afterok:1.srv,afterany:1.srv")
+        );
+        let most: String = (1..=MAX_TARGETS).map(|i| format!(":{i}")).collect();
+        assert!(expand(&format!("afterok{most}"), "srv").is_ok());
+        assert_eq!(expand(&format!("afterok{most}:99999"), "srv"), Err(DependError::TooMany));
+        assert_eq!(expand(&format!("afterok{most},afterany:99999"), "srv"), Err(DependError::TooMany));
+        assert_eq!(expand("on:4097", "srv"), Err(DependError::TooMany));
+        assert!(expand("on:4096", "srv").is_ok());
     }
 }

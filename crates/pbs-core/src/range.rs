@@ -142,6 +142,11 @@ fn extended_gcd(a: i128, b: i128) -> (i128, i128, i128) {
 }
 
 impl IndexSet {
+    /// The empty set, usable in a `static`.
+    pub const fn new() -> IndexSet {
+        IndexSet { runs: std::collections::BTreeMap::new(), len: 0 }
+    }
+
     pub fn from_range(range: &ArrayRange) -> Self {
         let mut set = IndexSet::default();
         set.put(range.start, range.last(), range.step);

@@ -149,7 +149,7 @@ fn read_config(state: &State) -> Option<Config> {
 /// How many jobs an array counts for: its queued subjobs, and those started but not
 /// finished.
 fn array_counts(state: &State, job: &Job) -> (u64, u64) {
-    let queued = crate::request::ids::indices(job, "array_indices_remaining").len() as u64;
+    let queued = job.remaining().len() as u64;
     let active = state.subjobs_of(job.seq).filter(|j| !j.state.is_history()).count() as u64;
     (queued.saturating_add(active), queued)
 }

@@ -1600,3 +1600,22 @@ fn a_jobs_request_is_kept_parsed_shared_and_current() {
     job.attrs.set(job_idx!("Resource_List"), Some(select), "1:ncpus=4");
     assert_eq!(f.state.stale_requests(), vec![b]);
 }
+
+#[test]
+fn an_arrays_queued_indices_are_kept_parsed_and_current() {
+    let mut f = fixture();
+    let array = f.submit(&alice(), &[("array_indices_submitted", "0-9")]);
+    let key = crate::jobkey::key_of(&array).expect("a key");
+    assert_eq!(f.state.job(key).map(|j| j.remaining().len()), Some(10));
+    let (reply, _) = f.request(
+        &alice(),
+        Request::DeleteJob { ids: vec![format!("{}[3-5]", key.seq)], force: false, purge_history: false },
+    );
+    assert_eq!(reply.code, 0, "{reply:?}");
+    let parent = f.state.job(key).expect("the array");
+    assert_eq!((parent.remaining().len(), parent.get("array_indices_remaining", None)), (7, Some("0-2,6-9")));
+    // A text written around `Job::set_remaining` leaves a stale copy, which the check sees.
+    let parent = f.state.jobs.get_mut(&key.seq).expect("the array");
+    parent.attrs.set(job_idx!("array_indices_remaining"), None, "0-4");
+    assert_eq!(f.state.stale_requests(), vec![key]);
+}

@@ -182,7 +182,8 @@ const WAYS_OUT: &[(&str, &[&str])] = &[
 
 /// Facts kept twice, as attribute text and parsed: only their one setter writes them, so
 /// the two never disagree. A run's placement (`exec_vnode`, `exec_host`) is written by
-/// `Job::set_placement` alone. A job's request (`select`, `place`) is kept parsed in a
+/// `Job::set_placement` alone, an array's queued indices (`array_indices_remaining`) by
+/// `Job::set_remaining` alone. A job's request (`select`, `place`) is kept parsed in a
 /// field only `Job::new` and `Job::set_attrs` write (the compiler sees to that: it is
 /// private to `state`); a job's attributes are replaced through `Job::set_attrs` alone
 /// (`objects.rs` replaces a queue's or a node's), and the texts are parsed only where they
@@ -193,6 +194,12 @@ const WAYS_OUT: &[(&str, &[&str])] = &[
 const ONE_WRITER: &[(&str, &[&str])] = &[
     ("job_idx!(\"exec_vnode\")", &["state/mod.rs"]),
     ("job_idx!(\"exec_host\")", &["state/mod.rs"]),
+    // An array's queued indices, kept parsed: a new array's text is set before its job is
+    // made from it.
+    ("job_idx!(\"array_indices_remaining\")", &["state/mod.rs", "job/submit.rs"]),
+    // ... and read there: never parsed again from the text by name.
+    (", \"array_indices_remaining\")", &[]),
+    ("(\"array_indices_remaining\", None)", &[]),
     (".attrs = ", &["state/mod.rs", "objects.rs"]),
     ("OrSelect::parse", &["state/request.rs", "request/attrs.rs", "job/orselect.rs"]),
     ("parse::<Select>", &["state/request.rs", "job/submit.rs"]),

@@ -35,8 +35,7 @@ pub fn materialize(state: &mut State, seq: u64, index: u64, now: i64) -> Result<
     if !parent.array || !matches!(parent.state, JobState::Queued | JobState::Begun) {
         return Err(ReqError::new(Pbse::BADSTATE));
     }
-    let mut remaining = indices(parent, "array_indices_remaining");
-    if !remaining.remove(index) {
+    if !parent.remaining().contains(index) {
         return Err(ReqError::new(Pbse::BADSTATE));
     }
     let parent_id = parent.id(&state.server_name);
@@ -66,7 +65,9 @@ pub fn materialize(state: &mut State, seq: u64, index: u64, now: i64) -> Result<
     let subjob = Job::new(parts, &mut state.requests);
     let began = parent.state == JobState::Queued;
     let Some(parent) = state.jobs.get_mut(&seq) else { return Err(ReqError::new(Pbse::UNKJOBID)) };
-    parent.attrs.set(job_idx!("array_indices_remaining"), None, remaining.to_string());
+    let mut remaining = parent.remaining().clone();
+    remaining.remove(index);
+    parent.set_remaining(remaining);
     if began {
         parent.attrs.set(job_idx!("stime"), None, now.to_string());
         let when = crate::job::running::comment_time(now);
@@ -100,9 +101,9 @@ pub fn requeue_subjob(state: &mut State, key: JobKey, now: i64) -> Vec<StoreOp> 
         state.changes.cycle = true;
     }
     if let Some(parent) = state.jobs.get_mut(&key.seq) {
-        let mut remaining = indices(parent, "array_indices_remaining");
+        let mut remaining = parent.remaining().clone();
         remaining.insert(index);
-        parent.attrs.set(job_idx!("array_indices_remaining"), None, remaining.to_string());
+        parent.set_remaining(remaining);
     }
     ops.extend(refresh(state, key.seq, now));
     ops
@@ -127,7 +128,7 @@ impl QueuedDeletes {
     pub fn delete(&mut self, state: &State, seq: u64, index: u64) -> Result<(), ReqError> {
         if !self.holds(seq) {
             let parent = state.jobs.get(&seq).ok_or_else(|| ReqError::new(Pbse::UNKJOBID))?;
-            self.pending = Some((seq, indices(parent, "array_indices_remaining")));
+            self.pending = Some((seq, parent.remaining().clone()));
         }
         let removed = self.pending.as_mut().is_some_and(|(_, remaining)| remaining.remove(index));
         if removed { Ok(()) } else { Err(ReqError::new(Pbse::BADSTATE)) }
@@ -137,7 +138,7 @@ impl QueuedDeletes {
     pub fn flush(&mut self, state: &mut State, now: i64) -> Vec<StoreOp> {
         let Some((seq, remaining)) = self.pending.take() else { return Vec::new() };
         let Some(parent) = state.jobs.get_mut(&seq) else { return Vec::new() };
-        parent.attrs.set(job_idx!("array_indices_remaining"), None, remaining.to_string());
+        parent.set_remaining(remaining);
         refresh(state, seq, now)
     }
 }
@@ -161,7 +162,7 @@ fn refresh_with(state: &mut State, seq: u64, now: i64, write: bool) -> Vec<Store
         return Vec::new();
     }
     let submitted = indices(parent, "array_indices_submitted").len();
-    let queued = indices(parent, "array_indices_remaining").len();
+    let queued = parent.remaining().len();
     let (mut running, mut exiting) = (0usize, 0usize);
     for subjob in state.subjobs_of(seq) {
         match subjob.state {
@@ -238,7 +239,7 @@ impl SubjobTemplate {
     pub fn new(state: &State, parent: &Job, filter: &StatusFilter) -> SubjobTemplate {
         let mut view = filter.job_status(state, parent);
         view.attrs.retain(|a| !ARRAY_ONLY.contains(&a.0.as_str()));
-        SubjobTemplate { seq: parent.seq, remaining: indices(parent, "array_indices_remaining"), view }
+        SubjobTemplate { seq: parent.seq, remaining: parent.remaining().clone(), view }
     }
 
     /// The status of subjob `index`.
@@ -261,7 +262,7 @@ pub fn selected_subjobs(state: &State, parent: &Job, mut holds: impl FnMut(&Job,
     let seq = parent.seq;
     let queued = holds(parent, JobState::Queued);
     let expired = holds(parent, JobState::Expired);
-    let remaining = indices(parent, "array_indices_remaining");
+    let remaining = parent.remaining();
     if expired {
         return indices(parent, "array_indices_submitted")
             .iter()

@@ -129,7 +129,7 @@ fn delete_live(
 fn delete_array(state: &mut State, seq: u64, force: bool, now: i64) -> Effects {
     let mut effects = Effects::default();
     if let Some(parent) = state.jobs.get_mut(&seq) {
-        parent.attrs.set(job_idx!("array_indices_remaining"), None, "-");
+        parent.set_remaining(pbs_core::IndexSet::default());
         if matches!(parent.state, JobState::Held | JobState::Waiting) {
             parent.state = JobState::Begun;
         }

@@ -120,7 +120,20 @@ pub fn check_new(state: &State, owner: &str, list: &str) -> Result<String, ReqEr
             return Err(cycle(format!("{named_id} would wait on a job that waits on it")));
         }
     }
-    Ok(parsed.to_string())
+    kept(parsed)
+}
+
+/// The text a job keeps of `list`: at most `MAX_TARGETS` targets, and no longer than the
+/// limit on the value a request may send (each target gains its `@server` here), else
+/// `Illegal attribute or resource value depend`.
+fn kept(list: DependList) -> Result<String, ReqError> {
+    let targets: usize = list.0.iter().filter(|d| !d.kind.takes_count()).map(|d| d.targets.len()).sum();
+    if targets > pbs_core::depend::MAX_TARGETS {
+        return Err(ReqError::attr(Pbse::BADATVAL, "depend"));
+    }
+    let text = list.to_string();
+    crate::size_limits::check_value(pbs_core::ObjectKind::Job, "depend", &text)?;
+    Ok(text)
 }
 
 fn cycle(why: String) -> ReqError {
@@ -302,7 +315,7 @@ pub fn check_alter(state: &State, seq: u64, requested: &str) -> Result<AlterPlan
             items.push(item);
         }
     }
-    Ok(AlterPlan { list: DependList(items).to_string(), dropped, added })
+    Ok(AlterPlan { list: kept(DependList(items))?, dropped, added })
 }
 
 /// Carries out a checked [`AlterPlan`] on job `seq`: the parents it no longer waits on

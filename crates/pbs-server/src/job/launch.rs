@@ -119,8 +119,7 @@ pub fn qrun(
     let queued = match (key.index, state.job(key)) {
         (_, Some(job)) => job.state == JobState::Queued && !job.array,
         (Some(index), None) => state.jobs.get(&key.seq).is_some_and(|parent| {
-            matches!(parent.state, JobState::Queued | JobState::Begun)
-                && crate::request::ids::indices(parent, "array_indices_remaining").contains(index)
+            matches!(parent.state, JobState::Queued | JobState::Begun) && parent.remaining().contains(index)
         }),
         (None, None) => false,
     };

@@ -87,6 +87,8 @@ pub fn check_job_attr(
         // As qsub sends it: every id with its server.
         canonical = pbs_core::depend::expand(&canonical, &state.server_name)
             .map_err(|_| ReqError::attr(Pbse::BADATVAL, name))?;
+        // Completed, it is held to the limit the request's own value had.
+        crate::size_limits::check_value(ObjectKind::Job, name, &canonical)?;
     }
     // The server's own rules, beyond qsub's.
     let valid = match def.name {

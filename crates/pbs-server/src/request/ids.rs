@@ -228,7 +228,7 @@ fn range_keys(state: &State, job: &Job, range: &ArrayRange, rule: RangeRule) -> 
     if !inside {
         return Err(ReqError::new(Pbse::UNKJOBID));
     }
-    let queued = indices(job, "array_indices_remaining").intersect(range);
+    let queued = job.remaining().intersect(range);
     let mut keys: Vec<JobKey> = queued.iter().map(|i| JobKey::subjob(seq, i)).collect();
     // Subjobs with records have left the remaining indices.
     keys.extend(in_span.map(|((_, index), _)| JobKey::subjob(seq, *index)));

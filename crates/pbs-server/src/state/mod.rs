@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use pbs_core::attr::{ObjectKind, bool_text};
 use pbs_core::resource::{ResourceDef, ResourceRegistry};
-use pbs_core::{ExecVnode, JobState, Substate};
+use pbs_core::{ExecVnode, IndexSet, JobState, Substate};
 use serde::{Deserialize, Serialize};
 
 use crate::attrlist::{AttrList, Interner, resolve};
@@ -72,7 +72,14 @@ pub struct Job {
     /// Its `select` and `place`, parsed from its attributes (`state::request`): made by
     /// [`Job::new`] and [`Job::set_attrs`] alone, so it never disagrees with them.
     request: Option<Arc<JobRequest>>,
+    /// An array's queued indices, its `array_indices_remaining` parsed once: read by every
+    /// subjob id a request names, every start and every count, and written with the text
+    /// by [`Job::set_remaining`] alone.
+    remaining: Option<Box<IndexSet>>,
 }
+
+/// The queued indices of a job that is not an array.
+static NO_INDICES: IndexSet = IndexSet::new();
 
 /// What a new job is made of: a [`Job`] but for what is derived from its attributes.
 pub struct JobParts {
@@ -257,6 +264,18 @@ pub struct PendingChanges {
 /// with each is `objects::NAMED_KINDS`).
 pub const NAMED_KINDS: [ObjectKind; 4] = [ObjectKind::Queue, ObjectKind::Node, ObjectKind::Sched, ObjectKind::Hook];
 
+/// An array's queued indices as its attributes hold them.
+fn remaining_of(array: bool, attrs: &AttrList) -> Option<Box<IndexSet>> {
+    if !array {
+        return None;
+    }
+    let set = match attrs.get(job_idx!("array_indices_remaining"), None) {
+        Some("-") | None => IndexSet::default(),
+        Some(text) => IndexSet::parse_lenient(text),
+    };
+    Some(Box::new(set))
+}
+
 /// Looks up an attribute index that must exist in a table (a typo here is a bug).
 pub fn idx(kind: ObjectKind, name: &str) -> u8 {
     resolve(kind, name).map(|(i, _)| i).unwrap_or(u8::MAX)
@@ -271,7 +290,19 @@ impl Job {
     pub fn new(parts: JobParts, requests: &mut Requests) -> Job {
         let JobParts { seq, array, index, state, substate, queue, attrs, accrue_since } = parts;
         let request = requests.of(&attrs);
-        Job { seq, array, index, state, substate, queue, attrs, placement: None, accrue_since, request }
+        let remaining = remaining_of(array, &attrs);
+        Job { seq, array, index, state, substate, queue, attrs, placement: None, accrue_since, request, remaining }
+    }
+
+    /// An array's queued indices (none for another job).
+    pub fn remaining(&self) -> &IndexSet {
+        self.remaining.as_deref().unwrap_or(&NO_INDICES)
+    }
+
+    /// Sets an array's queued indices, and its `array_indices_remaining` from them.
+    pub fn set_remaining(&mut self, remaining: IndexSet) {
+        self.attrs.set(job_idx!("array_indices_remaining"), None, remaining.to_string());
+        self.remaining = self.array.then(|| Box::new(remaining));
     }
 
     /// Its request (`select`, `place`) as parsed from its attributes.
@@ -291,6 +322,7 @@ impl Job {
         if !JobRequest::is_current(self.request.as_deref(), &self.attrs) {
             self.request = requests.of(&self.attrs);
         }
+        self.remaining = remaining_of(self.array, &self.attrs);
     }
 
     /// The full id, `12.server`, `12[].server` or `12[3].server`.
@@ -650,11 +682,17 @@ impl State {
         true
     }
 
-    /// The jobs whose kept request is not what their attributes say: none, unless a
-    /// writer of `select` or `place` went around [`Job::set_attrs`] (handler tests check).
+    /// The jobs whose kept request or queued indices are not what their attributes say:
+    /// none, unless a writer of `select` or `place` went around [`Job::set_attrs`], or one
+    /// of `array_indices_remaining` around [`Job::set_remaining`] (handler tests check).
     pub fn stale_requests(&self) -> Vec<JobKey> {
         let jobs = self.jobs.values().chain(self.subjobs.values()).chain(self.finished_subjobs.values());
-        jobs.filter(|job| !JobRequest::is_current(job.request(), &job.attrs)).map(Job::key).collect()
+        let stale_indices = |job: &Job| {
+            job.array && job.attrs.get(job_idx!("array_indices_remaining"), None) != Some(&job.remaining().to_string())
+        };
+        jobs.filter(|job| !JobRequest::is_current(job.request(), &job.attrs) || stale_indices(job))
+            .map(Job::key)
+            .collect()
     }
 
     /// Mutable access by key.
