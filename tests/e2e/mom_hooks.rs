@@ -225,17 +225,56 @@ fn system_python() -> std::path::PathBuf {
         .expect("a python3 every user may run")
 }
 
-#[test]
-fn a_pbsuser_hook_runs_as_the_jobs_owner_at_prologue_and_epilogue_and_as_root_elsewhere() {
-    const NOBODY: u32 = 65534;
-    let mut c = Cluster::with_moms(1, 2);
-    // The mom's hooks run with a Python the job's owner can run too.
+/// Restarts n1's mom with a Python the job's owner can run too, as `user=pbsuser` hooks
+/// need.
+fn with_owners_python(c: &mut Cluster) {
     let conf = c.dir().join("mom-n1.conf");
     let text = std::fs::read_to_string(&conf).expect("mom conf");
     std::fs::write(&conf, format!("{text}PBS_PYTHON={}\n", system_python().display())).expect("mom conf");
     c.kill_mom("n1");
     c.start_mom("n1");
     c.wait_node_state("n1", "free");
+}
+
+#[test]
+fn a_hook_run_as_the_jobs_owner_that_its_owner_stops_never_offlines_the_node() {
+    let mut c = Cluster::with_moms(1, 2);
+    with_owners_python(&mut c);
+    // The owner stops the process that runs the hook as them (here the hook does it to
+    // itself): its alarm ends it, which fails the job's prologue, not the node.
+    install_hook(
+        &c,
+        "stopped",
+        "event=execjob_prologue,user=pbsuser,alarm=2,fail_action=offline_vnodes",
+        "import os, signal\nos.kill(os.getpid(), signal.SIGSTOP)\n",
+    );
+    mom_logged(&c, "n1", "execution hooks from the server: stopped");
+    let id = c
+        .run_with_stdin("qsub", &["-S", "/bin/sh", "-o", "/dev/null", "-e", "/dev/null"], "exit 0\n", true)
+        .ok()
+        .line()
+        .to_string();
+    mom_logged(
+        &c,
+        "n1",
+        &format!("Job;{id};alarm call while running execjob_prologue hook 'stopped', request rejected"),
+    );
+    mom_logged(&c, "n1", "Hook;stopped;fail_action offline_vnodes not applied: the hook ran as the job's owner");
+    // The mom would have sent the node's offline before the job's end: once the job has
+    // been run again, the server has heard both, and the node is still free.
+    wait_until("the job run again", JOB_TIMEOUT, || {
+        c.job_attr(&id, "run_count").and_then(|n| n.parse::<u32>().ok()).is_some_and(|n| n >= 2)
+    });
+    let state = c.node_attr("n1", "state").unwrap_or_default();
+    assert!(!state.contains("offline"), "n1 is {state}\n{}", c.logs());
+    c.run("qdel", &["-W", "force", &id]).ok();
+}
+
+#[test]
+fn a_pbsuser_hook_runs_as_the_jobs_owner_at_prologue_and_epilogue_and_as_root_elsewhere() {
+    const NOBODY: u32 = 65534;
+    let mut c = Cluster::with_moms(1, 2);
+    with_owners_python(&mut c);
 
     let body = |name: &str| {
         format!(

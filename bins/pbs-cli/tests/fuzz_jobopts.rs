@@ -37,7 +37,8 @@ fn depend_item() -> impl Strategy<Value = String> {
         });
     prop_oneof![
         (kind, vec(id, 1..4)).prop_map(|(k, ids)| format!("{k}:{}", ids.join(":"))),
-        (proptest::sample::select(&["on", "synccount"][..]), "[0-9]{1,4}").prop_map(|(k, n)| format!("{k}:{n}")),
+        (proptest::sample::select(&["on", "synccount"][..]), 0..=pbs_core::depend::MAX_TARGETS)
+            .prop_map(|(k, n)| format!("{k}:{n}")),
     ]
 }
 
@@ -70,6 +71,49 @@ proptest! {
         let expanded = pbs_core::depend::expand(&list, "srv").map_err(|e| TestCaseError::fail(format!("{list}: {e:?}")))?;
         let again = pbs_core::depend::expand(&expanded, "srv").map_err(|e| TestCaseError::fail(format!("{expanded}: {e:?}")))?;
         prop_assert_eq!(&again, &expanded);
-        prop_assert_eq!(expanded.split(',').count(), items.len());
+        // An item whose targets were all named before under its kind goes.
+        prop_assert!(expanded.split(',').count() <= items.len());
+        let parsed = pbs_core::depend::DependList::parse(&expanded, "srv").map_err(|e| TestCaseError::fail(format!("{e:?}")))?;
+        for (i, item) in parsed.0.iter().enumerate() {
+            for target in &item.targets {
+                let id = target.split('@').next().unwrap_or(target);
+                let twice = parsed.0[..=i].iter().filter(|d| d.kind == item.kind)
+                    .flat_map(|d| &d.targets).filter(|t| t.split('@').next() == Some(id)).count();
+                prop_assert_eq!(twice, 1, "{} named twice under {:?} in {}", id, item.kind, expanded);
+            }
+        }
+    }
+
+    /// A long list that repeats a few ids, in any spelling of each (with or without the
+    /// server, with `@server`), keeps each id once; past 4096 distinct ids it is refused.
+    #[test]
+    fn long_repeated_lists_are_bounded_by_the_jobs_they_name(
+        ids in vec(1u32..50, 1..8),
+        repeats in 1usize..3000,
+        distinct in 0usize..5000,
+    ) {
+        let spelled = |i: usize, id: u32| match i % 3 {
+            0 => id.to_string(),
+            1 => format!("{id}.srv"),
+            _ => format!("{id}.srv@srv"),
+        };
+        let mut list = String::from("afterok");
+        for i in 0..repeats {
+            list.push(':');
+            list.push_str(&spelled(i, ids[i % ids.len()]));
+        }
+        let expanded = pbs_core::depend::expand(&list, "srv").map_err(|e| TestCaseError::fail(format!("{e:?}")))?;
+        let mut unique = ids.clone();
+        unique.sort_unstable();
+        unique.dedup();
+        let kept = expanded.trim_start_matches("afterok:").split(':').count();
+        prop_assert_eq!(kept, unique.len().min(repeats));
+        let many: String = (0..distinct).map(|i| format!(":{}", 1000 + i)).collect();
+        let result = pbs_core::depend::expand(&format!("afterany{many}"), "srv");
+        if distinct > pbs_core::depend::MAX_TARGETS {
+            prop_assert_eq!(result, Err(pbs_core::depend::DependError::TooMany));
+        } else if distinct > 0 {
+            prop_assert!(result.is_ok());
+        }
     }
 }

@@ -311,13 +311,61 @@ impl Gen {
 
     fn attrs(&mut self, kind: ObjectKind) -> Vec<Attr> {
         let count = if self.rng.chance(3) { self.rng.index(5000) } else { self.rng.index(6) };
-        (0..count)
+        let mut attrs: Vec<Attr> = (0..count)
             .map(|_| {
                 let name = self.attr_name(kind);
                 let value = self.value_for(&name);
                 Attr(name, value)
             })
+            .collect();
+        // The same name again, as it is or in another spelling, with another value: the
+        // server must refuse it before a hook or a check reads either.
+        if !attrs.is_empty() && self.rng.chance(15) {
+            let Attr(name, _) = attrs[self.rng.index(attrs.len())].clone();
+            let name = if self.rng.chance(50) { self.respelled(&name) } else { name };
+            let value = self.value_for(&name);
+            let at = self.rng.index(attrs.len() + 1);
+            attrs.insert(at, Attr(name, value));
+        } else if !attrs.is_empty() && self.rng.chance(10) {
+            let at = self.rng.index(attrs.len());
+            attrs[at].0 = self.respelled(&attrs[at].0.clone());
+        }
+        if kind == ObjectKind::Job && self.rng.chance(5) {
+            attrs.push(Attr("depend".into(), self.long_dependency_list()));
+        }
+        attrs
+    }
+
+    /// `name` with the case of some of its letters changed.
+    fn respelled(&mut self, name: &str) -> String {
+        name.chars()
+            .map(|c| {
+                if self.rng.chance(40) {
+                    if c.is_ascii_lowercase() { c.to_ascii_uppercase() } else { c.to_ascii_lowercase() }
+                } else {
+                    c
+                }
+            })
             .collect()
+    }
+
+    /// A dependency list that repeats a few ids many times, or names just past the most
+    /// distinct jobs a list may name.
+    fn long_dependency_list(&mut self) -> String {
+        let kind = *self.rng.pick(&["afterok", "afterany", "before", "runone"]);
+        if self.rng.chance(50) {
+            let ids = 1 + self.rng.below(3);
+            let repeats = 1 + self.rng.index(150_000);
+            let mut list = String::from(kind);
+            for i in 0..repeats {
+                list.push_str(&format!(":{}", 1 + (i as u64 % ids)));
+            }
+            list
+        } else {
+            let distinct = 4000 + self.rng.index(200);
+            let ids: String = (0..distinct).map(|i| format!(":{}", 1 + i)).collect();
+            format!("{kind}{ids}")
+        }
     }
 
     fn names(&mut self) -> Vec<String> {
@@ -348,7 +396,7 @@ impl Gen {
             self.names()
         };
         let count = 1 + self.rng.index(3);
-        let attrs = (0..count)
+        let mut attrs: Vec<MgrAttr> = (0..count)
             .map(|_| {
                 let name = self.attr_name(object.kind());
                 let op = *self.rng.pick(&[MgrOp::Set, MgrOp::Incr, MgrOp::Decr]);
@@ -356,6 +404,11 @@ impl Gen {
                 MgrAttr { name, op, value }
             })
             .collect();
+        if self.rng.chance(15) {
+            let mut again = attrs[0].clone();
+            again.name = self.respelled(&again.name);
+            attrs.push(again);
+        }
         Request::Manager { command, object, names, attrs }
     }
 

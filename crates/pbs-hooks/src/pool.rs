@@ -7,9 +7,11 @@
 //! interpreter in one write, then reads their answers in order, so events that arrive
 //! together cost the interpreter one wakeup, not one each. Idle interpreters are kept per
 //! owner (root is one): an interpreter only ever runs events of the identity it was
-//! started as, never a user's event in root's interpreter nor one user's in another's. At
-//! most `size` interpreters are kept idle and of at most `max_owners` distinct users; past
-//! that the least recently used go. An interpreter is sent a hook's body once; later
+//! started as, never a user's event in root's interpreter nor one user's in another's.
+//! One started as a job's owner runs one event and is then killed with every process of
+//! its group: its owner may signal, trace or change a process of their own, so it is
+//! never kept idle, never given another job's event, and never outlives the event it ran.
+//! At most `size` root interpreters are kept idle; past that the least recently used go. An interpreter is sent a hook's body once; later
 //! events of the same body name the hook alone. An interpreter that does not answer an
 //! event in its alarm and a grace period, that dies, or that writes something that is not
 //! an answer, is killed and dropped, that event fails, and the events written behind it
@@ -31,7 +33,7 @@ use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -63,9 +65,6 @@ pub const MAX_ANSWER_LINE: usize = 16 << 20;
 /// Longest line of what hooks print (stderr) that reaches the daemon's log; the rest of a
 /// longer line is dropped, and the log says so.
 pub const MAX_LOG_LINE: usize = 16 * 1024;
-
-/// Distinct users whose idle interpreters a pool keeps unless told otherwise.
-pub const DEFAULT_MAX_OWNERS: usize = 8;
 
 /// Most events one write to an interpreter carries.
 const MAX_BATCH: usize = 32;
@@ -128,9 +127,12 @@ struct Queue {
 
 impl Queue {
     /// The first waiting event and those of the same owner behind it, in order, at most
-    /// `MAX_BATCH`.
+    /// `MAX_BATCH`; an event of a job's owner alone, since its interpreter runs only it.
     fn take_batch(&mut self) -> Vec<Waiting> {
         let Some(first) = self.waiting.pop_front() else { return Vec::new() };
+        if first.owner.is_some() {
+            return vec![first];
+        }
         let mut batch = vec![first];
         let mut index = 0;
         while index < self.waiting.len() && batch.len() < MAX_BATCH {
@@ -179,7 +181,6 @@ struct Inner {
     idle_again: Notify,
     /// The pool's size: interpreters running at once, and kept idle.
     size: usize,
-    max_owners: AtomicUsize,
     queue: Mutex<Queue>,
     /// The generation and line of the current definitions.
     defs: Mutex<Option<(u64, Arc<str>)>>,
@@ -206,7 +207,6 @@ impl Pool {
                 idle: Mutex::new(Idle::default()),
                 idle_again: Notify::new(),
                 size: size.max(1),
-                max_owners: AtomicUsize::new(DEFAULT_MAX_OWNERS),
                 queue: Mutex::new(Queue::default()),
                 defs: Mutex::new(None),
                 next_id: AtomicU64::new(1),
@@ -215,15 +215,8 @@ impl Pool {
         }
     }
 
-    /// Keeps idle interpreters of at most `owners` distinct users (at least one); the least
-    /// recently used user's go first.
-    pub fn set_max_owners(&self, owners: usize) {
-        self.inner.max_owners.store(owners.max(1), Ordering::Relaxed);
-        let evicted = lock(&self.inner.idle).trim(self.inner.size, owners.max(1));
-        drop(evicted);
-    }
-
-    /// How many idle interpreters are kept, and of how many distinct users.
+    /// How many idle interpreters are kept, and of how many distinct users (none: an
+    /// owner's interpreter is never kept).
     pub fn idle_counts(&self) -> (usize, usize) {
         let idle = lock(&self.inner.idle);
         (idle.total(), idle.groups.iter().filter(|g| g.owner.is_some()).count())
@@ -342,6 +335,10 @@ impl Pool {
                 batch
             };
             let owner = batch[0].owner.clone();
+            if owner.is_some() {
+                self.run_once_as_owner(batch).await;
+                continue;
+            }
             let mut interpreter = match self.take_idle(owner.as_ref()) {
                 Some(interpreter) => interpreter,
                 None => {
@@ -402,6 +399,39 @@ impl Pool {
         }
     }
 
+    /// Runs one event of a job's owner in an interpreter started for it alone, then kills
+    /// that interpreter's process group, whatever the event's outcome: nothing the owner did
+    /// to it can reach another event, and nothing it started goes on after it.
+    async fn run_once_as_owner(&self, batch: Vec<Waiting>) {
+        let owner = batch.first().and_then(|w| w.owner.clone());
+        lock(&self.inner.idle).start(owner.as_ref());
+        let mut interpreter = match self.spawn(owner.clone()).await {
+            Ok(interpreter) => {
+                lock(&self.inner.idle).started(owner.as_ref());
+                interpreter
+            }
+            Err(e) => {
+                self.counted(|idle| idle.not_started(owner.as_ref()));
+                for waiting in batch {
+                    let _ = waiting.answer.send(Err(e.clone()));
+                }
+                return;
+            }
+        };
+        let outcome = self.run_batch(&mut interpreter, batch).await;
+        kill_group(&mut interpreter.child);
+        let _ = interpreter.child.wait().await;
+        self.counted(|idle| idle.gone(owner.as_ref()));
+        match outcome {
+            Ok(Some((answer, result))) => {
+                let _ = answer.send(Ok(result));
+            }
+            Ok(None) => {}
+            // One event, so none was left unrun; any that were wait again.
+            Err(unrun) => lock(&self.inner.queue).put_back(unrun.into_iter()),
+        }
+    }
+
     /// Changes the interpreters' counts and wakes the drivers waiting on them.
     fn counted(&self, change: impl FnOnce(&mut Idle)) {
         change(&mut lock(&self.inner.idle));
@@ -429,7 +459,7 @@ impl Pool {
         let evicted = {
             let mut idle = lock(&self.inner.idle);
             idle.put(interpreter);
-            idle.trim(self.inner.size, self.inner.max_owners.load(Ordering::Relaxed))
+            idle.trim(self.inner.size)
         };
         self.inner.idle_again.notify_waiters();
         drop(evicted);
@@ -583,6 +613,8 @@ impl Pool {
             .kill_on_drop(true);
         if let Some(owner) = &owner {
             become_owner(&mut command, owner).await?;
+            // A group of its own, which `kill_group` ends whole after its one event.
+            command.process_group(0);
         }
         let mut child = command.spawn().map_err(|e| match &owner {
             Some(owner) if e.kind() == std::io::ErrorKind::PermissionDenied => RunError::Unavailable(format!(
@@ -686,6 +718,16 @@ async fn log_lines(mut from: impl tokio::io::AsyncRead + Unpin, mut log: impl Fn
             },
         }
     }
+}
+
+/// Kills an owner's interpreter and every process still in its group (what its hook
+/// started and left running).
+fn kill_group(child: &mut Child) {
+    if let Some(pid) = child.id().and_then(|pid| i32::try_from(pid).ok()) {
+        // SAFETY: a plain system call; the group is the interpreter's own (`spawn`).
+        unsafe { libc::kill(-pid, libc::SIGKILL) };
+    }
+    let _ = child.start_kill();
 }
 
 /// Makes `command` run as `owner`: its supplementary groups (`getgrouplist`, as
@@ -829,37 +871,21 @@ impl Idle {
         }
     }
 
-    /// Takes out what is past `size` interpreters or `max_owners` users, least recently
-    /// used first (a whole user's group at a time for the users' bound).
-    fn trim(&mut self, size: usize, max_owners: usize) -> Vec<Interpreter> {
+    /// Takes out what is past `size` interpreters, least recently used first.
+    fn trim(&mut self, size: usize) -> Vec<Interpreter> {
         let mut evicted = Vec::new();
-        loop {
-            let users = self.groups.iter().filter(|g| g.owner.is_some()).count();
-            let over_users = users > max_owners;
-            let over_size = self.total() > size;
-            if !over_users && !over_size {
-                return evicted;
-            }
-            let oldest = self
-                .groups
-                .iter()
-                .enumerate()
-                .filter(|(_, g)| !over_users || g.owner.is_some())
-                .min_by_key(|(_, g)| g.used)
-                .map(|(i, _)| i);
+        while self.total() > size {
+            let oldest = self.groups.iter().enumerate().min_by_key(|(_, g)| g.used).map(|(i, _)| i);
             let Some(index) = oldest else { return evicted };
-            if over_users {
-                evicted.extend(self.groups.swap_remove(index).interpreters);
-            } else {
-                let group = &mut self.groups[index];
-                if !group.interpreters.is_empty() {
-                    evicted.push(group.interpreters.remove(0));
-                }
-                if group.interpreters.is_empty() {
-                    self.groups.swap_remove(index);
-                }
+            let group = &mut self.groups[index];
+            if !group.interpreters.is_empty() {
+                evicted.push(group.interpreters.remove(0));
+            }
+            if group.interpreters.is_empty() {
+                self.groups.swap_remove(index);
             }
         }
+        evicted
     }
 }
 

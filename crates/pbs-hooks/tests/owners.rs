@@ -1,8 +1,9 @@
 //! The pool's interpreters per owner, on real `python3` processes: a `user=pbsuser` event
 //! runs in an interpreter started as that owner (uid, gid, supplementary groups,
-//! environment, working directory), never in root's or another user's, idle interpreters
-//! are kept per owner within the pool's bounds, and an owner's interpreter reads the
-//! installed module but cannot change it. Needs root (it changes uids); skipped otherwise.
+//! environment, working directory), never in root's or another user's, an owner's
+//! interpreter runs that one event and is gone with what it started (root's are kept
+//! warm within the pool's bound), and an owner's interpreter reads the installed module
+//! but cannot change it. Needs root (it changes uids); skipped otherwise.
 
 // A test stops loudly at what it did not expect.
 #![allow(clippy::expect_used)]
@@ -125,11 +126,13 @@ async fn a_users_event_runs_only_in_an_interpreter_started_as_that_user() {
     assert_eq!(user["writable"], "no", "the module is root's to change");
     assert_ne!(user["pid"], root["pid"], "root's idle interpreter never gets a user's event");
 
-    // Each owner gets back its own interpreter, warm.
+    // Root gets back its own interpreter, warm; an owner never does: each of its events
+    // has an interpreter of its own.
     let root_again = report(&pool, None).await;
     assert_eq!((root_again["uid"].as_str(), root_again["pid"].as_str()), ("0", root["pid"].as_str()));
     let user_again = report(&pool, Some(&nobody())).await;
-    assert_eq!((user_again["uid"].as_str(), user_again["pid"].as_str()), ("65534", user["pid"].as_str()));
+    assert_eq!(user_again["uid"], "65534");
+    assert_ne!(user_again["pid"], user["pid"], "an owner's interpreter is never reused");
 
     // Another user never gets nobody's, nor root's.
     let other = report(&pool, Some(&stranger(4242))).await;
@@ -139,44 +142,51 @@ async fn a_users_event_runs_only_in_an_interpreter_started_as_that_user() {
     let regrouped = report(&pool, Some(&Owner { gid: 4343, ..stranger(4242) })).await;
     assert_eq!(regrouped["gid"], "4343");
     assert_ne!(regrouped["pid"], other["pid"]);
-    assert_eq!(pool.idle_counts(), (4, 3));
+    assert_eq!(pool.idle_counts(), (1, 0), "only root's is kept");
+}
+
+/// A hook that leaves a process of its own running and reports its interpreter's pid and
+/// that process's.
+const LEAVES_A_PROCESS: &str = r#"import os, subprocess, pbs
+child = subprocess.Popen(["/bin/sleep", "60"])
+pbs.logmsg(pbs.LOG_DEBUG, "pid=%d" % os.getpid())
+pbs.logmsg(pbs.LOG_DEBUG, "child=%d" % child.pid)
+"#;
+
+fn gone(pid: &str) -> bool {
+    // A zombie has no `/proc/PID/cmdline` text; a live process has.
+    std::fs::read(format!("/proc/{pid}/cmdline")).map_or(true, |text| text.is_empty())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn idle_interpreters_of_the_least_recently_used_users_go_first() {
+async fn an_owners_interpreter_and_what_it_started_end_with_its_event() {
     if !is_root() {
         eprintln!("skipped: needs root to change uids");
         return;
     }
     let (_dir, lib) = installed();
-    let pool = pool_of(&lib, 3);
-    pool.set_max_owners(2);
-    let root = report(&pool, None).await;
-    let a = report(&pool, Some(&stranger(5001))).await;
-    let b = report(&pool, Some(&stranger(5002))).await;
-    assert_eq!(pool.idle_counts(), (3, 2));
-    // A third user: the least recently used user's interpreter (5001's) goes.
-    let c = report(&pool, Some(&stranger(5003))).await;
-    assert_eq!(pool.idle_counts(), (3, 2));
-    let b_again = report(&pool, Some(&stranger(5002))).await;
-    assert_eq!(b_again["pid"], b["pid"], "5002's is still warm");
-    let a_again = report(&pool, Some(&stranger(5001))).await;
-    assert_ne!(a_again["pid"], a["pid"], "5001's was let go: a new one is started");
-    assert_eq!(a_again["uid"], "5001");
-    assert_eq!(pool.idle_counts(), (3, 2));
-    // Root is not one of the users: its interpreter stays.
-    let root_again = report(&pool, None).await;
-    assert_eq!(root_again["pid"], root["pid"]);
-    // 5003's, then the least recently used user's, went when 5001's came back.
-    let c_again = report(&pool, Some(&stranger(5003))).await;
-    assert_ne!(c_again["pid"], c["pid"]);
-
-    // The pool's size bounds the idle ones, whoever they run as.
-    let small = pool_of(&lib, 2);
-    let root = report(&small, None).await;
-    report(&small, Some(&stranger(5001))).await;
-    report(&small, Some(&stranger(5002))).await;
-    assert_eq!(small.idle_counts(), (2, 2));
-    let root_again = report(&small, None).await;
-    assert_ne!(root_again["pid"], root["pid"], "root's, the least recently used, went");
+    let pool = pool_of(&lib, 2);
+    let run = |owner: Option<Owner>| {
+        let pool = pool.clone();
+        async move {
+            let event = Event { script: LEAVES_A_PROCESS.into(), hook: "leaves".into(), ..event() };
+            let answer = pool.run_as(owner.as_ref(), event).await.expect("an answer");
+            assert_eq!(answer.exception, None, "{answer:?}");
+            let value = |key: &str| {
+                answer.log.iter().find_map(|e| e.msg.strip_prefix(&format!("{key}="))).expect(key).to_string()
+            };
+            (value("pid"), value("child"))
+        }
+    };
+    let (interpreter, child) = run(Some(nobody())).await;
+    assert!(gone(&interpreter), "the owner's interpreter ended with its event");
+    assert!(gone(&child), "what it started ended with it");
+    assert_eq!(pool.idle_counts(), (0, 0));
+    // Root's interpreter stays, as do what its hooks start (the site's to manage).
+    let (root, root_child) = run(None).await;
+    assert!(!gone(&root) && !gone(&root_child));
+    if let Ok(pid) = root_child.parse::<i32>() {
+        // SAFETY: a plain system call on the test's own child.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
 }

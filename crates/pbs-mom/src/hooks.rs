@@ -240,6 +240,7 @@ impl MomHooks {
                 vnodes: Some(vnodes.clone()),
                 ..Event::new(&run.hook, event.name(), &mom)
             };
+            let as_owner = run.as_owner && event.runs_as_owner();
             let failed = |alarm: bool| {
                 let text = if alarm {
                     format!("alarm call while running {event} hook '{}', request rejected", run.hook.name)
@@ -247,13 +248,23 @@ impl MomHooks {
                     format!("{event} hook '{}' encountered an exception, request rejected", run.hook.name)
                 };
                 tracing::info!(event = "0008", object_type = "Job", object_name = job_id, "{text}");
+                // Run as the job's owner, the hook's process is the owner's to stop or
+                // kill: its failure fails this job's event, never the node for everyone.
+                if as_owner && run.offline_vnodes {
+                    tracing::info!(
+                        event = "0008",
+                        object_type = "Hook",
+                        object_name = run.hook.name.as_str(),
+                        "fail_action offline_vnodes not applied: the hook ran as the job's owner"
+                    );
+                }
                 Verdict::Error {
                     hook: run.hook.name.clone(),
-                    offline: run.offline_vnodes,
+                    offline: run.offline_vnodes && !as_owner,
                     restart_cycle: run.restart_cycle,
                 }
             };
-            let run_as = if run.as_owner && event.runs_as_owner() {
+            let run_as = if as_owner {
                 if owner.is_none() {
                     owner = Some(resolve_owner(&launch_owner).await);
                 }
