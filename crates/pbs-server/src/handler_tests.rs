@@ -114,8 +114,15 @@ impl Fixture {
                 // marked.
                 crate::state::accrual::on_written(&mut self.state, &mut effects.ops, self.now);
                 crate::sched_view::note_written(&mut self.state, &effects.ops);
-                // No request leaves a job's kept select or place behind its attributes.
+                // No request leaves a job's kept select or place behind its attributes,
+                // nor a written job's kept indices or depend list.
                 assert_eq!(self.state.stale_requests(), Vec::<JobKey>::new(), "stale kept requests");
+                let written = effects.ops.iter().filter_map(|op| match op {
+                    StoreOp::PutJob { seq, .. } => Some(JobKey::job(*seq)),
+                    StoreOp::PutSubjob { seq, index, .. } => Some(JobKey::subjob(*seq, *index)),
+                    _ => None,
+                });
+                assert_eq!(self.state.stale_kept_facts(written), Vec::<JobKey>::new(), "stale kept facts");
                 (reply, effects)
             }
             _ => panic!("expected a reply with effects"),
@@ -1617,5 +1624,26 @@ fn an_arrays_queued_indices_are_kept_parsed_and_current() {
     // A text written around `Job::set_remaining` leaves a stale copy, which the check sees.
     let parent = f.state.jobs.get_mut(&key.seq).expect("the array");
     parent.attrs.set(job_idx!("array_indices_remaining"), None, "0-4");
-    assert_eq!(f.state.stale_requests(), vec![key]);
+    assert_eq!(f.state.stale_kept_facts([key]), vec![key]);
+}
+
+#[test]
+fn a_jobs_depend_list_is_kept_parsed_and_a_release_edits_the_kept_list() {
+    let mut f = fixture();
+    let parent = f.submit(&alice(), &[]);
+    let other = f.submit(&alice(), &[("Hold_Types", "u")]);
+    let child = f.submit(&alice(), &[("depend", &format!("afterok:{parent}:{other}"))]);
+    let (parent_key, child_key) =
+        (crate::jobkey::key_of(&parent).expect("key"), crate::jobkey::key_of(&child).expect("key"));
+    let kept = |f: &Fixture| f.state.job(child_key).and_then(|j| j.depend_list()).map(ToString::to_string);
+    assert_eq!(kept(&f), Some(format!("afterok:{parent}@svr:{other}@svr")));
+    // The parent's end releases its wait in the kept list, and the text follows it.
+    crate::job::depend::parent_ended(&mut f.state, parent_key.seq, &parent, Some(0), f.now);
+    assert_eq!(kept(&f), Some(format!("afterok:{other}@svr")));
+    assert_eq!(f.state.stale_kept_facts([child_key]), Vec::<JobKey>::new());
+    assert_eq!(f.job_state(child_key), Some(JobState::Held), "it still waits on the other");
+    // A text written around `Job::set_depend` leaves a stale copy, which the check sees.
+    let job = f.state.jobs.get_mut(&child_key.seq).expect("the child");
+    job.attrs.set(job_idx!("depend"), None, "afterany:1.svr@svr");
+    assert_eq!(f.state.stale_kept_facts([child_key]), vec![child_key]);
 }

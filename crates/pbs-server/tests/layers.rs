@@ -183,7 +183,8 @@ const WAYS_OUT: &[(&str, &[&str])] = &[
 /// Facts kept twice, as attribute text and parsed: only their one setter writes them, so
 /// the two never disagree. A run's placement (`exec_vnode`, `exec_host`) is written by
 /// `Job::set_placement` alone, an array's queued indices (`array_indices_remaining`) by
-/// `Job::set_remaining` alone. A job's request (`select`, `place`) is kept parsed in a
+/// `Job::set_remaining` alone, a job's `depend` list by `Job::set_depend` alone. A job's
+/// request (`select`, `place`) is kept parsed in a
 /// field only `Job::new` and `Job::set_attrs` write (the compiler sees to that: it is
 /// private to `state`); a job's attributes are replaced through `Job::set_attrs` alone
 /// (`objects.rs` replaces a queue's or a node's), and the texts are parsed only where they
@@ -200,6 +201,12 @@ const ONE_WRITER: &[(&str, &[&str])] = &[
     // ... and read there: never parsed again from the text by name.
     (", \"array_indices_remaining\")", &[]),
     ("(\"array_indices_remaining\", None)", &[]),
+    // A job's `depend` list, kept parsed (`Job::set_depend`): releases, ends and starts
+    // read the kept list; only a client's list (`job/depend.rs`) is parsed elsewhere.
+    ("set(job_idx!(\"depend\")", &["state/mod.rs", "job/submit.rs"]),
+    ("unset(job_idx!(\"depend\")", &["state/mod.rs"]),
+    ("(\"depend\", None)", &[]),
+    ("DependList::parse(", &["state/mod.rs", "job/depend.rs"]),
     (".attrs = ", &["state/mod.rs", "objects.rs"]),
     ("OrSelect::parse", &["state/request.rs", "request/attrs.rs", "job/orselect.rs"]),
     ("parse::<Select>", &["state/request.rs", "job/submit.rs"]),

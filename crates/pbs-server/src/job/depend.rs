@@ -15,7 +15,7 @@ use crate::store::StoreOp;
 
 pub use crate::job::dependlist::SUBSTATE_DEPEND_HOLD;
 use crate::job::dependlist::{
-    delete_child, hold_for_dependencies, lift_system_hold, merged, set_list, target_seq, without_target,
+    delete_child, hold_for_dependencies, lift_system_hold, list_of, merged, still_waiting, target_seq, without_target,
 };
 
 /// The kinds a job waits with, which qalter can change: anything else in a list is
@@ -43,21 +43,13 @@ fn before_to_after(kind: DependKind) -> Option<DependKind> {
 }
 
 /// The count of `on:N` still awaited in a list (0 without one).
-fn on_count(list: &str) -> u64 {
-    let Ok(parsed) = DependList::parse(list, "") else { return 0 };
-    parsed
-        .0
+fn on_count(list: &DependList) -> u64 {
+    list.0
         .iter()
         .find(|d| d.kind == DependKind::On)
         .and_then(|d| d.targets.first())
         .and_then(|n| n.parse().ok())
         .unwrap_or(0)
-}
-
-/// Whether a job with this list is held for its dependencies: it waits on a job, or on
-/// jobs still to name it (`on`).
-fn still_waiting(list: &str) -> bool {
-    !crate::state::depends::waits(list).is_empty() || on_count(list) > 0
 }
 
 /// Checks a new job's list before the job exists: every kind one this server acts on,
@@ -103,7 +95,7 @@ pub fn check_new(state: &State, owner: &str, list: &str) -> Result<String, ReqEr
             }
             if is_before {
                 let named = state.jobs.get(&parent).ok_or_else(|| ReqError::new(Pbse::UNKJOBID))?;
-                if named.get("depend", None).is_none_or(|l| on_count(l) == 0) {
+                if named.depend_list().is_none_or(|l| on_count(l) == 0) {
                     return Err(ReqError::new(Pbse::BADDEPEND));
                 }
                 named_by_before.push((parent, target.clone()));
@@ -120,20 +112,19 @@ pub fn check_new(state: &State, owner: &str, list: &str) -> Result<String, ReqEr
             return Err(cycle(format!("{named_id} would wait on a job that waits on it")));
         }
     }
-    kept(parsed)
+    kept(parsed).map(|list| list.to_string())
 }
 
 /// The text a job keeps of `list`: at most `MAX_TARGETS` targets, and no longer than the
 /// limit on the value a request may send (each target gains its `@server` here), else
 /// `Illegal attribute or resource value depend`.
-fn kept(list: DependList) -> Result<String, ReqError> {
+fn kept(list: DependList) -> Result<DependList, ReqError> {
     let targets: usize = list.0.iter().filter(|d| !d.kind.takes_count()).map(|d| d.targets.len()).sum();
     if targets > pbs_core::depend::MAX_TARGETS {
         return Err(ReqError::attr(Pbse::BADATVAL, "depend"));
     }
-    let text = list.to_string();
-    crate::size_limits::check_value(pbs_core::ObjectKind::Job, "depend", &text)?;
-    Ok(text)
+    crate::size_limits::check_value(pbs_core::ObjectKind::Job, "depend", &list.to_string())?;
+    Ok(list)
 }
 
 fn cycle(why: String) -> ReqError {
@@ -187,10 +178,9 @@ fn register(state: &mut State, parent: u64, child: u64, kind: DependKind) {
 }
 
 /// What a list's `before` kinds name: (job, the wait it takes on this one).
-fn names_by_before(list: &str) -> Vec<(u64, DependKind)> {
-    let Ok(parsed) = DependList::parse(list, "") else { return Vec::new() };
+fn names_by_before(list: &DependList) -> Vec<(u64, DependKind)> {
     let mut out = Vec::new();
-    for dependency in &parsed.0 {
+    for dependency in &list.0 {
         let Some(after) = before_to_after(dependency.kind) else { continue };
         out.extend(dependency.targets.iter().filter_map(|t| target_seq(t)).map(|named| (named, after)));
     }
@@ -203,23 +193,22 @@ fn names_by_before(list: &str) -> Vec<(u64, DependKind)> {
 fn register_before(state: &mut State, parent: u64, child: u64, kind: DependKind) -> Option<StoreOp> {
     state.dependents.add(parent, child, kind);
     let parent_id = state.jobs.get(&parent)?.id(&state.server_name);
-    let entry = format!("{}:{parent_id}@{}", kind.name(), state.server_name);
+    let target = format!("{parent_id}@{}", state.server_name);
     let child_job = state.jobs.get_mut(&child)?;
-    let list = merged(child_job.get("depend", None), &entry);
-    let list = with_on_decremented(&list);
-    set_list(child_job, list);
+    let mut list = list_of(child_job);
+    merged(&mut list, kind, target);
+    with_on_decremented(&mut list);
+    child_job.set_depend(list);
     Some(child_job.put_op(None))
 }
 
 /// `list` with its `on:N` one lower, gone at zero.
-fn with_on_decremented(list: &str) -> String {
-    let Ok(mut parsed) = DependList::parse(list, "") else { return list.to_string() };
-    for dependency in parsed.0.iter_mut().filter(|d| d.kind == DependKind::On) {
+fn with_on_decremented(list: &mut DependList) {
+    for dependency in list.0.iter_mut().filter(|d| d.kind == DependKind::On) {
         let left = dependency.targets.first().and_then(|n| n.parse::<u64>().ok()).unwrap_or(0).saturating_sub(1);
         dependency.targets = if left == 0 { Vec::new() } else { vec![left.to_string()] };
     }
-    parsed.0.retain(|d| !d.targets.is_empty());
-    parsed.to_string()
+    list.0.retain(|d| !d.targets.is_empty());
 }
 
 /// [`register`] undone: `child` no longer waits on `parent` for `kind`.
@@ -248,7 +237,7 @@ fn reachable(state: &State, from: &[u64]) -> std::collections::HashSet<u64> {
         if !seen.insert(seq) {
             continue;
         }
-        let Some(list) = state.jobs.get(&seq).and_then(|j| j.get("depend", None)) else { continue };
+        let Some(list) = state.jobs.get(&seq).and_then(|j| j.depend_list()) else { continue };
         stack.extend(crate::state::depends::waits(list).into_iter().map(|(parent, _)| parent));
     }
     seen
@@ -258,7 +247,7 @@ fn reachable(state: &State, from: &[u64]) -> std::collections::HashSet<u64> {
 /// the waits it drops and adds.
 #[derive(Debug)]
 pub struct AlterPlan {
-    list: String,
+    list: DependList,
     dropped: Vec<(u64, DependKind)>,
     added: Vec<(u64, DependKind)>,
 }
@@ -273,10 +262,7 @@ pub fn check_alter(state: &State, seq: u64, requested: &str) -> Result<AlterPlan
         DependList::parse(requested, &state.server_name).map_err(|_| ReqError::attr(Pbse::BADATVAL, "depend"))?;
     let job = state.jobs.get(&seq).ok_or_else(|| ReqError::new(Pbse::UNKJOBID))?;
     let job_id = job.id(&state.server_name);
-    let mut items = match job.get("depend", None) {
-        Some(list) => DependList::parse(list, "").map(|l| l.0).unwrap_or_default(),
-        None => Vec::new(),
-    };
+    let mut items = job.depend_list().map(|l| l.0.clone()).unwrap_or_default();
     let mut dropped = Vec::new();
     items.retain(|item| {
         let replaced = requested.0.iter().any(|r| r.kind == item.kind);
@@ -326,12 +312,12 @@ pub fn apply_alter(state: &mut State, seq: u64, plan: AlterPlan, now: i64) {
         unregister(state, parent, seq, kind);
     }
     if let Some(job) = state.jobs.get_mut(&seq) {
-        set_list(job, plan.list);
+        job.set_depend(plan.list);
     }
     for &(parent, kind) in &plan.added {
         register(state, parent, seq, kind);
     }
-    let waiting = state.jobs.get(&seq).and_then(|j| j.get("depend", None)).is_some_and(still_waiting);
+    let waiting = state.jobs.get(&seq).and_then(|j| j.depend_list()).is_some_and(still_waiting);
     if let Some(job) = state.jobs.get_mut(&seq) {
         if waiting {
             hold_for_dependencies(job);
@@ -348,7 +334,7 @@ pub fn apply_alter(state: &mut State, seq: u64, plan: AlterPlan, now: i64) {
 /// still waiting is held (`Hold_Types` `s`, substate 22). Returns the parents' writes;
 /// the job's own record is written by its submission.
 pub fn submitted(state: &mut State, seq: u64, now: i64) -> Vec<StoreOp> {
-    let Some(list) = state.jobs.get(&seq).and_then(|j| j.get("depend", None)).map(str::to_string) else {
+    let Some(list) = state.jobs.get(&seq).and_then(|j| j.depend_list()).cloned() else {
         return Vec::new();
     };
     let child_id = state.jobs.get(&seq).map(|j| j.id(&state.server_name)).unwrap_or_default();
@@ -371,8 +357,9 @@ pub fn submitted(state: &mut State, seq: u64, now: i64) -> Vec<StoreOp> {
                     "{parent_id} Job has finished, dependency satisfied"
                 );
                 if let Some(child) = state.jobs.get_mut(&seq) {
-                    let left = without_target(child.get("depend", None).unwrap_or(""), &parent_id);
-                    set_list(child, left);
+                    let mut left = list_of(child);
+                    without_target(&mut left, &parent_id);
+                    child.set_depend(left);
                 }
             }
             Some(false) => {
@@ -463,9 +450,11 @@ fn release(state: &mut State, child: u64, parent_id: &str, now: i64) -> Vec<Stor
     let Some(job) = state.jobs.get_mut(&child).filter(|j| !j.state.is_history()) else { return Vec::new() };
     let child_id = job.id(&state.server_name);
     tracing::info!(object_type = "Job", object_name = child_id.as_str(), "Dependency on job {parent_id} released.");
-    let left = without_target(job.get("depend", None).unwrap_or(""), parent_id);
+    // The kept list, never its text: a release costs the list's targets, not a parse.
+    let mut left = list_of(job);
+    without_target(&mut left, parent_id);
     let waiting = still_waiting(&left);
-    set_list(job, left);
+    job.set_depend(left);
     job.attrs.set(job_idx!("mtime"), None, now.to_string());
     if !waiting {
         lift_system_hold(job, now);
@@ -480,11 +469,23 @@ mod tests {
 
     #[test]
     fn lists_lose_and_gain_targets_as_openpbs_writes_them() {
-        assert_eq!(without_target("afterok:1.s@s:2.s@s,afterany:1.s@s", "1.s"), "afterok:2.s@s");
-        assert_eq!(without_target("afterok:1.s@s", "1.s"), "");
-        assert_eq!(merged(None, "beforeok:3.s@s"), "beforeok:3.s@s");
-        assert_eq!(merged(Some("beforeok:3.s@s"), "beforeok:4.s@s"), "beforeok:3.s@s:4.s@s");
-        assert_eq!(merged(Some("beforeok:3.s@s"), "beforeany:4.s@s"), "beforeok:3.s@s,beforeany:4.s@s");
+        let edited = |text: &str, edit: &dyn Fn(&mut DependList)| {
+            let mut list = DependList::parse(text, "").unwrap_or(DependList(Vec::new()));
+            edit(&mut list);
+            list.to_string()
+        };
+        assert_eq!(edited("afterok:1.s@s:2.s@s,afterany:1.s@s", &|l| without_target(l, "1.s")), "afterok:2.s@s");
+        assert_eq!(edited("afterok:1.s@s", &|l| without_target(l, "1.s")), "");
+        fn before(kind: DependKind, target: &'static str) -> impl Fn(&mut DependList) {
+            move |l: &mut DependList| merged(l, kind, target.to_string())
+        }
+        assert_eq!(edited("", &before(DependKind::Beforeok, "3.s@s")), "beforeok:3.s@s");
+        assert_eq!(edited("beforeok:3.s@s", &before(DependKind::Beforeok, "4.s@s")), "beforeok:3.s@s:4.s@s");
+        assert_eq!(edited("beforeok:3.s@s", &before(DependKind::Beforeany, "4.s@s")), "beforeok:3.s@s,beforeany:4.s@s");
+        assert_eq!(edited("beforeok:3.s@s", &before(DependKind::Beforeok, "3.s@s")), "beforeok:3.s@s", "once");
+        let waiting = |text: &str| still_waiting(&DependList::parse(text, "").unwrap_or(DependList(Vec::new())));
+        assert!(waiting("afterok:1.s@s") && waiting("on:2") && waiting("on:1,beforeok:2.s@s"));
+        assert!(!waiting("beforeok:2.s@s") && !waiting("runone:3.s@s"));
         assert!(met_by_end(DependKind::Afterok, Some(0)));
         assert!(!met_by_end(DependKind::Afterok, Some(271)));
         assert!(met_by_end(DependKind::Afternotok, Some(1)));

@@ -3,7 +3,7 @@
 //! the system hold a job waits under (also a runone group's and a job set's), and a job deleted because what it waited on can no longer
 //! happen.
 
-use pbs_core::depend::{DependKind, DependList};
+use pbs_core::depend::{DependKind, DependList, Dependency};
 use pbs_core::{JobState, Substate};
 
 use crate::jobkey::JobKey;
@@ -20,44 +20,42 @@ pub fn target_seq(target: &str) -> Option<u64> {
 
 /// `list` without the target naming `job_id` in its item of `kind`; an item left with
 /// none goes.
-pub fn without_entry(list: &str, kind: DependKind, job_id: &str) -> String {
-    let Ok(mut parsed) = DependList::parse(list, "") else { return list.to_string() };
-    for dependency in parsed.0.iter_mut().filter(|d| d.kind == kind) {
+pub fn without_entry(list: &mut DependList, kind: DependKind, job_id: &str) {
+    for dependency in list.0.iter_mut().filter(|d| d.kind == kind) {
         dependency.targets.retain(|t| t.split('@').next() != Some(job_id));
     }
-    parsed.0.retain(|d| !d.targets.is_empty());
-    parsed.to_string()
+    list.0.retain(|d| !d.targets.is_empty());
 }
 
 /// `list` without `parent_id` among its targets; an item left with none goes.
-pub fn without_target(list: &str, parent_id: &str) -> String {
-    let Ok(mut parsed) = DependList::parse(list, "") else { return list.to_string() };
-    for dependency in &mut parsed.0 {
+pub fn without_target(list: &mut DependList, parent_id: &str) {
+    for dependency in &mut list.0 {
         dependency.targets.retain(|t| t.split('@').next() != Some(parent_id));
     }
-    parsed.0.retain(|d| !d.targets.is_empty());
-    parsed.to_string()
+    list.0.retain(|d| !d.targets.is_empty());
 }
 
-/// `list` with `entry` (`kind:target`) added to its item of that kind.
-pub fn merged(list: Option<&str>, entry: &str) -> String {
-    let Some(list) = list.filter(|l| !l.is_empty()) else { return entry.to_string() };
-    let Ok(mut parsed) = DependList::parse(list, "") else { return format!("{list},{entry}") };
-    let Ok(DependList(mut added)) = DependList::parse(entry, "") else { return list.to_string() };
-    let Some(new) = added.pop() else { return list.to_string() };
-    match parsed.0.iter_mut().find(|d| d.kind == new.kind) {
-        Some(item) => item.targets.extend(new.targets),
-        None => parsed.0.push(new),
+/// `list` with `target` added to its item of `kind` (once).
+pub fn merged(list: &mut DependList, kind: DependKind, target: String) {
+    match list.0.iter_mut().find(|d| d.kind == kind) {
+        Some(item) if item.targets.contains(&target) => {}
+        Some(item) => item.targets.push(target),
+        None => list.0.push(Dependency { kind, targets: vec![target] }),
     }
-    parsed.to_string()
 }
 
-pub fn set_list(job: &mut crate::state::Job, list: String) {
-    if list.is_empty() {
-        job.attrs.unset(job_idx!("depend"), None);
-    } else {
-        job.attrs.set(job_idx!("depend"), None, list);
-    }
+/// The list a job keeps, to change and set back with [`crate::state::Job::set_depend`].
+pub fn list_of(job: &crate::state::Job) -> DependList {
+    job.depend_list().cloned().unwrap_or(DependList(Vec::new()))
+}
+
+/// Whether a list waits on a job, or on jobs still to name it (`on`): read from the kept
+/// list, never by parsing a target.
+pub fn still_waiting(list: &DependList) -> bool {
+    list.0.iter().any(|d| {
+        (crate::state::depends::WAITING_KINDS.contains(&d.kind) && !d.targets.is_empty())
+            || (d.kind == DependKind::On && d.targets.first().is_some_and(|n| n != "0"))
+    })
 }
 
 /// The dependency of `child` on `parent_id` can no longer be met: the child is deleted,

@@ -8,15 +8,13 @@
 use pbs_core::depend::{DependKind, DependList};
 use pbs_core::{JobState, Substate};
 
-use crate::job::dependlist::{SUBSTATE_DEPEND_HOLD, delete_child, merged, set_list, target_seq, without_entry};
+use crate::job::dependlist::{SUBSTATE_DEPEND_HOLD, delete_child, list_of, merged, target_seq, without_entry};
 use crate::state::{Job, State};
 use crate::store::StoreOp;
 
 /// The members a list names with `runone`.
-fn members(list: &str) -> Vec<u64> {
-    let Ok(parsed) = DependList::parse(list, "") else { return Vec::new() };
-    parsed
-        .0
+fn members(list: &DependList) -> Vec<u64> {
+    list.0
         .iter()
         .filter(|d| d.kind == DependKind::Runone)
         .flat_map(|d| d.targets.iter().filter_map(|t| target_seq(t)))
@@ -24,7 +22,7 @@ fn members(list: &str) -> Vec<u64> {
 }
 
 fn members_of(state: &State, seq: u64) -> Vec<u64> {
-    state.jobs.get(&seq).and_then(|j| j.get("depend", None)).map(members).unwrap_or_default()
+    state.jobs.get(&seq).and_then(|j| j.depend_list()).map(members).unwrap_or_default()
 }
 
 /// Whether a member keeps the others from running: it runs, or waits on a dependency.
@@ -54,20 +52,21 @@ pub fn joined(state: &mut State, seq: u64) -> (Vec<StoreOp>, bool) {
     // OpenPBS writes the list of a new member in the order it learns of the group.
     let mut ops = Vec::new();
     let mut waits = false;
-    let mut own = state.jobs.get(&seq).and_then(|j| j.get("depend", None)).unwrap_or("").to_string();
+    let mut own = state.jobs.get(&seq).map(list_of).unwrap_or(DependList(Vec::new()));
     for &member in &group {
         let Some(job) = state.jobs.get_mut(&member) else { continue };
         waits |= blocks_the_group(job);
         let member_id = job.id(&server);
-        let list = merged(job.get("depend", None), &format!("runone:{id}@{server}"));
-        set_list(job, list);
+        let mut list = list_of(job);
+        merged(&mut list, DependKind::Runone, format!("{id}@{server}"));
+        job.set_depend(list);
         ops.push(job.put_op(None));
         if !members(&own).contains(&member) {
-            own = merged(Some(&own), &format!("runone:{member_id}@{server}"));
+            merged(&mut own, DependKind::Runone, format!("{member_id}@{server}"));
         }
     }
     if let Some(job) = state.jobs.get_mut(&seq) {
-        set_list(job, own);
+        job.set_depend(own);
     }
     (ops, waits)
 }
@@ -109,9 +108,12 @@ pub fn left(state: &mut State, member_id: &str, members: &[u64]) -> Vec<StoreOp>
     let mut ops = Vec::new();
     for member in members {
         let Some(job) = state.jobs.get_mut(member).filter(|j| !j.state.is_history()) else { continue };
-        let Some(list) = job.get("depend", None) else { continue };
-        let list = without_entry(list, DependKind::Runone, member_id);
-        set_list(job, list);
+        if job.depend_list().is_none() {
+            continue;
+        }
+        let mut list = list_of(job);
+        without_entry(&mut list, DependKind::Runone, member_id);
+        job.set_depend(list);
         ops.push(job.put_op(None));
     }
     ops

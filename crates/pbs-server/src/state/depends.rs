@@ -90,12 +90,12 @@ pub fn before_of(kind: DependKind) -> DependKind {
 /// A job's `depend` as OpenPBS shows it: its own list, then a `before` entry for each job
 /// that waits or waited on it, added to the item of that kind (`beforeok:12.s@s:13.s@s`).
 pub fn shown(state: &super::State, job: &super::Job) -> Option<String> {
-    let own = job.get("depend", None);
+    let own = job.depend_list();
     let relations = state.dependents.by_parent.get(&job.seq).map(Vec::as_slice).unwrap_or(&[]);
     if relations.is_empty() {
-        return own.map(str::to_string);
+        return own.map(ToString::to_string);
     }
-    let mut list = own.and_then(|l| pbs_core::depend::DependList::parse(l, "").ok()).unwrap_or(DependList(Vec::new()));
+    let mut list = own.cloned().unwrap_or(DependList(Vec::new()));
     for relation in relations {
         // A child purged from the server is no longer named.
         let Some(child) = state.jobs.get(&relation.child) else { continue };
@@ -118,10 +118,9 @@ pub const WAITING_KINDS: [DependKind; 4] =
 
 /// What a `depend` list (as the server keeps it) waits on: (parent sequence number,
 /// kind) for each `after`-family target.
-pub fn waits(list: &str) -> Vec<(u64, DependKind)> {
-    let Ok(parsed) = pbs_core::depend::DependList::parse(list, "") else { return Vec::new() };
+pub fn waits(list: &DependList) -> Vec<(u64, DependKind)> {
     let mut out = Vec::new();
-    for dependency in parsed.0.iter().filter(|d| WAITING_KINDS.contains(&d.kind)) {
+    for dependency in list.0.iter().filter(|d| WAITING_KINDS.contains(&d.kind)) {
         for target in &dependency.targets {
             let id = target.split('@').next().unwrap_or(target);
             if let Ok(parsed) = id.parse::<pbs_core::JobId>() {
@@ -153,8 +152,10 @@ mod tests {
         assert!(index.names(1), "met waits stay as the parent's before entries");
         index.forget_parent(1);
         assert!(!index.names(1));
+        let list = DependList::parse("afterok:12.svr@svr:13.svr@svr,afterany:12.svr@svr,beforeok:9.svr@svr", "")
+            .expect("a list");
         assert_eq!(
-            waits("afterok:12.svr@svr:13.svr@svr,afterany:12.svr@svr,beforeok:9.svr@svr"),
+            waits(&list),
             vec![(12, DependKind::Afterok), (13, DependKind::Afterok), (12, DependKind::Afterany)]
         );
     }

@@ -20,6 +20,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use pbs_core::attr::{ObjectKind, bool_text};
+use pbs_core::depend::DependList;
 use pbs_core::resource::{ResourceDef, ResourceRegistry};
 use pbs_core::{ExecVnode, IndexSet, JobState, Substate};
 use serde::{Deserialize, Serialize};
@@ -76,6 +77,9 @@ pub struct Job {
     /// subjob id a request names, every start and every count, and written with the text
     /// by [`Job::set_remaining`] alone.
     remaining: Option<Box<IndexSet>>,
+    /// Its `depend` list parsed once: read by every release, end and start that looks at
+    /// what it waits on, and written with the text by [`Job::set_depend`] alone.
+    depend: Option<Box<DependList>>,
 }
 
 /// The queued indices of a job that is not an array.
@@ -276,6 +280,12 @@ fn remaining_of(array: bool, attrs: &AttrList) -> Option<Box<IndexSet>> {
     Some(Box::new(set))
 }
 
+/// A job's `depend` list as its attributes hold it (already complete: no server to add).
+fn depend_of(attrs: &AttrList) -> Option<Box<DependList>> {
+    let text = attrs.get(job_idx!("depend"), None)?;
+    DependList::parse(text, "").ok().filter(|list| !list.0.is_empty()).map(Box::new)
+}
+
 /// Looks up an attribute index that must exist in a table (a typo here is a bug).
 pub fn idx(kind: ObjectKind, name: &str) -> u8 {
     resolve(kind, name).map(|(i, _)| i).unwrap_or(u8::MAX)
@@ -291,7 +301,37 @@ impl Job {
         let JobParts { seq, array, index, state, substate, queue, attrs, accrue_since } = parts;
         let request = requests.of(&attrs);
         let remaining = remaining_of(array, &attrs);
-        Job { seq, array, index, state, substate, queue, attrs, placement: None, accrue_since, request, remaining }
+        let depend = depend_of(&attrs);
+        Job {
+            seq,
+            array,
+            index,
+            state,
+            substate,
+            queue,
+            attrs,
+            placement: None,
+            accrue_since,
+            request,
+            remaining,
+            depend,
+        }
+    }
+
+    /// Its `depend` list as it keeps it (every id with its server), if it has one.
+    pub fn depend_list(&self) -> Option<&DependList> {
+        self.depend.as_deref()
+    }
+
+    /// Sets its `depend` list, and the text from it; an empty list unsets both.
+    pub fn set_depend(&mut self, list: DependList) {
+        if list.0.is_empty() {
+            self.attrs.unset(job_idx!("depend"), None);
+            self.depend = None;
+        } else {
+            self.attrs.set(job_idx!("depend"), None, list.to_string());
+            self.depend = Some(Box::new(list));
+        }
     }
 
     /// An array's queued indices (none for another job).
@@ -323,6 +363,7 @@ impl Job {
             self.request = requests.of(&self.attrs);
         }
         self.remaining = remaining_of(self.array, &self.attrs);
+        self.depend = depend_of(&self.attrs);
     }
 
     /// The full id, `12.server`, `12[].server` or `12[3].server`.
@@ -560,7 +601,7 @@ impl State {
         }
         // The jobs still waiting on others, by the job they wait on.
         for job in state.jobs.values().filter(|j| !j.state.is_history()) {
-            if let Some(list) = job.get("depend", None) {
+            if let Some(list) = job.depend_list() {
                 for (parent, kind) in crate::state::depends::waits(list) {
                     state.dependents.add(parent, job.seq, kind);
                 }
@@ -682,17 +723,27 @@ impl State {
         true
     }
 
-    /// The jobs whose kept request or queued indices are not what their attributes say:
-    /// none, unless a writer of `select` or `place` went around [`Job::set_attrs`], or one
-    /// of `array_indices_remaining` around [`Job::set_remaining`] (handler tests check).
+    /// The jobs whose kept request is not what their attributes say: none, unless a
+    /// writer of `select` or `place` went around [`Job::set_attrs`] (handler tests check).
     pub fn stale_requests(&self) -> Vec<JobKey> {
         let jobs = self.jobs.values().chain(self.subjobs.values()).chain(self.finished_subjobs.values());
-        let stale_indices = |job: &Job| {
-            job.array && job.attrs.get(job_idx!("array_indices_remaining"), None) != Some(&job.remaining().to_string())
+        jobs.filter(|job| !JobRequest::is_current(job.request(), &job.attrs)).map(Job::key).collect()
+    }
+
+    /// Of the jobs `written`, those whose queued indices or `depend` list are not what
+    /// their attributes say: none, unless a writer of `array_indices_remaining` went
+    /// around [`Job::set_remaining`] or one of `depend` around [`Job::set_depend`]. Read
+    /// for the jobs a change writes, since a text written around its setter is written to
+    /// the store with it (handler tests check after every request).
+    pub fn stale_kept_facts(&self, written: impl IntoIterator<Item = JobKey>) -> Vec<JobKey> {
+        let stale = |job: &Job| {
+            let indices = job.array
+                && job.attrs.get(job_idx!("array_indices_remaining"), None) != Some(&job.remaining().to_string());
+            let depend =
+                job.attrs.get(job_idx!("depend"), None) != job.depend_list().map(ToString::to_string).as_deref();
+            indices || depend
         };
-        jobs.filter(|job| !JobRequest::is_current(job.request(), &job.attrs) || stale_indices(job))
-            .map(Job::key)
-            .collect()
+        written.into_iter().filter(|key| self.job(*key).is_some_and(stale)).collect()
     }
 
     /// Mutable access by key.
