@@ -271,6 +271,11 @@ fn parse_attrs(line: &str, pos: usize, verb: Verb, kind: ObjectKind) -> Result<V
         {
             return Err(SyntaxError { position: value_start + usize::from(quoted) + at });
         }
+        // An attribute set again replaces what came before it in the line, as OpenPBS's
+        // server applies them in turn; the server takes each name once.
+        if matches!(op, None | Some(MgrOp::Set)) {
+            attrs.retain(|earlier: &MgrAttr| !earlier.name.eq_ignore_ascii_case(name));
+        }
         attrs.push(MgrAttr { name: name.to_string(), op: op.unwrap_or(MgrOp::Set), value });
         skip_space(&mut i);
         if i < bytes.len() {
@@ -659,6 +664,9 @@ mod tests {
         assert_eq!(c.attrs, vec![attr("preempt_order", MgrOp::Set, "SCR 80 SC 50 S")]);
         let c = parse("set server managers += bob@*").unwrap().unwrap();
         assert_eq!(c.attrs, vec![attr("managers", MgrOp::Incr, "bob@*")]);
+        // An attribute set again: the last value, sent once (the server takes a name once).
+        let c = parse("set server comment = a, scheduling = t, COMMENT = b").unwrap().unwrap();
+        assert_eq!(c.attrs, vec![attr("scheduling", MgrOp::Set, "t"), attr("COMMENT", MgrOp::Set, "b")]);
         let c = parse("create resource foo type=long, flag=nh").unwrap().unwrap();
         assert_eq!((c.object, c.names.clone()), (MgrObject::Resource, vec!["foo".to_string()]));
         let c = parse("unset server query_other_jobs").unwrap().unwrap();
@@ -854,7 +862,18 @@ mod props {
         fn printed_commands_parse_back(command in command()) {
             let text = line(&command);
             let parsed = parse(&text).map_err(|e| TestCaseError::fail(format!("{text}: {e:?}")))?;
-            prop_assert_eq!(parsed, Some(command), "{}", text);
+            // An attribute set (or named) again replaces what came before it in the line.
+            let replaces = matches!(command.verb, Verb::Manage(MgrCommand::Unset) | Verb::List);
+            let mut expected = command;
+            let mut attrs: Vec<MgrAttr> = Vec::new();
+            for attr in std::mem::take(&mut expected.attrs) {
+                if replaces || attr.op == MgrOp::Set {
+                    attrs.retain(|earlier| !earlier.name.eq_ignore_ascii_case(&attr.name));
+                }
+                attrs.push(attr);
+            }
+            expected.attrs = attrs;
+            prop_assert_eq!(parsed, Some(expected), "{}", text);
         }
     }
 }
