@@ -11,8 +11,9 @@
 //! One started as a job's owner runs one event and is then killed with every process of
 //! its group: its owner may signal, trace or change a process of their own, so it is
 //! never kept idle, never given another job's event, and never outlives the event it ran.
-//! At most `size` root interpreters are kept idle; past that the least recently used go. An interpreter is sent a hook's body once; later
-//! events of the same body name the hook alone. An interpreter that does not answer an
+//! At most `size` root interpreters are kept idle; past that the least recently used go.
+//! An interpreter is sent a hook's body once; later events of the same body name the hook
+//! alone. An interpreter that does not answer an
 //! event in its alarm and a grace period, that dies, or that writes something that is not
 //! an answer, is killed and dropped, that event fails, and the events written behind it
 //! wait again for the next interpreter: one bad hook never fails another's event nor
