@@ -326,7 +326,7 @@ impl Pool {
             let idle_again = self.inner.idle_again.notified();
             tokio::pin!(idle_again);
             idle_again.as_mut().enable();
-            let batch = {
+            let mut batch = {
                 let mut queue = lock(&self.inner.queue);
                 let batch = queue.take_batch();
                 if batch.is_empty() {
@@ -368,18 +368,12 @@ impl Pool {
                         let _ = tokio::time::timeout(wait, idle_again).await;
                         continue;
                     }
-                    match self.spawn(owner.clone()).await {
-                        Ok(interpreter) => {
-                            lock(&self.inner.idle).started(owner.as_ref());
+                    match self.start_for(owner.clone(), batch).await {
+                        Some((interpreter, waiting)) => {
+                            batch = waiting;
                             interpreter
                         }
-                        Err(e) => {
-                            self.counted(|idle| idle.not_started(owner.as_ref()));
-                            for waiting in batch {
-                                let _ = waiting.answer.send(Err(e.clone()));
-                            }
-                            continue;
-                        }
+                        None => continue,
                     }
                 }
             };
@@ -406,19 +400,7 @@ impl Pool {
     async fn run_once_as_owner(&self, batch: Vec<Waiting>) {
         let owner = batch.first().and_then(|w| w.owner.clone());
         lock(&self.inner.idle).start(owner.as_ref());
-        let mut interpreter = match self.spawn(owner.clone()).await {
-            Ok(interpreter) => {
-                lock(&self.inner.idle).started(owner.as_ref());
-                interpreter
-            }
-            Err(e) => {
-                self.counted(|idle| idle.not_started(owner.as_ref()));
-                for waiting in batch {
-                    let _ = waiting.answer.send(Err(e.clone()));
-                }
-                return;
-            }
-        };
+        let Some((mut interpreter, batch)) = self.start_for(owner.clone(), batch).await else { return };
         let outcome = self.run_batch(&mut interpreter, batch).await;
         kill_group(&mut interpreter.child);
         let _ = interpreter.child.wait().await;
@@ -430,6 +412,24 @@ impl Pool {
             Ok(None) => {}
             // One event, so none was left unrun; any that were wait again.
             Err(unrun) => lock(&self.inner.queue).put_back(unrun.into_iter()),
+        }
+    }
+
+    /// Starts an interpreter of `owner` for `batch`, counted as starting by the caller:
+    /// it and the batch, or, when none could be started, every event of the batch told why.
+    async fn start_for(&self, owner: Option<Owner>, batch: Vec<Waiting>) -> Option<(Interpreter, Vec<Waiting>)> {
+        match self.spawn(owner.clone()).await {
+            Ok(interpreter) => {
+                lock(&self.inner.idle).started(owner.as_ref());
+                Some((interpreter, batch))
+            }
+            Err(e) => {
+                self.counted(|idle| idle.not_started(owner.as_ref()));
+                for waiting in batch {
+                    let _ = waiting.answer.send(Err(e.clone()));
+                }
+                None
+            }
         }
     }
 
