@@ -166,17 +166,13 @@ fn common(job: &Job, kind: char) -> String {
         push_pair_in_quotes(&mut text, "account", account);
     }
     if let Some(project) = get(job_idx!("project")) {
-        text.push_str("project=");
-        push_quoted(&mut text, project);
-        text.push(' ');
+        push_pair_quoted(&mut text, "project", project);
     }
     if let Some(accounting_id) = get(job_idx!("accounting_id")) {
         push_pair_in_quotes(&mut text, "accounting_id", accounting_id);
     }
     // qsub allows no blank in a name, but a raw client may send one.
-    text.push_str("jobname=");
-    push_quoted(&mut text, get(job_idx!("Job_Name")).unwrap_or(""));
-    text.push(' ');
+    push_pair_quoted(&mut text, "jobname", get(job_idx!("Job_Name")).unwrap_or(""));
     push_pair(&mut text, "queue", &job.queue);
     push_pair(&mut text, "ctime", get(job_idx!("ctime")).unwrap_or("0"));
     push_pair(&mut text, "qtime", get(job_idx!("qtime")).unwrap_or("0"));
@@ -184,9 +180,7 @@ fn common(job: &Job, kind: char) -> String {
     if kind != 'Q' {
         push_pair(&mut text, "start", get(job_idx!("stime")).unwrap_or("0"));
     } else if let Some(depend) = get(job_idx!("depend")) {
-        text.push_str("depend=");
-        push_quoted(&mut text, depend);
-        text.push(' ');
+        push_pair_quoted(&mut text, "depend", depend);
     }
     // An array being queued, or beginning or begun, names its indices instead of hosts;
     // its `E` (once finished) names neither.
@@ -219,6 +213,14 @@ fn push_pair(text: &mut String, key: &str, value: &str) {
     text.push_str(key);
     text.push('=');
     text.push_str(value);
+    text.push(' ');
+}
+
+/// `key=value `, the value quoted as [`push_quoted`] quotes it: for a value a user chose.
+fn push_pair_quoted(text: &mut String, key: &str, value: &str) {
+    text.push_str(key);
+    text.push('=');
+    push_quoted(text, value);
     text.push(' ');
 }
 

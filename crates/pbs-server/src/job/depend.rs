@@ -112,19 +112,20 @@ pub fn check_new(state: &State, owner: &str, list: &str) -> Result<String, ReqEr
             return Err(cycle(format!("{named_id} would wait on a job that waits on it")));
         }
     }
-    kept(parsed).map(|list| list.to_string())
+    kept(parsed).map(|(_, text)| text)
 }
 
-/// The text a job keeps of `list`: at most `MAX_TARGETS` targets, and no longer than the
+/// The list a job keeps, and its text: at most `MAX_TARGETS` targets, and no longer than the
 /// limit on the value a request may send (each target gains its `@server` here), else
 /// `Illegal attribute or resource value depend`.
-fn kept(list: DependList) -> Result<DependList, ReqError> {
+fn kept(list: DependList) -> Result<(DependList, String), ReqError> {
     let targets: usize = list.0.iter().filter(|d| !d.kind.takes_count()).map(|d| d.targets.len()).sum();
     if targets > pbs_core::depend::MAX_TARGETS {
         return Err(ReqError::attr(Pbse::BADATVAL, "depend"));
     }
-    crate::size_limits::check_value(pbs_core::ObjectKind::Job, "depend", &list.to_string())?;
-    Ok(list)
+    let text = list.to_string();
+    crate::size_limits::check_value(pbs_core::ObjectKind::Job, "depend", &text)?;
+    Ok((list, text))
 }
 
 fn cycle(why: String) -> ReqError {
@@ -301,7 +302,7 @@ pub fn check_alter(state: &State, seq: u64, requested: &str) -> Result<AlterPlan
             items.push(item);
         }
     }
-    Ok(AlterPlan { list: kept(DependList(items))?, dropped, added })
+    Ok(AlterPlan { list: kept(DependList(items))?.0, dropped, added })
 }
 
 /// Carries out a checked [`AlterPlan`] on job `seq`: the parents it no longer waits on
