@@ -31,6 +31,42 @@ pub struct Launch {
 /// out (a periodic hook falling due).
 pub use pbs_hooks::HookRun;
 
+/// A step of a job's life that a change made (`job::life`), as data: what the change did to
+/// the job, for whoever follows jobs outside the lock (tests assert on them as on a
+/// recording outbox; the scheduler, metrics and the simulation read starts and ends here).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JobStep {
+    /// The job (a subjob's own key).
+    pub key: JobKey,
+    /// Its full id.
+    pub id: String,
+    /// What happened.
+    pub kind: StepKind,
+    /// When (the handler's `now`).
+    pub at: i64,
+}
+
+/// The kinds of [`JobStep`], with what a follower needs of each.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StepKind {
+    /// It started on its placement.
+    Started,
+    /// Its run went back to the queue; `checkpointed`: preemption's `C`, with its usage.
+    Requeued {
+        /// The run was checkpointed.
+        checkpointed: bool,
+    },
+    /// Its run (or, for an array, its last subjob's) ended.
+    Ended {
+        /// Its exit status (none: deleted without one, `qdel -W force`).
+        exit: Option<i32>,
+        /// Whether it ran (its mom confirmed the start).
+        ran: bool,
+    },
+    /// It left the live set without a run of its own ending.
+    Left,
+}
+
 /// The effects of one request or event on the world outside the state.
 #[derive(Debug, Default, PartialEq)]
 pub struct Effects {
@@ -42,6 +78,8 @@ pub struct Effects {
     pub launches: Vec<Launch>,
     /// Periodic hooks to start; each one's changes come back as effects of their own.
     pub periodic_hooks: Vec<HookRun>,
+    /// The steps of jobs' lives this change made, in the order they were taken.
+    pub steps: Vec<JobStep>,
 }
 
 impl Effects {
@@ -56,6 +94,7 @@ impl Effects {
         self.to_moms.extend(other.to_moms);
         self.launches.extend(other.launches);
         self.periodic_hooks.extend(other.periodic_hooks);
+        self.steps.extend(other.steps);
     }
 
     /// Whether there is nothing to do.

@@ -1638,7 +1638,8 @@ fn a_jobs_depend_list_is_kept_parsed_and_a_release_edits_the_kept_list() {
     let kept = |f: &Fixture| f.state.job(child_key).and_then(|j| j.depend_list()).map(ToString::to_string);
     assert_eq!(kept(&f), Some(format!("afterok:{parent}@svr:{other}@svr")));
     // The parent's end releases its wait in the kept list, and the text follows it.
-    crate::job::depend::parent_ended(&mut f.state, parent_key.seq, &parent, Some(0), f.now);
+    let ended = crate::job::life::Step::Ended { exit: Some(0), ran: true, deleted: false };
+    crate::job::parts::LIFE.step(&mut f.state, parent_key, ended, f.now, &mut Effects::default());
     assert_eq!(kept(&f), Some(format!("afterok:{other}@svr")));
     assert_eq!(f.state.stale_kept_facts([child_key]), Vec::<JobKey>::new());
     assert_eq!(f.job_state(child_key), Some(JobState::Held), "it still waits on the other");

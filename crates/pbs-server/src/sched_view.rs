@@ -273,7 +273,7 @@ pub fn apply_decisions(
             Action::Resume { .. } => {}
         }
     }
-    effects.ops.extend(crate::job::array::settle(state, now));
+    effects.merge(crate::job::array::settle(state, now, crate::job::parts::LIFE));
     (errors, effects)
 }
 

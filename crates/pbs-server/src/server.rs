@@ -224,7 +224,9 @@ impl Server {
     /// as a request whose writes queue behind this one's, so no decision can outlive a
     /// change a crash lost. A mom hears of nothing until it is on disk.
     pub fn apply_effects(self: &Arc<Self>, shared: &mut Shared, effects: Effects) -> Applied {
-        let Effects { mut ops, to_moms, launches, periodic_hooks } = effects;
+        // The steps of jobs' lives have no follower outside the lock yet: the scheduler is
+        // told by the notice part of `job::life`, under it.
+        let Effects { mut ops, to_moms, launches, periodic_hooks, steps: _ } = effects;
         // What each written job now accrues, as OpenPBS's state changes decide it.
         crate::state::accrual::on_written(&mut shared.state, &mut ops, chrono::Utc::now().timestamp());
         crate::sched_view::note_written(&mut shared.state, &ops);

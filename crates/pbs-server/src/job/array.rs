@@ -9,12 +9,13 @@ use pbs_core::attr::ObjectKind;
 use pbs_core::{JobState, Pbse, Substate};
 use pbs_proto::StatusObject;
 
+use crate::effects::Effects;
 use crate::error::ReqError;
+use crate::job::life::Life;
 use crate::jobkey::JobKey;
 use crate::request::filter::StatusFilter;
 use crate::request::ids::{IndexSet, indices};
 use crate::state::{Job, JobParts, State, idx};
-use crate::store::StoreOp;
 
 /// Attributes only the array itself has; a subjob's view leaves them out.
 const ARRAY_ONLY: [&str; 5] =
@@ -81,32 +82,51 @@ pub fn materialize(state: &mut State, seq: u64, index: u64, now: i64) -> Result<
 
 /// Refreshes each array whose subjobs started since the last call, once however many
 /// started: a cycle that starts a thousand subjobs writes their array once.
-pub fn settle(state: &mut State, now: i64) -> Vec<StoreOp> {
+pub fn settle(state: &mut State, now: i64, life: Life<'_>) -> Effects {
     let arrays = std::mem::take(&mut state.arrays_to_refresh);
-    arrays.into_iter().flat_map(|seq| refresh(state, seq, now)).collect()
+    let mut out = Effects::default();
+    for seq in arrays {
+        out.merge(refresh(state, seq, now, life));
+    }
+    out
 }
 
-/// A subjob goes back to the queue (qrerun, lost node): its record goes and its index
-/// returns to `array_indices_remaining`.
-pub fn requeue_subjob(state: &mut State, key: JobKey, now: i64) -> Vec<StoreOp> {
-    let Some(index) = key.index else { return Vec::new() };
-    let mut ops = Vec::new();
-    if state.subjobs.remove(&(key.seq, index)).is_some() {
-        ops.push(StoreOp::DeleteSubjob { seq: key.seq, index });
-        // The scheduler forgets the record (a removal is marked where it happens), else its
-        // mirror holds the subjob as running and the index as not the array's to start,
-        // and it cycles: the index may run again.
-        let id = pbs_core::JobId::subjob(key.seq, index, &state.server_name).to_string();
-        state.changes.jobs.insert(key, id);
-        state.changes.cycle = true;
+/// The arrays' part of a job's life (`job::life`): a subjob's start brings its array up
+/// to date once per batch ([`settle`]); its requeue puts its index back in
+/// `array_indices_remaining`; its end gives the array its `Exit_status` and counts.
+pub struct Part;
+
+impl crate::job::life::Part for Part {
+    fn name(&self) -> &'static str {
+        "arrays"
     }
-    if let Some(parent) = state.jobs.get_mut(&key.seq) {
-        let mut remaining = parent.remaining().clone();
-        remaining.insert(index);
-        parent.set_remaining(remaining);
+
+    fn after(&self, state: &mut State, at: &crate::job::life::At<'_>, out: &mut crate::effects::Effects) {
+        use crate::job::life::Step;
+        let Some(index) = at.key.index else { return };
+        let seq = at.key.seq;
+        match at.step {
+            Step::Started { .. } => {
+                state.arrays_to_refresh.insert(seq);
+            }
+            Step::Requeued { .. } => {
+                if let Some(parent) = state.jobs.get_mut(&seq) {
+                    let mut remaining = parent.remaining().clone();
+                    remaining.insert(index);
+                    parent.set_remaining(remaining);
+                }
+                out.merge(refresh(state, seq, at.now, at.life));
+            }
+            Step::Ended { exit, .. } => {
+                if let (Some(status), Some(array)) = (exit, state.jobs.get_mut(&seq)) {
+                    let status = crate::job::depend::array_exit_status(*status);
+                    array.attrs.set(job_idx!("Exit_status"), None, status.to_string());
+                }
+                out.merge(refresh_after_end(state, seq, at.now, at.life));
+            }
+            Step::Left { .. } => {}
+        }
     }
-    ops.extend(refresh(state, key.seq, now));
-    ops
 }
 
 /// Queued subjobs deleted one after another (qdel of subjobs or of a range): each counts
@@ -135,31 +155,32 @@ impl QueuedDeletes {
     }
 
     /// Writes the array's remaining indices and recounts it; nothing if none waits.
-    pub fn flush(&mut self, state: &mut State, now: i64) -> Vec<StoreOp> {
-        let Some((seq, remaining)) = self.pending.take() else { return Vec::new() };
-        let Some(parent) = state.jobs.get_mut(&seq) else { return Vec::new() };
+    pub fn flush(&mut self, state: &mut State, now: i64, life: Life<'_>) -> Effects {
+        let Some((seq, remaining)) = self.pending.take() else { return Effects::default() };
+        let Some(parent) = state.jobs.get_mut(&seq) else { return Effects::default() };
         parent.set_remaining(remaining);
-        refresh(state, seq, now)
+        refresh(state, seq, now, life)
     }
 }
 
 /// Brings the parent up to date with its subjobs: `array_state_count`, its state (`Q`
 /// before any subjob started, `B` after), and its end once every subjob is done.
-pub fn refresh(state: &mut State, seq: u64, now: i64) -> Vec<StoreOp> {
-    refresh_with(state, seq, now, true)
+pub fn refresh(state: &mut State, seq: u64, now: i64, life: Life<'_>) -> Effects {
+    refresh_with(state, seq, now, true, life)
 }
 
 /// [`refresh`] after a subjob ended: only the counts changed, which are derived (and
 /// rebuilt at start), so the parent is written only if its state changed.
-pub fn refresh_after_end(state: &mut State, seq: u64, now: i64) -> Vec<StoreOp> {
-    refresh_with(state, seq, now, false)
+pub fn refresh_after_end(state: &mut State, seq: u64, now: i64, life: Life<'_>) -> Effects {
+    refresh_with(state, seq, now, false, life)
 }
 
-fn refresh_with(state: &mut State, seq: u64, now: i64, write: bool) -> Vec<StoreOp> {
-    let Some(parent) = state.jobs.get(&seq) else { return Vec::new() };
+fn refresh_with(state: &mut State, seq: u64, now: i64, write: bool, life: Life<'_>) -> Effects {
+    let mut out = Effects::default();
+    let Some(parent) = state.jobs.get(&seq) else { return out };
     let before = (parent.state, parent.substate);
     if !parent.array || parent.state.is_history() {
-        return Vec::new();
+        return out;
     }
     let submitted = indices(parent, "array_indices_submitted").len();
     let queued = parent.remaining().len();
@@ -173,55 +194,34 @@ fn refresh_with(state: &mut State, seq: u64, now: i64, write: bool) -> Vec<Store
     }
     let expired = submitted.saturating_sub(queued + running + exiting);
     let done = queued == 0 && running == 0 && exiting == 0;
-    let history = state.server_flag("job_history_enable", false);
-    let id = parent.id(&state.server_name);
     // The jobs that wait on the array hear of its end once, from its last subjob.
     let exit = parent.get("Exit_status", None).and_then(|s| s.parse::<i32>().ok());
-    state.changes.jobs.insert(JobKey::job(seq), id.clone());
-    // An array that began ends with a record of its own, after its last subjob's.
     let began = parent.get("stime", None).is_some();
-    if done && !history {
-        let mut ops = Vec::new();
-        if let Some(parent) = state.jobs.get_mut(&seq).filter(|_| began) {
-            parent.state = JobState::Finished;
-            ops.push(crate::accounting::run_ended(parent, &id, crate::accounting::RunEnd::Ended, now));
-        }
-        // Not `remove_job`: the jobs waiting on it are found in the index just below.
-        state.jobs.remove(&seq);
-        state.remove_subjobs_of(seq);
-        state.changes.cycle = true;
-        ops.push(StoreOp::DeleteJob { seq });
-        ops.extend(crate::job::depend::parent_ended(state, seq, &id, exit, now));
-        return ops;
-    }
-    let Some(parent) = state.jobs.get_mut(&seq) else { return Vec::new() };
+    // Its counts are in its view even when its record is not written.
+    let id = parent.id(&state.server_name);
+    state.changes.jobs.insert(JobKey::job(seq), id);
+    let Some(parent) = state.jobs.get_mut(&seq) else { return out };
     parent.attrs.set(
         job_idx!("array_state_count"),
         None,
         format!("Queued:{queued} Running:{running} Exiting:{exiting} Expired:{expired}"),
     );
     if done {
-        parent.state = JobState::Finished;
-        parent.substate = Substate::FINISHED;
-        let now = now.to_string();
-        parent.attrs.set(job_idx!("mtime"), None, now.as_str());
-        parent.attrs.set(job_idx!("obittime"), None, now.as_str());
-        parent.attrs.set(job_idx!("history_timestamp"), None, now.as_str());
-        state.changes.cycle = true;
-    } else if matches!(parent.state, JobState::Queued | JobState::Begun) {
+        // Its end is its last subjob's: a record of its own once it began, after the
+        // subjob's, then what it means for the jobs that wait on it.
+        let step = crate::job::life::Step::Ended { exit, ran: began, deleted: false };
+        life.step(state, JobKey::job(seq), step, now, &mut out);
+        return out;
+    }
+    if matches!(parent.state, JobState::Queued | JobState::Begun) {
         let began = queued < submitted;
         parent.state = if began { JobState::Begun } else { JobState::Queued };
         parent.substate = parent.state.default_substate();
     }
-    let mut ops =
-        if write || before != (parent.state, parent.substate) { vec![parent.put_op(None)] } else { Vec::new() };
-    if done && began {
-        ops.insert(0, crate::accounting::run_ended(parent, &id, crate::accounting::RunEnd::Ended, now));
+    if write || before != (parent.state, parent.substate) {
+        out.ops.push(parent.put_op(None));
     }
-    if done {
-        ops.extend(crate::job::depend::parent_ended(state, seq, &id, exit, now));
-    }
-    ops
+    out
 }
 
 /// How the subjobs of one array that have no record look in a status listing: the
@@ -322,7 +322,7 @@ mod tests {
             deletes.delete(&state, 5, index).unwrap();
         }
         assert_eq!(deletes.delete(&state, 5, 4), Err(ReqError::new(Pbse::BADSTATE)));
-        deletes.flush(&mut state, 0);
+        deletes.flush(&mut state, 0, crate::job::parts::LIFE);
         let parent = state.jobs.get(&5).unwrap();
         assert_eq!(parent.get("array_indices_remaining", None), Some("0-2,6-9999999998"));
         assert_eq!(parent.get("array_state_count", None), Some("Queued:9999999996 Running:0 Exiting:0 Expired:4"));

@@ -1,11 +1,13 @@
 //! qdel (DeleteJob): queued jobs go at once, running ones end through their moms, history
 //! is kept or purged.
 
-use pbs_core::{JobState, Pbse, Substate};
+use pbs_core::{JobState, Pbse};
 use pbs_proto::IdError;
 
 use crate::effects::Effects;
 use crate::error::ReqError;
+use crate::job::life::{Step, Why};
+use crate::job::parts::LIFE;
 use crate::jobkey::JobKey;
 use crate::request::{Ctx, per_key};
 use crate::state::{Job, State};
@@ -19,7 +21,6 @@ pub fn delete_jobs(
     force: bool,
     purge_history: bool,
 ) -> (Vec<IdError>, Effects) {
-    let history = state.server_flag("job_history_enable", false);
     let mut queued = crate::job::array::QueuedDeletes::default();
     let mut effects = Effects::default();
     let (errors, _) = per_key(state, ctx, ids, crate::request::ids::RangeRule::StartInside, |state, ctx, key| {
@@ -27,7 +28,7 @@ pub fn delete_jobs(
         if let Some(index) = key.index {
             if state.job(key).is_none_or(|j| j.state == JobState::Queued) {
                 if !queued.holds(key.seq) {
-                    effects.ops.extend(queued.flush(state, ctx.now));
+                    effects.merge(queued.flush(state, ctx.now, LIFE));
                 }
                 queued.delete(state, key.seq, index)?;
                 let id = pbs_core::JobId::subjob(key.seq, index, &state.server_name).to_string();
@@ -37,11 +38,11 @@ pub fn delete_jobs(
         }
         // Anything else sees the batched deletions written first, and its writes follow
         // them in order: the action's own result carries none.
-        effects.ops.extend(queued.flush(state, ctx.now));
-        effects.merge(delete_one(state, ctx, key, force, purge_history, history)?);
+        effects.merge(queued.flush(state, ctx.now, LIFE));
+        effects.merge(delete_one(state, ctx, key, force, purge_history)?);
         Ok(Effects::default())
     });
-    effects.ops.extend(queued.flush(state, ctx.now));
+    effects.merge(queued.flush(state, ctx.now, LIFE));
     (errors, effects)
 }
 
@@ -52,7 +53,6 @@ fn delete_one(
     key: JobKey,
     force: bool,
     purge_history: bool,
-    history: bool,
 ) -> Result<Effects, ReqError> {
     let Some(job) = state.job(key) else {
         return Err(ReqError::new(Pbse::UNKJOBID));
@@ -61,10 +61,10 @@ fn delete_one(
     let record = crate::accounting::deleted(&job.id(&state.server_name), &ctx.who.user_at_host());
     if !job.state.is_history() && state.ending.get(&key) != Some(&crate::state::EndReason::Delete) {
         let mut effects = Effects::ops(vec![record]);
-        effects.merge(delete_live(state, ctx, key, force, purge_history, history)?);
+        effects.merge(delete_live(state, ctx, key, force, purge_history)?);
         return Ok(effects);
     }
-    delete_live(state, ctx, key, force, purge_history, history)
+    delete_live(state, ctx, key, force, purge_history)
 }
 
 /// [`delete_one`] once its record is made.
@@ -74,7 +74,6 @@ fn delete_live(
     key: JobKey,
     force: bool,
     purge_history: bool,
-    history: bool,
 ) -> Result<Effects, ReqError> {
     let Some(job) = state.job_mut(key) else {
         return Err(ReqError::new(Pbse::UNKJOBID));
@@ -101,27 +100,11 @@ fn delete_live(
     if job.array {
         return Ok(delete_array(state, key.seq, force, ctx.now));
     }
-    // A runone member that never ran leaves its group.
-    let job_id = pbs_core::JobId::new(key.seq, pbs_core::ArrayPart::None, Some(state.server_name.clone())).to_string();
-    let group = crate::job::runone::group_of(state, key.seq);
-    let mut ops = crate::job::runone::left(state, &job_id, &group);
-    crate::job::jobset::left(state, key.seq, ctx.now);
-    let Some(job) = state.job_mut(key) else {
-        return Err(ReqError::new(Pbse::UNKJOBID));
-    };
-    if history && !purge_history {
-        job.state = JobState::Finished;
-        job.substate = Substate::TERMINATED;
-        let now = ctx.now.to_string();
-        job.attrs.set(job_idx!("mtime"), None, now.as_str());
-        job.attrs.set(job_idx!("obittime"), None, now.as_str());
-        job.attrs.set(job_idx!("history_timestamp"), None, now.as_str());
-        ops.push(job.put_op(None));
-        return Ok(Effects::ops(ops));
-    }
-    state.remove_job(key.seq);
-    ops.push(StoreOp::DeleteJob { seq: key.seq });
-    Ok(Effects::ops(ops))
+    // `-x` purges it at once, as if the server kept no history.
+    let mut effects = Effects::default();
+    let step = Step::Left { why: Why::Deleted { purged: purge_history } };
+    LIFE.step(state, key, step, ctx.now, &mut effects);
+    Ok(effects)
 }
 
 /// qdel of a whole array: its queued subjobs go at once, its running ones end through
@@ -146,6 +129,6 @@ fn delete_array(state: &mut State, seq: u64, force: bool, now: i64) -> Effects {
             effects.merge(crate::job::end::begin_end(state, key, crate::state::EndReason::Delete, now));
         }
     }
-    effects.ops.extend(crate::job::array::refresh(state, seq, now));
+    effects.merge(crate::job::array::refresh(state, seq, now, LIFE));
     effects
 }

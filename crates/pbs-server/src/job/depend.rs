@@ -8,7 +8,9 @@
 use pbs_core::depend::{DependKind, DependList};
 use pbs_core::{JobState, Pbse};
 
+use crate::effects::Effects;
 use crate::error::ReqError;
+use crate::job::life::{At, Life};
 use crate::state::State;
 use crate::state::depends::WAITING_KINDS;
 use crate::store::StoreOp;
@@ -332,20 +334,21 @@ pub fn apply_alter(state: &mut State, seq: u64, plan: AlterPlan, now: i64) {
 /// Enters a new job's list (already checked by [`check_new`]): each dependency already met
 /// goes (a parent that finished or, for `after`, started), each that can no longer be met
 /// deletes the job, the rest are kept in the index and marked on their parents; a job
-/// still waiting is held (`Hold_Types` `s`, substate 22). Returns the parents' writes;
-/// the job's own record is written by its submission.
-pub fn submitted(state: &mut State, seq: u64, now: i64) -> Vec<StoreOp> {
+/// still waiting is held (`Hold_Types` `s`, substate 22). Gives the parents' writes (and
+/// the job's end, when a dependency ends it); the job's own record is written by its
+/// submission.
+pub fn submitted(state: &mut State, seq: u64, now: i64, life: Life<'_>) -> Effects {
+    let mut out = Effects::default();
     let Some(list) = state.jobs.get(&seq).and_then(|j| j.depend_list()).cloned() else {
-        return Vec::new();
+        return out;
     };
     let child_id = state.jobs.get(&seq).map(|j| j.id(&state.server_name)).unwrap_or_default();
-    let mut ops = Vec::new();
     let mut waiting = on_count(&list) > 0;
     for (named, kind) in names_by_before(&list) {
-        ops.extend(register_before(state, seq, named, kind));
+        out.ops.extend(register_before(state, seq, named, kind));
     }
     let (group_ops, group_blocks) = crate::job::runone::joined(state, seq);
-    ops.extend(group_ops);
+    out.ops.extend(group_ops);
     waiting |= group_blocks;
     for (parent, kind) in crate::state::depends::waits(&list) {
         let Some(parent_job) = state.jobs.get(&parent) else { continue };
@@ -364,8 +367,8 @@ pub fn submitted(state: &mut State, seq: u64, now: i64) -> Vec<StoreOp> {
                 }
             }
             Some(false) => {
-                ops.extend(delete_child(state, seq, &parent_id, now));
-                return ops;
+                delete_child(state, seq, &parent_id, now, life, &mut out);
+                return out;
             }
             None => {
                 waiting = true;
@@ -380,7 +383,7 @@ pub fn submitted(state: &mut State, seq: u64, now: i64) -> Vec<StoreOp> {
             child.attrs.set(job_idx!("etime"), None, now.to_string());
         }
     }
-    ops
+    out
 }
 
 /// Whether a parent's end with `exit` meets a dependency of `kind` (`None`: it can no
@@ -394,42 +397,69 @@ fn met_by_end(kind: DependKind, exit: Option<i32>) -> bool {
 }
 
 /// A parent started: its `after` children's dependency on it is met.
-pub fn parent_started(state: &mut State, parent: u64, now: i64) -> Vec<StoreOp> {
-    let children = state.dependents.take(parent, &[DependKind::After]);
-    let parent_id = state.jobs.get(&parent).map(|j| j.id(&state.server_name)).unwrap_or_default();
-    let mut ops: Vec<StoreOp> =
-        children.into_iter().flat_map(|(child, _)| release(state, child, &parent_id, now)).collect();
-    ops.extend(crate::job::runone::started(state, parent, now));
-    ops
+fn parent_started(state: &mut State, parent: u64, parent_id: &str, now: i64, out: &mut Effects) {
+    for (child, _) in state.dependents.take(parent, &[DependKind::After]) {
+        out.ops.extend(release(state, child, parent_id, now));
+    }
 }
 
 /// A parent ended with `exit` (none: it was deleted before it ran, which leaves its
 /// children waiting, as OpenPBS does): each child is released or deleted by its kind.
 /// `parent_id` is its id as its children name it (`12.server`, `12[].server` for an
-/// array, whose end is that of its last subjob).
-pub fn parent_ended(state: &mut State, parent: u64, parent_id: &str, exit: Option<i32>, now: i64) -> Vec<StoreOp> {
-    let Some(exit) = exit else {
-        // Deleted before it ran: its children wait on, as in OpenPBS, and its history
-        // still names them.
-        if !state.jobs.contains_key(&parent) {
-            state.dependents.forget_parent(parent);
-        }
-        return Vec::new();
-    };
-    let children = state.dependents.take(parent, &WAITING_KINDS);
-    if !state.jobs.contains_key(&parent) {
-        // Gone without history: nothing will show its `before` entries.
-        state.dependents.forget_parent(parent);
-    }
-    let mut ops = Vec::new();
-    for (child, kind) in children {
+/// array, whose end is that of its last subjob). What the index keeps of a parent that is
+/// gone goes with it (`State::remove_job`).
+fn parent_ended(state: &mut State, parent: u64, parent_id: &str, exit: Option<i32>, at: &At<'_>, out: &mut Effects) {
+    let now = at.now;
+    // Deleted before it ran: its children wait on, as in OpenPBS, and its history still
+    // names them.
+    let Some(exit) = exit else { return };
+    for (child, kind) in state.dependents.take(parent, &WAITING_KINDS) {
         if met_by_end(kind, Some(exit)) {
-            ops.extend(release(state, child, parent_id, now));
+            out.ops.extend(release(state, child, parent_id, now));
         } else {
-            ops.extend(delete_child(state, child, parent_id, now));
+            delete_child(state, child, parent_id, now, at.life, out);
         }
     }
-    ops
+}
+
+/// The exit status a job deleted while it ran counts as for its children when it has none
+/// or 0: SIGTERM's (15), as a qdel's kill leaves it.
+const DELETED_WHILE_RUNNING: i32 = 256 + 15;
+
+/// The dependencies' part of a job's life (`job::life`): a start meets its `after`
+/// children's dependency, an end releases or deletes its children by how it ended. A
+/// subjob's start is its array's (an `after` dependency on the array is met by it); an
+/// array's end is its own step, taken once its last subjob ended.
+pub struct Part;
+
+impl crate::job::life::Part for Part {
+    fn name(&self) -> &'static str {
+        "dependencies"
+    }
+
+    fn after(&self, state: &mut State, at: &At<'_>, out: &mut Effects) {
+        use crate::job::life::Step;
+        match at.step {
+            Step::Started { .. } => {
+                let seq = at.key.seq;
+                let parent_id = state.jobs.get(&seq).map(|j| j.id(&state.server_name)).unwrap_or_default();
+                parent_started(state, seq, &parent_id, at.now, out);
+            }
+            Step::Ended { exit, ran, deleted } if at.is_job() => {
+                // A job deleted while it ran ends its children as OpenPBS's
+                // `depend_on_term` does for a terminated job: afterok ones deleted, the
+                // others released, whatever its exit status and even without one
+                // (`qdel -W force`).
+                let exit = if *deleted && *ran {
+                    Some(exit.filter(|&e| e != 0).unwrap_or(DELETED_WHILE_RUNNING))
+                } else {
+                    *exit
+                };
+                parent_ended(state, at.key.seq, at.id, exit, at, out);
+            }
+            _ => {}
+        }
+    }
 }
 
 /// The `Exit_status` an array takes from a subjob that ended with `exit`: 0, 1 for a

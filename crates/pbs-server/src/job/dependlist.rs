@@ -6,9 +6,10 @@
 use pbs_core::depend::{DependKind, DependList, Dependency};
 use pbs_core::{JobState, Substate};
 
+use crate::effects::Effects;
+use crate::job::life::{Life, Step, Why};
 use crate::jobkey::JobKey;
 use crate::state::State;
-use crate::store::StoreOp;
 
 /// OpenPBS's substate of a job held for a dependency.
 pub const SUBSTATE_DEPEND_HOLD: Substate = Substate(22);
@@ -59,36 +60,16 @@ pub fn still_waiting(list: &DependList) -> bool {
 }
 
 /// The dependency of `child` on `parent_id` can no longer be met: the child is deleted,
-/// as OpenPBS does (kept in history finished, its list and system hold as they were).
-pub fn delete_child(state: &mut State, child: u64, parent_id: &str, now: i64) -> Vec<StoreOp> {
-    let history = state.server_flag("job_history_enable", false);
-    let Some(job) = state.jobs.get(&child).filter(|j| !j.state.is_history() && !j.array) else { return Vec::new() };
-    let child_id = job.id(&state.server_name);
-    tracing::info!(
-        object_type = "Job",
-        object_name = child_id.as_str(),
-        "Job deleted as result of dependency on job {parent_id}"
-    );
-    // Its waits on other parents stay in the index, as the `before` entries OpenPBS keeps
-    // on them; their ends find it finished and leave it be.
-    let record =
-        crate::accounting::aborted(&child_id, &format!("Job deleted as result of dependency on job {parent_id}"));
-    state.changes.jobs.insert(JobKey::job(child), child_id);
-    state.changes.cycle = true;
-    let ops = if history {
-        let Some(job) = state.jobs.get_mut(&child) else { return Vec::new() };
-        job.state = JobState::Finished;
-        job.substate = Substate::FINISHED;
-        let now = now.to_string();
-        job.attrs.set(job_idx!("mtime"), None, now.as_str());
-        job.attrs.set(job_idx!("history_timestamp"), None, now.as_str());
-        vec![record, job.put_op(None)]
-    } else {
-        state.remove_job(child);
-        vec![record, StoreOp::DeleteJob { seq: child }]
-    };
-    // Its own children stay as they are, as for any job deleted before it ran.
-    ops
+/// as OpenPBS does (kept in history finished, its list and system hold as they were). Its
+/// waits on other parents stay in the index, as the `before` entries OpenPBS keeps on
+/// them; their ends find it finished and leave it be. Its own children stay as they are,
+/// as for any job deleted before it ran.
+pub fn delete_child(state: &mut State, child: u64, parent_id: &str, now: i64, life: Life<'_>, out: &mut Effects) {
+    if state.jobs.get(&child).is_none_or(|j| j.state.is_history() || j.array) {
+        return;
+    }
+    let step = Step::Left { why: Why::Dependency(parent_id.to_string()) };
+    life.step(state, JobKey::job(child), step, now, out);
 }
 
 /// Holds a job for its dependencies: system hold, substate 22, not eligible.

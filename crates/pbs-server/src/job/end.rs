@@ -5,8 +5,9 @@ use pbs_core::attr::ObjectKind;
 use pbs_core::{JobState, Substate};
 use pbs_proto::mom::{ToMom, Usage};
 
-use crate::accounting::RunEnd;
 use crate::effects::{Effects, MomFrames};
+use crate::job::life::Step;
+use crate::job::parts::LIFE;
 use crate::job::running::SUBSTATE_PRERUN;
 use crate::jobkey::{JobKey, key_of};
 use crate::state::{EndReason, Job, State};
@@ -92,59 +93,20 @@ fn release(state: &mut State, key: JobKey, now: i64) -> MomFrames {
 }
 
 /// Puts a job that was running back in the queue, its run recorded (`R`) first.
-fn requeue(state: &mut State, key: JobKey, now: i64) -> Vec<StoreOp> {
+fn requeue(state: &mut State, key: JobKey, now: i64) -> Effects {
     requeue_run(state, key, false, now)
 }
 
 /// [`requeue`]; a `checkpointed` job (preemption's `C`) keeps its usage and gets no `R`
 /// record, and the comment goes, as OpenPBS clears its checkpoint hold's comment.
-fn requeue_run(state: &mut State, key: JobKey, checkpointed: bool, now: i64) -> Vec<StoreOp> {
-    let Some(job) = state.job(key) else { return Vec::new() };
-    let record =
-        (!checkpointed).then(|| crate::accounting::run_ended(job, &job.id(&state.server_name), RunEnd::Requeued, now));
-    if key.index.is_some() {
-        let mut ops: Vec<StoreOp> = record.into_iter().collect();
-        ops.extend(crate::job::array::requeue_subjob(state, key, now));
-        return ops;
-    }
-    let Some(job) = state.job_mut(key) else { return Vec::new() };
-    // A job held while it ran (qhold, then qrerun or a lost node) comes back held, and
-    // runs again only once released, as in OpenPBS.
-    let held = job.get("Hold_Types", None).is_some_and(|h| h != "n");
-    if held {
-        job.state = JobState::Held;
-        job.substate = Substate::HELD;
-    } else {
-        job.state = JobState::Queued;
-        job.substate = Substate::QUEUED;
-        job.attrs.set(job_idx!("etime"), None, now.to_string());
-    }
-    job.set_placement(None);
-    crate::job::orselect::restore(state, key);
-    let Some(job) = state.job_mut(key) else { return Vec::new() };
-    for def in [job_idx!("session_id"), job_idx!("stime")] {
-        job.attrs.unset(def, None);
-    }
-    if checkpointed {
-        job.attrs.unset(job_idx!("comment"), None);
-    } else {
-        job.attrs.unset_all(job_idx!("resources_used"));
-    }
-    job.attrs.set(job_idx!("mtime"), None, now.to_string());
-    let mut ops: Vec<StoreOp> = record.into_iter().collect();
-    ops.push(job.put_op(None));
-    ops.extend(crate::job::runone::requeued(state, key.seq, now));
-    ops.extend(crate::job::jobset::requeued(state, key.seq, now));
-    state.changes.cycle = true;
-    ops
+fn requeue_run(state: &mut State, key: JobKey, checkpointed: bool, now: i64) -> Effects {
+    let mut out = Effects::default();
+    LIFE.step(state, key, Step::Requeued { checkpointed }, now, &mut out);
+    out
 }
 
-/// The exit status a job deleted while it ran counts as for its children when it has none
-/// or 0: SIGTERM's (15), as a qdel's kill leaves it.
-const DELETED_WHILE_RUNNING: i32 = 256 + 15;
-
-/// Records a job's end: `Exit_status`, usage, comment; history or removal; then what it
-/// means for the jobs that depend on it.
+/// Records a job's end: `Exit_status`, usage, comment, as its mom reported them; then the
+/// step of its life (its record, history or removal, what it means for other jobs).
 fn finish(
     state: &mut State,
     key: JobKey,
@@ -152,59 +114,16 @@ fn finish(
     usage: Option<&Usage>,
     deleted: bool,
     now: i64,
-) -> Vec<StoreOp> {
-    let parent_id = state.job(key).map(|j| j.id(&state.server_name)).unwrap_or_default();
-    let group = if key.index.is_none() { crate::job::runone::group_of(state, key.seq) } else { Vec::new() };
-    let job_set = if key.index.is_none() { crate::job::jobset::set_of(state, key.seq) } else { None };
-    // A run its mom confirmed (it has a session) ran, even when it ends without an exit
-    // status (`qdel -W force`); one deleted before its start reached its mom did not.
-    let ran = exit_status.is_some() || state.job(key).is_some_and(|j| j.get("session_id", None).is_some());
-    let mut ops = finish_job(state, key, exit_status, usage, deleted, now);
-    // Its children are released or deleted by how it ended, after its own record (an
-    // array's, by `job::array` once its last subjob ended); then the others of its
-    // runone group and its job set.
-    if key.index.is_none() && !ops.is_empty() {
-        // A job deleted while it ran ends its children as OpenPBS's `depend_on_term` does
-        // for a terminated job: afterok ones deleted, the others released, whatever its
-        // exit status and even without one (`qdel -W force`).
-        let children_exit = if deleted && ran {
-            Some(exit_status.filter(|&e| e != 0).unwrap_or(DELETED_WHILE_RUNNING))
-        } else {
-            exit_status
-        };
-        ops.extend(crate::job::depend::parent_ended(state, key.seq, &parent_id, children_exit, now));
-        // Every job here was started, so its start held the others of its group: they are
-        // deleted if it ran, as OpenPBS's end of a running member deletes them, and
-        // released if it was deleted before its start reached its mom.
-        ops.extend(if ran {
-            crate::job::runone::ended(state, key.seq, &parent_id, &group, now)
-        } else {
-            crate::job::runone::start_cancelled(state, &parent_id, &group, now)
-        });
-        if let Some(leader) = job_set {
-            ops.extend(crate::job::jobset::ended(state, leader, key.seq, &parent_id, ran, now));
-        }
-    }
-    ops
-}
-
-/// [`finish`] of the job itself.
-fn finish_job(
-    state: &mut State,
-    key: JobKey,
-    exit_status: Option<i32>,
-    usage: Option<&Usage>,
-    deleted: bool,
-    now: i64,
-) -> Vec<StoreOp> {
+) -> Effects {
+    let mut out = Effects::default();
     if let Some(usage) = usage {
         set_usage(state, key, usage);
     }
-    let history = state.server_flag("job_history_enable", false);
-    let Some(job_id) = state.job(key).map(|j| j.id(&state.server_name)) else { return Vec::new() };
-    state.changes.jobs.insert(key, job_id.clone());
-    state.changes.cycle = true;
-    let Some(job) = state.job_mut(key) else { return Vec::new() };
+    let Some(job_id) = state.job(key).map(|j| j.id(&state.server_name)) else { return out };
+    // A run its mom confirmed (it has a session) ran, even when it ends without an exit
+    // status (`qdel -W force`); one deleted before its start reached its mom did not.
+    let ran = exit_status.is_some() || state.job(key).is_some_and(|j| j.get("session_id", None).is_some());
+    let Some(job) = state.job_mut(key) else { return out };
     if let Some(status) = exit_status {
         job.attrs.set(job_idx!("Exit_status"), None, status.to_string());
         if let Some(comment) = finish_comment(job.get("comment", None), status) {
@@ -219,50 +138,8 @@ fn finish_job(
         job.get("resources_used", Some("cput")).unwrap_or("00:00:00"),
         job.get("resources_used", Some("walltime")).unwrap_or("00:00:00"),
     );
-    // The end's record goes before the job's own writes, as OpenPBS writes it before it
-    // moves the job to history.
-    let record = crate::accounting::run_ended(job, &job_id, RunEnd::Ended, now);
-    if let Some(index) = key.index {
-        // A finished subjob is expired (`X`); its record stays while history is kept.
-        job.state = JobState::Expired;
-        job.substate = Substate::FINISHED;
-        job.attrs.set(job_idx!("obittime"), None, now.to_string());
-        let op = job.put_op(None);
-        if let (Some(status), Some(array)) = (exit_status, state.jobs.get_mut(&key.seq)) {
-            let status = crate::job::depend::array_exit_status(status);
-            array.attrs.set(job_idx!("Exit_status"), None, status.to_string());
-        }
-        let kept = state.subjobs.remove(&(key.seq, index));
-        let mut ops = vec![record];
-        match kept {
-            Some(kept) if history => {
-                state.finished_subjobs.insert((key.seq, index), kept);
-                ops.push(op);
-            }
-            _ => ops.push(StoreOp::DeleteSubjob { seq: key.seq, index }),
-        }
-        ops.extend(crate::job::array::refresh_after_end(state, key.seq, now));
-        return ops;
-    }
-    if history {
-        job.state = JobState::Finished;
-        job.substate = if deleted {
-            Substate::TERMINATED
-        } else if exit_status.is_some_and(|s| s != 0) {
-            Substate::FAILED
-        } else {
-            Substate::FINISHED
-        };
-        let now = now.to_string();
-        job.attrs.set(job_idx!("mtime"), None, now.as_str());
-        job.attrs.set(job_idx!("obittime"), None, now.as_str());
-        job.attrs.set(job_idx!("history_timestamp"), None, now.as_str());
-        vec![record, job.put_op(None)]
-    } else {
-        // Not `remove_job`: the jobs waiting on it are found in the index by `finish`.
-        state.jobs.remove(&key.seq);
-        vec![record, StoreOp::DeleteJob { seq: key.seq }]
-    }
+    LIFE.step(state, key, Step::Ended { exit: exit_status, ran, deleted }, now, &mut out);
+    out
 }
 
 /// The mom says the job ended (or could not start).
@@ -277,7 +154,7 @@ pub fn job_ended(state: &mut State, node: &str, job_id: &str, exit_status: i32, 
     // -3 (retry), -11 (rerun), -20 (mother superior lost), -16, -18 and -22 (a mom's hook
     // rejected the start, asked for a rerun or failed): PBS ended it to run again.
     let requeued = reason == Some(EndReason::Rerun) || matches!(exit_status, -3 | -11 | -16 | -18 | -20 | -22);
-    let ops = if reason == Some(EndReason::Checkpoint) {
+    let mut effects = if reason == Some(EndReason::Checkpoint) {
         set_usage(state, key, usage);
         requeue_run(state, key, true, now)
     } else if requeued {
@@ -286,7 +163,8 @@ pub fn job_ended(state: &mut State, node: &str, job_id: &str, exit_status: i32, 
     } else {
         finish(state, key, Some(exit_status), Some(usage), reason == Some(EndReason::Delete), now)
     };
-    Effects { ops, to_moms: frames, ..Effects::default() }
+    effects.to_moms.splice(0..0, frames);
+    effects
 }
 
 /// `kill_delay` of the job's queue, else the server's, else 10 s as OpenPBS.
@@ -331,7 +209,9 @@ pub fn begin_end(state: &mut State, key: JobKey, reason: EndReason, now: i64) ->
 pub fn force_delete(state: &mut State, key: JobKey, now: i64) -> Effects {
     state.ending.remove(&key);
     let frames = release(state, key, now);
-    Effects { ops: finish(state, key, None, None, true, now), to_moms: frames, ..Effects::default() }
+    let mut effects = finish(state, key, None, None, true, now);
+    effects.to_moms.splice(0..0, frames);
+    effects
 }
 
 /// A job whose mother superior was lost: requeued if rerunnable, else finished. A job
@@ -348,8 +228,10 @@ pub fn lost(state: &mut State, key: JobKey, now: i64) -> Effects {
         j.substate == SUBSTATE_PRERUN || j.get("Rerunable", None).and_then(pbs_core::attr::parse_bool).unwrap_or(true)
     });
     let frames = release(state, key, now);
-    let ops = if rerunnable { requeue(state, key, now) } else { finish(state, key, Some(-20), None, false, now) };
-    Effects { ops, to_moms: frames, ..Effects::default() }
+    let mut effects =
+        if rerunnable { requeue(state, key, now) } else { finish(state, key, Some(-20), None, false, now) };
+    effects.to_moms.splice(0..0, frames);
+    effects
 }
 
 #[cfg(test)]

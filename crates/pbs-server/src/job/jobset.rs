@@ -9,7 +9,9 @@
 use pbs_core::jobset::{SetName, parse};
 use pbs_core::{JobState, Pbse, Substate};
 
+use crate::effects::Effects;
 use crate::error::ReqError;
+use crate::job::life::{At, Step, Why};
 use crate::jobkey::JobKey;
 use crate::state::State;
 use crate::state::job_sets::leader_of;
@@ -97,7 +99,7 @@ pub fn joined(state: &mut State, seq: u64, join: Join, now: i64) {
 
 /// Job `seq` leaves its set (qalter moved it, or it is deleted before it ran): when it
 /// was held for its set, that hold goes with it.
-pub fn left(state: &mut State, seq: u64, now: i64) {
+fn left(state: &mut State, seq: u64, now: i64) {
     let Some(leader) = set_of(state, seq) else { return };
     state.job_sets.leave(leader, seq);
     if let Some(job) = state.jobs.get_mut(&seq) {
@@ -122,28 +124,27 @@ pub fn moved(state: &mut State, seq: u64, join: Join, now: i64) {
 
 /// Member `seq` started: the others are held (substate 95), or finished when the server's
 /// `job_set_finish_others` is set.
-pub fn started(state: &mut State, seq: u64, now: i64) -> Vec<StoreOp> {
-    let Some(leader) = set_of(state, seq) else { return Vec::new() };
+fn started(state: &mut State, seq: u64, at: &At<'_>, out: &mut Effects) {
+    let now = at.now;
+    let Some(leader) = set_of(state, seq) else { return };
     state.job_sets.set_running(leader, Some(seq));
     let others: Vec<u64> = members(state, leader).into_iter().filter(|&m| m != seq).collect();
     if others.is_empty() {
-        return Vec::new();
+        return;
     }
     let running_id = pbs_core::JobId::new(seq, pbs_core::ArrayPart::None, Some(state.server_name.clone())).to_string();
     let finish_others = state.server_flag("job_set_finish_others", false);
-    let mut ops = Vec::new();
     for member in others {
         if finish_others {
             let reason = format!("Job finished, job {running_id} running from this job_set");
-            ops.extend(finish(state, leader, member, &reason, now));
+            finish(state, member, reason, at, out);
             continue;
         }
         let Some(job) = state.jobs.get_mut(&member).filter(|j| waits(j)) else { continue };
         hold(job, &running_id, now);
-        ops.push(job.put_op(None));
+        out.ops.push(job.put_op(None));
     }
     state.changes.cycle = true;
-    ops
 }
 
 /// Member `seq` (`member_id`) of set `leader` ended; `ran`: after it ran (else it was
@@ -151,24 +152,30 @@ pub fn started(state: &mut State, seq: u64, now: i64) -> Vec<StoreOp> {
 /// requests has run, which is what the set was for. A member whose start held the others
 /// but that never ran (deleted before its start reached its mom) releases them, as a
 /// requeue does: none of the set's requests has run.
-pub fn ended(state: &mut State, leader: u64, seq: u64, member_id: &str, ran: bool, now: i64) -> Vec<StoreOp> {
+fn ended(state: &mut State, leader: u64, seq: u64, ran: bool, at: &At<'_>, out: &mut Effects) {
+    let (member_id, now) = (at.id, at.now);
     let was_running = state.job_sets.get(leader).and_then(|s| s.running) == Some(seq);
     state.job_sets.leave(leader, seq);
     if !ran {
         // Only the holds of its own start (another member may run, released by a manager).
-        return if was_running { release_held(state, members(state, leader), now) } else { Vec::new() };
+        if was_running {
+            out.ops.extend(release_held(state, members(state, leader), now));
+        }
+        return;
     }
     let held: Vec<u64> = members(state, leader)
         .into_iter()
         .filter(|m| state.jobs.get(m).is_some_and(|j| j.substate == Substate::RUNNING_SET))
         .collect();
     let reason = format!("Job deleted, job {member_id} from this job_set ran");
-    held.into_iter().flat_map(|m| finish(state, leader, m, &reason, now)).collect()
+    for member in held {
+        finish(state, member, reason.clone(), at, out);
+    }
 }
 
 /// Member `seq`'s run was requeued (qrerun, a failed node, preemption): the members its
 /// start held are queued again (unless other holds remain) and their comments cleared.
-pub fn requeued(state: &mut State, seq: u64, now: i64) -> Vec<StoreOp> {
+fn requeued(state: &mut State, seq: u64, now: i64) -> Vec<StoreOp> {
     let Some(leader) = set_of(state, seq) else { return Vec::new() };
     state.job_sets.set_running(leader, None);
     let others = members(state, leader).into_iter().filter(|&m| m != seq);
@@ -226,26 +233,51 @@ fn release(job: &mut crate::state::Job, now: i64) {
 
 /// A member that will not run: finished (kept in history when it is enabled) with
 /// `reason` as its comment and accounting `A` record.
-fn finish(state: &mut State, leader: u64, member: u64, reason: &str, now: i64) -> Vec<StoreOp> {
-    let history = state.server_flag("job_history_enable", false);
-    let Some(job) = state.jobs.get(&member).filter(|j| !j.state.is_history()) else { return Vec::new() };
-    let id = job.id(&state.server_name);
-    tracing::info!(object_type = "Job", object_name = id.as_str(), "{reason}");
-    let record = crate::accounting::aborted(&id, reason);
-    state.changes.jobs.insert(JobKey::job(member), id);
-    state.changes.cycle = true;
-    state.job_sets.leave(leader, member);
-    if !history {
-        state.remove_job(member);
-        return vec![record, StoreOp::DeleteJob { seq: member }];
+fn finish(state: &mut State, member: u64, reason: String, at: &At<'_>, out: &mut Effects) {
+    if state.jobs.get(&member).is_none_or(|j| j.state.is_history()) {
+        return;
     }
-    let Some(job) = state.jobs.get_mut(&member) else { return vec![record] };
-    job.state = JobState::Finished;
-    job.substate = Substate::TERMINATED;
-    let now = now.to_string();
-    job.attrs.set(job_idx!("comment"), None, reason);
-    job.attrs.set(job_idx!("mtime"), None, now.as_str());
-    job.attrs.set(job_idx!("obittime"), None, now.as_str());
-    job.attrs.set(job_idx!("history_timestamp"), None, now.as_str());
-    vec![record, job.put_op(None)]
+    at.life.step(state, JobKey::job(member), Step::Left { why: Why::JobSet(reason) }, at.now, out);
+}
+
+/// Job sets' part of a job's life (`job::life`): a member's start holds (or finishes) the
+/// others, its end after a run finishes those it held, its requeue releases them; a
+/// member that leaves without a run leaves the index (and the hold its set put on it,
+/// before its write).
+pub struct Part;
+
+impl crate::job::life::Part for Part {
+    fn name(&self) -> &'static str {
+        "job sets"
+    }
+
+    fn before(&self, state: &mut State, at: &At<'_>, _out: &mut Effects) {
+        let Step::Left { why } = at.step else { return };
+        match why {
+            Why::Deleted { .. } => left(state, at.key.seq, at.now),
+            Why::JobSet(_) => {
+                if let Some(leader) = set_of(state, at.key.seq) {
+                    state.job_sets.leave(leader, at.key.seq);
+                }
+            }
+            Why::Dependency(_) => {}
+        }
+    }
+
+    fn after(&self, state: &mut State, at: &At<'_>, out: &mut Effects) {
+        if !at.is_job() {
+            return;
+        }
+        let seq = at.key.seq;
+        match at.step {
+            Step::Started { .. } => started(state, seq, at, out),
+            Step::Requeued { .. } => out.ops.extend(requeued(state, seq, at.now)),
+            Step::Ended { ran, .. } => {
+                if let Some(leader) = set_of(state, seq) {
+                    ended(state, leader, seq, *ran, at, out);
+                }
+            }
+            Step::Left { .. } => {}
+        }
+    }
 }

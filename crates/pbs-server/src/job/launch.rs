@@ -13,7 +13,6 @@ use pbs_proto::mom::{JobLaunch, ToMom};
 use crate::effects::{Delivery, Effects, Launch, MomFrames};
 use crate::error::ReqError;
 use crate::job::end::{force_delete, lost};
-use crate::job::running::SUBSTATE_PRERUN;
 use crate::jobkey::JobKey;
 use crate::state::request::JobRequest;
 use crate::state::{EndReason, State};
@@ -91,11 +90,6 @@ fn complete_exec(state: &State, select: &Select, exec: ExecVnode) -> ExecVnode {
     out
 }
 
-/// OpenPBS's comment of a job that runs (or runs again after a suspension).
-pub(crate) fn run_comment(exec_vnode: &str, now: i64) -> String {
-    format!("Job run at {} on {exec_vnode}", crate::job::running::comment_time(now))
-}
-
 /// What a qrun does once its rules pass.
 pub enum Qrun {
     /// `-H`: the job runs where asked, with these effects.
@@ -129,7 +123,7 @@ pub fn qrun(
     match exec_vnode {
         Some(exec_vnode) => {
             let mut effects = run_job(state, key, &exec_vnode, ctx.now, None)?;
-            effects.ops.extend(crate::job::array::settle(state, ctx.now));
+            effects.merge(crate::job::array::settle(state, ctx.now, crate::job::parts::LIFE));
             Ok(Qrun::Run(effects))
         }
         None => Ok(Qrun::AskScheduler(match key.index {
@@ -209,36 +203,15 @@ fn start_chosen(
     let exec = complete_exec(state, &select, parsed);
     check_nodes(state, &exec)?;
     let exclusive = state.runs_exclusively(request.as_deref().and_then(|r| r.place.as_ref()), &exec);
-    let exec_text = exec.to_string();
-    let job_id = job.id(&state.server_name);
     // A run_count a user set near the top of its range stays there.
     let run_count = job.get("run_count", None).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0).saturating_add(1);
     let run_count = u32::try_from(run_count).unwrap_or(u32::MAX);
-    crate::node::account(state, key, &job_id, &exec, exclusive, true, now);
-    let Some(job) = state.job_mut(key) else { return Err(ReqError::new(Pbse::UNKJOBID)) };
-    job.state = JobState::Running;
-    job.substate = SUBSTATE_PRERUN;
-    job.attrs.set(job_idx!("stime"), None, now.to_string());
-    job.attrs.set(job_idx!("run_count"), None, run_count.to_string());
-    job.attrs.set(job_idx!("comment"), None, run_comment(&exec_text, now));
-    job.attrs.unset(job_idx!("Exit_status"), None);
     let placement = std::sync::Arc::new(crate::state::Placement { exec, exclusive });
-    job.set_placement(Some(placement.clone()));
-    let exec = &placement.exec;
-    let mut ops: Vec<_> = array_began.into_iter().collect();
-    ops.push(job.put_op(None));
-    ops.extend(crate::accounting::started(state, key));
-    if key.index.is_some() {
-        // Brought up to date once per batch of starts: see `job::array::settle`.
-        state.arrays_to_refresh.insert(key.seq);
-    }
-    state.starting.insert(key);
-    let launches = launches(state, key, &select, exec, run_count);
-    tracing::info!(object_type = "Job", object_name = job_id.as_str(), "Job run on {exec_text}");
-    // A subjob's start is its array's: an `after` dependency on the array is met by it.
-    ops.extend(crate::job::depend::parent_started(state, key.seq, now));
-    ops.extend(crate::job::jobset::started(state, key.seq, now));
-    Ok(Effects { ops, launches, ..Effects::default() })
+    let mut effects = Effects { ops: array_began.into_iter().collect(), ..Effects::default() };
+    let step = crate::job::life::Step::Started { placement: placement.clone(), run_count };
+    crate::job::parts::LIFE.step(state, key, step, now, &mut effects);
+    effects.launches = launches(state, key, &select, &placement.exec, run_count);
+    Ok(effects)
 }
 
 fn launches(state: &State, key: JobKey, select: &Select, exec: &ExecVnode, run_count: u32) -> Vec<Launch> {

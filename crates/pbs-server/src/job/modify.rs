@@ -181,14 +181,11 @@ pub fn hold_jobs(
         if begun_array || matches!(job.state, JobState::Queued | JobState::Held | JobState::Waiting) {
             settle_queued_state(job, ctx.now);
         }
+        let mut effects = Effects::ops(vec![job.put_op(None)]);
         if job.array {
-            let mut ops = vec![job.put_op(None)];
-            ops.extend(crate::job::array::refresh(state, seq, ctx.now));
-            crate::job::deferred::arm(state, seq);
-            return Ok(ops);
+            effects.merge(crate::job::array::refresh(state, seq, ctx.now, crate::job::parts::LIFE));
         }
-        let ops = vec![job.put_op(None)];
         crate::job::deferred::arm(state, seq);
-        Ok(ops)
+        Ok(effects)
     })
 }

@@ -73,7 +73,11 @@ pub fn recover(state: &mut State, now: i64) -> Vec<StoreOp> {
         crate::job::faults::note_suspended(state, key, true);
     }
     let arrays: Vec<u64> = state.jobs.values().filter(|j| j.array && !j.state.is_history()).map(|j| j.seq).collect();
-    let ops = arrays.into_iter().flat_map(|seq| crate::job::array::refresh_after_end(state, seq, now)).collect();
+    // At a start nobody follows the steps yet: only the writes are kept.
+    let ops = arrays
+        .into_iter()
+        .flat_map(|seq| crate::job::array::refresh_after_end(state, seq, now, crate::job::parts::LIFE).ops)
+        .collect();
     state.changes = Default::default();
     ops
 }

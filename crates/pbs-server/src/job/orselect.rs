@@ -178,3 +178,19 @@ pub fn restore(state: &mut State, key: JobKey) {
     attrs.unset_all(keep);
     state.set_job_attrs(key, attrs);
 }
+
+/// The OR-ed requests' part of a job's life (`job::life`): a requeued run puts back the
+/// request its choice replaced, before the job's write.
+pub struct Part;
+
+impl crate::job::life::Part for Part {
+    fn name(&self) -> &'static str {
+        "OR-ed selects"
+    }
+
+    fn before(&self, state: &mut State, at: &crate::job::life::At<'_>, _out: &mut crate::effects::Effects) {
+        if matches!(at.step, crate::job::life::Step::Requeued { .. }) && at.is_job() {
+            restore(state, at.key);
+        }
+    }
+}

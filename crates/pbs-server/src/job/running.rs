@@ -15,3 +15,8 @@ pub(crate) fn comment_time(now: i64) -> String {
         .format("%a %b %d at %H:%M")
         .to_string()
 }
+
+/// OpenPBS's comment of a job that runs (or runs again after a suspension).
+pub(crate) fn run_comment(exec_vnode: &str, now: i64) -> String {
+    format!("Job run at {} on {exec_vnode}", comment_time(now))
+}

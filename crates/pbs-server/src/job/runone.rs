@@ -8,7 +8,9 @@
 use pbs_core::depend::{DependKind, DependList};
 use pbs_core::{JobState, Substate};
 
+use crate::effects::Effects;
 use crate::job::dependlist::{SUBSTATE_DEPEND_HOLD, delete_child, list_of, merged, target_seq, without_entry};
+use crate::job::life::{At, Step, Why};
 use crate::state::{Job, State};
 use crate::store::StoreOp;
 
@@ -72,7 +74,7 @@ pub fn joined(state: &mut State, seq: u64) -> (Vec<StoreOp>, bool) {
 }
 
 /// Member `seq` started: the others are held by the system (substate 20).
-pub fn started(state: &mut State, seq: u64, now: i64) -> Vec<StoreOp> {
+fn started(state: &mut State, seq: u64, now: i64) -> Vec<StoreOp> {
     let mut ops = Vec::new();
     for member in members_of(state, seq) {
         let Some(job) = state.jobs.get_mut(&member).filter(|j| !j.state.is_history() && !blocks_the_group(j)) else {
@@ -94,17 +96,19 @@ pub fn started(state: &mut State, seq: u64, now: i64) -> Vec<StoreOp> {
 
 /// Member `seq` (`member_id`) ended after it ran: the others are deleted, as OpenPBS
 /// deletes them.
-pub fn ended(state: &mut State, seq: u64, member_id: &str, members: &[u64], now: i64) -> Vec<StoreOp> {
-    members.iter().filter(|&&m| m != seq).flat_map(|&m| delete_child(state, m, member_id, now)).collect()
+fn ended(state: &mut State, seq: u64, member_id: &str, members: &[u64], at: &At<'_>, out: &mut Effects) {
+    for &member in members.iter().filter(|&&m| m != seq) {
+        delete_child(state, member, member_id, at.now, at.life, out);
+    }
 }
 
 /// The members `seq`'s list names, read before its end changes or removes the job.
-pub fn group_of(state: &State, seq: u64) -> Vec<u64> {
+fn group_of(state: &State, seq: u64) -> Vec<u64> {
     members_of(state, seq)
 }
 
 /// Member `seq` (`member_id`) was deleted before it ran: the others no longer name it.
-pub fn left(state: &mut State, member_id: &str, members: &[u64]) -> Vec<StoreOp> {
+fn left(state: &mut State, member_id: &str, members: &[u64]) -> Vec<StoreOp> {
     let mut ops = Vec::new();
     for member in members {
         let Some(job) = state.jobs.get_mut(member).filter(|j| !j.state.is_history()) else { continue };
@@ -123,14 +127,14 @@ pub fn left(state: &mut State, member_id: &str, members: &[u64]) -> Vec<StoreOp>
 /// reached its mom (`qdel` between the run and its delivery): it never ran, so it leaves
 /// the group and the others lose the system hold its start put on them, as at a requeue.
 /// Without the release they would wait, held, on a run that does not exist.
-pub fn start_cancelled(state: &mut State, member_id: &str, members: &[u64], now: i64) -> Vec<StoreOp> {
+fn start_cancelled(state: &mut State, member_id: &str, members: &[u64], now: i64) -> Vec<StoreOp> {
     release_held(state, members, now);
     // Every member names the one leaving, so `left` writes each of them, released or not.
     left(state, member_id, members)
 }
 
 /// Member `seq`'s run was requeued: the others lose the system hold its start put on them.
-pub fn requeued(state: &mut State, seq: u64, now: i64) -> Vec<StoreOp> {
+fn requeued(state: &mut State, seq: u64, now: i64) -> Vec<StoreOp> {
     let members = members_of(state, seq);
     let released = release_held(state, &members, now);
     released.iter().filter_map(|m| state.jobs.get(m)).map(|job| job.put_op(None)).collect()
@@ -154,4 +158,46 @@ fn release_held(state: &mut State, members: &[u64], now: i64) -> Vec<u64> {
         state.changes.cycle = true;
     }
     released
+}
+
+/// runone's part of a job's life (`job::life`): a member's start holds the others, its
+/// end after a run deletes them, its requeue, or an end before its start reached its mom,
+/// releases them; a member deleted before it ran leaves the group (the others' writes
+/// before its own, as OpenPBS edits their lists first).
+pub struct Part;
+
+impl crate::job::life::Part for Part {
+    fn name(&self) -> &'static str {
+        "runone"
+    }
+
+    fn before(&self, state: &mut State, at: &At<'_>, out: &mut Effects) {
+        if let Step::Left { why: Why::Deleted { .. } } = at.step
+            && at.is_job()
+        {
+            let group = group_of(state, at.key.seq);
+            out.ops.extend(left(state, at.id, &group));
+        }
+    }
+
+    fn after(&self, state: &mut State, at: &At<'_>, out: &mut Effects) {
+        let seq = at.key.seq;
+        match at.step {
+            // A subjob's start is its array's.
+            Step::Started { .. } => out.ops.extend(started(state, seq, at.now)),
+            Step::Requeued { .. } if at.is_job() => out.ops.extend(requeued(state, seq, at.now)),
+            Step::Ended { ran, .. } if at.is_job() && !state.jobs.get(&seq).is_some_and(|j| j.array) => {
+                // Every job here was started, so its start held the others of its group:
+                // they are deleted if it ran, as OpenPBS's end of a running member deletes
+                // them, and released if it was deleted before its start reached its mom.
+                let group = group_of(state, seq);
+                if *ran {
+                    ended(state, seq, at.id, &group, at, out);
+                } else {
+                    out.ops.extend(start_cancelled(state, at.id, &group, at.now));
+                }
+            }
+            _ => {}
+        }
+    }
 }

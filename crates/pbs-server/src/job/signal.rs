@@ -40,7 +40,7 @@ pub fn suspend_resume(state: &mut State, key: JobKey, suspend: bool, now: i64) -
     job.attrs.set(job_idx!("mtime"), None, now.to_string());
     // OpenPBS's comment once a job runs again; a suspension leaves the comment alone.
     if !suspend && let Some(exec_vnode) = job.get("exec_vnode", None).map(str::to_string) {
-        job.attrs.set(job_idx!("comment"), None, crate::job::launch::run_comment(&exec_vnode, now));
+        job.attrs.set(job_idx!("comment"), None, crate::job::running::run_comment(&exec_vnode, now));
     }
     let record = if suspend { crate::accounting::suspended(job, &job_id) } else { crate::accounting::resumed(&job_id) };
     let ops = vec![job.put_op(None), record];

@@ -8,6 +8,7 @@ use pbs_core::{ArrayRange, Duration, JobState, Pbse, Place, Select, Size};
 use pbs_proto::Attr;
 
 use crate::attrlist::{AttrList, resolve};
+use crate::effects::Effects;
 use crate::error::ReqError;
 use crate::request::Ctx;
 use crate::request::attrs::{check_job_attr, compare_values};
@@ -21,7 +22,7 @@ pub fn queue_job(
     attrs: &[Attr],
     script: String,
     destination: Option<&str>,
-) -> Result<(String, Vec<StoreOp>), ReqError> {
+) -> Result<(String, Effects), ReqError> {
     let queue_name = match destination.map(|d| d.split('@').next().unwrap_or("")).filter(|d| !d.is_empty()) {
         Some(q) => q.to_string(),
         None => state
@@ -200,7 +201,7 @@ pub fn queue_job(
     let key = crate::jobkey::JobKey::job(seq);
     let queued_before = if has_depend { crate::accounting::queued(state, key) } else { None };
     // Its dependencies may hold it (or, on a parent that already failed, end it at once).
-    let parents = crate::job::depend::submitted(state, seq, ctx.now);
+    let parents = crate::job::depend::submitted(state, seq, ctx.now, crate::job::parts::LIFE);
     if let Some(join) = join {
         crate::job::jobset::joined(state, seq, join, ctx.now);
     }
@@ -209,9 +210,10 @@ pub fn queue_job(
         state.jobs.get(&seq).filter(|j| !j.state.is_history()).and_then(|_| crate::accounting::queued(state, key));
     ops.extend(queued_now.or(queued_before));
     ops.extend(state.reserve_seq());
-    ops.extend(parents);
+    let mut effects = Effects::ops(ops);
+    effects.merge(parents);
     crate::job::deferred::arm(state, seq);
-    Ok((id, ops))
+    Ok((id, effects))
 }
 
 /// A submitted job's Torque-style `nodes` request, as OpenPBS's server takes it: a spec it

@@ -1,0 +1,41 @@
+//! The accounting part of a job's life (`job::life`): which record each step writes, and
+//! where in the commit. A run's `E` or `R` is taken from the job as it ran, before the
+//! transition changes it; a start's `S` from the job as it runs; a job a dependency or its
+//! set ends gets its `A`. qdel's `D` is the request's, written by `job::delete` as the
+//! request is taken.
+
+use crate::effects::Effects;
+use crate::job::life::{At, Step};
+use crate::state::State;
+
+/// The accounting records of a job's steps.
+pub struct Part;
+
+impl crate::job::life::Part for Part {
+    fn name(&self) -> &'static str {
+        "accounting"
+    }
+
+    fn before(&self, state: &mut State, at: &At<'_>, out: &mut Effects) {
+        let Some(job) = state.job(at.key) else { return };
+        let end = match at.step {
+            Step::Requeued { checkpointed: false } => crate::accounting::RunEnd::Requeued,
+            // An array that never began has no run to record.
+            Step::Ended { .. } if !(job.array && job.get("stime", None).is_none()) => crate::accounting::RunEnd::Ended,
+            Step::Left { why } => {
+                if let Some(reason) = why.reason() {
+                    out.ops.push(crate::accounting::aborted(at.id, &reason));
+                }
+                return;
+            }
+            _ => return,
+        };
+        out.ops.push(crate::accounting::run_ended(job, at.id, end, at.now));
+    }
+
+    fn after(&self, state: &mut State, at: &At<'_>, out: &mut Effects) {
+        if let Step::Started { .. } = at.step {
+            out.ops.extend(crate::accounting::started(state, at.key));
+        }
+    }
+}

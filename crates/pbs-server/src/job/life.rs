@@ -1,0 +1,297 @@
+//! A job's life: the one place a job starts, is requeued, ends or leaves the live set.
+//!
+//! A verb (a run, a mom's report of an end, qdel, qrerun, a lost node, a dependency that
+//! can no longer be met, a job set's member that ran) does its own checks and records its
+//! input (a mom's usage and exit status), then calls [`step`] with what happened. The
+//! shared transition (state, substate, timestamps, node holds, the job's own write, and
+//! history or removal) is written once, here; every feature that follows jobs is a
+//! [`Part`] listed once in the table of `job::parts`, whose order is the order of a
+//! commit's writes:
+//!
+//! - `before` the transition, a part records what the job was (the accounting record of
+//!   a run that ends) and changes the job itself, so the job's own write carries it;
+//! - `after` it, a part acts on what the step means for other jobs and the server's
+//!   indexes (children released, a group's others held, the scheduler told).
+//!
+//! The job leaves the state's maps after every part has run, so a part may read what the
+//! job kept (its `depend` list, its `job_set`) whatever the step. Each step also travels
+//! as data in [`Effects::steps`]. The step kinds, their payloads and what each part does
+//! on them are tabled in docs/architecture.md ("A job's life").
+//!
+//! This file names no feature: the parts know it, not it them. A part or a feature that
+//! makes another job take a step (a child deleted, a set's others finished, an array's
+//! end) does it through the [`Life`] it is handed, so the table is written once
+//! (`job::parts::LIFE`) and a test's recording table follows the nested steps too.
+
+use std::sync::Arc;
+
+use pbs_core::{JobState, Substate};
+
+use crate::effects::{Effects, JobStep, StepKind};
+use crate::jobkey::JobKey;
+use crate::state::{Placement, State};
+use crate::store::StoreOp;
+
+/// What happens to a job.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// A queued job (or a subjob, its record just made) starts on `placement`.
+    Started {
+        /// Where it runs, decided by the run.
+        placement: Arc<Placement>,
+        /// Its `run_count` with this run.
+        run_count: u32,
+    },
+    /// A running job goes back to the queue (qrerun, a lost node, a rerun exit, preemption).
+    Requeued {
+        /// Preemption's `C`: it keeps its usage, gets no `R` record, loses its comment.
+        checkpointed: bool,
+    },
+    /// A job's run ended (its mom reported it, `qdel -W force`, a lost node), or an
+    /// array's last subjob did.
+    Ended {
+        /// The exit status (none: ended without one).
+        exit: Option<i32>,
+        /// Whether it ran: its mom confirmed the start (for an array: it began).
+        ran: bool,
+        /// It was deleted (qdel) while it ran.
+        deleted: bool,
+    },
+    /// A job that is not running leaves the live set.
+    Left {
+        /// Why.
+        why: Why,
+    },
+}
+
+/// Why a job that is not running leaves.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Why {
+    /// qdel (its `D` record is the verb's, written as the request is taken); `purged`
+    /// (`-x`): not kept in history, whatever the server keeps.
+    Deleted {
+        /// Gone at once.
+        purged: bool,
+    },
+    /// A job it depends on (this id) ended so that its dependency can no longer be met.
+    Dependency(String),
+    /// Another member of its job set ran, or runs with `job_set_finish_others`.
+    JobSet(String),
+}
+
+impl Why {
+    /// The reason OpenPBS logs and records (`A`), if it is not the user's qdel.
+    pub fn reason(&self) -> Option<String> {
+        match self {
+            Why::Deleted { .. } => None,
+            Why::Dependency(parent) => Some(format!("Job deleted as result of dependency on job {parent}")),
+            Why::JobSet(reason) => Some(reason.clone()),
+        }
+    }
+}
+
+impl Step {
+    /// The step as [`Effects::steps`] carries it.
+    pub fn kind(&self) -> StepKind {
+        match self {
+            Step::Started { .. } => StepKind::Started,
+            Step::Requeued { checkpointed } => StepKind::Requeued { checkpointed: *checkpointed },
+            Step::Ended { exit, ran, .. } => StepKind::Ended { exit: *exit, ran: *ran },
+            Step::Left { .. } => StepKind::Left,
+        }
+    }
+
+    /// Whether the job leaves the live set (kept in history, or gone).
+    pub fn leaves(&self) -> bool {
+        matches!(self, Step::Ended { .. } | Step::Left { .. })
+    }
+}
+
+/// Where a step is taken: the job, its id (kept for the parts after it is gone), the step,
+/// the handler's `now`, and the life the step goes through (for the steps it causes).
+pub struct At<'a> {
+    /// The job.
+    pub key: JobKey,
+    /// Its full id.
+    pub id: &'a str,
+    /// What happens.
+    pub step: &'a Step,
+    /// The handler's clock.
+    pub now: i64,
+    /// Whether the job is kept in history once it leaves (`job_history_enable`, unless a
+    /// qdel purges it), read once per step.
+    pub history: bool,
+    /// The parts this step goes through.
+    pub life: Life<'a>,
+}
+
+impl At<'_> {
+    /// A job of its own, not a subjob.
+    pub fn is_job(&self) -> bool {
+        self.key.index.is_none()
+    }
+}
+
+/// A feature that follows jobs' lives. Both hooks see every step; a part acts on the
+/// kinds it follows and leaves the others alone.
+pub trait Part: Sync {
+    /// Its name, for the docs' table and the tests' record.
+    fn name(&self) -> &'static str;
+
+    /// Before the transition: what the job was (a record of its run), and changes to the
+    /// job itself, which its own write then carries.
+    fn before(&self, _state: &mut State, _at: &At<'_>, _out: &mut Effects) {}
+
+    /// After it: what the step means for other jobs and the server's indexes.
+    fn after(&self, _state: &mut State, _at: &At<'_>, _out: &mut Effects) {}
+}
+
+/// The parts a job's steps go through, in the order their writes go into a commit
+/// (`job::parts::LIFE` in the server; a recording table in tests).
+#[derive(Clone, Copy)]
+pub struct Life<'p> {
+    /// The parts, in order.
+    pub parts: &'p [&'p dyn Part],
+}
+
+impl Life<'_> {
+    /// Takes `step` for job `key` at `now`, its writes and the steps it causes added to
+    /// `out`. A job that is not there takes no step.
+    pub fn step(self, state: &mut State, key: JobKey, step: Step, now: i64, out: &mut Effects) {
+        let Some(job) = state.job(key) else { return };
+        let id = job.id(&state.server_name);
+        let purged = matches!(step, Step::Left { why: Why::Deleted { purged: true } });
+        let history = state.server_flag("job_history_enable", false) && !purged;
+        let at = At { key, id: &id, step: &step, now, history, life: self };
+        for part in self.parts {
+            part.before(state, &at, out);
+        }
+        out.ops.extend(transition(state, &at));
+        out.steps.push(JobStep { key, id: id.clone(), kind: step.kind(), at: now });
+        for part in self.parts {
+            part.after(state, &at, out);
+        }
+        if step.leaves() && !history && key.index.is_none() {
+            // Gone with what the indexes keep of it (the jobs that wait on it, its set).
+            let array = state.jobs.get(&key.seq).is_some_and(|j| j.array);
+            state.remove_job(key.seq);
+            if array {
+                state.remove_subjobs_of(key.seq);
+            }
+        }
+    }
+}
+
+/// The change every job takes at a step, whatever features it uses; gives its own write.
+fn transition(state: &mut State, at: &At<'_>) -> Vec<StoreOp> {
+    let (key, now) = (at.key, at.now);
+    match at.step {
+        Step::Started { placement, run_count } => {
+            let exec_text = placement.exec.to_string();
+            crate::node::account(state, key, at.id, &placement.exec, placement.exclusive, true, now);
+            state.starting.insert(key);
+            let Some(job) = state.job_mut(key) else { return Vec::new() };
+            job.state = JobState::Running;
+            job.substate = crate::job::running::SUBSTATE_PRERUN;
+            job.attrs.set(job_idx!("stime"), None, now.to_string());
+            job.attrs.set(job_idx!("run_count"), None, run_count.to_string());
+            job.attrs.set(job_idx!("comment"), None, crate::job::running::run_comment(&exec_text, now));
+            job.attrs.unset(job_idx!("Exit_status"), None);
+            job.set_placement(Some(placement.clone()));
+            tracing::info!(object_type = "Job", object_name = at.id, "Job run on {exec_text}");
+            vec![job.put_op(None)]
+        }
+        Step::Requeued { checkpointed } => {
+            if let Some(index) = key.index {
+                // A subjob's record goes: it is an index of its array again (`job::array`).
+                return match state.subjobs.remove(&(key.seq, index)) {
+                    Some(_) => vec![StoreOp::DeleteSubjob { seq: key.seq, index }],
+                    None => Vec::new(),
+                };
+            }
+            let Some(job) = state.job_mut(key) else { return Vec::new() };
+            // A job held while it ran (qhold, then qrerun or a lost node) comes back held,
+            // and runs again only once released, as in OpenPBS.
+            if job.get("Hold_Types", None).is_some_and(|h| h != "n") {
+                job.state = JobState::Held;
+                job.substate = Substate::HELD;
+            } else {
+                job.state = JobState::Queued;
+                job.substate = Substate::QUEUED;
+                job.attrs.set(job_idx!("etime"), None, now.to_string());
+            }
+            job.set_placement(None);
+            for def in [job_idx!("session_id"), job_idx!("stime")] {
+                job.attrs.unset(def, None);
+            }
+            if *checkpointed {
+                job.attrs.unset(job_idx!("comment"), None);
+            } else {
+                job.attrs.unset_all(job_idx!("resources_used"));
+            }
+            job.attrs.set(job_idx!("mtime"), None, now.to_string());
+            vec![job.put_op(None)]
+        }
+        Step::Ended { exit, deleted, .. } => {
+            if let Some(index) = key.index {
+                // A finished subjob is expired (`X`); its record stays while history is kept.
+                let Some(mut job) = state.subjobs.remove(&(key.seq, index)) else { return Vec::new() };
+                job.state = JobState::Expired;
+                job.substate = Substate::FINISHED;
+                job.attrs.set(job_idx!("obittime"), None, now.to_string());
+                if !at.history {
+                    return vec![StoreOp::DeleteSubjob { seq: key.seq, index }];
+                }
+                let op = job.put_op(None);
+                state.finished_subjobs.insert((key.seq, index), job);
+                return vec![op];
+            }
+            let array = state.jobs.get(&key.seq).is_some_and(|j| j.array);
+            let substate = if *deleted {
+                Substate::TERMINATED
+            } else if !array && exit.is_some_and(|s| s != 0) {
+                Substate::FAILED
+            } else {
+                Substate::FINISHED
+            };
+            finished(state, at, substate, None)
+        }
+        Step::Left { why } => {
+            if let Some(reason) = why.reason() {
+                tracing::info!(object_type = "Job", object_name = at.id, "{reason}");
+            }
+            let (substate, comment) = match why {
+                Why::Deleted { .. } => (Substate::TERMINATED, None),
+                // As OpenPBS keeps a job its dependency deleted: finished, its list and
+                // system hold as they were.
+                Why::Dependency(_) => (Substate::FINISHED, None),
+                Why::JobSet(reason) => (Substate::TERMINATED, Some(reason.as_str())),
+            };
+            finished(state, at, substate, comment)
+        }
+    }
+}
+
+/// A job leaving the live set: kept in history (`F`, with `substate`, its times and the
+/// comment), or its record deleted (the job leaves the state once the parts have run).
+fn finished(state: &mut State, at: &At<'_>, substate: Substate, comment: Option<&str>) -> Vec<StoreOp> {
+    let seq = at.key.seq;
+    let Some(job) = state.jobs.get_mut(&seq) else { return Vec::new() };
+    // Finished for the parts after it too, kept or not.
+    job.state = JobState::Finished;
+    job.substate = substate;
+    if !at.history {
+        return vec![StoreOp::DeleteJob { seq }];
+    }
+    if let Some(comment) = comment {
+        job.attrs.set(job_idx!("comment"), None, comment);
+    }
+    let now = at.now.to_string();
+    for def in [job_idx!("mtime"), job_idx!("obittime"), job_idx!("history_timestamp")] {
+        job.attrs.set(def, None, now.as_str());
+    }
+    vec![job.put_op(None)]
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,144 @@
+//! Every step kind through a recording table: each part is called, before then after, in
+//! the table's order, nested steps go through the same table, and each step travels in
+//! the effects.
+
+use std::sync::Mutex;
+
+use pbs_core::{JobState, Privilege};
+use pbs_proto::Attr;
+
+use super::*;
+use crate::identity::Identity;
+use crate::request::Ctx;
+
+/// What a recording part saw: (part, hook, job, step kind).
+type Calls = Mutex<Vec<(&'static str, &'static str, JobKey, StepKind)>>;
+
+/// A real part of the table, its calls recorded.
+struct Recording<'a> {
+    part: &'a dyn Part,
+    calls: &'a Calls,
+}
+
+impl Part for Recording<'_> {
+    fn name(&self) -> &'static str {
+        self.part.name()
+    }
+
+    fn before(&self, state: &mut State, at: &At<'_>, out: &mut Effects) {
+        if let Ok(mut calls) = self.calls.lock() {
+            calls.push((self.part.name(), "before", at.key, at.step.kind()));
+        }
+        self.part.before(state, at, out);
+    }
+
+    fn after(&self, state: &mut State, at: &At<'_>, out: &mut Effects) {
+        if let Ok(mut calls) = self.calls.lock() {
+            calls.push((self.part.name(), "after", at.key, at.step.kind()));
+        }
+        self.part.after(state, at, out);
+    }
+}
+
+fn submit(state: &mut State, attrs: &[(&str, &str)]) -> JobKey {
+    let who = Identity { user: "alice".into(), group: "staff".into(), uid: 1000, host: "host".into(), daemon: false };
+    let ctx = Ctx { who: &who, privilege: Privilege::User, now: 1_000, groups: &[], hook_attrs: &[] };
+    let attrs: Vec<Attr> = attrs.iter().map(|(n, v)| Attr::new(*n, *v)).collect();
+    let (id, _) = crate::job::submit::queue_job(state, &ctx, &attrs, "true\n".into(), None).expect("submitted");
+    crate::jobkey::key_of(&id).expect("a key")
+}
+
+fn placement() -> Arc<Placement> {
+    Arc::new(Placement { exec: "(n1:ncpus=1)".parse().expect("an exec_vnode"), exclusive: false })
+}
+
+/// The calls one step makes of a table of `names`, when it causes no other step.
+fn one_step(
+    names: &[&'static str],
+    key: JobKey,
+    kind: StepKind,
+) -> Vec<(&'static str, &'static str, JobKey, StepKind)> {
+    let mut calls: Vec<_> = names.iter().map(|n| (*n, "before", key, kind)).collect();
+    calls.extend(names.iter().map(|n| (*n, "after", key, kind)));
+    calls
+}
+
+#[test]
+fn every_step_kind_goes_through_every_part_in_the_tables_order() {
+    let (mut state, _) = State::from_loaded(Default::default(), "svr", "host", "/nonexistent");
+    state.server.set(pbs_core::attr::ObjectKind::Server.index_of("job_history_enable"), None, "True");
+    let calls = Calls::default();
+    let recording: Vec<Recording<'_>> =
+        crate::job::parts::PARTS.iter().map(|part| Recording { part: *part, calls: &calls }).collect();
+    let table: Vec<&dyn Part> = recording.iter().map(|r| r as &dyn Part).collect();
+    let life = Life { parts: &table };
+    let names: Vec<&'static str> = crate::job::parts::PARTS.iter().map(|p| p.name()).collect();
+    assert_eq!(names.last(), Some(&"scheduler notice"), "the scheduler hears last");
+    let taken = |calls: &Calls| std::mem::take(&mut *calls.lock().expect("calls"));
+
+    let a = submit(&mut state, &[]);
+    let steps = [
+        Step::Started { placement: placement(), run_count: 1 },
+        Step::Requeued { checkpointed: false },
+        Step::Started { placement: placement(), run_count: 2 },
+        Step::Requeued { checkpointed: true },
+        Step::Started { placement: placement(), run_count: 3 },
+        Step::Ended { exit: Some(0), ran: true, deleted: false },
+    ];
+    let mut out = Effects::default();
+    for step in steps {
+        let kind = step.kind();
+        life.step(&mut state, a, step, 2_000, &mut out);
+        assert_eq!(taken(&calls), one_step(&names, a, kind), "{kind:?}");
+    }
+    assert_eq!(state.job(a).map(|j| j.state), Some(JobState::Finished));
+    let kinds: Vec<StepKind> = out.steps.iter().map(|s| s.kind).collect();
+    assert_eq!(
+        kinds,
+        [
+            StepKind::Started,
+            StepKind::Requeued { checkpointed: false },
+            StepKind::Started,
+            StepKind::Requeued { checkpointed: true },
+            StepKind::Started,
+            StepKind::Ended { exit: Some(0), ran: true },
+        ]
+    );
+    assert!(out.steps.iter().all(|s| s.key == a && s.id == "0.svr" && s.at == 2_000));
+
+    let deleted = submit(&mut state, &[]);
+    let mut out = Effects::default();
+    life.step(&mut state, deleted, Step::Left { why: Why::Deleted { purged: false } }, 2_100, &mut out);
+    assert_eq!(taken(&calls), one_step(&names, deleted, StepKind::Left));
+    assert_eq!(out.steps.len(), 1);
+
+    // A parent that fails deletes its afterok child: the child's step goes through the
+    // same table, inside the parent's, after the parts before the dependencies.
+    let parent = submit(&mut state, &[]);
+    let child = submit(&mut state, &[("depend", &format!("afterok:{}.svr", parent.seq))]);
+    taken(&calls);
+    let mut out = Effects::default();
+    life.step(&mut state, parent, Step::Ended { exit: Some(1), ran: true, deleted: false }, 2_200, &mut out);
+    let ended = StepKind::Ended { exit: Some(1), ran: true };
+    let mut expected: Vec<_> = names.iter().map(|n| (*n, "before", parent, ended)).collect();
+    let dependencies = names.iter().position(|n| *n == "dependencies").expect("the dependencies' part");
+    expected.extend(names[..=dependencies].iter().map(|n| (*n, "after", parent, ended)));
+    expected.extend(one_step(&names, child, StepKind::Left));
+    expected.extend(names[dependencies + 1..].iter().map(|n| (*n, "after", parent, ended)));
+    assert_eq!(taken(&calls), expected);
+    assert_eq!(
+        out.steps.iter().map(|s| (s.key, s.kind)).collect::<Vec<_>>(),
+        [(parent, ended), (child, StepKind::Left)]
+    );
+    // The parent's `E` before the child's `A`, each before its job's own write.
+    let order: Vec<String> = out
+        .ops
+        .iter()
+        .filter_map(|op| match op {
+            StoreOp::Account(record) => Some(format!("{};{}", record.kind, record.id)),
+            StoreOp::PutJob { seq, .. } => Some(format!("put;{seq}")),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(order, ["E;2.svr", "put;2", "A;3.svr", "put;3"]);
+}

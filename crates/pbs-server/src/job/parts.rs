@@ -1,0 +1,22 @@
+//! The parts of a job's life (`job::life`), listed once, in the order their writes go into
+//! a commit: a run's accounting record before the job's own write and before what its
+//! end means for other jobs (a job's `E` before its children are released), the OR-ed
+//! request put back before a requeued job's write, then the arrays, the dependencies,
+//! runone groups and job sets, and the scheduler's notice last. A new feature that
+//! follows jobs is a part here, never a call from a verb.
+
+use crate::job::life::{Life, Part};
+
+/// The table.
+pub const PARTS: &[&dyn Part] = &[
+    &crate::job::accounts::Part,
+    &crate::job::orselect::Part,
+    &crate::job::array::Part,
+    &crate::job::depend::Part,
+    &crate::job::runone::Part,
+    &crate::job::jobset::Part,
+    &crate::job::notice::Part,
+];
+
+/// A job's life through [`PARTS`]: what every verb takes its steps through.
+pub const LIFE: Life<'static> = Life { parts: PARTS };
