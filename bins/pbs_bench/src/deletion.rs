@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use pbs_proto::{Attr, MgrAttr, MgrCommand, MgrObject, MgrOp, Request};
 
+use crate::bench::{Bench, Bins, Figure, ms};
 use crate::preempt::wait_all;
-use crate::{Bench, Bins, Figure, ms};
 
 /// `per_mom` one-cpu `sleep` jobs running on one mom, deleted by one request: the request
 /// to the last job finished (job history on, so each ends in `F`).

@@ -8,7 +8,7 @@ use anyhow::{Result, bail};
 use pbs_client::Client;
 use pbs_proto::{Attr, MgrAttr, MgrCommand, MgrObject, MgrOp, Request};
 
-use crate::{Bench, Bins, Figure, ms};
+use crate::bench::{Bench, Bins, Figure, ms};
 
 /// Waits until every job of `ids` is in `state` (running ones also confirmed by their
 /// mom, substate 42; finished ones, `F`, read from the job history), at most `limit`.

@@ -197,7 +197,7 @@ pub struct Pool {
 
 impl Pool {
     /// A pool of at most `size` interpreters running `runner` (installed by
-    /// [`crate::install`]) with `python` (`python3` from `PATH` when `None`). `label` names
+    /// [`crate::files::install`]) with `python` (`python3` from `PATH` when `None`). `label` names
     /// the daemon in the log.
     pub fn new(runner: PathBuf, python: Option<PathBuf>, size: usize, label: &'static str) -> Pool {
         Pool {
@@ -936,7 +936,7 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// The runner's path in a directory [`crate::install`] wrote.
+/// The runner's path in a directory [`crate::files::install`] wrote.
 pub fn runner_in(dir: &Path) -> PathBuf {
-    dir.join(crate::RUNNER_FILE)
+    dir.join(crate::files::RUNNER_FILE)
 }

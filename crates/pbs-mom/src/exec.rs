@@ -19,7 +19,7 @@ use nix::sys::signal::{SigHandler, SigSet, SigmaskHow, Signal};
 use nix::sys::stat::Mode;
 use nix::unistd::{Gid, Uid};
 
-use crate::JOB_EXEC_FAILUID;
+use crate::exit_codes::JOB_EXEC_FAILUID;
 
 /// The payload of the message that carries the job's stderr descriptor to the shepherd.
 pub const STDERR_HANDOFF: &[u8] = b"stderr";

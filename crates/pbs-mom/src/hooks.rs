@@ -16,7 +16,7 @@ use pbs_core::hookattr::{FAIL_OFFLINE_VNODES, FAIL_RESTART_CYCLE, USER_OWNER};
 use pbs_hooks::{Defs, Event, HookRun, JobData, Owner, Pool, Requestor, RunError, Value};
 use pbs_proto::mom::{JobLaunch, MomHook, Usage};
 
-use crate::MomError;
+use crate::error::MomError;
 
 /// The file the set is kept in, under `mom_priv/hooks`.
 const SET_FILE: &str = "hooks.json";

@@ -26,7 +26,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::codec::Framed;
 
-use crate::Mom;
+use crate::mom::Mom;
 
 /// Limit on each step of the handshake.
 const HANDSHAKE_TIMEOUT: Duration = pbs_proto::link::HANDSHAKE_TIMEOUT;

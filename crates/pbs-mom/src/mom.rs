@@ -25,6 +25,12 @@ use pbs_core::hookattr::HookEvent;
 use pbs_proto::mom::{FromMom, JobLaunch, MomJob, ToMom, Usage};
 use tokio::sync::{mpsc, oneshot};
 
+use crate::config::MomConfig;
+use crate::error::MomError;
+use crate::exit_codes::{
+    JOB_EXEC_FAIL1, JOB_EXEC_FAILHOOK_RERUN, JOB_EXEC_HOOKERROR, JOB_EXEC_INITABT, JOB_EXEC_KILL_CPUT,
+    JOB_EXEC_KILL_MEM, JOB_EXEC_RETRY,
+};
 use crate::hooks::{MomHooks, Verdict};
 use crate::layout::{
     self, Forgotten, JobResult, KillReason, Layout, Limits, Note, RECORDS_SUFFIX, SCRIPT_SUFFIX, Spec, Started, Status,
@@ -33,11 +39,7 @@ use crate::layout::{
 use crate::prologue::Which;
 use crate::session_signals::SessionSignals;
 use crate::signals::{self, JobSignal};
-use crate::{
-    JOB_EXEC_FAIL1, JOB_EXEC_FAILHOOK_RERUN, JOB_EXEC_HOOKERROR, JOB_EXEC_INITABT, JOB_EXEC_KILL_CPUT,
-    JOB_EXEC_KILL_MEM, JOB_EXEC_RETRY, MomConfig, MomError, adopt, checkpoint, hooks, procfs, prologue, records,
-    shepherd,
-};
+use crate::{adopt, checkpoint, hooks, procfs, prologue, records, shepherd};
 
 /// Growth of a records file (usage samples, mostly) past its size after the last
 /// compaction that triggers the next one: about 500 samples, so compaction (which creates

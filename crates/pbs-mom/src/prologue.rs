@@ -123,8 +123,8 @@ pub async fn run(which: Which, path: &Path, job_id: &str, user: &str, group: &st
 pub fn prologue_failure(exit: i32) -> Option<i32> {
     match exit {
         0 => None,
-        1 => Some(crate::JOB_EXEC_FAIL2),
-        _ => Some(crate::JOB_EXEC_RETRY),
+        1 => Some(crate::exit_codes::JOB_EXEC_FAIL2),
+        _ => Some(crate::exit_codes::JOB_EXEC_RETRY),
     }
 }
 

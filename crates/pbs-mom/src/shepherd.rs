@@ -28,10 +28,11 @@ use std::time::Duration;
 use nix::sys::socket::{AddressFamily, ControlMessageOwned, MsgFlags, SockFlag, SockType, recvmsg, socketpair};
 use nix::unistd::{ForkResult, Gid};
 
+use crate::env;
 use crate::exec::{ChildPlan, Join, path_part};
+use crate::exit_codes::{JOB_EXEC_FAIL1, JOB_EXEC_FAILUID, JOB_EXEC_KILL_WALLTIME};
 use crate::layout::{self, KillReason, Limits, Note, Spec, Started, Status, SuspendClock, now_ms};
 use crate::records;
-use crate::{JOB_EXEC_FAIL1, JOB_EXEC_FAILUID, JOB_EXEC_KILL_WALLTIME, env};
 
 /// A job's umask when `-W umask` does not set one: OpenPBS's 077, so its output and error
 /// files, and whatever it writes, are its owner's alone.

@@ -18,9 +18,9 @@ use blake2::digest::{KeyInit, Mac};
 use pbs_core::conf::DaemonKey;
 use sha2::{Digest, Sha256};
 
-use crate::Role;
 use crate::auth::hex;
 use crate::link::role_tag;
+use crate::messages::Role;
 
 /// Why a key file was not used.
 #[derive(Debug, thiserror::Error)]

@@ -16,6 +16,3 @@ pub mod sched;
 
 pub use codec::{FrameError, MAX_REPLY_FRAME_LEN, MAX_REQUEST_FRAME_LEN, read_frame, write_frame};
 pub use messages::*;
-
-/// Version of this protocol; a peer speaking another version is refused at the handshake.
-pub const PROTOCOL_VERSION: u32 = 2;

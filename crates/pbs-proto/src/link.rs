@@ -28,7 +28,7 @@ use tokio_util::codec::{Decoder, Encoder, Framed, LengthDelimitedCodec};
 
 use crate::auth::{hex, unhex};
 use crate::codec::{FrameError, length_codec};
-use crate::{Hello, HelloReply, PROTOCOL_VERSION, Role};
+use crate::messages::{Hello, HelloReply, PROTOCOL_VERSION, Role};
 
 /// Noise pattern and primitives: no static keys (the cluster key is the only secret), the
 /// pre-shared key mixed in before the first message, so the very first message already

@@ -1,4 +1,4 @@
-//! Message types of every frame, one enum per direction.
+//! Message types of every frame, one enum per direction, and the version they make up.
 //!
 //! Attributes travel as `(name, value)` pairs with resources in dotted form
 //! (`Resource_List.ncpus`), values in the canonical text OpenPBS shows, except time
@@ -6,6 +6,9 @@
 //! into ctime(3) text by the commands, as OpenPBS's qstat does.
 
 use serde::{Deserialize, Serialize};
+
+/// Version of this protocol; a peer speaking another version is refused at the handshake.
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// One attribute: full dotted name and value.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -49,7 +52,7 @@ pub enum Role {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Hello {
-    /// [`crate::PROTOCOL_VERSION`] of the peer.
+    /// [`PROTOCOL_VERSION`] of the peer.
     pub version: u32,
     /// What the peer is.
     pub role: Role,
@@ -61,7 +64,7 @@ pub struct Hello {
 impl Hello {
     /// The Hello of a command on the Unix socket, where the kernel names the peer.
     pub fn local(role: Role) -> Hello {
-        Hello { version: crate::PROTOCOL_VERSION, role, noise: None }
+        Hello { version: PROTOCOL_VERSION, role, noise: None }
     }
 }
 
