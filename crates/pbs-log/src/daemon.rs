@@ -31,9 +31,9 @@ impl DaemonArgs {
         load_conf(&self.conf)
     }
 
-    /// Installs the PBS log layer (see [`crate::init`]) at `info`, or `debug` with `--debug`.
+    /// Installs the PBS log layer (see [`crate::layer::init`]) at `info`, or `debug` with `--debug`.
     pub fn init_log(&self, dir: PathBuf, daemon: &str, default_object: &str) {
-        crate::init(dir, daemon, default_object, if self.debug { "debug" } else { "info" });
+        crate::layer::init(dir, daemon, default_object, if self.debug { "debug" } else { "info" });
     }
 }
 
@@ -57,7 +57,7 @@ pub fn load_conf(path: &Path) -> anyhow::Result<PbsConf> {
 /// Ends a daemon's `main`: writes out the log, then turns `result` into the exit status,
 /// printing an error on stderr as `<name>: <error>: <cause>...` and exiting 1.
 pub fn finish(name: &str, result: anyhow::Result<()>) -> ExitCode {
-    crate::flush();
+    crate::layer::flush();
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -82,7 +82,7 @@ pub fn exit_on_panic() {
         if backtrace.status() == std::backtrace::BacktraceStatus::Captured {
             tracing::error!("backtrace: {backtrace}");
         }
-        crate::flush();
+        crate::layer::flush();
         std::process::abort();
     }));
 }

@@ -37,7 +37,7 @@ pub fn queued(state: &State, key: JobKey) -> Option<StoreOp> {
 pub fn started(state: &State, key: JobKey) -> Option<StoreOp> {
     let job = state.job(key)?;
     let mut text = common(job, 'S');
-    if let Some(placement) = job.placement.as_deref() {
+    if let Some(placement) = job.placement().as_deref() {
         for (resource, value) in assigned(state, &placement.exec, placement.exclusive) {
             let _ = write!(text, "resource_assigned.{resource}=");
             push_quoted(&mut text, &value);

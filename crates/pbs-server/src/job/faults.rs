@@ -166,7 +166,7 @@ pub fn requeue_unreadable(state: &mut State, key: JobKey, now: i64) -> Effects {
 }
 
 fn vnodes(job: &Job) -> Vec<String> {
-    job.placement.as_deref().map(|p| p.exec.vnodes().into_iter().map(str::to_string).collect()).unwrap_or_default()
+    job.placement().as_deref().map(|p| p.exec.vnodes().into_iter().map(str::to_string).collect()).unwrap_or_default()
 }
 
 /// Records that `key` was suspended (`true`) on its nodes, or resumed.

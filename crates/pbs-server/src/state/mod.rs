@@ -65,8 +65,9 @@ pub struct Job {
     pub attrs: AttrList,
     /// Where a job runs: its `exec_vnode`, parsed once when it is set
     /// ([`Job::set_placement`]) or loaded, and read by every event of its run (start, end,
-    /// node failure, signals, restart) instead of being parsed again.
-    pub placement: Option<Arc<Placement>>,
+    /// node failure, signals, restart) instead of being parsed again. Private, so that
+    /// its one writer is [`Job::set_placement`] (and the read-back at a start).
+    placement: Option<Arc<Placement>>,
     /// Since when it accrues its `accrue_type` (seconds since the epoch; 0 for a record
     /// from before eligible time was kept): see `state::accrual`.
     pub accrue_since: i64,
