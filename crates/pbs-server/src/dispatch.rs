@@ -320,7 +320,6 @@ pub(crate) fn handle(state: &mut State, ctx: &Ctx<'_>, id: u64, request: Request
             match crate::job::submit::queue_job(state, ctx, &attrs, script, destination.as_deref()) {
                 Ok((job_id, effects)) => {
                     log_queued(state, ctx.who, &job_id);
-                    state.changes.cycle = true;
                     Handled::Apply(Reply::ok(id, ReplyBody::JobId(job_id)), effects)
                 }
                 Err(e) => fail(e),

@@ -31,7 +31,9 @@ pub fn due(state: &mut State, now: i64) -> Effects {
     let mut effects = Effects::default();
     for what in state.timers.take_due(now) {
         match what {
-            Due::ExecutionTime(seq) => effects.ops.extend(crate::job::deferred::reached(state, seq, now)),
+            Due::ExecutionTime(seq) => {
+                effects.merge(crate::job::deferred::reached(state, seq, now, crate::job::parts::LIFE))
+            }
             Due::NodeWatch => {
                 effects.merge(crate::job::nodefail::requeue_from_failed_nodes(state, now));
                 state.timers.set(Due::NodeWatch, now + NODE_WATCH_EVERY);

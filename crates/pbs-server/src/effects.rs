@@ -49,6 +49,27 @@ pub struct JobStep {
 /// The kinds of [`JobStep`], with what a follower needs of each.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StepKind {
+    /// It was submitted.
+    Queued,
+    /// Its attributes changed.
+    Altered,
+    /// It went to another queue.
+    Moved,
+    /// Holds were put on it.
+    Held,
+    /// Holds were lifted, or its execution time came.
+    Released,
+    /// Its mom confirmed the start.
+    Confirmed,
+    /// It was stopped; `by_scheduler`: preemption's suspension.
+    Suspended {
+        /// The scheduler suspended it.
+        by_scheduler: bool,
+    },
+    /// It runs again.
+    Resumed,
+    /// Its mom was told to end it.
+    Ending,
     /// It started on its placement.
     Started,
     /// Its run went back to the queue; `checkpointed`: preemption's `C`, with its usage.

@@ -12,6 +12,7 @@ use pbs_proto::{Attr, Reply, ReplyBody, Request};
 use crate::dispatch::{Handled, ReplyParts, handle};
 use crate::effects::{Delivery, Effects};
 use crate::identity::Identity;
+use crate::job::life::Step;
 use crate::jobkey::JobKey;
 use crate::request::Ctx;
 use crate::state::{Named, State};
@@ -109,10 +110,8 @@ impl Fixture {
             who.privilege(self.state.server_attr("managers", None), self.state.server_attr("operators", None));
         let ctx = Ctx { who, privilege, now: self.now, groups: &[], hook_attrs: &[] };
         match handle(&mut self.state, &ctx, 1, request) {
-            Handled::Apply(reply, mut effects) => {
-                // As `apply_effects` does before the commit: accrual, and written jobs are
-                // marked.
-                crate::state::accrual::on_written(&mut self.state, &mut effects.ops, self.now);
+            Handled::Apply(reply, effects) => {
+                // As `apply_effects` does before the commit: written jobs are marked.
                 crate::sched_view::note_written(&mut self.state, &effects.ops);
                 // No request leaves a job's kept select or place behind its attributes,
                 // nor a written job's kept indices or depend list.
@@ -152,8 +151,8 @@ impl Fixture {
         let (reply, effects) = self.request(&root(), Request::RunJob { id: id.clone(), exec_vnode: Some("n1".into()) });
         assert_eq!(reply.code, 0, "{reply:?}");
         assert_eq!(effects.launches.len(), 1);
-        let ops = crate::job::end::job_started(&mut self.state, "n1", &id, 42);
-        assert_eq!(writes(&Effects::ops(ops)), ["PutJob"]);
+        let effects = crate::job::end::job_started(&mut self.state, "n1", &id, 42, self.now);
+        assert_eq!(writes(&effects), ["PutJob"]);
         (crate::jobkey::key_of(&id).unwrap_or(JobKey::job(u64::MAX)), id)
     }
 
@@ -652,7 +651,8 @@ fn a_resumed_run_holds_its_node_as_its_run_did_whatever_the_node_became() {
     let key = crate::jobkey::key_of(&id).expect("a key");
     assert_eq!(f.state.job(key).and_then(|j| j.placement()).map(|p| p.exclusive), Some(true));
     assert!(f.state.node_rt["n1"].exclusive);
-    crate::job::signal::suspend_resume(&mut f.state, key, true, f.now).expect("suspended");
+    crate::job::signal::suspend_resume(&mut f.state, key, Step::Suspended { by_scheduler: false }, f.now)
+        .expect("suspended");
     assert!(!f.state.node_rt["n1"].exclusive, "a suspended job holds nothing");
     crate::state::set_named(
         &mut f.state.nodes[0].attrs,
@@ -661,7 +661,7 @@ fn a_resumed_run_holds_its_node_as_its_run_did_whatever_the_node_became() {
         "ignore_excl",
         &mut f.state.interner,
     );
-    crate::job::signal::suspend_resume(&mut f.state, key, false, f.now).expect("resumed");
+    crate::job::signal::suspend_resume(&mut f.state, key, Step::Resumed, f.now).expect("resumed");
     assert!(f.state.node_rt["n1"].exclusive, "the resumed run shares the node its run took whole");
     // Its end gives back what it holds.
     let effects = crate::job::end::lost(&mut f.state, key, f.now);
@@ -1059,7 +1059,8 @@ fn preempt_jobs_is_a_managers_and_tries_each_jobs_methods_in_rounds() {
     // answer: that job falls to C, asked of its mom, who has no checkpoint script; then R,
     // whose kill goes out in the next round.
     let effects = crate::job::preempt::answered(&mut f.state, &mut preemption, &round, &[Some(Ok(())), None], f.now);
-    assert_eq!(writes(&effects), ["PutJob", "PutJob"]);
+    // The stopped job's one write, substate 45 (the scheduler's suspension) from the start.
+    assert_eq!(writes(&effects), ["PutJob"]);
     assert_eq!(records(&effects), [format!("z;{id}")]);
     assert_eq!(f.job_state(key), Some(JobState::Suspended));
     assert_eq!(f.state.job(key).map(|j| j.substate), Some(pbs_core::Substate::SCHSUSP));
@@ -1198,7 +1199,7 @@ fn a_subjob_requeued_while_its_array_is_held_waits_for_the_release() {
     let subjob = pbs_core::JobId::subjob(seq, 1, "svr").to_string();
     let (reply, _) = f.request(&root(), Request::RunJob { id: subjob.clone(), exec_vnode: Some("n1".into()) });
     assert_eq!(reply.code, 0, "{reply:?}");
-    crate::job::end::job_started(&mut f.state, "n1", &subjob, 42);
+    crate::job::end::job_started(&mut f.state, "n1", &subjob, 42, f.now);
     let (reply, _) = f.request(&alice(), Request::HoldJob { ids: ids(&[&array]), hold_types: "u".into() });
     assert_eq!(reply.code, 0, "{reply:?}");
     let (reply, _) = f.request(&root(), Request::RerunJob { ids: ids(&[&subjob]), force: false });
@@ -1397,9 +1398,8 @@ fn eligible_time_accrues_only_while_a_job_could_run_and_survives_a_restart() {
     };
     let (errors, _) = crate::sched_view::apply_decisions(&mut f.state, &update("3"), f.now, None);
     assert_eq!(errors.len(), 1, "a scheduler never sets run time");
-    let (errors, mut effects) = crate::sched_view::apply_decisions(&mut f.state, &update("2"), f.now, None);
+    let (errors, effects) = crate::sched_view::apply_decisions(&mut f.state, &update("2"), f.now, None);
     assert!(errors.is_empty(), "{errors:?}");
-    crate::state::accrual::on_written(&mut f.state, &mut effects.ops, f.now);
     f.now += 50;
     let shown = |f: &Fixture, privilege| {
         let filter = StatusFilter::new(&[], privilege).with_eligible_time(&f.state, f.now);
@@ -1521,7 +1521,7 @@ fn a_job_set_start_deleted_before_it_ran_releases_the_others() {
     let (reply, _) = f.request(&root(), Request::RunJob { id: third.clone(), exec_vnode: Some("n1".into()) });
     assert_eq!(reply.code, 0, "{reply:?}");
     assert_eq!(f.state.jobs.get(&seq(&leader)).map(|j| j.substate.0), Some(95));
-    assert!(!crate::job::end::job_started(&mut f.state, "n1", &third, 4242).is_empty());
+    assert!(!crate::job::end::job_started(&mut f.state, "n1", &third, 4242, f.now).ops.is_empty());
     let effects = crate::job::end::force_delete(&mut f.state, JobKey::job(seq(&third)), f.now);
     assert!(records(&effects).iter().any(|r| r.starts_with(&format!("A;{leader}"))), "{:?}", records(&effects));
     assert!(!f.state.jobs.contains_key(&seq(&leader)));
@@ -1551,7 +1551,7 @@ fn a_runone_start_deleted_before_it_ran_releases_the_others() {
     let third = f.submit(&alice(), &[("depend", format!("runone:{first}").as_str())]);
     let (reply, _) = f.request(&root(), Request::RunJob { id: third.clone(), exec_vnode: Some("n1".into()) });
     assert_eq!(reply.code, 0, "{reply:?}");
-    assert!(!crate::job::end::job_started(&mut f.state, "n1", &third, 4242).is_empty());
+    assert!(!crate::job::end::job_started(&mut f.state, "n1", &third, 4242, f.now).ops.is_empty());
     let effects = crate::job::end::force_delete(&mut f.state, JobKey::job(seq(&third)), f.now);
     assert!(records(&effects).iter().any(|r| r.starts_with(&format!("A;{first}"))), "{:?}", records(&effects));
     assert!(!f.state.jobs.contains_key(&seq(&first)));

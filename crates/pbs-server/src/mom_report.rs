@@ -34,7 +34,7 @@ pub fn apply(state: &mut State, node: &str, report: FromMom, now: i64) -> Effect
             effects
         }
         FromMom::JobStarted { job_id, session_id } => {
-            Effects::ops(crate::job::end::job_started(state, node, &job_id, session_id))
+            crate::job::end::job_started(state, node, &job_id, session_id, now)
         }
         FromMom::JobUsage { job_id, usage } => {
             crate::job::end::job_usage(state, node, &job_id, &usage);
@@ -125,7 +125,7 @@ fn reconcile(state: &mut State, node: &str, held: &[MomJob], now: i64) -> Effect
                     .any(|key| Some(key) == crate::jobkey::key_of(&job.job_id));
                 if known {
                     if job.session_id > 0 {
-                        effects.ops.extend(crate::job::end::job_started(state, node, &job.job_id, job.session_id));
+                        effects.merge(crate::job::end::job_started(state, node, &job.job_id, job.session_id, now));
                     }
                     crate::job::end::job_usage(state, node, &job.job_id, &job.usage);
                 } else {

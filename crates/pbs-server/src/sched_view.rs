@@ -252,7 +252,7 @@ pub fn apply_decisions(
                 let verdict = verdicts.next();
                 let result = match verdict {
                     Some(Err(refusal)) => {
-                        Err(crate::hooks::event::run_refused(state, &decision.job_id, refusal, &mut effects))
+                        Err(crate::hooks::event::run_refused(state, &decision.job_id, refusal, now, &mut effects))
                     }
                     Some(Ok(changes)) if !changes.is_empty() => {
                         crate::hooks::event::apply_hook_changes(state, &decision.job_id, changes, now, &mut effects)

@@ -226,9 +226,7 @@ impl Server {
     pub fn apply_effects(self: &Arc<Self>, shared: &mut Shared, effects: Effects) -> Applied {
         // The steps of jobs' lives have no follower outside the lock yet: the scheduler is
         // told by the notice part of `job::life`, under it.
-        let Effects { mut ops, to_moms, launches, periodic_hooks, steps: _ } = effects;
-        // What each written job now accrues, as OpenPBS's state changes decide it.
-        crate::state::accrual::on_written(&mut shared.state, &mut ops, chrono::Utc::now().timestamp());
+        let Effects { ops, to_moms, launches, periodic_hooks, steps: _ } = effects;
         crate::sched_view::note_written(&mut shared.state, &ops);
         let ack = (!ops.is_empty()).then(|| self.store.commit(ops));
         crate::sched_view::flush(&mut shared.state, &mut shared.links);

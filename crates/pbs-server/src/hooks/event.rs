@@ -180,14 +180,16 @@ pub fn run_refused(
     state: &mut State,
     job_id: &str,
     refusal: &ReqError,
+    now: i64,
     effects: &mut crate::effects::Effects,
 ) -> ReqError {
     let comment = format!("Not Running: PBS Error: {}", refusal.message);
-    if let Some(job) = crate::jobkey::key_of(job_id).and_then(|key| state.job_mut(key)) {
-        if job.get("comment", None) != Some(comment.as_str()) {
-            job.attrs.set(job_idx!("comment"), None, comment);
-            effects.ops.push(job.put_op(None));
-        }
+    let Some(key) = crate::jobkey::key_of(job_id) else { return refusal.clone() };
+    if let Some(job) = state.job_mut(key)
+        && job.get("comment", None) != Some(comment.as_str())
+    {
+        job.attrs.set(job_idx!("comment"), None, comment);
+        crate::job::parts::LIFE.step(state, key, crate::job::life::Step::Altered, now, effects);
     }
     refusal.clone()
 }

@@ -1,8 +1,10 @@
 //! The accounting part of a job's life (`job::life`): which record each step writes, and
 //! where in the commit. A run's `E` or `R` is taken from the job as it ran, before the
-//! transition changes it; a start's `S` from the job as it runs; a job a dependency or its
-//! set ends gets its `A`. qdel's `D` is the request's, written by `job::delete` as the
-//! request is taken.
+//! transition changes it; a start's `S` from the job as it runs; a suspension's `z` and a
+//! resumption's `r` after the job's write; a move's `Q` in its new queue; a job a
+//! dependency or its set ends gets its `A`. qdel's `D` is the request's, written by
+//! `job::delete` as the request is taken, and a submission's `Q` is `job::submit`'s (its
+//! text depends on what the job's dependencies did before the step).
 
 use crate::effects::Effects;
 use crate::job::life::{At, Step};
@@ -34,8 +36,16 @@ impl crate::job::life::Part for Part {
     }
 
     fn after(&self, state: &mut State, at: &At<'_>, out: &mut Effects) {
-        if let Step::Started { .. } = at.step {
-            out.ops.extend(crate::accounting::started(state, at.key));
+        match at.step {
+            Step::Started { .. } => out.ops.extend(crate::accounting::started(state, at.key)),
+            Step::Suspended { .. } => {
+                if let Some(job) = state.job(at.key) {
+                    out.ops.push(crate::accounting::suspended(job, at.id));
+                }
+            }
+            Step::Resumed => out.ops.push(crate::accounting::resumed(at.id)),
+            Step::Moved => out.ops.extend(crate::accounting::queued(state, at.key)),
+            _ => {}
         }
     }
 }

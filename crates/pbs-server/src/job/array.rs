@@ -103,7 +103,14 @@ impl crate::job::life::Part for Part {
 
     fn after(&self, state: &mut State, at: &crate::job::life::At<'_>, out: &mut crate::effects::Effects) {
         use crate::job::life::Step;
-        let Some(index) = at.key.index else { return };
+        let Some(index) = at.key.index else {
+            // A held array's queued subjobs wait, its running ones go on; released, it is
+            // begun (or queued) again.
+            if matches!(at.step, Step::Held | Step::Released) && state.jobs.get(&at.key.seq).is_some_and(|j| j.array) {
+                out.merge(refresh_with(state, at.key.seq, at.now, true, at.life));
+            }
+            return;
+        };
         let seq = at.key.seq;
         match at.step {
             Step::Started { .. } => {
@@ -124,7 +131,7 @@ impl crate::job::life::Part for Part {
                 }
                 out.merge(refresh_after_end(state, seq, at.now, at.life));
             }
-            Step::Left { .. } => {}
+            _ => {}
         }
     }
 }

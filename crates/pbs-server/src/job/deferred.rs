@@ -7,17 +7,34 @@
 use pbs_core::JobState;
 
 use crate::attrlist::AttrList;
+use crate::effects::Effects;
+use crate::jobkey::JobKey;
 use crate::state::State;
 use crate::state::timers::Due;
-use crate::store::StoreOp;
 
 /// A job's execution time (of its attributes), if it has one.
 pub fn execution_time(attrs: &AttrList) -> Option<i64> {
     attrs.get(job_idx!("Execution_Time"), None).and_then(|t| t.parse::<i64>().ok())
 }
 
-/// Sets the timer of job `seq` if it waits for its execution time; called wherever a job
-/// may enter `W` (submission, qalter, qrls) and at start for every job.
+/// Deferred start's part of a job's life (`job::life`): a job that waits for its execution
+/// time after a step (submitted, altered, released with `-a` ahead) has its timer set.
+pub struct Part;
+
+impl crate::job::life::Part for Part {
+    fn name(&self) -> &'static str {
+        "deferred start"
+    }
+
+    fn after(&self, state: &mut State, at: &crate::job::life::At<'_>, _out: &mut Effects) {
+        if at.is_job() {
+            arm(state, at.key.seq);
+        }
+    }
+}
+
+/// Sets the timer of job `seq` if it waits for its execution time: after each of its
+/// steps ([`Part`]) and at start for every job.
 pub fn arm(state: &mut State, seq: u64) {
     let Some(job) = state.jobs.get(&seq) else { return };
     if job.state != JobState::Waiting {
@@ -38,11 +55,12 @@ pub fn arm_all(state: &mut State) {
 }
 
 /// Job `seq`'s execution time has come: if it still waits for it, it becomes eligible.
-pub fn reached(state: &mut State, seq: u64, now: i64) -> Vec<StoreOp> {
-    let Some(job) = state.jobs.get_mut(&seq) else { return Vec::new() };
+pub fn reached(state: &mut State, seq: u64, now: i64, life: crate::job::life::Life<'_>) -> Effects {
+    let mut out = Effects::default();
+    let Some(job) = state.jobs.get_mut(&seq) else { return out };
     // Altered, held, released or deleted since the entry was set: its state says what holds.
     if job.state != JobState::Waiting || execution_time(&job.attrs).is_some_and(|t| t > now) {
-        return Vec::new();
+        return out;
     }
     job.attrs.unset(job_idx!("Execution_Time"), None);
     job.state = JobState::Queued;
@@ -50,7 +68,6 @@ pub fn reached(state: &mut State, seq: u64, now: i64) -> Vec<StoreOp> {
     let stamp = now.to_string();
     job.attrs.set(job_idx!("etime"), None, stamp.as_str());
     job.attrs.set(job_idx!("mtime"), None, stamp.as_str());
-    let op = job.put_op(None);
-    state.changes.cycle = true;
-    vec![op]
+    life.step(state, JobKey::job(seq), crate::job::life::Step::Released, now, &mut out);
+    out
 }

@@ -11,7 +11,6 @@ use crate::job::parts::LIFE;
 use crate::job::running::SUBSTATE_PRERUN;
 use crate::jobkey::{JobKey, key_of};
 use crate::state::{EndReason, Job, State};
-use crate::store::StoreOp;
 
 /// Text of a Usage as `resources_used` values.
 fn usage_attrs(usage: &Usage) -> [(&'static str, String); 6] {
@@ -46,17 +45,13 @@ fn running_on(state: &State, node: &str, job_id: &str) -> Option<JobKey> {
 }
 
 /// The mom says the job's shell is running.
-pub fn job_started(state: &mut State, node: &str, job_id: &str, session_id: i64) -> Vec<StoreOp> {
-    let Some(key) = running_on(state, node, job_id) else { return Vec::new() };
-    state.starting.remove(&key);
+pub fn job_started(state: &mut State, node: &str, job_id: &str, session_id: i64, now: i64) -> Effects {
+    let mut out = Effects::default();
+    let Some(key) = running_on(state, node, job_id) else { return out };
     let ncpus = state.job(key).and_then(|j| j.get("Resource_List", Some("ncpus"))).unwrap_or("1").to_string();
     set_usage(state, key, &Usage { ncpus: ncpus.parse().unwrap_or(1), ..Usage::default() });
-    let Some(job) = state.job_mut(key) else { return Vec::new() };
-    if job.substate == SUBSTATE_PRERUN {
-        job.substate = Substate::RUNNING;
-    }
-    job.attrs.set(job_idx!("session_id"), None, session_id.to_string());
-    vec![job.put_op(None)]
+    crate::job::parts::LIFE.step(state, key, crate::job::life::Step::Confirmed { session_id }, now, &mut out);
+    out
 }
 
 /// A usage sample: kept in memory, written with the job's next change.
@@ -200,8 +195,9 @@ pub fn begin_end(state: &mut State, key: JobKey, reason: EndReason, now: i64) ->
         job.state = JobState::Running;
         job.substate = Substate::RUNNING;
     }
-    let ops = vec![job.put_op(None)];
-    Effects { ops, to_moms: frames, ..Effects::default() }
+    let mut out = Effects { to_moms: frames, ..Effects::default() };
+    crate::job::parts::LIFE.step(state, key, crate::job::life::Step::Ending, now, &mut out);
+    out
 }
 
 /// Ends a running job without waiting for its mom (`qdel -W force`): resources are freed

@@ -277,7 +277,7 @@ impl crate::job::life::Part for Part {
                     ended(state, leader, seq, *ran, at, out);
                 }
             }
-            Step::Left { .. } => {}
+            _ => {}
         }
     }
 }

@@ -1,12 +1,13 @@
-//! A job's life: the one place a job starts, is requeued, ends or leaves the live set.
+//! A job's life: the one place a job is queued, altered, held, released, started,
+//! confirmed, suspended, resumed, requeued, ended or leaves the live set.
 //!
-//! A verb (a run, a mom's report of an end, qdel, qrerun, a lost node, a dependency that
-//! can no longer be met, a job set's member that ran) does its own checks and records its
-//! input (a mom's usage and exit status), then calls [`step`] with what happened. The
-//! shared transition (state, substate, timestamps, node holds, the job's own write, and
-//! history or removal) is written once, here; every feature that follows jobs is a
-//! [`Part`] listed once in the table of `job::parts`, whose order is the order of a
-//! commit's writes:
+//! A verb (qsub, qalter, qhold, a run, a mom's report, qsig, qdel, qrerun, a lost node, a
+//! dependency that can no longer be met, a job set's member that ran) does its own checks
+//! and records its input (a mom's usage and exit status, the attributes a user set), then
+//! calls [`step`] with what happened. The shared transition (state, substate, timestamps,
+//! node holds, the job's own write, and history or removal) is written once, here; every
+//! feature that follows jobs is a [`Part`] listed once in the table of `job::parts`, whose
+//! order is the order of a commit's writes:
 //!
 //! - `before` the transition, a part records what the job was (the accounting record of
 //!   a run that ends) and changes the job itself, so the job's own write carries it;
@@ -35,6 +36,36 @@ use crate::store::StoreOp;
 /// What happens to a job.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Step {
+    /// A job was submitted: its record, just made, is written with its script.
+    Queued {
+        /// The job's script, stored with it.
+        script: String,
+    },
+    /// The verb changed the job's attributes (qalter, qorder, a hook's changes, a run a
+    /// hook refused); the step writes them.
+    Altered,
+    /// qmove put the job in another queue.
+    Moved,
+    /// The verb put holds on the job (qhold), or took the state they leave.
+    Held,
+    /// The verb lifted holds (qrls), or the job's execution time came (`Execution_Time`).
+    Released,
+    /// Its mom says the job's shell runs (`session_id`): substate running.
+    Confirmed {
+        /// The session the mom started.
+        session_id: i64,
+    },
+    /// A running job is stopped (qsig suspend, or the scheduler's preemption, which
+    /// resumes it when room returns); its consumables are released while it is.
+    Suspended {
+        /// By the scheduler (substate 45), not a user's signal.
+        by_scheduler: bool,
+    },
+    /// A suspended job runs again, its consumables taken back.
+    Resumed,
+    /// Its mom is told to end the run (qdel, a preemption by deletion, a walltime): the
+    /// verb set what the job shows until its mom reports the end.
+    Ending,
     /// A queued job (or a subjob, its record just made) starts on `placement`.
     Started {
         /// Where it runs, decided by the run.
@@ -94,6 +125,15 @@ impl Step {
     /// The step as [`Effects::steps`] carries it.
     pub fn kind(&self) -> StepKind {
         match self {
+            Step::Queued { .. } => StepKind::Queued,
+            Step::Altered => StepKind::Altered,
+            Step::Moved => StepKind::Moved,
+            Step::Held => StepKind::Held,
+            Step::Released => StepKind::Released,
+            Step::Confirmed { .. } => StepKind::Confirmed,
+            Step::Suspended { by_scheduler } => StepKind::Suspended { by_scheduler: *by_scheduler },
+            Step::Resumed => StepKind::Resumed,
+            Step::Ending => StepKind::Ending,
             Step::Started { .. } => StepKind::Started,
             Step::Requeued { checkpointed } => StepKind::Requeued { checkpointed: *checkpointed },
             Step::Ended { exit, ran, .. } => StepKind::Ended { exit: *exit, ran: *ran },
@@ -123,6 +163,9 @@ pub struct At<'a> {
     pub history: bool,
     /// The parts this step goes through.
     pub life: Life<'a>,
+    /// Where this step's writes begin in the effects' `ops`: every job write from there on
+    /// (the job's own, and those of other jobs its parts changed) is the step's.
+    pub written_from: usize,
 }
 
 impl At<'_> {
@@ -162,7 +205,7 @@ impl Life<'_> {
         let id = job.id(&state.server_name);
         let purged = matches!(step, Step::Left { why: Why::Deleted { purged: true } });
         let history = state.server_flag("job_history_enable", false) && !purged;
-        let at = At { key, id: &id, step: &step, now, history, life: self };
+        let at = At { key, id: &id, step: &step, now, history, life: self, written_from: out.ops.len() };
         for part in self.parts {
             part.before(state, &at, out);
         }
@@ -186,6 +229,40 @@ impl Life<'_> {
 fn transition(state: &mut State, at: &At<'_>) -> Vec<StoreOp> {
     let (key, now) = (at.key, at.now);
     match at.step {
+        Step::Queued { script } => own_write(state, key, Some(script.clone())),
+        Step::Altered | Step::Moved | Step::Held | Step::Released | Step::Ending => own_write(state, key, None),
+        Step::Confirmed { session_id } => {
+            state.starting.remove(&key);
+            let Some(job) = state.job_mut(key) else { return Vec::new() };
+            if job.substate == crate::job::running::SUBSTATE_PRERUN {
+                job.substate = Substate::RUNNING;
+            }
+            job.attrs.set(job_idx!("session_id"), None, session_id.to_string());
+            vec![job.put_op(None)]
+        }
+        Step::Suspended { .. } | Step::Resumed => {
+            let suspend = matches!(at.step, Step::Suspended { .. });
+            if let Some(placement) = state.job(key).and_then(|j| j.placement()) {
+                crate::node::account(state, key, at.id, &placement.exec, placement.exclusive, !suspend, now);
+            }
+            let Some(job) = state.job_mut(key) else { return Vec::new() };
+            match at.step {
+                Step::Suspended { by_scheduler } => {
+                    job.state = JobState::Suspended;
+                    job.substate = if *by_scheduler { Substate::SCHSUSP } else { Substate::SUSPEND };
+                }
+                _ => {
+                    job.state = JobState::Running;
+                    job.substate = Substate::RUNNING;
+                    // OpenPBS's comment once a job runs again; a suspension leaves it alone.
+                    if let Some(exec_vnode) = job.get("exec_vnode", None).map(str::to_string) {
+                        job.attrs.set(job_idx!("comment"), None, crate::job::running::run_comment(&exec_vnode, now));
+                    }
+                }
+            }
+            job.attrs.set(job_idx!("mtime"), None, now.to_string());
+            vec![job.put_op(None)]
+        }
         Step::Started { placement, run_count } => {
             let exec_text = placement.exec.to_string();
             crate::node::account(state, key, at.id, &placement.exec, placement.exclusive, true, now);
@@ -270,6 +347,11 @@ fn transition(state: &mut State, at: &At<'_>) -> Vec<StoreOp> {
             finished(state, at, substate, comment)
         }
     }
+}
+
+/// The job's record as the verb left it.
+fn own_write(state: &State, key: JobKey, script: Option<String>) -> Vec<StoreOp> {
+    state.job(key).map(|job| vec![job.put_op(script)]).unwrap_or_default()
 }
 
 /// A job leaving the live set: kept in history (`F`, with `substate`, its times and the

@@ -6,7 +6,9 @@ use pbs_proto::{Attr, IdError};
 
 use crate::effects::Effects;
 use crate::error::ReqError;
+use crate::job::life::Step;
 use crate::job::submit::{alter_nodes, apply_resource_defaults, check_queue_limits, check_resource_rules};
+use crate::jobkey::JobKey;
 use crate::request::attrs::check_job_attr;
 use crate::request::{Ctx, per_id};
 use crate::state::{Job, State};
@@ -105,14 +107,14 @@ pub fn modify_jobs(state: &mut State, ctx: &Ctx<'_>, ids: &[String], attrs: &[At
         if let Some(join) = job_set {
             crate::job::jobset::moved(state, seq, join, ctx.now);
         }
+        let mut out = Effects { to_moms: to_mom, ..Effects::default() };
+        crate::job::parts::LIFE.step(state, JobKey::job(seq), Step::Altered, ctx.now, &mut out);
+        // The `a` record names what the request set, which only the verb knows.
         let Some(job) = state.jobs.get(&seq) else {
             return Err(ReqError::new(Pbse::UNKJOBID));
         };
-        let mut ops = vec![job.put_op(None)];
-        ops.extend(crate::accounting::altered(job, &job.id(&state.server_name), attrs));
-        crate::entity_limits::job_changed(state, seq);
-        crate::job::deferred::arm(state, seq);
-        Ok(Effects { ops, to_moms: to_mom, ..Effects::default() })
+        out.ops.extend(crate::accounting::altered(job, &job.id(&state.server_name), attrs));
+        Ok(out)
     })
 }
 
@@ -181,11 +183,9 @@ pub fn hold_jobs(
         if begun_array || matches!(job.state, JobState::Queued | JobState::Held | JobState::Waiting) {
             settle_queued_state(job, ctx.now);
         }
-        let mut effects = Effects::ops(vec![job.put_op(None)]);
-        if job.array {
-            effects.merge(crate::job::array::refresh(state, seq, ctx.now, crate::job::parts::LIFE));
-        }
-        crate::job::deferred::arm(state, seq);
-        Ok(effects)
+        let step = if hold { Step::Held } else { Step::Released };
+        let mut out = Effects::default();
+        crate::job::parts::LIFE.step(state, JobKey::job(seq), step, ctx.now, &mut out);
+        Ok(out)
     })
 }

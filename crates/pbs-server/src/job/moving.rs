@@ -52,17 +52,15 @@ fn move_one(state: &mut State, ctx: &Ctx<'_>, seq: u64, destination: &str) -> Re
     let id = job.id(&state.server_name);
     job.queue = queue;
     job.attrs.set(job_idx!("mtime"), None, ctx.now.to_string());
-    let mut ops = vec![job.put_op(None)];
-    ops.extend(crate::accounting::queued(state, JobKey::job(seq)));
     tracing::info!(
         object_type = "Job",
         object_name = id.as_str(),
         "Job moved to {queue_name} at request of {}",
         ctx.who.user_at_host()
     );
-    crate::entity_limits::job_changed(state, seq);
-    state.changes.cycle = true;
-    Ok(Effects::ops(ops))
+    let mut out = Effects::default();
+    crate::job::parts::LIFE.step(state, JobKey::job(seq), crate::job::life::Step::Moved, ctx.now, &mut out);
+    Ok(out)
 }
 
 /// Whether job `seq` may enter the queue at `queue_index` from another: the one rule of

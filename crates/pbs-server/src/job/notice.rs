@@ -1,7 +1,8 @@
-//! The scheduler's part of a job's life (`job::life`), the last of the table: a job that
-//! went back to the queue, ended or left is marked for the scheduler (its view, or its
-//! id once it is gone) and a cycle is asked for, since its resources or its place in a
-//! queue are free for others. A start is told by its write (`sched_view::note_written`).
+//! The scheduler's part of a job's life (`job::life`), the last of the table: every job a
+//! step changes is marked for the scheduler (its view, or its id once it is gone), and
+//! every step but a start and its confirmation asks for a cycle, since resources, a
+//! place in a queue or a job that may run changed. A start and its confirmation are the
+//! scheduler's own decision coming true: no cycle for them.
 
 use crate::effects::Effects;
 use crate::job::life::{At, Step};
@@ -16,10 +17,9 @@ impl crate::job::life::Part for Part {
     }
 
     fn after(&self, state: &mut State, at: &At<'_>, _out: &mut Effects) {
-        if let Step::Started { .. } = at.step {
-            return;
-        }
         state.changes.jobs.insert(at.key, at.id.to_string());
-        state.changes.cycle = true;
+        if !matches!(at.step, Step::Started { .. } | Step::Confirmed { .. }) {
+            state.changes.cycle = true;
+        }
     }
 }

@@ -8,6 +8,7 @@ use pbs_core::{ArrayPart, JobId, JobState, Pbse};
 
 use crate::effects::Effects;
 use crate::error::ReqError;
+use crate::jobkey::JobKey;
 use crate::request::{Ctx, may_act_on};
 use crate::state::State;
 
@@ -41,16 +42,14 @@ pub fn order_jobs(state: &mut State, ctx: &Ctx<'_>, first: &str, second: &str) -
         state.jobs.get(&seq).and_then(|j| j.get("queue_rank", None)).map_or_else(|| seq.to_string(), str::to_string)
     };
     let (rank_a, rank_b) = (rank_of(state, first), rank_of(state, second));
-    let mut ops = Vec::with_capacity(2);
+    let mut out = Effects::default();
     for (seq, rank, queue) in [(first, rank_b, queue_b), (second, rank_a, queue_a)] {
         let Some(job) = state.jobs.get_mut(&seq) else { return Err(ReqError::new(Pbse::UNKJOBID)) };
         job.attrs.set(job_idx!("queue_rank"), None, rank);
         job.queue = queue;
-        ops.push(job.put_op(None));
-        crate::entity_limits::job_changed(state, seq);
+        crate::job::parts::LIFE.step(state, JobKey::job(seq), crate::job::life::Step::Altered, ctx.now, &mut out);
     }
-    state.changes.cycle = true;
-    Ok(Effects::ops(ops))
+    Ok(out)
 }
 
 /// The job `id` names, if the caller may act on it. A subjob or a range cannot be ordered

@@ -2,7 +2,8 @@
 //! a commit: a run's accounting record before the job's own write and before what its
 //! end means for other jobs (a job's `E` before its children are released), the OR-ed
 //! request put back before a requeued job's write, then the arrays, the dependencies,
-//! runone groups and job sets, and the scheduler's notice last. A new feature that
+//! runone groups and job sets, deferred start and entity limits, eligible time once every
+//! job the step writes is written, and the scheduler's notice last. A new feature that
 //! follows jobs is a part here, never a call from a verb.
 
 use crate::job::life::{Life, Part};
@@ -15,6 +16,9 @@ pub const PARTS: &[&dyn Part] = &[
     &crate::job::depend::Part,
     &crate::job::runone::Part,
     &crate::job::jobset::Part,
+    &crate::job::deferred::Part,
+    &crate::job::limits::Part,
+    &crate::job::eligible::Part,
     &crate::job::notice::Part,
 ];
 

@@ -332,12 +332,7 @@ fn preempted(target: &mut Target, method: Method) {
 /// The job is stopped: suspended by the scheduler (substate 45, which the scheduler
 /// resumes when room returns), its resources released as a qsig suspension releases them.
 fn suspend(state: &mut State, key: JobKey, now: i64) -> Result<Effects, ReqError> {
-    // Its `z` record among these; the job's record is written again below, substate 45.
-    let mut ops = crate::job::signal::suspend_resume(state, key, true, now)?;
-    let job = state.job_mut(key).ok_or_else(|| ReqError::new(Pbse::UNKJOBID))?;
-    job.substate = Substate::SCHSUSP;
-    ops.push(job.put_op(None));
-    Ok(Effects::ops(ops))
+    crate::job::signal::suspend_resume(state, key, crate::job::life::Step::Suspended { by_scheduler: true }, now)
 }
 
 /// Whether every job is decided.

@@ -3,50 +3,35 @@
 
 use std::collections::HashMap;
 
-use pbs_core::{JobState, Pbse, Substate};
+use pbs_core::{JobState, Pbse};
 use pbs_proto::IdError;
 use pbs_proto::mom::ToMom;
 
 use crate::effects::Effects;
 use crate::error::ReqError;
 use crate::job::end::{begin_end, lost};
+use crate::job::life::Step;
 use crate::jobkey::JobKey;
 use crate::state::{EndReason, State};
-use crate::store::StoreOp;
 
 /// The state a job must be in to be suspended (`suspend`) or resumed.
 fn state_before(suspend: bool) -> JobState {
     if suspend { JobState::Running } else { JobState::Suspended }
 }
 
-/// Suspends (`suspend = true`) or resumes a running job: its ncpus and other consumables
-/// are released while it is stopped and taken again when it continues, as OpenPBS does.
-pub fn suspend_resume(state: &mut State, key: JobKey, suspend: bool, now: i64) -> Result<Vec<StoreOp>, ReqError> {
+/// Suspends (a [`Step::Suspended`]) or resumes ([`Step::Resumed`]) a running job: its
+/// ncpus and other consumables are released while it is stopped and taken again when it
+/// continues, as OpenPBS does.
+pub fn suspend_resume(state: &mut State, key: JobKey, step: Step, now: i64) -> Result<Effects, ReqError> {
+    let suspend = matches!(step, Step::Suspended { .. });
     let job = state.job(key).ok_or_else(|| ReqError::new(Pbse::UNKJOBID))?;
-    if job.state != state_before(suspend) {
+    if job.state != state_before(suspend) || job.placement().is_none() {
         return Err(ReqError::new(Pbse::BADSTATE));
     }
-    let placement = job.placement().ok_or_else(|| ReqError::new(Pbse::BADSTATE))?;
-    let job_id = job.id(&state.server_name);
-    crate::node::account(state, key, &job_id, &placement.exec, placement.exclusive, !suspend, now);
-    let Some(job) = state.job_mut(key) else { return Err(ReqError::new(Pbse::UNKJOBID)) };
-    if suspend {
-        job.state = JobState::Suspended;
-        job.substate = Substate::SUSPEND;
-    } else {
-        job.state = JobState::Running;
-        job.substate = Substate::RUNNING;
-    }
-    job.attrs.set(job_idx!("mtime"), None, now.to_string());
-    // OpenPBS's comment once a job runs again; a suspension leaves the comment alone.
-    if !suspend && let Some(exec_vnode) = job.get("exec_vnode", None).map(str::to_string) {
-        job.attrs.set(job_idx!("comment"), None, crate::job::running::run_comment(&exec_vnode, now));
-    }
-    let record = if suspend { crate::accounting::suspended(job, &job_id) } else { crate::accounting::resumed(&job_id) };
-    let ops = vec![job.put_op(None), record];
-    state.changes.cycle = true;
+    let mut out = Effects::default();
+    crate::job::parts::LIFE.step(state, key, step, now, &mut out);
     crate::job::faults::note_suspended(state, key, suspend);
-    Ok(ops)
+    Ok(out)
 }
 
 /// Signal names qsig accepts besides numbers, without the `SIG` prefix.
@@ -175,14 +160,14 @@ pub fn answered(state: &mut State, now: i64, asks: &[SignalAsk], codes: &[u32]) 
     for (ask, &code) in asks.iter().zip(codes) {
         let outcome = match code {
             0 => match ask.signal.as_str() {
-                "suspend" => suspend_resume(state, ask.key, true, now),
-                "resume" => suspend_resume(state, ask.key, false, now),
-                _ => Ok(Vec::new()),
+                "suspend" => suspend_resume(state, ask.key, Step::Suspended { by_scheduler: false }, now),
+                "resume" => suspend_resume(state, ask.key, Step::Resumed, now),
+                _ => Ok(Effects::default()),
             },
             code => Err(ReqError::new(Pbse(code))),
         };
         match outcome {
-            Ok(ops) => effects.ops.extend(ops),
+            Ok(done) => effects.merge(done),
             Err(e) => errors.push(IdError { id: ask.id.clone(), code: e.code.0, message: e.message }),
         }
     }

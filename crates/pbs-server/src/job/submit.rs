@@ -13,7 +13,6 @@ use crate::error::ReqError;
 use crate::request::Ctx;
 use crate::request::attrs::{check_job_attr, compare_values};
 use crate::state::{Job, JobParts, State};
-use crate::store::StoreOp;
 
 /// Handles QueueJob: validates, applies defaults and limits, and creates the job.
 pub fn queue_job(
@@ -205,14 +204,13 @@ pub fn queue_job(
     if let Some(join) = join {
         crate::job::jobset::joined(state, seq, join, ctx.now);
     }
-    let mut ops: Vec<StoreOp> = state.jobs.get(&seq).map(|job| job.put_op(Some(script))).into_iter().collect();
+    let mut effects = Effects::default();
+    crate::job::parts::LIFE.step(state, key, crate::job::life::Step::Queued { script }, ctx.now, &mut effects);
     let queued_now =
         state.jobs.get(&seq).filter(|j| !j.state.is_history()).and_then(|_| crate::accounting::queued(state, key));
-    ops.extend(queued_now.or(queued_before));
-    ops.extend(state.reserve_seq());
-    let mut effects = Effects::ops(ops);
+    effects.ops.extend(queued_now.or(queued_before));
+    effects.ops.extend(state.reserve_seq());
     effects.merge(parents);
-    crate::job::deferred::arm(state, seq);
     Ok((id, effects))
 }
 

@@ -78,11 +78,22 @@ fn every_step_kind_goes_through_every_part_in_the_tables_order() {
 
     let a = submit(&mut state, &[]);
     let steps = [
+        Step::Queued { script: "true\n".into() },
+        Step::Altered,
+        Step::Moved,
+        Step::Held,
+        Step::Released,
         Step::Started { placement: placement(), run_count: 1 },
+        Step::Confirmed { session_id: 42 },
+        Step::Suspended { by_scheduler: false },
+        Step::Resumed,
+        Step::Suspended { by_scheduler: true },
+        Step::Resumed,
         Step::Requeued { checkpointed: false },
         Step::Started { placement: placement(), run_count: 2 },
         Step::Requeued { checkpointed: true },
         Step::Started { placement: placement(), run_count: 3 },
+        Step::Ending,
         Step::Ended { exit: Some(0), ran: true, deleted: false },
     ];
     let mut out = Effects::default();
@@ -96,14 +107,28 @@ fn every_step_kind_goes_through_every_part_in_the_tables_order() {
     assert_eq!(
         kinds,
         [
+            StepKind::Queued,
+            StepKind::Altered,
+            StepKind::Moved,
+            StepKind::Held,
+            StepKind::Released,
             StepKind::Started,
+            StepKind::Confirmed,
+            StepKind::Suspended { by_scheduler: false },
+            StepKind::Resumed,
+            StepKind::Suspended { by_scheduler: true },
+            StepKind::Resumed,
             StepKind::Requeued { checkpointed: false },
             StepKind::Started,
             StepKind::Requeued { checkpointed: true },
             StepKind::Started,
+            StepKind::Ending,
             StepKind::Ended { exit: Some(0), ran: true },
         ]
     );
+    // Every step writes the job (and a start's, a suspension's and a resumption's records).
+    let own_writes = out.ops.iter().filter(|op| matches!(op, StoreOp::PutJob { seq, .. } if *seq == a.seq)).count();
+    assert_eq!(own_writes, kinds.len());
     assert!(out.steps.iter().all(|s| s.key == a && s.id == "0.svr" && s.at == 2_000));
 
     let deleted = submit(&mut state, &[]);
