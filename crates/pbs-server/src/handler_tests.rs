@@ -703,7 +703,7 @@ fn a_parents_end_releases_or_deletes_its_children_through_the_index() {
     assert_eq!(child.get("depend", None), Some(format!("afterok:{parent}@svr").as_str()));
     // The parent's record is not rewritten; its before entries are shown from the index.
     assert_eq!(f.state.job(key).and_then(|j| j.get("depend", None)), None);
-    let marked = f.state.job(key).and_then(|j| crate::state::depends::shown(&f.state, j));
+    let marked = f.state.job(key).and_then(|j| crate::request::filter::depend_shown(&f.state, j));
     assert_eq!(marked, Some(format!("beforeok:{ok}@svr,beforenotok:{notok}@svr")));
     assert_eq!(f.state.dependents.children_of(key.seq).len(), 2);
 

@@ -248,6 +248,36 @@ fn named_elsewhere(table: &[(&str, &[&str])]) -> Vec<String> {
 }
 
 #[test]
+fn the_file_check_sees_relative_paths_and_a_folders_arrows_into_its_own_files() {
+    let dir = std::env::temp_dir().join(format!("file-graph-{}", std::process::id()));
+    let files = [
+        ("lib.rs", "pub mod a;\npub mod e;\n"),
+        // Declaring and re-exporting its files is no use of them; calling one is.
+        ("a/mod.rs", "pub mod b;\npub mod c;\npub use b::Thing;\npub struct Root;\nfn f() { c::g(); }\n"),
+        ("a/b.rs", "use super::Root;\npub struct Thing;\nfn f() { crate::e::f::z(); }\n"),
+        ("a/c.rs", "pub fn g() { self::inner(); }\nfn inner() { let _ = super::Root; }\n"),
+        ("e/mod.rs", "pub mod f;\n"),
+        ("e/f.rs", "use super::super::a::b::Thing;\npub fn z() {}\n"),
+    ];
+    for (name, text) in files {
+        let path = dir.join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    let found = file_graph::cycles(&dir, &["lib.rs"]);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(
+        found,
+        [
+            "a/b.rs -> e/f.rs -> ... -> a/b.rs",
+            "a/c.rs -> a/mod.rs -> ... -> a/c.rs",
+            "a/mod.rs -> a/c.rs -> ... -> a/mod.rs",
+            "e/f.rs -> a/b.rs -> ... -> e/f.rs",
+        ]
+    );
+}
+
+#[test]
 fn the_checks_see_arrows() {
     let sample = "use crate::state::State;\nfn f() { crate::job::run::lost(); }\n// crate::comment::not\n";
     assert_eq!(arrows(&code(sample)), ["job", "state"].iter().map(|s| s.to_string()).collect());

@@ -11,6 +11,7 @@ use pbs_core::{JobState, Pbse};
 use crate::effects::Effects;
 use crate::error::ReqError;
 use crate::job::life::{At, Life};
+use crate::jobkey::JobKey;
 use crate::state::State;
 use crate::state::depends::WAITING_KINDS;
 use crate::store::StoreOp;
@@ -175,7 +176,7 @@ fn outcome(parent: &crate::state::Job, kind: DependKind) -> Option<bool> {
 }
 
 /// `child` now waits on `parent` for `kind`: the index knows it, and shows it as the
-/// parent's `before` entry (`state::depends::shown`); the parent's record is not written.
+/// parent's `before` entry (`request::filter::depend_shown`); the parent's record is not written.
 fn register(state: &mut State, parent: u64, child: u64, kind: DependKind) {
     state.dependents.add(parent, child, kind);
 }
@@ -309,7 +310,8 @@ pub fn check_alter(state: &State, seq: u64, requested: &str) -> Result<AlterPlan
 
 /// Carries out a checked [`AlterPlan`] on job `seq`: the parents it no longer waits on
 /// forget it, the new ones learn of it, and the job is held for its dependencies or
-/// released from them. Only the job changes in the store: its write is the caller's.
+/// released from them. Only the job changes in the store: its write, and the scheduler's
+/// notice, are the caller's (qalter's `Altered` step).
 pub fn apply_alter(state: &mut State, seq: u64, plan: AlterPlan, now: i64) {
     for &(parent, kind) in &plan.dropped {
         unregister(state, parent, seq, kind);
@@ -328,7 +330,6 @@ pub fn apply_alter(state: &mut State, seq: u64, plan: AlterPlan, now: i64) {
             lift_system_hold(job, now);
         }
     }
-    state.changes.cycle = true;
 }
 
 /// Enters a new job's list (already checked by [`check_new`]): each dependency already met
@@ -397,9 +398,9 @@ fn met_by_end(kind: DependKind, exit: Option<i32>) -> bool {
 }
 
 /// A parent started: its `after` children's dependency on it is met.
-fn parent_started(state: &mut State, parent: u64, parent_id: &str, now: i64, out: &mut Effects) {
+fn parent_started(state: &mut State, parent: u64, parent_id: &str, at: &At<'_>, out: &mut Effects) {
     for (child, _) in state.dependents.take(parent, &[DependKind::After]) {
-        out.ops.extend(release(state, child, parent_id, now));
+        release(state, child, parent_id, at, out);
     }
 }
 
@@ -415,7 +416,7 @@ fn parent_ended(state: &mut State, parent: u64, parent_id: &str, exit: Option<i3
     let Some(exit) = exit else { return };
     for (child, kind) in state.dependents.take(parent, &WAITING_KINDS) {
         if met_by_end(kind, Some(exit)) {
-            out.ops.extend(release(state, child, parent_id, now));
+            release(state, child, parent_id, at, out);
         } else {
             delete_child(state, child, parent_id, now, at.life, out);
         }
@@ -443,7 +444,7 @@ impl crate::job::life::Part for Part {
             Step::Started { .. } => {
                 let seq = at.key.seq;
                 let parent_id = state.jobs.get(&seq).map(|j| j.id(&state.server_name)).unwrap_or_default();
-                parent_started(state, seq, &parent_id, at.now, out);
+                parent_started(state, seq, &parent_id, at, out);
             }
             Step::Ended { exit, ran, deleted } if at.is_job() => {
                 // A job deleted while it ran ends its children as OpenPBS's
@@ -476,9 +477,10 @@ pub fn array_exit_status(exit: i32) -> i32 {
 
 /// The dependency of `child` on `parent_id` is met: it goes from the child's list, and a
 /// child waiting on nothing more loses its system hold (queued again unless other holds
-/// remain).
-fn release(state: &mut State, child: u64, parent_id: &str, now: i64) -> Vec<StoreOp> {
-    let Some(job) = state.jobs.get_mut(&child).filter(|j| !j.state.is_history()) else { return Vec::new() };
+/// remain): a step of the child's (released, or altered while it waits on others).
+fn release(state: &mut State, child: u64, parent_id: &str, at: &At<'_>, out: &mut Effects) {
+    let now = at.now;
+    let Some(job) = state.jobs.get_mut(&child).filter(|j| !j.state.is_history()) else { return };
     let child_id = job.id(&state.server_name);
     tracing::info!(object_type = "Job", object_name = child_id.as_str(), "Dependency on job {parent_id} released.");
     // The kept list, never its text: a release costs the list's targets, not a parse.
@@ -487,11 +489,13 @@ fn release(state: &mut State, child: u64, parent_id: &str, now: i64) -> Vec<Stor
     let waiting = still_waiting(&left);
     job.set_depend(left);
     job.attrs.set(job_idx!("mtime"), None, now.to_string());
-    if !waiting {
+    let step = if waiting {
+        crate::job::life::Step::Altered
+    } else {
         lift_system_hold(job, now);
-    }
-    state.changes.cycle = true;
-    state.jobs.get(&child).map(|j| vec![j.put_op(None)]).unwrap_or_default()
+        crate::job::life::Step::Released
+    };
+    at.life.step(state, JobKey::job(child), step, now, out);
 }
 
 #[cfg(test)]

@@ -15,7 +15,6 @@ use crate::job::life::{At, Step, Why};
 use crate::jobkey::JobKey;
 use crate::state::State;
 use crate::state::job_sets::leader_of;
-use crate::store::StoreOp;
 
 /// What a checked `job_set` value asks of a job.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -142,9 +141,8 @@ fn started(state: &mut State, seq: u64, at: &At<'_>, out: &mut Effects) {
         }
         let Some(job) = state.jobs.get_mut(&member).filter(|j| waits(j)) else { continue };
         hold(job, &running_id, now);
-        out.ops.push(job.put_op(None));
+        at.life.step(state, JobKey::job(member), Step::Held, now, out);
     }
-    state.changes.cycle = true;
 }
 
 /// Member `seq` (`member_id`) of set `leader` ended; `ran`: after it ran (else it was
@@ -153,13 +151,13 @@ fn started(state: &mut State, seq: u64, at: &At<'_>, out: &mut Effects) {
 /// but that never ran (deleted before its start reached its mom) releases them, as a
 /// requeue does: none of the set's requests has run.
 fn ended(state: &mut State, leader: u64, seq: u64, ran: bool, at: &At<'_>, out: &mut Effects) {
-    let (member_id, now) = (at.id, at.now);
+    let member_id = at.id;
     let was_running = state.job_sets.get(leader).and_then(|s| s.running) == Some(seq);
     state.job_sets.leave(leader, seq);
     if !ran {
         // Only the holds of its own start (another member may run, released by a manager).
         if was_running {
-            out.ops.extend(release_held(state, members(state, leader), now));
+            release_held(state, members(state, leader), at, out);
         }
         return;
     }
@@ -175,11 +173,11 @@ fn ended(state: &mut State, leader: u64, seq: u64, ran: bool, at: &At<'_>, out: 
 
 /// Member `seq`'s run was requeued (qrerun, a failed node, preemption): the members its
 /// start held are queued again (unless other holds remain) and their comments cleared.
-fn requeued(state: &mut State, seq: u64, now: i64) -> Vec<StoreOp> {
-    let Some(leader) = set_of(state, seq) else { return Vec::new() };
+fn requeued(state: &mut State, seq: u64, at: &At<'_>, out: &mut Effects) {
+    let Some(leader) = set_of(state, seq) else { return };
     state.job_sets.set_running(leader, None);
     let others = members(state, leader).into_iter().filter(|&m| m != seq);
-    release_held(state, others, now)
+    release_held(state, others, at, out);
 }
 
 /// The members of set `leader`, in the set's order.
@@ -187,19 +185,14 @@ fn members(state: &State, leader: u64) -> Vec<u64> {
     state.job_sets.get(leader).map(|s| s.members.iter().copied().collect()).unwrap_or_default()
 }
 
-/// Lifts the set's hold from each of `members` a start holds (substate 95); the cycle runs
-/// again when any was.
-fn release_held(state: &mut State, members: impl IntoIterator<Item = u64>, now: i64) -> Vec<StoreOp> {
-    let mut ops = Vec::new();
+/// Lifts the set's hold from each of `members` a start holds (substate 95): a step of
+/// each (released), whose notice runs the cycle again.
+fn release_held(state: &mut State, members: impl IntoIterator<Item = u64>, at: &At<'_>, out: &mut Effects) {
     for member in members {
         let Some(job) = state.jobs.get_mut(&member).filter(|j| j.substate == Substate::RUNNING_SET) else { continue };
-        release(job, now);
-        ops.push(job.put_op(None));
+        release(job, at.now);
+        at.life.step(state, JobKey::job(member), Step::Released, at.now, out);
     }
-    if !ops.is_empty() {
-        state.changes.cycle = true;
-    }
-    ops
 }
 
 /// Whether a member is one a start holds: not running, not finished.
@@ -271,7 +264,7 @@ impl crate::job::life::Part for Part {
         let seq = at.key.seq;
         match at.step {
             Step::Started { .. } => started(state, seq, at, out),
-            Step::Requeued { .. } => out.ops.extend(requeued(state, seq, at.now)),
+            Step::Requeued { .. } => requeued(state, seq, at, out),
             Step::Ended { ran, .. } => {
                 if let Some(leader) = set_of(state, seq) {
                     ended(state, leader, seq, *ran, at, out);

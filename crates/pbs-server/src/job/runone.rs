@@ -11,6 +11,7 @@ use pbs_core::{JobState, Substate};
 use crate::effects::Effects;
 use crate::job::dependlist::{SUBSTATE_DEPEND_HOLD, delete_child, list_of, merged, target_seq, without_entry};
 use crate::job::life::{At, Step, Why};
+use crate::jobkey::JobKey;
 use crate::state::{Job, State};
 use crate::store::StoreOp;
 
@@ -73,9 +74,9 @@ pub fn joined(state: &mut State, seq: u64) -> (Vec<StoreOp>, bool) {
     (ops, waits)
 }
 
-/// Member `seq` started: the others are held by the system (substate 20).
-fn started(state: &mut State, seq: u64, now: i64) -> Vec<StoreOp> {
-    let mut ops = Vec::new();
+/// Member `seq` started: the others are held by the system (substate 20), a step of each.
+fn started(state: &mut State, seq: u64, at: &At<'_>, out: &mut Effects) {
+    let now = at.now;
     for member in members_of(state, seq) {
         let Some(job) = state.jobs.get_mut(&member).filter(|j| !j.state.is_history() && !blocks_the_group(j)) else {
             continue;
@@ -86,12 +87,8 @@ fn started(state: &mut State, seq: u64, now: i64) -> Vec<StoreOp> {
         job.attrs.set(job_idx!("mtime"), None, now.to_string());
         job.state = JobState::Held;
         job.substate = Substate::HELD;
-        ops.push(job.put_op(None));
+        at.life.step(state, JobKey::job(member), Step::Held, now, out);
     }
-    if !ops.is_empty() {
-        state.changes.cycle = true;
-    }
-    ops
 }
 
 /// Member `seq` (`member_id`) ended after it ran: the others are deleted, as OpenPBS
@@ -128,16 +125,19 @@ fn left(state: &mut State, member_id: &str, members: &[u64]) -> Vec<StoreOp> {
 /// the group and the others lose the system hold its start put on them, as at a requeue.
 /// Without the release they would wait, held, on a run that does not exist.
 fn start_cancelled(state: &mut State, member_id: &str, members: &[u64], now: i64) -> Vec<StoreOp> {
-    release_held(state, members, now);
+    if !release_held(state, members, now).is_empty() {
+        state.changes.cycle = true;
+    }
     // Every member names the one leaving, so `left` writes each of them, released or not.
     left(state, member_id, members)
 }
 
 /// Member `seq`'s run was requeued: the others lose the system hold its start put on them.
-fn requeued(state: &mut State, seq: u64, now: i64) -> Vec<StoreOp> {
+fn requeued(state: &mut State, seq: u64, at: &At<'_>, out: &mut Effects) {
     let members = members_of(state, seq);
-    let released = release_held(state, &members, now);
-    released.iter().filter_map(|m| state.jobs.get(m)).map(|job| job.put_op(None)).collect()
+    for member in release_held(state, &members, at.now) {
+        at.life.step(state, JobKey::job(member), Step::Released, at.now, out);
+    }
 }
 
 /// Lifts the system hold a member's start put on each of `members` still held by it (held,
@@ -153,9 +153,6 @@ fn release_held(state: &mut State, members: &[u64], now: i64) -> Vec<u64> {
         crate::job::dependlist::lift_system_hold(job, now);
         job.attrs.set(job_idx!("mtime"), None, now.to_string());
         released.push(member);
-    }
-    if !released.is_empty() {
-        state.changes.cycle = true;
     }
     released
 }
@@ -184,8 +181,8 @@ impl crate::job::life::Part for Part {
         let seq = at.key.seq;
         match at.step {
             // A subjob's start is its array's.
-            Step::Started { .. } => out.ops.extend(started(state, seq, at.now)),
-            Step::Requeued { .. } if at.is_job() => out.ops.extend(requeued(state, seq, at.now)),
+            Step::Started { .. } => started(state, seq, at, out),
+            Step::Requeued { .. } if at.is_job() => requeued(state, seq, at, out),
             Step::Ended { ran, .. } if at.is_job() && !state.jobs.get(&seq).is_some_and(|j| j.array) => {
                 // Every job here was started, so its start held the others of its group:
                 // they are deleted if it ran, as OpenPBS's end of a running member deletes

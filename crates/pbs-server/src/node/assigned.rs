@@ -10,7 +10,7 @@
 use pbs_core::Size;
 
 use crate::jobkey::JobKey;
-use crate::node::{amount, is_size};
+use crate::node::amounts::{amount, is_size};
 use crate::state::State;
 
 /// The built-in resources counted at server and queue level.

@@ -1,12 +1,15 @@
 //! Nodes: their status as pbsnodes shows it, the scheduler's view of them, and the
 //! resources running jobs hold on them.
 
+pub mod amounts;
 pub mod assigned;
+
+pub use amounts::{amount, is_size};
 
 use std::collections::BTreeMap;
 
+use pbs_core::ExecVnode;
 use pbs_core::attr::{ObjectKind, Privilege};
-use pbs_core::{ExecVnode, Size};
 use pbs_proto::StatusObject;
 use pbs_proto::sched::SchedNode;
 
@@ -16,22 +19,6 @@ use crate::jobkey::JobKey;
 use crate::request::filter::filtered;
 use crate::state::node_rt::NodeRt;
 use crate::state::{Named, State, set_named};
-
-/// Consumable resource value as an integer: sizes in bytes, numbers as they are.
-pub fn amount(value: &str) -> Option<u64> {
-    if let Ok(n) = value.parse::<u64>() {
-        return Some(n);
-    }
-    if let Ok(f) = value.parse::<f64>() {
-        return (f >= 0.0).then_some(f.round() as u64);
-    }
-    value.parse::<Size>().ok().map(Size::to_bytes)
-}
-
-/// Whether a resource is a size.
-pub(crate) fn is_size(state: &State, resource: &str) -> bool {
-    state.resources.get(resource).is_some_and(|d| matches!(d.rtype, pbs_core::resource::ResourceType::Size))
-}
 
 /// Whether a resource is consumable on nodes.
 pub fn consumable(state: &State, resource: &str) -> bool {

@@ -132,7 +132,7 @@ impl StatusFilter {
         };
         // A job others wait on shows them as `before` entries its record does not hold.
         let depend_def = job_idx!("depend");
-        let mut depend_shown = state.dependents.names(job.seq).then(|| crate::state::depends::shown(state, job));
+        let mut depend_shown = state.dependents.names(job.seq).then(|| depend_shown(state, job));
         let mut pending = sorted_computed.iter().peekable();
         for stored in job.attrs.iter() {
             while let Some(&&def) = pending.peek() {
@@ -170,4 +170,27 @@ impl StatusFilter {
         }
         StatusObject { name: job.id(&state.server_name), attrs }
     }
+}
+
+/// A job's `depend` as OpenPBS shows it: its own list, then a `before` entry for each job
+/// that waits or waited on it, added to the item of that kind (`beforeok:12.s@s:13.s@s`).
+pub fn depend_shown(state: &State, job: &Job) -> Option<String> {
+    let own = job.depend_list();
+    if !state.dependents.names(job.seq) {
+        return own.map(ToString::to_string);
+    }
+    let mut list = own.cloned().unwrap_or(pbs_core::depend::DependList(Vec::new()));
+    for (child, kind) in state.dependents.named_by(job.seq) {
+        // A child purged from the server is no longer named.
+        let Some(child) = state.jobs.get(&child) else { continue };
+        let target = format!("{}@{}", child.id(&state.server_name), state.server_name);
+        let kind = crate::state::depends::before_of(kind);
+        match list.0.iter_mut().find(|d| d.kind == kind) {
+            // A job that named it with a `before` kind has the entry in its own list.
+            Some(item) if item.targets.contains(&target) => {}
+            Some(item) => item.targets.push(target),
+            None => list.0.push(pbs_core::depend::Dependency { kind, targets: vec![target] }),
+        }
+    }
+    if list.0.is_empty() { None } else { Some(list.to_string()) }
 }

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use pbs_core::depend::{DependKind, DependList, Dependency};
+use pbs_core::depend::{DependKind, DependList};
 
 /// One relation: `child` waits (or waited) on the parent for `kind`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,6 +75,12 @@ impl Dependents {
     pub fn names(&self, parent: u64) -> bool {
         self.by_parent.contains_key(&parent)
     }
+
+    /// Each job that waits or waited on `parent`, with the kind it named it by, met or not
+    /// (the parent's `before` entries as OpenPBS shows them).
+    pub fn named_by(&self, parent: u64) -> impl Iterator<Item = (u64, DependKind)> + '_ {
+        self.by_parent.get(&parent).into_iter().flatten().map(|r| (r.child, r.kind))
+    }
 }
 
 /// The `before` entry a parent shows for a child that waits with `kind`.
@@ -85,30 +91,6 @@ pub fn before_of(kind: DependKind) -> DependKind {
         DependKind::Afternotok => DependKind::Beforenotok,
         _ => DependKind::Beforeany,
     }
-}
-
-/// A job's `depend` as OpenPBS shows it: its own list, then a `before` entry for each job
-/// that waits or waited on it, added to the item of that kind (`beforeok:12.s@s:13.s@s`).
-pub fn shown(state: &super::State, job: &super::Job) -> Option<String> {
-    let own = job.depend_list();
-    let relations = state.dependents.by_parent.get(&job.seq).map(Vec::as_slice).unwrap_or(&[]);
-    if relations.is_empty() {
-        return own.map(ToString::to_string);
-    }
-    let mut list = own.cloned().unwrap_or(DependList(Vec::new()));
-    for relation in relations {
-        // A child purged from the server is no longer named.
-        let Some(child) = state.jobs.get(&relation.child) else { continue };
-        let target = format!("{}@{}", child.id(&state.server_name), state.server_name);
-        let kind = before_of(relation.kind);
-        match list.0.iter_mut().find(|d| d.kind == kind) {
-            // A job that named it with a `before` kind has the entry in its own list.
-            Some(item) if item.targets.contains(&target) => {}
-            Some(item) => item.targets.push(target),
-            None => list.0.push(Dependency { kind, targets: vec![target] }),
-        }
-    }
-    if list.0.is_empty() { None } else { Some(list.to_string()) }
 }
 
 /// The kinds a child waits on its parent with: the `after` family, acted on where the
