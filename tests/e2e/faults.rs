@@ -1,6 +1,6 @@
 //! Faults under the server: a mom lost at the moment of a launch, a mom or server restart
 //! under a suspended job, a job script the store cannot give back, a panic under the state
-//! lock, and user strings that try to forge log lines.
+//! lock, a commit the database refuses, and user strings that try to forge log lines.
 
 use std::time::Duration;
 
@@ -203,6 +203,34 @@ fn a_panic_under_the_state_lock_ends_the_server_and_a_restart_recovers() {
     c.start_server();
     assert_eq!(c.job_attr(&kept, "Job_Name").as_deref(), Some("kept"));
     assert_eq!(c.job_attr(&kept, "job_state").as_deref(), Some("Q"));
+}
+
+/// The store's commit fails for real: another process holds the database's write lock
+/// (the server sets no busy timeout, so its writer is refused at once, `database is
+/// locked`). The server must stop rather than serve changes its disk does not hold, and a
+/// restart must show what was acknowledged and nothing that was not.
+#[test]
+fn a_failed_commit_stops_the_server_and_a_restart_shows_only_what_was_acknowledged() {
+    let mut c = Cluster::start();
+    c.allow_root_jobs();
+    let kept = c.client().submit(vec![Attr::new("Job_Name", "kept")], "true\n".into(), None).unwrap();
+    let db = rusqlite::Connection::open(c.home().join("server_priv").join("serverdb.sqlite")).unwrap();
+    db.busy_timeout(Duration::from_secs(10)).unwrap();
+    db.execute_batch("BEGIN EXCLUSIVE").unwrap();
+    let refused = c.run_with_stdin("qsub", &["-N", "refused"], "true\n", false);
+    assert_ne!(refused.code, 0, "qsub succeeded while the store could not commit: {refused:?}");
+    assert_eq!(c.wait_server_exit(JOB_TIMEOUT), Some(1), "the server's exit status");
+    let stderr = c.server_stderr();
+    assert!(
+        stderr.lines().any(|l| l.contains("Store commit failed; stopping the server")),
+        "no log line for the failed commit: {stderr}"
+    );
+    db.execute_batch("ROLLBACK").unwrap();
+    drop(db);
+    c.start_server();
+    assert_eq!(c.job_attr(&kept, "Job_Name").as_deref(), Some("kept"));
+    let all = c.run("qstat", &["-f"]).ok();
+    assert!(!all.stdout.contains("refused"), "a job whose commit failed came back: {}", all.stdout);
 }
 
 #[test]
