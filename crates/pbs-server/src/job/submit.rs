@@ -22,143 +22,11 @@ pub fn queue_job(
     script: String,
     destination: Option<&str>,
 ) -> Result<(String, Effects), ReqError> {
-    let queue_name = match destination.map(|d| d.split('@').next().unwrap_or("")).filter(|d| !d.is_empty()) {
-        Some(q) => q.to_string(),
-        None => state
-            .server_attr("default_queue", None)
-            .map(str::to_string)
-            .ok_or_else(|| ReqError::new(Pbse::QUENODFLT))?,
-    };
-    let queue_index = state.queue_index(&queue_name).ok_or_else(|| ReqError::new(Pbse::UNKQUE))?;
-    let queue_flag = |name: &str| {
-        state.queues[queue_index].attrs.get_named(ObjectKind::Queue, name, None).and_then(parse_bool).unwrap_or(false)
-    };
-    if !queue_flag("enabled") {
-        return Err(ReqError::new(Pbse::QUNOENB));
-    }
-    crate::acl::check_queue(state, queue_index, ctx)?;
-    if ctx.who.uid == 0 && !ctx.who.daemon && !crate::acl::root_allowed(state, ctx.who) {
-        return Err(ReqError::new(Pbse::BADUSER));
-    }
-
-    let mut list = AttrList::new();
-    for Attr(name, value) in attrs {
-        let (def, resource, canonical) = check_job_attr(state, ctx, name, value)?;
-        let resource = resource.map(|r| state.interner.intern(&r));
-        list.set(def, resource, canonical);
-    }
-    if let Some(Attr(last, _)) = attrs.last() {
-        crate::size_limits::check_job_total(&list, last)?;
-    }
-    let is_array = list.get(job_idx!("array_indices_submitted"), None).is_some();
-    if let Some(range) = list.get(job_idx!("array_indices_submitted"), None) {
-        let count = range.parse::<ArrayRange>().map(|r| r.count()).unwrap_or(0) as i64;
-        let max = state.server_attr("max_array_size", None).and_then(|v| v.parse::<i64>().ok()).unwrap_or(10_000);
-        let queue_max = state.queues[queue_index]
-            .attrs
-            .get_named(ObjectKind::Queue, "max_array_size", None)
-            .and_then(|v| v.parse::<i64>().ok());
-        if count > max || queue_max.is_some_and(|q| count > q) {
-            return Err(ReqError::new(Pbse::MAXARRAYSIZE));
-        }
-        list.set(job_idx!("array"), None, "True");
-    }
-    if list.get(job_idx!("max_run_subjobs"), None).is_some() && !is_array {
-        return Err(ReqError::new(Pbse::NOTARRAY_ATTR));
-    }
-
-    let select_given = list.get(job_idx!("Resource_List"), Some("select")).is_some();
-    convert_nodes(state, queue_index, &mut list)?;
-    crate::job::orselect::apply_defaults(state, queue_index, &mut list, select_given, apply_resource_defaults)?;
-    check_resource_rules(&list, is_array)?;
-    check_queue_limits(state, queue_index, &list)?;
-    crate::entity_limits::check_new(state, ctx, &queue_name, &list)?;
-
-    if let Some(text) = list.get(job_idx!("depend"), None).map(str::to_string) {
-        let kept = crate::job::depend::check_new(state, &ctx.who.user, &text)?;
-        list.set(job_idx!("depend"), None, kept);
-    }
-
-    let join = match list.get(job_idx!("job_set"), None) {
-        Some(value) => Some(crate::job::jobset::check(state, &ctx.who.user, value, is_array)?),
-        None => None,
-    };
-
+    let (queue_name, queue_index) = queue_for(state, ctx, destination)?;
+    let (mut list, is_array, join) = checked_request(state, ctx, attrs, &queue_name, queue_index)?;
     let seq = state.allocate_seq().ok_or_else(|| ReqError::new(Pbse::SYSTEM))?;
-    let now = ctx.now.to_string();
-    let host = ctx.who.host.clone();
+    set_server_values(&mut list, ctx, seq, &queue_name, is_array);
     let set = |list: &mut AttrList, def: u8, value: &str| list.set(def, None, value);
-    let set_default = |list: &mut AttrList, def: u8, value: &str| {
-        if list.get(def, None).is_none() {
-            list.set(def, None, value);
-        }
-    };
-    set_default(&mut list, job_idx!("Job_Name"), "none");
-    set(&mut list, job_idx!("Job_Owner"), &ctx.who.user_at_host());
-    set(&mut list, job_idx!("euser"), &ctx.who.user);
-    set(&mut list, job_idx!("egroup"), &ctx.who.group);
-    for (def, value) in [
-        (job_idx!("Checkpoint"), "u"),
-        (job_idx!("Hold_Types"), "n"),
-        (job_idx!("Join_Path"), "n"),
-        (job_idx!("Keep_Files"), "n"),
-        (job_idx!("Mail_Points"), "a"),
-        (job_idx!("Priority"), "0"),
-        (job_idx!("Rerunable"), "True"),
-        (job_idx!("project"), "_pbs_project_default"),
-    ] {
-        set_default(&mut list, def, value);
-    }
-    for def in [job_idx!("ctime"), job_idx!("mtime"), job_idx!("qtime")] {
-        set(&mut list, def, &now);
-    }
-    set(&mut list, job_idx!("Submit_Host"), &host);
-    set(&mut list, job_idx!("queue_type"), "E");
-    set(&mut list, job_idx!("queue_rank"), &seq.to_string());
-
-    // One pass over the variables: with -V they are the submitter's whole environment.
-    let given = list.get(job_idx!("Variable_List"), None).unwrap_or("");
-    let (mut workdir, mut has_queue, mut has_host) = (None, false, false);
-    for (key, value) in pbs_core::variables::decode(given) {
-        match key.as_str() {
-            "PBS_O_WORKDIR" if workdir.is_none() => workdir = Some(value),
-            "PBS_O_QUEUE" => has_queue = true,
-            "PBS_O_HOST" => has_host = true,
-            _ => {}
-        }
-    }
-    let workdir = workdir.unwrap_or_default();
-    if !(has_queue && has_host) {
-        let mut variables = given.to_string();
-        for (key, value, present) in [("PBS_O_QUEUE", queue_name.as_str(), has_queue), ("PBS_O_HOST", &host, has_host)]
-        {
-            if !present {
-                if !variables.is_empty() {
-                    variables.push(',');
-                }
-                variables.push_str(key);
-                variables.push('=');
-                variables.push_str(value);
-            }
-        }
-        set(&mut list, job_idx!("Variable_List"), &variables);
-    }
-
-    let job_name = list.get(job_idx!("Job_Name"), None).unwrap_or("none").to_string();
-    for (def, letter) in [(job_idx!("Output_Path"), 'o'), (job_idx!("Error_Path"), 'e')] {
-        // A subjob's files carry its index: the mark is replaced when it starts.
-        let default_file = if is_array {
-            format!("{job_name}.{letter}{seq}.{}", crate::job::array::INDEX_MARK)
-        } else {
-            format!("{job_name}.{letter}{seq}")
-        };
-        let path = match list.get(def, None) {
-            None => format!("{host}:{workdir}/{default_file}"),
-            Some(given) if given.ends_with('/') => format!("{given}{default_file}"),
-            Some(given) => given.to_string(),
-        };
-        set(&mut list, def, &path);
-    }
 
     let hold = list.get(job_idx!("Hold_Types"), None).unwrap_or("n");
     let exec_time = crate::job::deferred::execution_time(&list);
@@ -212,6 +80,163 @@ pub fn queue_job(
     effects.ops.extend(state.reserve_seq());
     effects.merge(parents);
     Ok((id, effects))
+}
+
+/// The queue a submission goes to (its destination, else the server's default), checked:
+/// enabled, its ACLs, and root only where the server allows it.
+fn queue_for(state: &State, ctx: &Ctx<'_>, destination: Option<&str>) -> Result<(String, usize), ReqError> {
+    let queue_name = match destination.map(|d| d.split('@').next().unwrap_or("")).filter(|d| !d.is_empty()) {
+        Some(q) => q.to_string(),
+        None => state
+            .server_attr("default_queue", None)
+            .map(str::to_string)
+            .ok_or_else(|| ReqError::new(Pbse::QUENODFLT))?,
+    };
+    let queue_index = state.queue_index(&queue_name).ok_or_else(|| ReqError::new(Pbse::UNKQUE))?;
+    let queue_flag = |name: &str| {
+        state.queues[queue_index].attrs.get_named(ObjectKind::Queue, name, None).and_then(parse_bool).unwrap_or(false)
+    };
+    if !queue_flag("enabled") {
+        return Err(ReqError::new(Pbse::QUNOENB));
+    }
+    crate::acl::check_queue(state, queue_index, ctx)?;
+    if ctx.who.uid == 0 && !ctx.who.daemon && !crate::acl::root_allowed(state, ctx.who) {
+        return Err(ReqError::new(Pbse::BADUSER));
+    }
+    Ok((queue_name, queue_index))
+}
+
+/// The request's attributes, each checked as qsub checks it, with the queue's and the
+/// server's defaults and every limit applied: the job's list, whether it is an array, and
+/// the job set it joins.
+fn checked_request(
+    state: &mut State,
+    ctx: &Ctx<'_>,
+    attrs: &[Attr],
+    queue_name: &str,
+    queue_index: usize,
+) -> Result<(AttrList, bool, Option<crate::job::jobset::Join>), ReqError> {
+    let mut list = AttrList::new();
+    for Attr(name, value) in attrs {
+        let (def, resource, canonical) = check_job_attr(state, ctx, name, value)?;
+        let resource = resource.map(|r| state.interner.intern(&r));
+        list.set(def, resource, canonical);
+    }
+    if let Some(Attr(last, _)) = attrs.last() {
+        crate::size_limits::check_job_total(&list, last)?;
+    }
+    let is_array = list.get(job_idx!("array_indices_submitted"), None).is_some();
+    if let Some(range) = list.get(job_idx!("array_indices_submitted"), None) {
+        let count = range.parse::<ArrayRange>().map(|r| r.count()).unwrap_or(0) as i64;
+        let max = state.server_attr("max_array_size", None).and_then(|v| v.parse::<i64>().ok()).unwrap_or(10_000);
+        let queue_max = state.queues[queue_index]
+            .attrs
+            .get_named(ObjectKind::Queue, "max_array_size", None)
+            .and_then(|v| v.parse::<i64>().ok());
+        if count > max || queue_max.is_some_and(|q| count > q) {
+            return Err(ReqError::new(Pbse::MAXARRAYSIZE));
+        }
+        list.set(job_idx!("array"), None, "True");
+    }
+    if list.get(job_idx!("max_run_subjobs"), None).is_some() && !is_array {
+        return Err(ReqError::new(Pbse::NOTARRAY_ATTR));
+    }
+
+    let select_given = list.get(job_idx!("Resource_List"), Some("select")).is_some();
+    convert_nodes(state, queue_index, &mut list)?;
+    crate::job::orselect::apply_defaults(state, queue_index, &mut list, select_given, apply_resource_defaults)?;
+    check_resource_rules(&list, is_array)?;
+    check_queue_limits(state, queue_index, &list)?;
+    crate::entity_limits::check_new(state, ctx, queue_name, &list)?;
+
+    if let Some(text) = list.get(job_idx!("depend"), None).map(str::to_string) {
+        let kept = crate::job::depend::check_new(state, &ctx.who.user, &text)?;
+        list.set(job_idx!("depend"), None, kept);
+    }
+
+    let join = match list.get(job_idx!("job_set"), None) {
+        Some(value) => Some(crate::job::jobset::check(state, &ctx.who.user, value, is_array)?),
+        None => None,
+    };
+    Ok((list, is_array, join))
+}
+
+/// The values the server sets on a new job (owner, times, defaults, `PBS_O_*`, the output
+/// and error paths), as OpenPBS sets them.
+fn set_server_values(list: &mut AttrList, ctx: &Ctx<'_>, seq: u64, queue_name: &str, is_array: bool) {
+    let now = ctx.now.to_string();
+    let host = ctx.who.host.clone();
+    let set = |list: &mut AttrList, def: u8, value: &str| list.set(def, None, value);
+    let set_default = |list: &mut AttrList, def: u8, value: &str| {
+        if list.get(def, None).is_none() {
+            list.set(def, None, value);
+        }
+    };
+    set_default(&mut *list, job_idx!("Job_Name"), "none");
+    set(&mut *list, job_idx!("Job_Owner"), &ctx.who.user_at_host());
+    set(&mut *list, job_idx!("euser"), &ctx.who.user);
+    set(&mut *list, job_idx!("egroup"), &ctx.who.group);
+    for (def, value) in [
+        (job_idx!("Checkpoint"), "u"),
+        (job_idx!("Hold_Types"), "n"),
+        (job_idx!("Join_Path"), "n"),
+        (job_idx!("Keep_Files"), "n"),
+        (job_idx!("Mail_Points"), "a"),
+        (job_idx!("Priority"), "0"),
+        (job_idx!("Rerunable"), "True"),
+        (job_idx!("project"), "_pbs_project_default"),
+    ] {
+        set_default(&mut *list, def, value);
+    }
+    for def in [job_idx!("ctime"), job_idx!("mtime"), job_idx!("qtime")] {
+        set(&mut *list, def, &now);
+    }
+    set(&mut *list, job_idx!("Submit_Host"), &host);
+    set(&mut *list, job_idx!("queue_type"), "E");
+    set(&mut *list, job_idx!("queue_rank"), &seq.to_string());
+
+    // One pass over the variables: with -V they are the submitter's whole environment.
+    let given = list.get(job_idx!("Variable_List"), None).unwrap_or("");
+    let (mut workdir, mut has_queue, mut has_host) = (None, false, false);
+    for (key, value) in pbs_core::variables::decode(given) {
+        match key.as_str() {
+            "PBS_O_WORKDIR" if workdir.is_none() => workdir = Some(value),
+            "PBS_O_QUEUE" => has_queue = true,
+            "PBS_O_HOST" => has_host = true,
+            _ => {}
+        }
+    }
+    let workdir = workdir.unwrap_or_default();
+    if !(has_queue && has_host) {
+        let mut variables = given.to_string();
+        for (key, value, present) in [("PBS_O_QUEUE", queue_name, has_queue), ("PBS_O_HOST", &host, has_host)] {
+            if !present {
+                if !variables.is_empty() {
+                    variables.push(',');
+                }
+                variables.push_str(key);
+                variables.push('=');
+                variables.push_str(value);
+            }
+        }
+        set(&mut *list, job_idx!("Variable_List"), &variables);
+    }
+
+    let job_name = list.get(job_idx!("Job_Name"), None).unwrap_or("none").to_string();
+    for (def, letter) in [(job_idx!("Output_Path"), 'o'), (job_idx!("Error_Path"), 'e')] {
+        // A subjob's files carry its index: the mark is replaced when it starts.
+        let default_file = if is_array {
+            format!("{job_name}.{letter}{seq}.{}", crate::job::array::INDEX_MARK)
+        } else {
+            format!("{job_name}.{letter}{seq}")
+        };
+        let path = match list.get(def, None) {
+            None => format!("{host}:{workdir}/{default_file}"),
+            Some(given) if given.ends_with('/') => format!("{given}{default_file}"),
+            Some(given) => given.to_string(),
+        };
+        set(&mut *list, def, &path);
+    }
 }
 
 /// A submitted job's Torque-style `nodes` request, as OpenPBS's server takes it: a spec it
