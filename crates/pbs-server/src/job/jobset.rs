@@ -107,7 +107,8 @@ fn left(state: &mut State, seq: u64, now: i64) {
 }
 
 /// qalter moved queued job `seq` to the set `join` names: it leaves its set (and the hold
-/// that set's run put on it) and joins the new one (held if a member of it runs).
+/// that set's run put on it) and joins the new one (held if a member of it runs). The
+/// job's write and the scheduler's notice are qalter's `Altered` step.
 pub fn moved(state: &mut State, seq: u64, join: Join, now: i64) {
     let target = match join {
         Join::Lead => seq,
@@ -118,7 +119,6 @@ pub fn moved(state: &mut State, seq: u64, join: Join, now: i64) {
     }
     left(state, seq, now);
     joined(state, seq, join, now);
-    state.changes.cycle = true;
 }
 
 /// Member `seq` started: the others are held (substate 95), or finished when the server's

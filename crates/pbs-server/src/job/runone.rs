@@ -125,9 +125,8 @@ fn left(state: &mut State, member_id: &str, members: &[u64]) -> Vec<StoreOp> {
 /// the group and the others lose the system hold its start put on them, as at a requeue.
 /// Without the release they would wait, held, on a run that does not exist.
 fn start_cancelled(state: &mut State, member_id: &str, members: &[u64], now: i64) -> Vec<StoreOp> {
-    if !release_held(state, members, now).is_empty() {
-        state.changes.cycle = true;
-    }
+    // Inside the member's `Ended` step, whose notice asks the scheduler for a cycle.
+    release_held(state, members, now);
     // Every member names the one leaving, so `left` writes each of them, released or not.
     left(state, member_id, members)
 }
