@@ -133,10 +133,25 @@ pub enum SchedChange {
         /// The job.
         job: Box<SchedJob>,
     },
-    /// A job finished or was deleted: forget it.
+    /// A job left the scheduler's sight without a run of its own ending (deleted while
+    /// queued, or gone in a way the server's life of the job did not record as an end):
+    /// forget it.
     JobGone {
         /// Full id.
         id: String,
+    },
+    /// A job's run ended (the `Ended` step of its life on the server): forget it. The end
+    /// as the server recorded it, so what charges usage (fairshare) reads it here rather
+    /// than guessing it from a view that went missing.
+    JobEnded {
+        /// Full id.
+        id: String,
+        /// Its exit status (none: ended without one, as `qdel -W force`).
+        exit: Option<i32>,
+        /// Whether it ran (its mom confirmed the start).
+        ran: bool,
+        /// When it ended (the server's clock).
+        at: i64,
     },
     /// A node appeared or changed.
     Node {

@@ -455,7 +455,7 @@ impl Mirror {
     pub fn apply(&mut self, change: SchedChange) {
         match change {
             SchedChange::Job { job } => self.upsert_job(*job),
-            SchedChange::JobGone { id } => self.remove_job(&id),
+            SchedChange::JobGone { id } | SchedChange::JobEnded { id, .. } => self.remove_job(&id),
             SchedChange::Node { node } => self.upsert_node(&node),
             SchedChange::NodeGone { name } => self.remove_node(&name),
             SchedChange::Queue { queue } => self.upsert_queue(&queue),

@@ -172,7 +172,7 @@ pub fn replay_detail(jobs: &[SimJob], nodes: usize, use_soft: bool) -> Replay {
             node_used[n] -= jobs[i].ncpus;
             let id = format!("{}.sim", i + 1);
             node_jobs[n].retain(|j| *j != id);
-            changes.push(SchedChange::JobGone { id });
+            changes.push(SchedChange::JobEnded { id, exit: Some(0), ran: true, at: end });
             touched.push(n);
             done += 1;
             last_end = last_end.max(end);

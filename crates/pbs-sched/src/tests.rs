@@ -420,8 +420,9 @@ fn soft_limits_let_jobs_run_and_mark_them_in_the_mirror() {
     let over = crate::OverSoft { queue: false, server: true };
     assert_eq!(m.over_soft_limits("1.svr"), Some(over));
     assert_eq!(m.over_soft_limits("2.svr"), Some(over));
-    // One ends: the other is within its limits again, with nothing recomputed per job.
-    m.apply(SchedChange::JobGone { id: "2.svr".into() });
+    // One ends (the server tells it by the job's `Ended` step): the other is within its
+    // limits again, with nothing recomputed per job.
+    m.apply(SchedChange::JobEnded { id: "2.svr".into(), exit: Some(0), ran: true, at: 100 });
     assert_eq!(m.over_soft_limits("1.svr"), Some(crate::OverSoft::default()));
     assert_eq!(m.over_soft_limits("2.svr"), None);
 }

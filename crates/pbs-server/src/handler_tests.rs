@@ -111,8 +111,8 @@ impl Fixture {
         let ctx = Ctx { who, privilege, now: self.now, groups: &[], hook_attrs: &[] };
         match handle(&mut self.state, &ctx, 1, request) {
             Handled::Apply(reply, effects) => {
-                // As `apply_effects` does before the commit: written jobs are marked.
-                crate::sched_view::note_written(&mut self.state, &effects.ops);
+                // What `apply_effects` tells the scheduler, by the same call.
+                crate::sched_view::note(&mut self.state, &effects);
                 // No request leaves a job's kept select or place behind its attributes,
                 // nor a written job's kept indices or depend list.
                 assert_eq!(self.state.stale_requests(), Vec::<JobKey>::new(), "stale kept requests");
@@ -328,6 +328,45 @@ fn an_end_writes_the_job_then_tells_the_mom_to_forget_it() {
     assert_eq!(f.job_state(key), None);
 }
 
+/// The scheduler hears of a run's end from the job's `Ended` step, with its exit status
+/// and time, not from a view gone missing; a queued job deleted is only gone, and a run
+/// requeued is a view again.
+#[test]
+fn the_scheduler_hears_of_an_end_from_the_ended_step() {
+    use pbs_proto::sched::SchedChange;
+    let mut f = fixture();
+    let (_, ended) = f.running_job();
+    let (_, requeued) = f.running_job();
+    let deleted = f.submit(&alice(), &[]);
+    let _ = crate::sched_view::take_changes(&mut f.state);
+    let end = crate::job::end::job_ended(&mut f.state, "n1", &ended, 3, &Usage::default(), f.now + 7);
+    crate::sched_view::note(&mut f.state, &end);
+    let (_, rerun) = f.request(&root(), Request::RerunJob { ids: ids(&[&requeued]), force: false });
+    assert_eq!(frames(&rerun), n1(&["KillJob"]));
+    let requeue = crate::job::end::job_ended(&mut f.state, "n1", &requeued, 271, &Usage::default(), f.now);
+    crate::sched_view::note(&mut f.state, &requeue);
+    let (reply, _) =
+        f.request(&alice(), Request::DeleteJob { ids: ids(&[&deleted]), force: false, purge_history: false });
+    assert_eq!(reply.code, 0);
+    let (changes, cycle) = crate::sched_view::take_changes(&mut f.state);
+    assert!(cycle);
+    let told = |id: &str| {
+        changes
+            .iter()
+            .filter(|c| match c {
+                SchedChange::Job { job } => job.id == id,
+                SchedChange::JobGone { id: gone } | SchedChange::JobEnded { id: gone, .. } => gone == id,
+                _ => false,
+            })
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(told(&ended), [SchedChange::JobEnded { id: ended.clone(), exit: Some(3), ran: true, at: f.now + 7 }]);
+    assert_eq!(told(&deleted), [SchedChange::JobGone { id: deleted.clone() }]);
+    assert!(matches!(told(&requeued).as_slice(), [SchedChange::Job { .. }]), "{:?}", told(&requeued));
+    assert!(f.state.changes.ended.is_empty(), "the record is cleared");
+}
+
 #[test]
 fn a_delete_of_a_running_job_asks_its_mom_to_kill_it() {
     let mut f = fixture();
@@ -519,7 +558,7 @@ fn a_waiting_job_becomes_eligible_when_its_execution_time_falls_due() {
     assert!(crate::due::due(&mut f.state, f.now + 9).is_empty());
     assert_eq!(f.job_state(key), Some(JobState::Waiting));
     let effects = crate::due::due(&mut f.state, f.now + 10);
-    crate::sched_view::note_written(&mut f.state, &effects.ops);
+    crate::sched_view::note(&mut f.state, &effects);
     assert_eq!(writes(&effects), ["PutJob"]);
     assert!(!effects.has_mom_work());
     let job = f.state.jobs.get(&key.seq).expect("job");

@@ -135,12 +135,25 @@ pub fn snapshot(state: &State) -> Snapshot {
     }
 }
 
+/// Notes what `effects` tell the scheduler, before the commit (`apply_effects`, and the
+/// handler tests' fixture through this same call): the jobs its writes change
+/// ([`note_written`]) and the runs its steps end, which the scheduler hears of as
+/// `JobEnded` with their exit status.
+pub fn note(state: &mut State, effects: &crate::effects::Effects) {
+    note_written(state, &effects.ops);
+    for step in &effects.steps {
+        if let crate::effects::StepKind::Ended { exit, ran } = step.kind {
+            state.changes.ended.insert(step.key, (exit, ran, step.at));
+        }
+    }
+}
+
 /// Marks every job `ops` write as changed for the scheduler: a job whose record is
-/// written is a job the scheduler hears of, with no mark to place by hand. Called by
-/// `apply_effects` before the commit. Removals, nodes, objects and `cycle` stay marked
-/// where they happen: a removed job's id is gone from the state by then, node states are
-/// not stored, and whether a change may let a job run is a decision, not a write.
-pub fn note_written(state: &mut State, ops: &[StoreOp]) {
+/// written is a job the scheduler hears of, with no mark to place by hand. Removals,
+/// nodes, objects and `cycle` stay marked where they happen: a removed job's id is gone
+/// from the state by then, node states are not stored, and whether a change may let a
+/// job run is a decision, not a write.
+fn note_written(state: &mut State, ops: &[StoreOp]) {
     for op in ops {
         let key = match op {
             StoreOp::PutJob { seq, .. } => crate::jobkey::JobKey::job(*seq),
@@ -183,10 +196,25 @@ pub fn flush(state: &mut State, links: &mut Links) {
 
 /// Queues the pending changes for the scheduler now (the caller saw room for them).
 pub fn flush_changes(state: &mut State, links: &mut Links) {
-    let pending = std::mem::take(&mut state.changes);
     if links.sched.is_none() {
+        state.changes = Default::default();
         return;
     }
+    let (changes, cycle) = take_changes(state);
+    if changes.is_empty() && !cycle {
+        return;
+    }
+    if let Some(link) = links.sched.as_mut()
+        && link.send_changes(ToSched::Changes { changes, cycle }).is_err()
+    {
+        links.sched = None;
+    }
+}
+
+/// The pending changes as the scheduler is told them, and whether they ask for a cycle;
+/// the record is cleared.
+pub fn take_changes(state: &mut State) -> (Vec<SchedChange>, bool) {
+    let pending = std::mem::take(&mut state.changes);
     let mut changes = Vec::new();
     // First: a value of a new resource may come in the changes after it.
     if pending.resources {
@@ -214,17 +242,13 @@ pub fn flush_changes(state: &mut State, links: &mut Links) {
             Some(job) if !job.state.is_history() => {
                 changes.push(SchedChange::Job { job: Box::new(sched_job(state, job)) });
             }
-            _ => changes.push(SchedChange::JobGone { id: id.clone() }),
+            _ => match pending.ended.get(key) {
+                Some(&(exit, ran, at)) => changes.push(SchedChange::JobEnded { id: id.clone(), exit, ran, at }),
+                None => changes.push(SchedChange::JobGone { id: id.clone() }),
+            },
         }
     }
-    if changes.is_empty() && !pending.cycle {
-        return;
-    }
-    if let Some(link) = links.sched.as_mut()
-        && link.send_changes(ToSched::Changes { changes, cycle: pending.cycle }).is_err()
-    {
-        links.sched = None;
-    }
+    (changes, pending.cycle)
 }
 
 /// Applies one cycle's decisions: runs (each checked again) and attribute updates, in

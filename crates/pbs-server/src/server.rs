@@ -224,10 +224,9 @@ impl Server {
     /// as a request whose writes queue behind this one's, so no decision can outlive a
     /// change a crash lost. A mom hears of nothing until it is on disk.
     pub fn apply_effects(self: &Arc<Self>, shared: &mut Shared, effects: Effects) -> Applied {
-        // The steps of jobs' lives have no follower outside the lock yet: the scheduler is
-        // told by the notice part of `job::life`, under it.
+        // The scheduler is the steps' follower: it hears of the runs they end.
+        crate::sched_view::note(&mut shared.state, &effects);
         let Effects { ops, to_moms, launches, periodic_hooks, steps: _ } = effects;
-        crate::sched_view::note_written(&mut shared.state, &ops);
         let ack = (!ops.is_empty()).then(|| self.store.commit(ops));
         crate::sched_view::flush(&mut shared.state, &mut shared.links);
         for run in periodic_hooks {

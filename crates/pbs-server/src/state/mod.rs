@@ -255,6 +255,9 @@ pub struct State {
 pub struct PendingChanges {
     /// Jobs by key, with their full ids (kept for jobs that are gone).
     pub jobs: BTreeMap<JobKey, String>,
+    /// Jobs whose run ended (the `Ended` steps of `Effects::steps`): exit status, whether
+    /// it ran, when. A job here that is gone or history is told as `JobEnded`.
+    pub ended: BTreeMap<JobKey, (Option<i32>, bool, i64)>,
     /// Nodes by name.
     pub nodes: BTreeSet<String>,
     /// Every queue, node, server and scheduler attribute (after qmgr).
