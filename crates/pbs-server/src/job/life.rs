@@ -28,8 +28,11 @@ use std::sync::Arc;
 
 use pbs_core::{JobState, Substate};
 
+use crate::attrlist::AttrList;
 use crate::effects::{Effects, JobStep, StepKind};
+use crate::error::ReqError;
 use crate::jobkey::JobKey;
+use crate::request::Ctx;
 use crate::state::{Placement, State};
 use crate::store::StoreOp;
 
@@ -175,11 +178,47 @@ impl At<'_> {
     }
 }
 
-/// A feature that follows jobs' lives. Both hooks see every step; a part acts on the
+/// A step a request is about to make a job take, as the parts' [`Part::check`] sees it
+/// before anything changes: what the job would be.
+#[derive(Clone, Copy, Debug)]
+pub enum Proposal<'a> {
+    /// A new job (qsub) in `queue`, with its attributes as they would be.
+    Queued {
+        /// Its queue.
+        queue: &'a str,
+        /// Its attributes.
+        attrs: &'a AttrList,
+    },
+    /// Job `seq`'s attributes would become `attrs` (qalter).
+    Altered {
+        /// The job.
+        seq: u64,
+        /// Its attributes after the change.
+        attrs: &'a AttrList,
+    },
+    /// Job `seq` would go to `queue` (qmove), or take the place of job `in_place_of` in
+    /// that job's queue (each half of a qorder across queues).
+    Moved {
+        /// The job.
+        seq: u64,
+        /// Its new queue.
+        queue: &'a str,
+        /// The job whose place it takes.
+        in_place_of: Option<u64>,
+    },
+}
+
+/// A feature that follows jobs' lives. Every hook sees every step; a part acts on the
 /// kinds it follows and leaves the others alone.
 pub trait Part: Sync {
     /// Its name, for the docs' table and the tests' record.
     fn name(&self) -> &'static str;
+
+    /// Before a request changes anything: whether the part lets the step it proposes be
+    /// taken. The first refusal, in the table's order, is the request's answer.
+    fn check(&self, _state: &mut State, _ctx: &Ctx<'_>, _proposal: &Proposal<'_>) -> Result<(), ReqError> {
+        Ok(())
+    }
 
     /// Before the transition: what the job was (a record of its run), and changes to the
     /// job itself, which its own write then carries.
@@ -198,6 +237,12 @@ pub struct Life<'p> {
 }
 
 impl Life<'_> {
+    /// Asks every part, in the table's order, whether the step `proposal` names may be
+    /// taken; the first refusal is returned and the later parts are not asked.
+    pub fn check(self, state: &mut State, ctx: &Ctx<'_>, proposal: &Proposal<'_>) -> Result<(), ReqError> {
+        self.parts.iter().try_for_each(|part| part.check(state, ctx, proposal))
+    }
+
     /// Takes `step` for job `key` at `now`, its writes and the steps it causes added to
     /// `out`. A job that is not there takes no step.
     pub fn step(self, state: &mut State, key: JobKey, step: Step, now: i64, out: &mut Effects) {

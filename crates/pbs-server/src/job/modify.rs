@@ -6,7 +6,7 @@ use pbs_proto::{Attr, IdError};
 
 use crate::effects::Effects;
 use crate::error::ReqError;
-use crate::job::life::Step;
+use crate::job::life::{Proposal, Step};
 use crate::job::submit::{alter_nodes, apply_resource_defaults, check_queue_limits, check_resource_rules};
 use crate::jobkey::JobKey;
 use crate::request::attrs::check_job_attr;
@@ -89,7 +89,7 @@ pub fn modify_jobs(state: &mut State, ctx: &Ctx<'_>, ids: &[String], attrs: &[At
             crate::job::orselect::apply_defaults(state, queue_index, &mut list, given, apply_resource_defaults)?;
         }
         check_queue_limits(state, queue_index, &list)?;
-        crate::entity_limits::check_alter(state, ctx, seq, &list)?;
+        crate::job::parts::LIFE.check(state, ctx, &Proposal::Altered { seq, attrs: &list })?;
         list.set(job_idx!("mtime"), None, ctx.now.to_string());
         let Some(job) = state.jobs.get_mut(&seq) else {
             return Err(ReqError::new(Pbse::UNKJOBID));

@@ -8,6 +8,7 @@ use pbs_proto::IdError;
 
 use crate::effects::Effects;
 use crate::error::ReqError;
+use crate::job::life::Proposal;
 use crate::jobkey::JobKey;
 use crate::request::{Ctx, per_id};
 use crate::state::State;
@@ -84,8 +85,5 @@ pub(crate) fn check_entry(
     crate::acl::check_queue(state, queue_index, ctx)?;
     let Some(job) = state.jobs.get(&seq) else { return Err(ReqError::new(Pbse::UNKJOBID)) };
     crate::job::submit::check_queue_limits(state, queue_index, &job.attrs)?;
-    match leaving {
-        Some(leaving) => crate::entity_limits::check_swap(state, ctx, seq, leaving),
-        None => crate::entity_limits::check_move(state, ctx, seq, &queue_name),
-    }
+    crate::job::parts::LIFE.check(state, ctx, &Proposal::Moved { seq, queue: &queue_name, in_place_of: leaving })
 }

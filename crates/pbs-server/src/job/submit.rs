@@ -10,6 +10,7 @@ use pbs_proto::Attr;
 use crate::attrlist::{AttrList, resolve};
 use crate::effects::Effects;
 use crate::error::ReqError;
+use crate::job::life::Proposal;
 use crate::request::Ctx;
 use crate::request::attrs::{check_job_attr, compare_values};
 use crate::state::{Job, JobParts, State};
@@ -147,7 +148,7 @@ fn checked_request(
     crate::job::orselect::apply_defaults(state, queue_index, &mut list, select_given, apply_resource_defaults)?;
     check_resource_rules(&list, is_array)?;
     check_queue_limits(state, queue_index, &list)?;
-    crate::entity_limits::check_new(state, ctx, queue_name, &list)?;
+    crate::job::parts::LIFE.check(state, ctx, &Proposal::Queued { queue: queue_name, attrs: &list })?;
 
     if let Some(text) = list.get(job_idx!("depend"), None).map(str::to_string) {
         let kept = crate::job::depend::check_new(state, &ctx.who.user, &text)?;

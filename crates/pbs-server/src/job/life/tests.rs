@@ -14,15 +14,26 @@ use crate::request::Ctx;
 /// What a recording part saw: (part, hook, job, step kind).
 type Calls = Mutex<Vec<(&'static str, &'static str, JobKey, StepKind)>>;
 
+/// The parts whose check was asked, in order.
+type Checks = Mutex<Vec<&'static str>>;
+
 /// A real part of the table, its calls recorded.
 struct Recording<'a> {
     part: &'a dyn Part,
     calls: &'a Calls,
+    checks: &'a Checks,
 }
 
 impl Part for Recording<'_> {
     fn name(&self) -> &'static str {
         self.part.name()
+    }
+
+    fn check(&self, state: &mut State, ctx: &Ctx<'_>, proposal: &Proposal<'_>) -> Result<(), ReqError> {
+        if let Ok(mut checks) = self.checks.lock() {
+            checks.push(self.part.name());
+        }
+        self.part.check(state, ctx, proposal)
     }
 
     fn before(&self, state: &mut State, at: &At<'_>, out: &mut Effects) {
@@ -67,9 +78,9 @@ fn one_step(
 fn every_step_kind_goes_through_every_part_in_the_tables_order() {
     let (mut state, _) = State::from_loaded(Default::default(), "svr", "host", "/nonexistent");
     state.server.set(pbs_core::attr::ObjectKind::Server.index_of("job_history_enable"), None, "True");
-    let calls = Calls::default();
+    let (calls, checks) = (Calls::default(), Checks::default());
     let recording: Vec<Recording<'_>> =
-        crate::job::parts::PARTS.iter().map(|part| Recording { part: *part, calls: &calls }).collect();
+        crate::job::parts::PARTS.iter().map(|part| Recording { part: *part, calls: &calls, checks: &checks }).collect();
     let table: Vec<&dyn Part> = recording.iter().map(|r| r as &dyn Part).collect();
     let life = Life { parts: &table };
     let names: Vec<&'static str> = crate::job::parts::PARTS.iter().map(|p| p.name()).collect();
@@ -166,4 +177,49 @@ fn every_step_kind_goes_through_every_part_in_the_tables_order() {
         })
         .collect();
     assert_eq!(order, ["E;2.svr", "put;2", "A;3.svr", "put;3"]);
+}
+
+/// A part that refuses every step proposed to it.
+struct Refusing;
+
+impl Part for Refusing {
+    fn name(&self) -> &'static str {
+        "refusing"
+    }
+
+    fn check(&self, _state: &mut State, _ctx: &Ctx<'_>, _proposal: &Proposal<'_>) -> Result<(), ReqError> {
+        Err(ReqError::new(pbs_core::Pbse::PERM))
+    }
+}
+
+/// A proposed step is checked by every part in the table's order; the first refusal is
+/// the answer and the parts after it are not asked. In the real table, entity limits
+/// refuse a new job past `max_queued` before anything changes.
+#[test]
+fn a_proposed_step_is_checked_by_each_part_in_order_until_one_refuses() {
+    let (mut state, _) = State::from_loaded(Default::default(), "svr", "host", "/nonexistent");
+    state.server.set(pbs_core::attr::ObjectKind::Server.index_of("max_queued"), None, "[u:PBS_GENERIC=1]");
+    let who = Identity { user: "alice".into(), group: "staff".into(), uid: 1000, host: "host".into(), daemon: false };
+    let ctx = Ctx { who: &who, privilege: Privilege::User, now: 1_000, groups: &[], hook_attrs: &[] };
+    let (calls, checks) = (Calls::default(), Checks::default());
+    let recording: Vec<Recording<'_>> =
+        crate::job::parts::PARTS.iter().map(|part| Recording { part: *part, calls: &calls, checks: &checks }).collect();
+    let names: Vec<&'static str> = crate::job::parts::PARTS.iter().map(|p| p.name()).collect();
+    let attrs = AttrList::default();
+    let proposal = Proposal::Queued { queue: "workq", attrs: &attrs };
+
+    let table: Vec<&dyn Part> = recording.iter().map(|r| r as &dyn Part).collect();
+    assert_eq!(Life { parts: &table }.check(&mut state, &ctx, &proposal), Ok(()));
+    assert_eq!(std::mem::take(&mut *checks.lock().expect("checks")), names);
+
+    let mut refused: Vec<&dyn Part> = table.clone();
+    refused.insert(2, &Refusing);
+    let answer = Life { parts: &refused }.check(&mut state, &ctx, &proposal);
+    assert_eq!(answer.map_err(|e| e.code), Err(pbs_core::Pbse::PERM));
+    assert_eq!(std::mem::take(&mut *checks.lock().expect("checks")), names[..2]);
+    assert!(calls.lock().expect("calls").is_empty(), "a check takes no step");
+
+    submit(&mut state, &[]);
+    let answer = crate::job::parts::LIFE.check(&mut state, &ctx, &proposal);
+    assert_eq!(answer.map_err(|e| e.code), Err(pbs_core::Pbse::ENTLIMCT));
 }
