@@ -76,6 +76,7 @@ fn a_jobs_life_is_recorded_as_openpbs_records_it() {
     assert_eq!(value(e, "Exit_status"), Some("0"));
     assert_eq!(value(e, "run_count"), Some("1"));
     assert!(value(e, "resources_used.walltime").is_some() && e.ends_with(" run_count=1"), "{e}");
+    assert_eq!(value(e, "eligible_time"), None, "no eligible time while the server keeps none");
 
     // Deleted while queued: Q D, the requestor as user@host.
     let held = submit(&c, &["-N", "acct_delq", "-h"], "#!/bin/sh\nexit 0\n");
@@ -129,6 +130,35 @@ fn a_jobs_life_is_recorded_as_openpbs_records_it() {
     let user = c.run_as_nobody("tracejob", &[&ran]).ok();
     assert!(user.stdout.lines().all(|l| l.get(20..26) != Some(" A    ")), "{}", user.stdout);
     assert!(user.stdout.contains("  S    Job Queued at request of"), "{}", user.stdout);
+}
+
+/// With `eligible_time_enable`, a run's `E` record carries the job's eligible time after
+/// its usage and before `run_count`, as OpenPBS's `account_jobend` writes it.
+#[test]
+fn an_end_record_carries_the_eligible_time_while_the_server_keeps_it() {
+    let c = Cluster::with_moms(1, 1);
+    c.qmgr("set server eligible_time_enable = True");
+    let busy = submit(&c, &[], "#!/bin/sh\nsleep 60\n");
+    c.wait_job_state(&busy, "R", JOB_TIMEOUT);
+    let waiting = submit(&c, &[], "#!/bin/sh\nexit 0\n");
+    wait_until("the waiting job accrues", JOB_TIMEOUT, || {
+        c.job_attr(&waiting, "eligible_time")
+            .and_then(|t| t.parse::<pbs_core::Duration>().ok())
+            .is_some_and(|d| d.as_secs() >= 2)
+    });
+    c.run("qdel", &[&busy]).ok();
+    c.wait_job_state(&waiting, "F", JOB_TIMEOUT);
+    let e = wait_records(&c, &waiting, "QSE").remove(2).1;
+    let eligible = value(&e, "eligible_time").unwrap_or_default().to_string();
+    let secs = eligible.parse::<pbs_core::Duration>().map(|d| d.as_secs()).unwrap_or(0);
+    assert!(secs >= 2 && eligible.len() == 8, "{e}");
+    assert!(e.ends_with(&format!(" eligible_time={eligible} run_count=1")), "{e}");
+    let used = e.find(" resources_used.").unwrap_or(usize::MAX);
+    assert!(used < e.find(" eligible_time=").unwrap_or(0), "after the usage: {e}");
+    // It ran at once: the second or so before its start at most.
+    let busy_end = wait_records(&c, &busy, "QSDE").remove(3).1;
+    let short = value(&busy_end, "eligible_time").and_then(|t| t.parse::<pbs_core::Duration>().ok());
+    assert!(short.is_some_and(|d| d.as_secs() < 5) && busy_end.ends_with(" run_count=1"), "{busy_end}");
 }
 
 #[test]

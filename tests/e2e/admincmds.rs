@@ -83,6 +83,10 @@ fn qterm_stops_the_daemons_asked_and_a_quick_stop_leaves_running_jobs_to_their_m
     c.wait_job_state(&job, "R", WAIT);
     wait_until("the job's session", WAIT, || c.job_attr(&job, "session_id").is_some());
     let session = c.job_attr(&job, "session_id");
+    // One that is not rerunnable, for the immediate stop below.
+    let fixed = submit_as_nobody(&c, &["-r", "n", "--", "/bin/sleep", "120"]);
+    c.wait_job_state(&fixed, "R", WAIT);
+    wait_until("its session", WAIT, || c.job_attr(&fixed, "session_id").is_some());
     // qterm_bad_option.txt, qterm_user_bad_option.txt
     // getopt names the program as it was run (OpenPBS's outputs ran it from the PATH).
     let usage = format!(
@@ -102,10 +106,11 @@ fn qterm_stops_the_daemons_asked_and_a_quick_stop_leaves_running_jobs_to_their_m
     assert!(c.mom_pid("n1").is_some_and(alive), "the mom goes on");
     c.start_server();
     // Once the mom's link is back the job has been reconciled with what the mom runs.
-    c.wait_node_state("n1", "free");
+    c.wait_node_state("n1", "job-busy");
     assert_eq!(c.job_attr(&job, "job_state").as_deref(), Some("R"), "the restarted server finds the job");
     assert_eq!(c.job_attr(&job, "session_id"), session, "the same run");
-    // An operator stops it at once with the moms: the rerunnable job is requeued first.
+    // An operator stops it at once with the moms: the rerunnable job is requeued first,
+    // the one that is not is aborted with OpenPBS's `A` record (no `D`) and its `E`.
     c.qmgr("set server operators = nobody@*");
     let out = c.run_as_nobody("qterm", &["-t", "immediate", "-m"]);
     assert_eq!((out.code, out.stderr.as_str()), (0, ""));
@@ -114,6 +119,19 @@ fn qterm_stops_the_daemons_asked_and_a_quick_stop_leaves_running_jobs_to_their_m
     c.start_server();
     assert_eq!(c.job_attr(&job, "job_state").as_deref(), Some("Q"), "requeued before the stop");
     assert_eq!(c.job_attr(&job, "run_count").as_deref(), Some("1"));
+    assert_eq!(c.job_attr(&fixed, "job_state").as_deref(), Some("F"), "aborted");
+    let day = chrono::Local::now().format("%Y%m%d").to_string();
+    let log = std::fs::read_to_string(c.home().join("server_priv/accounting").join(day)).unwrap_or_default();
+    let kinds: String = log
+        .lines()
+        .filter_map(|line| {
+            let mut fields = line.splitn(4, ';');
+            let (_, kind, id) = (fields.next()?, fields.next()?, fields.next()?);
+            (id == fixed).then(|| kind.to_string())
+        })
+        .collect();
+    assert_eq!(kinds, "QSAE", "{log}");
+    assert!(log.contains(&format!(";A;{fixed};Aborted by PBS Server  on Server shutdown\n")), "{log}");
 }
 
 #[test]

@@ -48,8 +48,10 @@ pub fn started(state: &State, key: JobKey) -> Option<StoreOp> {
 }
 
 /// The `E` or `R` record of a run that ended at `now`, from the job's `Exit_status` and
-/// `resources_used` as its end left them; `id` is the job's full id.
-pub fn run_ended(job: &Job, id: &str, end: RunEnd, now: i64) -> StoreOp {
+/// `resources_used` as its end left them; `id` is the job's full id. `eligible`: the
+/// job's eligible time (`HH:MM:SS`) while the server keeps it, which OpenPBS writes
+/// between the usage and `run_count`.
+pub fn run_ended(job: &Job, id: &str, end: RunEnd, eligible: Option<&str>, now: i64) -> StoreOp {
     let kind = match end {
         RunEnd::Ended => 'E',
         RunEnd::Requeued => 'R',
@@ -69,6 +71,9 @@ pub fn run_ended(job: &Job, id: &str, end: RunEnd, now: i64) -> StoreOp {
             let _ = write!(text, " resources_used.{resource}=");
             push_quoted(&mut text, value);
         }
+    }
+    if let Some(eligible) = eligible {
+        let _ = write!(text, " eligible_time={eligible}");
     }
     let run_count = job.attrs.get(job_idx!("run_count"), None).unwrap_or("0");
     let _ = write!(text, " run_count={run_count}");

@@ -1198,6 +1198,31 @@ fn a_shutdown_is_an_operators_and_an_immediate_one_requeues_running_jobs_first()
     assert!(crate::shutdown::may_stop(&f.state));
 }
 
+/// qterm -t immediate of a job that is not rerunnable aborts it as OpenPBS's `job_abt`:
+/// an `A` record with its reason (no `D`: nobody deleted it), its mom told to end it,
+/// and its `E` once the mom reports the end.
+#[test]
+fn an_immediate_shutdown_aborts_a_job_that_is_not_rerunnable() {
+    let mut f = fixture();
+    let id = f.submit(&alice(), &[("Rerunable", "False")]);
+    let (reply, _) = f.request(&root(), Request::RunJob { id: id.clone(), exec_vnode: Some("n1".into()) });
+    assert_eq!(reply.code, 0, "{reply:?}");
+    let _ = crate::job::end::job_started(&mut f.state, "n1", &id, 42, f.now);
+    let stop = Request::Shutdown { manner: "immediate".into(), scheduler: true, moms: true };
+    let (reply, effects) = f.request(&root(), stop);
+    assert_eq!(reply.code, 0, "{reply:?}");
+    assert_eq!(records(&effects), [format!("A;{id}")]);
+    let text = effects.ops.iter().find_map(|op| match op {
+        StoreOp::Account(record) => Some(record.text.clone()),
+        _ => None,
+    });
+    assert_eq!(text.as_deref(), Some("Aborted by PBS Server  on Server shutdown"));
+    assert_eq!(frames(&effects), n1(&["KillJob"]));
+    let effects = crate::job::end::job_ended(&mut f.state, "n1", &id, 271, &Usage::default(), f.now);
+    assert_eq!(records(&effects), [format!("E;{id}")]);
+    assert!(crate::shutdown::may_stop(&f.state));
+}
+
 /// qmsg: a running job's message goes to its mother superior's mom, with the streams
 /// asked (stderr when none is); a queued job, an array and a stranger are refused, and
 /// nothing is written.

@@ -1,7 +1,8 @@
 //! qterm (Shutdown): who may stop the server, and what each manner does to running jobs
 //! before it stops, as OpenPBS's `req_shutdown` and `svr_shutdown` do. `quick` leaves
 //! them running (their moms keep them; a restarted server finds them); `immediate`
-//! requeues the rerunnable ones and kills the others; `delay` starts no new run and waits
+//! requeues the rerunnable ones and aborts the others (an `A` record, as OpenPBS's
+//! `rerun_or_kill` calls `job_abt`, not a user's deletion); `delay` starts no new run and waits
 //! for the running ones to end. The stop itself (telling the scheduler and the moms,
 //! flushing the store) is `run::stop`'s, once [`State::stopping`] is set.
 
@@ -42,9 +43,9 @@ pub fn request(
     if manner != StopManner::Immediate {
         return Ok(Effects::default());
     }
-    // Rerunnable jobs go back to the queue, the others are killed (OpenPBS's
+    // Rerunnable jobs go back to the queue, the others are aborted (OpenPBS's
     // `rerun_or_kill`); the server stops once their moms have reported them ended.
-    let (mut rerun, mut kill) = (Vec::new(), Vec::new());
+    let (mut rerun, mut abort) = (Vec::new(), Vec::new());
     for job in state.jobs.values().filter(|j| !j.array).chain(state.subjobs.values()) {
         if !matches!(job.state, JobState::Running | JobState::Suspended) {
             continue;
@@ -54,14 +55,21 @@ pub fn request(
             Some(index) => pbs_core::JobId::subjob(job.seq, index, &state.server_name).to_string(),
             None => job.id(&state.server_name),
         };
-        if rerunnable { rerun.push(id) } else { kill.push(id) }
+        if rerunnable { rerun.push(id) } else { abort.push((job.key(), id)) }
     }
     let manager = Ctx { privilege: Privilege::Manager, ..*ctx };
     let (_, mut effects) = crate::job::signal::rerun_jobs(state, &manager, &rerun, false);
-    let (_, killed) = crate::job::delete::delete_jobs(state, &manager, &kill, false, false);
-    effects.merge(killed);
+    for (key, id) in abort {
+        tracing::info!(object_type = "Job", object_name = id.as_str(), "{ABORTED_ON_SHUTDOWN}");
+        effects.ops.push(crate::accounting::aborted(&id, ABORTED_ON_SHUTDOWN));
+        effects.merge(crate::job::end::begin_end(state, key, crate::state::EndReason::Delete, ctx.now));
+    }
     Ok(effects)
 }
+
+/// OpenPBS's reason for a job that is not rerunnable at an immediate stop
+/// (`msg_job_abort` and `msg_on_shutdown`, two spaces between them).
+const ABORTED_ON_SHUTDOWN: &str = "Aborted by PBS Server  on Server shutdown";
 
 /// Whether the server may stop now: nothing it must wait for is running. A quick stop
 /// never waits; the others wait for every running or suspended job to be gone.

@@ -1,6 +1,6 @@
 //! The accounting part of a job's life (`job::life`): which record each step writes, and
 //! where in the commit. A run's `E` or `R` is taken from the job as it ran, before the
-//! transition changes it; a start's `S` from the job as it runs; a suspension's `z` and a
+//! transition changes it (with its eligible time while the server keeps it); a start's `S` from the job as it runs; a suspension's `z` and a
 //! resumption's `r` after the job's write; a move's `Q` in its new queue; a job a
 //! dependency or its set ends gets its `A`. qdel's `D` is the request's, written by
 //! `job::delete` as the request is taken, and a submission's `Q` is `job::submit`'s (its
@@ -32,7 +32,8 @@ impl crate::job::life::Part for Part {
             }
             _ => return,
         };
-        out.ops.push(crate::accounting::run_ended(job, at.id, end, at.now));
+        let eligible = crate::state::accrual::enabled(state).then(|| crate::state::accrual::recorded(job, at.now));
+        out.ops.push(crate::accounting::run_ended(job, at.id, end, eligible.as_deref(), at.now));
     }
 
     fn after(&self, state: &mut State, at: &At<'_>, out: &mut Effects) {

@@ -107,6 +107,12 @@ fn since(job: &Job, now: i64) -> i64 {
     if job.accrue_since > 0 { now.saturating_sub(job.accrue_since).max(0) } else { 0 }
 }
 
+/// The eligible time a run's `E` or `R` record carries (`HH:MM:SS`): what the job accrued
+/// up to `now`, none being `00:00:00`, as OpenPBS writes it.
+pub fn recorded(job: &Job, now: i64) -> String {
+    Duration::from_secs(u64::try_from(eligible_secs(job, now)).unwrap_or(0)).to_string()
+}
+
 /// The `eligible_time` a status shows at `now` (`HH:MM:SS`), when the job has one.
 pub fn shown(job: &Job, now: i64) -> Option<String> {
     job.attrs.get(job_idx!("eligible_time"), None)?;
