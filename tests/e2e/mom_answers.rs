@@ -1,10 +1,13 @@
 //! Requests that wait for moms' answers: qsig answers with what the mom did, a job is
 //! suspended only once its mom stopped it, and a mom that does not answer in time fails
-//! its own job's request, leaving the job as it was.
+//! its own job's request, leaving the job as it was; a mom that does not know a job the
+//! server is ending says so, and the server purges the job.
 
 use std::time::{Duration, Instant};
 
-use pbs_e2e::Cluster;
+use pbs_e2e::{Cluster, wait_until};
+use pbs_proto::mom::{FromMom, ToMom};
+use pbs_proto::{HelloReply, MAX_REPLY_FRAME_LEN, Role, link};
 
 const JOB_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -54,4 +57,134 @@ fn qsig_answers_with_the_moms_outcome_and_a_silent_mom_changes_nothing() {
 fn process_state(pid: i32) -> Option<char> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     stat.rsplit_once(')')?.1.trim_start().chars().next()
+}
+
+/// A mom of the test's own, on a real authenticated link the server opened to it: it says
+/// what it is told to, and answers pings.
+struct FakeMom {
+    stream: std::net::TcpStream,
+    sealer: link::Sealer,
+    opener: link::Opener,
+}
+
+impl FakeMom {
+    /// Creates node `node` with its mom at a port the test listens on, and takes the link
+    /// the server opens to it with the node's key.
+    fn linked(c: &Cluster, node: &str) -> FakeMom {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        c.qmgr(&format!("create node {node} Mom=127.0.0.1,Port={port}"));
+        let (mut stream, _) = listener.accept().expect("the server connects to its mom");
+        stream.set_read_timeout(Some(JOB_TIMEOUT)).expect("timeout");
+        let master = std::fs::read(c.home().join("server_priv").join("cluster_key")).expect("cluster key");
+        let me = Role::Mom { node: node.into() };
+        let key = pbs_proto::keys::derive(&master, &me);
+        let hello: pbs_proto::Hello =
+            pbs_proto::read_frame(&mut stream, MAX_REPLY_FRAME_LEN).expect("read").expect("hello");
+        let (mut sealer, opener) = link::accept_blocking(&mut stream, &key, &me, &hello).expect("the server's proof");
+        let welcome = HelloReply::Welcome { version: pbs_proto::PROTOCOL_VERSION, server_name: node.into() };
+        link::write_sealed(&mut stream, &mut sealer, &welcome).expect("welcome");
+        let mut mom = FakeMom { stream, sealer, opener };
+        mom.send(&FromMom::NodeStatus {
+            ncpus: 1,
+            mem_kb: 1 << 20,
+            arch: "linux".into(),
+            host: node.into(),
+            version: "fake".into(),
+            jobs: Vec::new(),
+        });
+        mom
+    }
+
+    fn send(&mut self, frame: &FromMom) {
+        link::write_sealed(&mut self.stream, &mut self.sealer, frame).expect("send to the server");
+    }
+
+    /// The next frame from the server that is not a ping (answered) or the hooks' set.
+    fn next(&mut self) -> ToMom {
+        let deadline = Instant::now() + JOB_TIMEOUT;
+        loop {
+            assert!(Instant::now() < deadline, "no frame but pings from the server in {JOB_TIMEOUT:?}");
+            let frame: ToMom = link::read_sealed(&mut self.stream, &mut self.opener, MAX_REPLY_FRAME_LEN)
+                .expect("read from the server")
+                .expect("the server closed its link");
+            match frame {
+                ToMom::Ping => self.send(&FromMom::Pong),
+                ToMom::Hooks { .. } => {}
+                other => return other,
+            }
+        }
+    }
+}
+
+/// A job the server is deleting, whose mom answers the kill with "unknown job" (a mom
+/// that lost it), is purged as OpenPBS's server purges it on PBSE_UNKJOBID: finished with
+/// its `E` after qdel's `D`, not left exiting for an end that will never come.
+#[test]
+fn a_job_its_mom_does_not_know_is_purged_when_deleted() {
+    let mut c = Cluster::start();
+    c.allow_root_jobs();
+    c.qmgr("set server job_history_enable = True");
+    let mut mom = FakeMom::linked(&c, "lost");
+    c.wait_node_state("lost", "free");
+    c.start_sched();
+    let id = c.qsub(&["--", "/bin/sleep", "300"]);
+    match mom.next() {
+        ToMom::RunJob { launch } => assert_eq!(launch.job_id, id),
+        other => panic!("expected the job's launch, got {other:?}"),
+    }
+    mom.send(&FromMom::JobStarted { job_id: id.clone(), session_id: 4242 });
+    wait_until("the start confirmed", JOB_TIMEOUT, || c.job_attr(&id, "session_id").as_deref() == Some("4242"));
+    c.run("qdel", &[&id]).ok();
+    assert_eq!(c.job_attr(&id, "job_state").as_deref(), Some("E"), "its mom is asked to end it");
+    match mom.next() {
+        ToMom::KillJob { job_id, .. } => assert_eq!(job_id, id),
+        other => panic!("expected the kill, got {other:?}"),
+    }
+    mom.send(&FromMom::UnknownJob { job_id: id.clone() });
+    c.wait_job_state(&id, "F", JOB_TIMEOUT);
+    assert_eq!(c.job_attr(&id, "substate").as_deref(), Some("91"), "terminated");
+    wait_until("the purge logged", JOB_TIMEOUT, || c.server_stderr().contains("MOM claims no knowledge of the job"));
+    let day = chrono::Local::now().format("%Y%m%d").to_string();
+    let log = || std::fs::read_to_string(c.home().join("server_priv/accounting").join(&day)).unwrap_or_default();
+    let kinds = || -> String {
+        log()
+            .lines()
+            .filter_map(|line| {
+                let mut fields = line.splitn(4, ';');
+                let (_, kind, job) = (fields.next()?, fields.next()?, fields.next()?);
+                (job == id).then(|| kind.to_string())
+            })
+            .collect()
+    };
+    // The file is written once the commit that made the records is done.
+    wait_until("its records written", JOB_TIMEOUT, || kinds() == "QSDE");
+    // The node is free again: nothing waits for the lost run.
+    c.wait_node_state("lost", "free");
+}
+
+/// A real mom asked to kill a job it does not hold says so, and the server, which is not
+/// ending any such job, changes nothing.
+#[test]
+fn a_real_mom_answers_a_kill_for_a_job_it_does_not_hold() {
+    let c = Cluster::with_moms(1, 1);
+    let port: u16 = c.node_attr("n1", "Port").expect("n1's port").parse().expect("port");
+    let master = std::fs::read(c.home().join("server_priv").join("cluster_key")).expect("cluster key");
+    let n1 = Role::Mom { node: "n1".into() };
+    let key = pbs_proto::keys::derive(&master, &n1);
+    let mut writer = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    writer.set_read_timeout(Some(JOB_TIMEOUT)).expect("timeout");
+    let mut reader = writer.try_clone().expect("clone");
+    let (_, mut sealer, mut opener) =
+        link::connect_blocking(&mut reader, &mut writer, &key, &Role::Server, &n1).expect("the mom takes the key");
+    let kill = ToMom::KillJob { job_id: "999.nowhere".into(), kill_delay: 1 };
+    link::write_sealed(&mut writer, &mut sealer, &kill).expect("send");
+    let answer = loop {
+        let frame: FromMom =
+            link::read_sealed(&mut reader, &mut opener, MAX_REPLY_FRAME_LEN).expect("read").expect("an answer");
+        if !matches!(frame, FromMom::NodeStatus { .. } | FromMom::Pong) {
+            break frame;
+        }
+    };
+    assert_eq!(answer, FromMom::UnknownJob { job_id: "999.nowhere".into() });
 }

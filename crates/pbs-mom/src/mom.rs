@@ -484,10 +484,7 @@ impl Mom {
                     .map(|(job_id, code)| FromMom::SignalResult { job_id, signal: signal.clone(), code, ask })
                     .collect()
             }
-            ToMom::KillJob { job_id, kill_delay } => {
-                self.kill_request(&job_id, kill_delay);
-                Vec::new()
-            }
+            ToMom::KillJob { job_id, kill_delay } => self.kill_request(&job_id, kill_delay).into_iter().collect(),
             ToMom::ForgetJob { job_id } => {
                 self.forget_job(&job_id);
                 Vec::new()
@@ -942,12 +939,14 @@ impl Mom {
         state.jobs.get(job_id).filter(|j| j.phase == Phase::Running).map(|j| j.session_id)
     }
 
-    fn kill_request(self: &Arc<Self>, job_id: &str, kill_delay: u32) {
+    /// Ends a job the server asked to kill; for a job this mom does not hold, the answer
+    /// that says so (the server purges the job: its end will never come from here).
+    fn kill_request(self: &Arc<Self>, job_id: &str, kill_delay: u32) -> Option<FromMom> {
         let sid = {
             let mut state = self.lock();
             let Some(job) = state.jobs.get_mut(job_id) else {
                 tracing::warn!(object_type = "Job", object_name = job_id, "KillJob for an unknown job");
-                return;
+                return Some(FromMom::UnknownJob { job_id: job_id.to_string() });
             };
             match job.phase {
                 Phase::Starting => {
@@ -968,7 +967,7 @@ impl Mom {
                     });
                     drop(state);
                     let _ = records::append(&path, &result);
-                    return;
+                    return None;
                 }
                 Phase::Ended(_) if job.ending => None,
                 Phase::Ended(r) => {
@@ -985,6 +984,7 @@ impl Mom {
             log_job(job_id, format_args!("kill requested, SIGKILL after {kill_delay} s"));
             self.terminate(job_id, sid, kill_delay);
         }
+        None
     }
 
     /// New limits from qalter: the sampler enforces cput and mem from its next sample, and

@@ -283,6 +283,13 @@ pub enum FromMom {
         /// Final usage.
         usage: Usage,
     },
+    /// A [`ToMom::KillJob`] named a job this mom does not hold (OpenPBS's mom answers
+    /// PBSE_UNKJOBID): the server purges the job it was ending, so an end that will never
+    /// be reported is not waited for.
+    UnknownJob {
+        /// Full job id.
+        job_id: String,
+    },
     /// The outcome of a [`ToMom::SignalJob`], or of one job of a [`ToMom::SignalJobs`].
     SignalResult {
         /// Full job id.

@@ -32,7 +32,7 @@ pub fn due(state: &mut State, now: i64) -> Effects {
     for what in state.timers.take_due(now) {
         match what {
             Due::ExecutionTime(seq) => {
-                effects.merge(crate::job::deferred::reached(state, seq, now, crate::job::parts::LIFE))
+                crate::job::deferred::reached(state, seq, now, crate::job::parts::LIFE, &mut effects)
             }
             Due::NodeWatch => {
                 effects.merge(crate::job::nodefail::requeue_from_failed_nodes(state, now));

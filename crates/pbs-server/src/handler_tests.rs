@@ -367,6 +367,38 @@ fn the_scheduler_hears_of_an_end_from_the_ended_step() {
     assert!(f.state.changes.ended.is_empty(), "the record is cleared");
 }
 
+/// A mom that answers a KillJob with "unknown job": a job being deleted is finished
+/// at once (its `E` after qdel's `D`), one being rerun is requeued, and the same answer
+/// from another node, or for a job the server is not ending, changes nothing.
+#[test]
+fn a_job_its_mom_does_not_know_is_purged_when_the_server_was_ending_it() {
+    use pbs_proto::mom::FromMom;
+    let mut f = fixture();
+    let (deleted, deleted_id) = f.running_job();
+    let (rerun, rerun_id) = f.running_job();
+    let (left, left_id) = f.running_job();
+    let unknown = |id: &str| FromMom::UnknownJob { job_id: id.to_string() };
+    let (_, qdel) =
+        f.request(&alice(), Request::DeleteJob { ids: ids(&[&deleted_id]), force: false, purge_history: false });
+    assert_eq!(records(&qdel), [format!("D;{deleted_id}")]);
+    let (_, qrerun) = f.request(&root(), Request::RerunJob { ids: ids(&[&rerun_id]), force: false });
+    assert_eq!(frames(&qrerun), n1(&["KillJob"]));
+
+    let elsewhere = crate::mom_report::apply(&mut f.state, "n2", unknown(&deleted_id), f.now);
+    assert!(elsewhere.is_empty(), "only its mother superior speaks for it");
+    let not_ending = crate::mom_report::apply(&mut f.state, "n1", unknown(&left_id), f.now);
+    assert!(not_ending.is_empty());
+    assert_eq!(f.job_state(left), Some(JobState::Running));
+
+    let purged = crate::mom_report::apply(&mut f.state, "n1", unknown(&deleted_id), f.now);
+    assert_eq!(records(&purged), [format!("E;{deleted_id}")]);
+    assert_eq!(f.job_state(deleted), None);
+    let requeued = crate::mom_report::apply(&mut f.state, "n1", unknown(&rerun_id), f.now);
+    assert_eq!(records(&requeued), [format!("R;{rerun_id}")]);
+    assert_eq!(f.job_state(rerun), Some(JobState::Queued));
+    assert!(!f.state.ending.contains_key(&rerun) && !f.state.ending.contains_key(&deleted));
+}
+
 #[test]
 fn a_delete_of_a_running_job_asks_its_mom_to_kill_it() {
     let mut f = fixture();

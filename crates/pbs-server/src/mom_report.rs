@@ -51,6 +51,7 @@ pub fn apply(state: &mut State, node: &str, report: FromMom, now: i64) -> Effect
             }
             crate::job::end::job_ended(state, node, &job_id, exit_status, &usage, now)
         }
+        FromMom::UnknownJob { job_id } => crate::job::end::unknown_to_its_mom(state, node, &job_id, now),
         FromMom::OfflineByHook { hook } => offline_by_hook(state, node, &hook),
         FromMom::RestartCycleByHook { hook, failed } => {
             // OpenPBS's texts (node_manager.c), under its mom's name.

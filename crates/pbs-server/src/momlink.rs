@@ -222,7 +222,7 @@ fn handle(server: &Arc<Server>, node: &str, report: FromMom) {
         let asked = Asked::Mom { node: node.to_string(), job_id: job_id.clone() };
         crate::state::links::answer(&mut shared.links, *ask, &asked, crate::state::links::mom_outcome(*code));
     }
-    if let FromMom::JobEnded { job_id, .. } = &report {
+    if let FromMom::JobEnded { job_id, .. } | FromMom::UnknownJob { job_id } = &report {
         crate::state::links::job_ended(&mut shared.links, node, job_id);
     }
     let mut effects = crate::mom_report::apply(&mut shared, node, report, chrono::Utc::now().timestamp());

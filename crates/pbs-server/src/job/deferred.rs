@@ -54,13 +54,13 @@ pub fn arm_all(state: &mut State) {
     }
 }
 
-/// Job `seq`'s execution time has come: if it still waits for it, it becomes eligible.
-pub fn reached(state: &mut State, seq: u64, now: i64, life: crate::job::life::Life<'_>) -> Effects {
-    let mut out = Effects::default();
-    let Some(job) = state.jobs.get_mut(&seq) else { return out };
+/// Job `seq`'s execution time has come: if it still waits for it, it becomes eligible,
+/// its step's effects added to `out` (one timer event may reach thousands of jobs).
+pub fn reached(state: &mut State, seq: u64, now: i64, life: crate::job::life::Life<'_>, out: &mut Effects) {
+    let Some(job) = state.jobs.get_mut(&seq) else { return };
     // Altered, held, released or deleted since the entry was set: its state says what holds.
     if job.state != JobState::Waiting || execution_time(&job.attrs).is_some_and(|t| t > now) {
-        return out;
+        return;
     }
     job.attrs.unset(job_idx!("Execution_Time"), None);
     job.state = JobState::Queued;
@@ -68,6 +68,5 @@ pub fn reached(state: &mut State, seq: u64, now: i64, life: crate::job::life::Li
     let stamp = now.to_string();
     job.attrs.set(job_idx!("etime"), None, stamp.as_str());
     job.attrs.set(job_idx!("mtime"), None, stamp.as_str());
-    life.step(state, JobKey::job(seq), crate::job::life::Step::Released, now, &mut out);
-    out
+    life.step(state, JobKey::job(seq), crate::job::life::Step::Released, now, out);
 }

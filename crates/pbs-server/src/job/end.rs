@@ -200,6 +200,22 @@ pub fn begin_end(state: &mut State, key: JobKey, reason: EndReason, now: i64) ->
     out
 }
 
+/// Its mother superior's mom says it does not hold the job (a KillJob found nothing):
+/// a job the server is ending is purged as OpenPBS's `post_delete_mom1` purges one on
+/// PBSE_UNKJOBID, so its qdel never waits for an end that will not come: a deletion
+/// finishes it now (as `qdel -W force`), a rerun or checkpoint requeues it as a lost run
+/// is. A job the server is not ending is left to the mom's next status, which reconciles
+/// what it holds.
+pub fn unknown_to_its_mom(state: &mut State, node: &str, job_id: &str, now: i64) -> Effects {
+    let Some(key) = running_on(state, node, job_id) else { return Effects::default() };
+    let Some(&reason) = state.ending.get(&key) else { return Effects::default() };
+    tracing::info!(object_type = "Job", object_name = job_id, "MOM claims no knowledge of the job, purged");
+    match reason {
+        EndReason::Delete => force_delete(state, key, now),
+        EndReason::Rerun | EndReason::Checkpoint => lost(state, key, now),
+    }
+}
+
 /// Ends a running job without waiting for its mom (`qdel -W force`): resources are freed
 /// and the moms told to forget it.
 pub fn force_delete(state: &mut State, key: JobKey, now: i64) -> Effects {

@@ -41,7 +41,8 @@ use crate::store::StoreOp;
 pub enum Step {
     /// A job was submitted: its record, just made, is written with its script.
     Queued {
-        /// The job's script, stored with it.
+        /// The job's script, stored with it (moved into that write: the parts see the step
+        /// without it).
         script: String,
     },
     /// The verb changed the job's attributes (qalter, qorder, a hook's changes, a run a
@@ -162,7 +163,7 @@ pub struct At<'a> {
     /// The handler's clock.
     pub now: i64,
     /// Whether the job is kept in history once it leaves (`job_history_enable`, unless a
-    /// qdel purges it), read once per step.
+    /// qdel purges it), read once per step that leaves; false for the others.
     pub history: bool,
     /// The parts this step goes through.
     pub life: Life<'a>,
@@ -245,16 +246,23 @@ impl Life<'_> {
 
     /// Takes `step` for job `key` at `now`, its writes and the steps it causes added to
     /// `out`. A job that is not there takes no step.
-    pub fn step(self, state: &mut State, key: JobKey, step: Step, now: i64, out: &mut Effects) {
+    pub fn step(self, state: &mut State, key: JobKey, mut step: Step, now: i64, out: &mut Effects) {
         let Some(job) = state.job(key) else { return };
+        // Moved into the job's first write, not copied (a script may be large); no part
+        // reads it.
+        let script = match &mut step {
+            Step::Queued { script } => Some(std::mem::take(script)),
+            _ => None,
+        };
         let id = job.id(&state.server_name);
         let purged = matches!(step, Step::Left { why: Why::Deleted { purged: true } });
-        let history = state.server_flag("job_history_enable", false) && !purged;
+        // Read only where it decides something: most steps do not leave.
+        let history = step.leaves() && !purged && state.server_flag("job_history_enable", false);
         let at = At { key, id: &id, step: &step, now, history, life: self, written_from: out.ops.len() };
         for part in self.parts {
             part.before(state, &at, out);
         }
-        out.ops.extend(transition(state, &at));
+        out.ops.extend(transition(state, &at, script));
         out.steps.push(JobStep { key, id: id.clone(), kind: step.kind(), at: now });
         for part in self.parts {
             part.after(state, &at, out);
@@ -271,10 +279,10 @@ impl Life<'_> {
 }
 
 /// The change every job takes at a step, whatever features it uses; gives its own write.
-fn transition(state: &mut State, at: &At<'_>) -> Vec<StoreOp> {
+fn transition(state: &mut State, at: &At<'_>, script: Option<String>) -> Vec<StoreOp> {
     let (key, now) = (at.key, at.now);
     match at.step {
-        Step::Queued { script } => own_write(state, key, Some(script.clone())),
+        Step::Queued { .. } => own_write(state, key, script),
         Step::Altered | Step::Moved | Step::Held | Step::Released | Step::Ending => own_write(state, key, None),
         Step::Confirmed { session_id } => {
             state.starting.remove(&key);

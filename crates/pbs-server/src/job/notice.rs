@@ -17,7 +17,7 @@ impl crate::job::life::Part for Part {
     }
 
     fn after(&self, state: &mut State, at: &At<'_>, _out: &mut Effects) {
-        state.changes.jobs.insert(at.key, at.id.to_string());
+        state.changes.jobs.entry(at.key).or_insert_with(|| at.id.to_string());
         if !matches!(at.step, Step::Started { .. } | Step::Confirmed { .. }) {
             state.changes.cycle = true;
         }
