@@ -226,6 +226,34 @@ fn an_express_job_preempts_a_normal_job_by_suspension_which_resumes_after() {
     c.run("qdel", &[&normal]).ok();
 }
 
+/// OpenPBS's test_max_run_subjobs_qrun: a qrun of a subjob over its array's
+/// `max_run_subjobs` on a full node suspends the running normal job (not the array's
+/// other subjobs, started later) and runs the subjob; the qrun answers once it runs.
+#[test]
+fn qrun_of_a_subjob_over_its_limit_on_a_full_node_suspends_the_normal_job() {
+    let c = Cluster::with_moms(1, 8);
+    let normal = running(&c, &["-l", "select=ncpus=2", "--", "/bin/sleep", "300"]);
+    let array = c.qsub(&["-J", "1-20%3", "-l", "select=ncpus=2", "--", "/bin/sleep", "300"]);
+    let seq = array.split('[').next().unwrap_or_default().to_string();
+    let sub = |i: u32| format!("{seq}[{i}].{}", c.server_name());
+    for i in 1..=3 {
+        c.wait_job_state(&sub(i), "R", JOB_TIMEOUT);
+        pbs_e2e::wait_until("the subjob's session", JOB_TIMEOUT, || c.job_attr(&sub(i), "session_id").is_some());
+    }
+    assert_eq!(c.job_attr(&sub(4), "job_state").as_deref(), Some("Q"));
+    // Without preemption a qrun here answered that resources are unavailable.
+    let out = c.run("qrun", &[&sub(4)]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(c.job_attr(&sub(4), "job_state").as_deref(), Some("R"));
+    assert_eq!(c.job_attr(&normal, "job_state").as_deref(), Some("S"));
+    for i in 1..=3 {
+        assert_eq!(c.job_attr(&sub(i), "job_state").as_deref(), Some("R"), "subjob {i}");
+    }
+    c.wait_logged(&format!("{};Employing preemption to try and run high priority job.", sub(4)));
+    c.wait_logged(&format!("{normal};Job preempted by suspension"));
+    c.run("qdel", &[&array, &normal]).ok();
+}
+
 #[test]
 fn preemptive_sched_off_in_sched_config_preempts_nothing() {
     let c = Cluster::with_moms_and_sched_config(1, 1, Some("preemptive_sched: false ALL\n"));

@@ -472,7 +472,22 @@ fn clear_stale_estimates(m: &Mirror, ctx: &mut Ctx) {
 /// before it starts, so its comment goes to the array, unless the array has begun
 /// (OpenPBS leaves a begun array's comment alone). Unknown ids, and subjobs that are not
 /// queued, decide nothing (the server answers for them).
+///
+/// A job that does not fit for want of room preempts, as OpenPBS's qrun does: the qrun's
+/// job ranks above every `preempt_prio` class, and so do its array's running subjobs
+/// (they are never its victims). Then the decisions carry only the preemption; the
+/// daemon sends it and places the job again with [`qrun_after_preemption`].
 pub fn qrun(m: &Mirror, job_id: &str, now: i64) -> Decisions {
+    place_for_qrun(m, job_id, now, true)
+}
+
+/// [`qrun`] once its preemption has been answered: the job runs in the room made, or its
+/// comment says why not; it preempts no more.
+pub(crate) fn qrun_after_preemption(m: &Mirror, job_id: &str, now: i64) -> Decisions {
+    place_for_qrun(m, job_id, now, false)
+}
+
+fn place_for_qrun(m: &Mirror, job_id: &str, now: i64, may_preempt: bool) -> Decisions {
     let mut out = Out::default();
     let Some((job, run_id)) = qrun_target(m, job_id) else { return out.into_decisions() };
     let parent_seq = matches!(job.array, ArrayRole::Parent { .. } | ArrayRole::Sub { .. }).then_some(job.view.seq);
@@ -502,6 +517,21 @@ pub fn qrun(m: &Mirror, job_id: &str, now: i64) -> Decisions {
         // The answer to a qrun always carries the reason, changed or not: it is what the
         // server tells the qrun caller.
         Err(failure) => {
+            let policy = m.config.policy_at(now);
+            if may_preempt
+                && policy.preemptive_sched
+                && failure.status == Status::NotRun
+                && for_want_of_room(&failure.reason)
+            {
+                let fits = |sim: &World<'_>| evaluate(sim, job, &queue, None, true).is_ok();
+                let kin = parent_seq;
+                if let Some(jobs) = crate::preempt::choose(&world, job, crate::preempt::QRUN, kin, fits) {
+                    let text = "Employing preemption to try and run high priority job.";
+                    out.considered.push(LogEvent::job("0080", &run_id, text));
+                    out.preempt = Some(Preemption { for_job: run_id, jobs });
+                    return out.into_decisions();
+                }
+            }
             let begun = job.array_begun(m) || world.array_running.contains_key(&job.view.seq);
             if !(matches!(job.array, ArrayRole::Parent { .. }) && begun) {
                 note_comment(&mut out, &job.view.id, None, &failure.comment());
@@ -906,7 +936,7 @@ fn try_job(
                 if matches!(crate::preempt::targets(world.m, job), Some(pbs_core::preempt::Targets::None)) {
                     let text = "No preemption set specified for the job: Job will not preempt";
                     ctx.out.considered.push(LogEvent::job("0400", run_id, text));
-                } else if let Some(jobs) = crate::preempt::choose(world, job, high, fits) {
+                } else if let Some(jobs) = crate::preempt::choose(world, job, high, None, fits) {
                     let text = "Employing preemption to try and run high priority job.";
                     ctx.out.considered.push(LogEvent::job("0080", run_id, text));
                     ctx.out.preempt = Some(Preemption { for_job: run_id.to_string(), jobs });

@@ -24,7 +24,7 @@ use pbs_proto::{FrameError, Hello, HelloReply, MAX_REPLY_FRAME_LEN, Role, read_f
 use tracing::{debug, info, warn};
 
 use crate::config::SchedConfig;
-use crate::cycle::{Decisions, cycle, qrun};
+use crate::cycle::{Decisions, cycle, qrun, qrun_after_preemption};
 use crate::mirror::Mirror;
 
 /// Where the server is.
@@ -463,7 +463,11 @@ impl Daemon {
         let mut want_cycle = true;
         let mut last_cycle: Option<Instant> = None;
         let mut in_flight: Option<(u64, Instant)> = None;
-        let mut qruns: VecDeque<(u64, String)> = VecDeque::new();
+        // Each waiting qrun: its request number, its job, and whether its preemption has
+        // been answered (then it is placed once more, without preempting).
+        let mut qruns: VecDeque<(u64, String, bool)> = VecDeque::new();
+        // A qrun whose answer waits for its preemption.
+        let mut qrun_preempting: Option<(u64, String)> = None;
         // A cycle's preemption: sent once its decisions are applied, and no cycle runs
         // until the server has answered it.
         let mut to_preempt: Option<crate::cycle::Preemption> = None;
@@ -482,10 +486,20 @@ impl Daemon {
                 }
             }
             if in_flight.is_none() && preempting.is_none() {
-                let sent = if let Some((qrun_id, job_id)) = qruns.pop_front() {
-                    let decisions = qrun(&mirror, &job_id, now_secs());
+                let sent = if let Some((qrun_id, job_id, preempted)) = qruns.pop_front() {
+                    let mut decisions = if preempted {
+                        qrun_after_preemption(&mirror, &job_id, now_secs())
+                    } else {
+                        qrun(&mirror, &job_id, now_secs())
+                    };
                     debug!(object_type = "Job", object_name = %job_id, runs = decisions.runs().count(), "qrun placement");
                     log_events(&decisions);
+                    if let Some(preemption) = decisions.preempt.take() {
+                        // The qrun hears once the room is made and its job placed in it.
+                        to_preempt = Some(preemption);
+                        qrun_preempting = Some((qrun_id, job_id));
+                        continue;
+                    }
                     Some(self.send(&mut conn, &mut mirror, decisions, Some(qrun_id)))
                 } else if mirror.scheduling()
                     && (want_cycle
@@ -530,7 +544,7 @@ impl Daemon {
                             want_cycle = true;
                         }
                     }
-                    ToSched::RunNow { qrun, job_id } => qruns.push_back((qrun, job_id)),
+                    ToSched::RunNow { qrun, job_id } => qruns.push_back((qrun, job_id, false)),
                     ToSched::Quit => {
                         info!("Shutting down at the server's request");
                         return (End::Stopped, true);
@@ -538,6 +552,9 @@ impl Daemon {
                     ToSched::Preempted { number, results } => {
                         if preempting.is_some_and(|(sent, _)| sent == number) {
                             preempting = None;
+                            if let Some((qrun_id, job_id)) = qrun_preempting.take() {
+                                qruns.push_front((qrun_id, job_id, true));
+                            }
                         }
                         for result in results {
                             let text = match result.method {
@@ -576,6 +593,9 @@ impl Daemon {
                     if preempting.is_some_and(|(_, sent)| sent.elapsed() >= self.config.apply_timeout) {
                         warn!("The server did not answer the PreemptJobs request; going on without");
                         preempting = None;
+                        if let Some((qrun_id, job_id)) = qrun_preempting.take() {
+                            qruns.push_front((qrun_id, job_id, true));
+                        }
                     }
                     if in_flight.is_some_and(|(_, sent)| sent.elapsed() >= self.config.apply_timeout) {
                         warn!("The server did not confirm the last decisions; going on without");

@@ -7,7 +7,7 @@
 use pbs_core::preempt::{Class, Classes, Targets};
 use pbs_core::sharing::is_excl;
 
-use crate::mirror::{Job, Mirror};
+use crate::mirror::{ArrayRole, Job, Mirror};
 use crate::world::{Counted, World};
 
 /// A job's preemption level: its `preempt_prio` rank, then (express jobs) its queue's
@@ -38,6 +38,10 @@ pub(crate) fn level(m: &Mirror, job: &Job, starving: bool) -> Level {
     (m.preempt.prio.level(classes), if express { queue_priority } else { 0 })
 }
 
+/// The level of a `qrun`'s job: above every class of `preempt_prio`, as OpenPBS puts its
+/// qrun class first.
+pub(crate) const QRUN: Level = (u32::MAX, 0);
+
 /// The `preempt_targets` of `job` the scheduler obeys: none when unset, unreadable or
 /// `preempt_targets_enable` is off (then every lower-level job is a candidate).
 pub(crate) fn targets(m: &Mirror, job: &Job) -> Option<Targets> {
@@ -53,10 +57,13 @@ pub(crate) fn targets(m: &Mirror, job: &Job) -> Option<Targets> {
 /// `preempt_targets` admits would not make room (then nothing is preempted). Candidates
 /// go in `preempt_sort` order and are taken until the job fits; then each taken job the
 /// job still fits without is left running, so the list is the fewest this order finds.
+/// `kin`: the array whose running subjobs share `high` (a qrun of one of its subjobs), so
+/// none of them is taken.
 pub(crate) fn choose(
     world: &World<'_>,
     for_job: &Job,
     high: Level,
+    kin: Option<u64>,
     fits: impl Fn(&World<'_>) -> bool,
 ) -> Option<Vec<String>> {
     let m = world.m;
@@ -74,6 +81,7 @@ pub(crate) fn choose(
         .flatten()
         .filter(|job| job.running() && job.view.substate == 42 && job.exec.is_some())
         .filter(|job| !m.pending.contains_key(&job.view.id))
+        .filter(|job| kin.is_none_or(|seq| !matches!(job.array, ArrayRole::Sub { .. }) || job.view.seq != seq))
         .filter(|job| level(m, job, false) < high)
         .filter(|job| admitted(job))
         .collect();

@@ -5,6 +5,7 @@
 use pbs_proto::Attr;
 use pbs_proto::sched::{Action, SchedChange, SchedJob, SchedNode, SchedQueue, Snapshot};
 
+use crate::cycle::Preemption;
 use crate::test_support::{comment_of, node_with, queued, snapshot};
 use crate::{Decisions, Mirror, SchedConfig, cycle, qrun};
 
@@ -963,6 +964,31 @@ fn qrun_of_a_queued_subjob_ignores_the_limit() {
     assert_eq!(run_ids(&q), vec!["10[3].svr"]);
     m.note_sent(1, &q.actions, &q.bookings);
     assert_eq!(run_ids(&qrun(&m, "10[].svr", 0)), vec!["10[4].svr"]);
+}
+
+/// OpenPBS's test_max_run_subjobs_qrun: a qrun of a subjob over its array's limit on a
+/// full node preempts the normal job, never a running subjob of its own array (they rank
+/// with the qrun), though one started later comes first in `preempt_sort`'s order.
+#[test]
+fn qrun_on_a_full_node_preempts_a_normal_job_not_its_arrays_subjobs() {
+    let sel = "1:ncpus=2";
+    let normal = running_job(job(1, "workq", sel, "pack"), "n1", 100, &[]);
+    let sibling = running_job(subjob(10, 1, sel, 'R'), "n1", 200, &[]);
+    let jobs = vec![normal, array(10, sel, 'B', "2-5", Some(1)), sibling];
+    let m =
+        mirror(snap(vec![queue("workq", 0, &[])], vec![busy(node("n1", 4, "8gb"), 4, &["1.svr", "10[1].svr"])], jobs));
+    let q = qrun(&m, "10[2].svr", 0);
+    assert!(q.runs().next().is_none());
+    assert_eq!(q.preempt, Some(Preemption { for_job: "10[2].svr".into(), jobs: vec!["1.svr".into()] }));
+    // Placed again once the preemption is answered, it preempts no more: with no room
+    // made, its comment says why.
+    let again = crate::cycle::qrun_after_preemption(&m, "10[2].svr", 0);
+    assert_eq!(again.preempt, None);
+    assert!(again.runs().next().is_none());
+    // preemptive_sched off: a qrun preempts nothing either.
+    let mut off = m.clone();
+    off.set_config(SchedConfig::parse("preemptive_sched: false ALL\n"));
+    assert_eq!(qrun(&off, "10[2].svr", 0).preempt, None);
 }
 
 #[test]
