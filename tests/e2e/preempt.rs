@@ -254,6 +254,21 @@ fn qrun_of_a_subjob_over_its_limit_on_a_full_node_suspends_the_normal_job() {
     c.run("qdel", &[&array, &normal]).ok();
 }
 
+/// A server-wide `ncpus` cap: the express job is short of the server's cpus, not of the
+/// node's, and preempts the normal job holding them.
+#[test]
+fn an_express_job_short_of_the_servers_ncpus_preempts() {
+    let c = Cluster::with_moms(1, 8);
+    c.qmgr("set server resources_available.ncpus = 2");
+    c.qmgr("create queue express queue_type=execution,Priority=200,enabled=True,started=True");
+    let normal = running(&c, &["-l", "select=ncpus=2", "--", "/bin/sleep", "300"]);
+    let express = c.qsub(&["-q", "express", "-l", "select=ncpus=2", "--", "/bin/sleep", "300"]);
+    c.wait_job_state(&express, "R", JOB_TIMEOUT);
+    assert_eq!(c.job_attr(&normal, "job_state").as_deref(), Some("S"), "{}", c.logs());
+    c.wait_logged(&format!("{express};Employing preemption to try and run high priority job."));
+    c.run("qdel", &[&express, &normal]).ok();
+}
+
 #[test]
 fn preemptive_sched_off_in_sched_config_preempts_nothing() {
     let c = Cluster::with_moms_and_sched_config(1, 1, Some("preemptive_sched: false ALL\n"));

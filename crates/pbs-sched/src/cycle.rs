@@ -413,10 +413,27 @@ fn resume_suspended(world: &mut World<'_>, ctx: &mut Ctx) {
                     avail == UNSET || world.assigned(alloc.node, id).saturating_add(amount) <= avail
                 })
         });
-        if !room {
+        let req = m.request(job.request);
+        // Its share of its queue's and the server's consumables must be free too, or a
+        // job preempted for them would take them straight back.
+        let no_avail = Vec::new();
+        let queue_avail = m.queues.get(&job.view.queue).and_then(|q| q.info.as_ref()).map_or(&no_avail, |i| &i.avail);
+        let queue_assigned = world.queue_assigned.get(job.view.queue.as_str()).map(Vec::as_slice).unwrap_or(&[]);
+        let pools =
+            check_pool_resources(world, queue_avail, queue_assigned, &req.job_wide, Reason::InsufficientQueueResource)
+                .and_then(|()| {
+                    let server_assigned = &world.server_assigned;
+                    check_pool_resources(
+                        world,
+                        &m.server.avail,
+                        server_assigned,
+                        &req.job_wide,
+                        Reason::InsufficientServerResource,
+                    )
+                });
+        if !room || pools.is_err() {
             continue;
         }
-        let req = m.request(job.request);
         let exclusive: Vec<u32> = allocs
             .iter()
             .filter(|a| m.node(a.node).is_some_and(|node| pbs_core::sharing::is_excl(req.sharing, node.sharing)))
@@ -428,6 +445,7 @@ fn resume_suspended(world: &mut World<'_>, ctx: &mut Ctx) {
         };
         ctx.out.bookings.insert(job.view.id.clone(), booking);
         world.book_nodes(allocs, &exclusive);
+        world.add_sums(&job.view.queue, &req.job_wide, 1);
         world.count_run(&Counted::of(m, job), 1);
         ctx.out.considered.push(LogEvent::job("0080", &job.view.id, "Resuming job preempted by suspension"));
         ctx.out.runs.push(Action::Resume { job_id: job.view.id.clone() });
@@ -959,12 +977,15 @@ fn try_job(
     }
 }
 
-/// A job that would run if running jobs gave their resources back (not one held by a run
+/// A job that would run if running jobs gave their resources back: their vnodes', or
+/// their share of a queue's or the server's `resources_available` (not one held by a run
 /// limit or its array's `max_run_subjobs`, which preemption never serves).
 fn for_want_of_room(reason: &Reason) -> bool {
     matches!(
         reason,
         Reason::InsufficientResource(..)
+            | Reason::InsufficientQueueResource(..)
+            | Reason::InsufficientServerResource(..)
             | Reason::NoNodeResources
             | Reason::NoFreeNodes
             | Reason::SetTooSmall(..)

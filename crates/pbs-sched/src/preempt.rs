@@ -123,13 +123,14 @@ pub(crate) fn choose(
     Some(taken.iter().map(|job| job.view.id.clone()).collect())
 }
 
-/// Gives back what a running job holds in a simulated world: its vnodes' resources and
-/// its run-limit counts.
+/// Gives back what a running job holds in a simulated world: its vnodes' resources, its
+/// share of its queue's and the server's consumables, and its run-limit counts.
 fn release(world: &mut World<'_>, job: &Job) {
     let m = world.m;
     let Some(allocs) = job.allocs() else { return };
     let req = m.request(job.request);
     let exclusive = allocs.iter().any(|a| m.node(a.node).is_some_and(|node| is_excl(req.sharing, node.sharing)));
     world.unbook_nodes(allocs, exclusive);
+    world.add_sums(&job.view.queue, &req.job_wide, -1);
     world.count_run(&Counted::of(m, job), -1);
 }

@@ -648,6 +648,39 @@ fn queue_and_server_resources_limit() {
     );
 }
 
+/// An express job short of a server-level consumable preempts the jobs holding it, as one
+/// short of node resources does (a queue's is alike: `check_pool_resources` and the
+/// victims' shares of both sums); one that could never fit preempts nothing.
+#[test]
+fn a_job_short_of_a_server_consumable_preempts() {
+    let normal = running_job(job(9, "workq", "1:ncpus=4", "pack"), "n1", 100, &[]);
+    let nodes = || vec![busy(node("n1", 16, "8gb"), 4, &["9.svr"]), node("n2", 16, "8gb")];
+    let queues = || vec![queue("workq", 0, &[]), queue("express", 200, &[])];
+    let capped = |jobs: Vec<SchedJob>| {
+        let mut s = snapshot(queues(), nodes(), jobs);
+        s.server.push(Attr::new("resources_available.ncpus", "4"));
+        mirror(s)
+    };
+    let d = cycle(&capped(vec![normal.clone(), job(1, "express", "1:ncpus=2", "pack")]), 0);
+    assert!(d.runs().next().is_none());
+    assert_eq!(d.preempt, Some(Preemption { for_job: "1.svr".into(), jobs: vec!["9.svr".into()] }));
+    // More than the server has: it can never run, and preempts nothing.
+    let d = cycle(&capped(vec![normal.clone(), job(2, "express", "1:ncpus=8", "pack")]), 0);
+    assert_eq!(d.preempt, None);
+    // Suspended, it resumes only once the server's cpus are free again, though its node
+    // has room.
+    let mut suspended = normal;
+    suspended.state = 'S';
+    suspended.substate = 45;
+    let express = running_job(job(1, "express", "1:ncpus=4", "pack"), "n2", 200, &[]);
+    let mut s = snapshot(queues(), vec![node("n1", 16, "8gb"), busy(node("n2", 16, "8gb"), 4, &["1.svr"])], vec![]);
+    s.server.push(Attr::new("resources_available.ncpus", "4"));
+    s.jobs = vec![suspended.clone(), express];
+    assert!(!cycle(&mirror(s.clone()), 0).actions.iter().any(|a| matches!(a, Action::Resume { .. })));
+    s.jobs = vec![suspended];
+    assert!(cycle(&mirror(s), 0).actions.iter().any(|a| matches!(a, Action::Resume { .. })));
+}
+
 #[test]
 fn nothing_happens_while_scheduling_is_off() {
     let mut s = snap(vec![queue("workq", 0, &[])], four_nodes(), vec![job(1, "workq", "1:ncpus=1", "pack")]);

@@ -302,6 +302,16 @@ impl<'m> World<'m> {
         }
     }
 
+    /// Adds (`sign` 1) or gives back (-1) a job's share of its queue's and the server's
+    /// `resources_assigned` sums: what a preempted job frees of a pool's consumables, and
+    /// a resumed one takes again.
+    pub(crate) fn add_sums(&mut self, queue: &str, job_wide: &[(ResId, i64)], sign: i64) {
+        add_amounts(&mut self.server_assigned, job_wide, sign);
+        if let Some(assigned) = self.queue_assigned.get_mut(queue) {
+            add_amounts(assigned, job_wide, sign);
+        }
+    }
+
     /// Counts a started job against the limits and the queue and server sums.
     pub(crate) fn book_counts(&mut self, queue: &str, who: Who, job_wide: &[(ResId, i64)], parent_seq: Option<u64>) {
         self.server_counts.add(who, job_wide, 1);
