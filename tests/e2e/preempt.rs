@@ -269,6 +269,40 @@ fn an_express_job_short_of_the_servers_ncpus_preempts() {
     c.run("qdel", &[&express, &normal]).ok();
 }
 
+/// `preempt_prio` naming `queue_softlimits`: root's two jobs are over workq's
+/// `max_run_soft` and become preemptable by a normal job of another queue; nobody's
+/// jobs, within the limit, are not. One of root's is enough (the later started), and
+/// root, back under the limit, ranks as normal again (not above the job preempting).
+#[test]
+fn a_normal_job_preempts_the_jobs_over_a_queues_soft_limit_and_not_the_others() {
+    let c = Cluster::with_moms(1, 4);
+    c.qmgr("set queue workq max_run_soft = \"[u:PBS_GENERIC=1]\"");
+    c.qmgr("create queue workq2 queue_type=execution,enabled=True,started=True");
+    c.qmgr("set sched preempt_prio = \"express_queue, normal_jobs, queue_softlimits\"");
+    let sleep = ["--", "/bin/sleep", "300"];
+    let by_nobody = |queue: &str| {
+        let args: Vec<&str> = ["-q", queue].into_iter().chain(sleep).collect();
+        let id = c.run_as_nobody("qsub", &args).ok().line().to_string();
+        c.wait_job_state(&id, "R", JOB_TIMEOUT);
+        pbs_e2e::wait_until("the job's session", JOB_TIMEOUT, || c.job_attr(&id, "session_id").is_some());
+        id
+    };
+    let first = running(&c, &sleep);
+    let second = running(&c, &sleep);
+    let within = by_nobody("workq");
+    let other_queue = by_nobody("workq2");
+    c.wait_logged(&format!("{second};Over soft limits: preempt priority class queue_softlimits"));
+    let args: Vec<&str> = ["-q", "workq2"].into_iter().chain(sleep).collect();
+    let normal = c.run_as_nobody("qsub", &args).ok().line().to_string();
+    c.wait_job_state(&normal, "R", JOB_TIMEOUT);
+    assert_eq!(c.job_attr(&second, "job_state").as_deref(), Some("S"));
+    for id in [&first, &within, &other_queue] {
+        assert_eq!(c.job_attr(id, "job_state").as_deref(), Some("R"), "{id}");
+    }
+    c.wait_logged(&format!("{second};Job preempted by suspension"));
+    c.run("qdel", &[&first, &second, &within, &other_queue, &normal]).ok();
+}
+
 #[test]
 fn preemptive_sched_off_in_sched_config_preempts_nothing() {
     let c = Cluster::with_moms_and_sched_config(1, 1, Some("preemptive_sched: false ALL\n"));

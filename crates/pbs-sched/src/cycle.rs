@@ -230,6 +230,9 @@ struct Ctx {
     /// tried of its set may: `jobset`).
     sets: crate::jobset::SetTurns,
     no_plan: bool,
+    /// The job tried before every other this cycle (the one the last cycle preempted
+    /// for), passed over in its queue's turn.
+    tried_first: Option<u32>,
 }
 
 impl Ctx {
@@ -258,6 +261,14 @@ struct QueueCtx<'a> {
 /// change. Pure: the same mirror and `now` give the same decisions. `now` is for the
 /// calendar (estimated start times), which later work adds.
 pub fn cycle(m: &Mirror, now: i64) -> Decisions {
+    cycle_after_preemption(m, now, None)
+}
+
+/// [`cycle`] once a preemption it asked for has been answered: the job it preempted for
+/// (`for_job`) is tried before any other, so the room made is its own, as OpenPBS runs
+/// the job in the cycle that preempts for it; suspended jobs resume, and other jobs run,
+/// in what is left.
+pub fn cycle_after_preemption(m: &Mirror, now: i64, for_job: Option<&str>) -> Decisions {
     let policy = m.config.policy_at(now);
     // Runs are recorded for the calendar only when a top job may come: under strict
     // ordering, or when some queued job is starving.
@@ -280,6 +291,7 @@ pub fn cycle(m: &Mirror, now: i64) -> Decisions {
         totals: None,
         sets: crate::jobset::SetTurns::new(m.pending.keys().filter_map(|id| m.job(m.job_slot(id)?)?.job_set)),
         no_plan: false,
+        tried_first: None,
     };
     if !m.scheduling() {
         return ctx.out.into_decisions();
@@ -323,6 +335,15 @@ pub fn cycle(m: &Mirror, now: i64) -> Decisions {
         });
     }
     queues.sort_by(|a, b| b.info.priority.cmp(&a.info.priority).then(a.name.cmp(b.name)));
+    // A subjob's turn is its array's.
+    let first = for_job.and_then(|id| m.job_slot(id).or_else(|| m.job_slot(&subjob_parent_id(id)?)));
+    if let Some(slot) = first
+        && let Some(job) = m.job(slot)
+        && let Some(queue) = queues.iter().find(|q| q.name == job.view.queue)
+    {
+        handle_job(&mut world, &mut ctx, queue, slot);
+        ctx.tried_first = Some(slot);
+    }
     // Jobs the scheduler suspended resume once express queues' jobs have had their turn,
     // before the other queued jobs take the room back.
     let mut resumed = false;
@@ -542,8 +563,11 @@ fn place_for_qrun(m: &Mirror, job_id: &str, now: i64, may_preempt: bool) -> Deci
                 && for_want_of_room(&failure.reason)
             {
                 let fits = |sim: &World<'_>| evaluate(sim, job, &queue, None, true).is_ok();
-                let kin = parent_seq;
-                if let Some(jobs) = crate::preempt::choose(&world, job, crate::preempt::QRUN, kin, fits) {
+                let choice = crate::preempt::choose(&world, job, crate::preempt::QRUN, parent_seq, fits);
+                for id in &choice.escalating {
+                    out.considered.push(LogEvent::job("0100", id, crate::preempt::ESCALATES));
+                }
+                if let Some(jobs) = choice.jobs {
                     let text = "Employing preemption to try and run high priority job.";
                     out.considered.push(LogEvent::job("0080", &run_id, text));
                     out.preempt = Some(Preemption { for_job: run_id, jobs });
@@ -618,6 +642,9 @@ fn note_comment(out: &mut Out, job_id: &str, current: Option<&str>, comment: &st
 
 fn handle_job(world: &mut World<'_>, ctx: &mut Ctx, queue: &QueueCtx<'_>, slot: u32) {
     let m = world.m;
+    if ctx.tried_first == Some(slot) {
+        return;
+    }
     let Some(job) = m.job(slot) else { return };
     if m.pending.contains_key(&job.view.id) {
         return;
@@ -949,15 +976,21 @@ fn try_job(
                 && for_want_of_room(&failure.reason)
             {
                 let starving = ctx.policy.help_starving_jobs && starve_amount(world.m, job, ctx.now).is_some();
-                let high = crate::preempt::level(world.m, job, starving);
+                let high = crate::preempt::level(world, job, starving);
                 let fits = |sim: &World<'_>| evaluate(sim, job, queue, array_limit, false).is_ok();
                 if matches!(crate::preempt::targets(world.m, job), Some(pbs_core::preempt::Targets::None)) {
                     let text = "No preemption set specified for the job: Job will not preempt";
                     ctx.out.considered.push(LogEvent::job("0400", run_id, text));
-                } else if let Some(jobs) = crate::preempt::choose(world, job, high, None, fits) {
-                    let text = "Employing preemption to try and run high priority job.";
-                    ctx.out.considered.push(LogEvent::job("0080", run_id, text));
-                    ctx.out.preempt = Some(Preemption { for_job: run_id.to_string(), jobs });
+                } else {
+                    let choice = crate::preempt::choose(world, job, high, None, fits);
+                    for id in &choice.escalating {
+                        ctx.out.considered.push(LogEvent::job("0100", id, crate::preempt::ESCALATES));
+                    }
+                    if let Some(jobs) = choice.jobs {
+                        let text = "Employing preemption to try and run high priority job.";
+                        ctx.out.considered.push(LogEvent::job("0080", run_id, text));
+                        ctx.out.preempt = Some(Preemption { for_job: run_id.to_string(), jobs });
+                    }
                 }
             }
             if failure.status == Status::NotRun

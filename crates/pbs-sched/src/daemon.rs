@@ -24,7 +24,7 @@ use pbs_proto::{FrameError, Hello, HelloReply, MAX_REPLY_FRAME_LEN, Role, read_f
 use tracing::{debug, info, warn};
 
 use crate::config::SchedConfig;
-use crate::cycle::{Decisions, cycle, qrun, qrun_after_preemption};
+use crate::cycle::{Decisions, cycle_after_preemption, qrun, qrun_after_preemption};
 use crate::mirror::Mirror;
 
 /// Where the server is.
@@ -468,6 +468,10 @@ impl Daemon {
         let mut qruns: VecDeque<(u64, String, bool)> = VecDeque::new();
         // A qrun whose answer waits for its preemption.
         let mut qrun_preempting: Option<(u64, String)> = None;
+        // The job a cycle's answered preemption was for: the next cycle tries it first.
+        let mut preempted_for: Option<String> = None;
+        // The job of the PreemptJobs request in flight.
+        let mut asked_for: Option<String> = None;
         // A cycle's preemption: sent once its decisions are applied, and no cycle runs
         // until the server has answered it.
         let mut to_preempt: Option<crate::cycle::Preemption> = None;
@@ -478,6 +482,7 @@ impl Daemon {
                     let number = self.next_frame;
                     self.next_frame += 1;
                     info!(object_type = "Job", object_name = %preemption.for_job, jobs = preemption.jobs.len(), "Sending one PreemptJobs request");
+                    asked_for = Some(preemption.for_job);
                     let message = FromSched::PreemptJobs { number, ids: preemption.jobs };
                     if let Err(e) = conn.write(&message) {
                         return (End::Lost(e.to_string()), true);
@@ -507,7 +512,7 @@ impl Daemon {
                 {
                     want_cycle = false;
                     last_cycle = Some(Instant::now());
-                    Some(self.run_cycle(&mut conn, &mut mirror, &mut to_preempt))
+                    Some(self.run_cycle(&mut conn, &mut mirror, &mut to_preempt, preempted_for.take()))
                 } else {
                     None
                 };
@@ -552,8 +557,9 @@ impl Daemon {
                     ToSched::Preempted { number, results } => {
                         if preempting.is_some_and(|(sent, _)| sent == number) {
                             preempting = None;
-                            if let Some((qrun_id, job_id)) = qrun_preempting.take() {
-                                qruns.push_front((qrun_id, job_id, true));
+                            match qrun_preempting.take() {
+                                Some((qrun_id, job_id)) => qruns.push_front((qrun_id, job_id, true)),
+                                None => preempted_for = asked_for.take(),
                             }
                         }
                         for result in results {
@@ -593,8 +599,9 @@ impl Daemon {
                     if preempting.is_some_and(|(_, sent)| sent.elapsed() >= self.config.apply_timeout) {
                         warn!("The server did not answer the PreemptJobs request; going on without");
                         preempting = None;
-                        if let Some((qrun_id, job_id)) = qrun_preempting.take() {
-                            qruns.push_front((qrun_id, job_id, true));
+                        match qrun_preempting.take() {
+                            Some((qrun_id, job_id)) => qruns.push_front((qrun_id, job_id, true)),
+                            None => preempted_for = asked_for.take(),
                         }
                     }
                     if in_flight.is_some_and(|(_, sent)| sent.elapsed() >= self.config.apply_timeout) {
@@ -611,13 +618,14 @@ impl Daemon {
         conn: &mut Conn,
         mirror: &mut Mirror,
         to_preempt: &mut Option<crate::cycle::Preemption>,
+        first: Option<String>,
     ) -> Result<(u64, bool), FrameError> {
         // The cycle markers are logged at OpenPBS's DEBUG event class (0080), which its
         // default log_events includes; tests and admins look for them.
         info!(object_type = "Req", object_name = "", event = "0080", "Starting Scheduling Cycle");
         let started = Instant::now();
         let now = now_secs();
-        let mut decisions = cycle(mirror, now);
+        let mut decisions = cycle_after_preemption(mirror, now, first.as_deref());
         log_events(&decisions);
         log_update_period(mirror, &decisions, now);
         *to_preempt = decisions.preempt.take();

@@ -61,7 +61,7 @@ pub mod walltime;
 mod world;
 
 pub use config::{DEFAULT_SCHED_CONFIG, PeriodPolicy, SchedConfig, local_epoch, parse_dedicated_time};
-pub use cycle::{Decisions, LogEvent, cycle, qrun};
+pub use cycle::{Decisions, LogEvent, cycle, cycle_after_preemption, qrun};
 pub use limits::OverSoft;
 pub use mirror::Mirror;
 

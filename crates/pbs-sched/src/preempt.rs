@@ -7,6 +7,7 @@
 use pbs_core::preempt::{Class, Classes, Targets};
 use pbs_core::sharing::is_excl;
 
+use crate::limits::{RunCounts, RunLimits, soft_standing};
 use crate::mirror::{ArrayRole, Job, Mirror};
 use crate::world::{Counted, World};
 
@@ -15,10 +16,14 @@ use crate::world::{Counted, World};
 /// queue's priority to the level.
 pub(crate) type Level = (u32, i64);
 
-/// The level of `job`: `starving` for a queued job that is, soft limits read for a
-/// running one.
-pub(crate) fn level(m: &Mirror, job: &Job, starving: bool) -> Level {
-    let queue_priority = m.queues.get(&job.view.queue).and_then(|q| q.info.as_ref()).map_or(0, |i| i.priority);
+/// The level of `job` in `world`: `starving` for a queued job that is; its soft-limit
+/// classes from its entities' usage in that world, queued or running, as OpenPBS's
+/// `check_soft_limits` reads them, so a simulated preemption that brings an entity back
+/// under a limit raises its jobs' levels.
+pub(crate) fn level(world: &World<'_>, job: &Job, starving: bool) -> Level {
+    let m = world.m;
+    let queue_info = m.queues.get(&job.view.queue).and_then(|q| q.info.as_ref());
+    let queue_priority = queue_info.map_or(0, |i| i.priority);
     let mut classes = Classes::default();
     let express = queue_priority >= m.preempt.queue_prio;
     if express {
@@ -27,7 +32,16 @@ pub(crate) fn level(m: &Mirror, job: &Job, starving: bool) -> Level {
     if starving {
         classes.insert(Class::StarvingJobs);
     }
-    if let Some(over) = m.over_soft_limits(&job.view.id) {
+    let queue_limits = queue_info.map(|i| &i.limits);
+    if queue_limits.is_some_and(|l| !l.soft.is_empty()) || !m.server.limits.soft.is_empty() {
+        let no_limits = RunLimits::default();
+        let no_counts = RunCounts::default();
+        let over = soft_standing(
+            (queue_limits.unwrap_or(&no_limits), world.queue_counts.get(job.view.queue.as_str()).unwrap_or(&no_counts)),
+            (&m.server.limits, &world.server_counts),
+            &m.entity(job),
+            &m.request(job.request).job_wide,
+        );
         if over.queue {
             classes.insert(Class::QueueSoftlimits);
         }
@@ -36,6 +50,12 @@ pub(crate) fn level(m: &Mirror, job: &Job, starving: bool) -> Level {
         }
     }
     (m.preempt.prio.level(classes), if express { queue_priority } else { 0 })
+}
+
+/// Whether any soft run limit is set: only then can a preemption change a level.
+fn any_soft_limits(m: &Mirror) -> bool {
+    !m.server.limits.soft.is_empty()
+        || m.queues.values().any(|q| q.info.as_ref().is_some_and(|i| !i.limits.soft.is_empty()))
 }
 
 /// The level of a `qrun`'s job: above every class of `preempt_prio`, as OpenPBS puts its
@@ -52,20 +72,34 @@ pub(crate) fn targets(m: &Mirror, job: &Job) -> Option<Targets> {
     Targets::read(value)
 }
 
+/// What [`choose`] found: the jobs to preempt, if enough room can be made, and the
+/// candidates passed over because preempting them would raise a job's level above the
+/// preempting job's (OpenPBS's priority escalation), for the log.
+#[derive(Debug, Default)]
+pub(crate) struct Choice {
+    pub(crate) jobs: Option<Vec<String>>,
+    pub(crate) escalating: Vec<String>,
+}
+
+/// The log line of a candidate passed over by priority escalation, as OpenPBS's.
+pub(crate) const ESCALATES: &str =
+    "Preempting job will escalate its priority or priority of other jobs, not preempting it";
+
 /// The running jobs to preempt so that `for_job`, of level `high`, fits (`fits` says
 /// whether it does in a world), or `None` when preempting every lower-level job its
 /// `preempt_targets` admits would not make room (then nothing is preempted). Candidates
-/// go in `preempt_sort` order and are taken until the job fits; then each taken job the
-/// job still fits without is left running, so the list is the fewest this order finds.
-/// `kin`: the array whose running subjobs share `high` (a qrun of one of its subjobs), so
-/// none of them is taken.
+/// go in `preempt_sort` order and are taken until the job fits; one whose preemption
+/// would lift it, or a job taken before it, above `high` (an entity brought back under a
+/// soft limit) is passed over; then each taken job the job still fits without is left
+/// running, so the list is the fewest this order finds. `kin`: the array whose running
+/// subjobs share `high` (a qrun of one of its subjobs), so none of them is taken.
 pub(crate) fn choose(
     world: &World<'_>,
     for_job: &Job,
     high: Level,
     kin: Option<u64>,
     fits: impl Fn(&World<'_>) -> bool,
-) -> Option<Vec<String>> {
+) -> Choice {
     let m = world.m;
     let targets = targets(m, for_job);
     let admitted = |job: &Job| {
@@ -75,35 +109,45 @@ pub(crate) fn choose(
             })
         })
     };
-    let mut candidates: Vec<&Job> = m
+    let mut candidates: Vec<(&Job, Level)> = m
         .jobs
         .iter()
         .flatten()
         .filter(|job| job.running() && job.view.substate == 42 && job.exec.is_some())
         .filter(|job| !m.pending.contains_key(&job.view.id))
         .filter(|job| kin.is_none_or(|seq| !matches!(job.array, ArrayRole::Sub { .. }) || job.view.seq != seq))
-        .filter(|job| level(m, job, false) < high)
-        .filter(|job| admitted(job))
+        .map(|job| (job, level(world, job, false)))
+        .filter(|&(job, level)| level < high && admitted(job))
         .collect();
+    let mut choice = Choice::default();
     if candidates.is_empty() {
-        return None;
+        return choice;
     }
     if m.preempt.by_start {
-        candidates.sort_by(|a, b| b.view.stime.cmp(&a.view.stime).then(b.view.seq.cmp(&a.view.seq)));
+        candidates.sort_by(|(a, _), (b, _)| b.view.stime.cmp(&a.view.stime).then(b.view.seq.cmp(&a.view.seq)));
     } else {
-        candidates.sort_by_key(|job| (level(m, job, false), std::cmp::Reverse(job.view.stime)));
+        candidates.sort_by_key(|&(job, level)| (level, std::cmp::Reverse(job.view.stime)));
     }
+    let soft = any_soft_limits(m);
     let mut sim = world.clone();
     let mut taken: Vec<&Job> = Vec::new();
-    for job in candidates {
+    for (job, _) in candidates {
+        let before = soft.then(|| sim.clone());
         release(&mut sim, job);
+        if let Some(before) = before
+            && taken.iter().chain([&job]).any(|t| level(&sim, t, false) > high)
+        {
+            sim = before;
+            choice.escalating.push(job.view.id.clone());
+            continue;
+        }
         taken.push(job);
         if fits(&sim) {
             break;
         }
     }
     if !fits(&sim) {
-        return None;
+        return choice;
     }
     // The last one taken made the room; any earlier one the job does not need stays.
     let mut i = 0;
@@ -120,7 +164,8 @@ pub(crate) fn choose(
             i += 1;
         }
     }
-    Some(taken.iter().map(|job| job.view.id.clone()).collect())
+    choice.jobs = Some(taken.iter().map(|job| job.view.id.clone()).collect());
+    choice
 }
 
 /// Gives back what a running job holds in a simulated world: its vnodes' resources, its

@@ -428,6 +428,56 @@ fn soft_limits_let_jobs_run_and_mark_them_in_the_mirror() {
     assert_eq!(m.over_soft_limits("2.svr"), None);
 }
 
+/// OpenPBS's test_preemption_priority_escalation: alice's five jobs are over workq's soft
+/// limit (`queue_softlimits`); bob's queued job in workq2 is over the server's
+/// (`server_softlimits`, above it). Preempting any one of alice's would bring her back
+/// under her limit and lift her jobs to `normal_jobs`, above bob's job: none is taken, each
+/// logged, and bob's job waits.
+#[test]
+fn preemption_passes_over_a_job_whose_preemption_escalates_a_level() {
+    let queues = vec![queue("workq", 0, &[("max_run_res_soft.ncpus", "[u:alice=4]")]), queue("workq2", 0, &[])];
+    let mut jobs: Vec<SchedJob> = (1..=5)
+        .map(|i| owned(running_job(job(i, "workq", "1:ncpus=1", "pack"), "n1", 100 + i as i64, &[]), "alice", "g"))
+        .collect();
+    jobs.push(owned(running_job(job(6, "workq2", "1:ncpus=3", "pack"), "n1", 200, &[]), "bob", "g"));
+    jobs.push(owned(job(7, "workq2", "1:ncpus=1", "pack"), "bob", "g"));
+    let ids: Vec<&str> = vec!["1.svr", "2.svr", "3.svr", "4.svr", "5.svr", "6.svr"];
+    let mut s = snap(queues, vec![busy(node("n1", 8, "8gb"), 8, &ids)], jobs);
+    s.server.push(Attr::new("max_run_res_soft.ncpus", "[u:bob=2]"));
+    s.sched.push(Attr::new("preempt_prio", "express_queue, normal_jobs, server_softlimits, queue_softlimits"));
+    let d = cycle(&mirror(s.clone()), 0);
+    assert!(d.runs().next().is_none());
+    assert_eq!(d.preempt, None);
+    let escalating: Vec<&str> = d
+        .considered
+        .iter()
+        .filter(|l| l.message == crate::preempt::ESCALATES)
+        .map(|l| l.object_name.as_str())
+        .collect();
+    assert_eq!(escalating, vec!["5.svr", "4.svr", "3.svr", "2.svr", "1.svr"]);
+    // Without bob's server limit his job is a normal one: alice's back under her limit
+    // rank as normal jobs too, not above it, and the latest started is preempted.
+    s.server.clear();
+    let d = cycle(&mirror(s), 0);
+    assert_eq!(d.preempt, Some(Preemption { for_job: "7.svr".into(), jobs: vec!["5.svr".into()] }));
+}
+
+/// The room a preemption made is the preempting job's: in the cycle after, it is tried
+/// before the suspended job resumes (a plain cycle resumes first, before a normal queue).
+#[test]
+fn the_cycle_after_a_preemption_tries_its_job_before_resuming() {
+    let mut suspended = running_job(job(9, "workq", "1:ncpus=4", "pack"), "n1", 100, &[]);
+    suspended.state = 'S';
+    suspended.substate = 45;
+    let jobs = vec![suspended, job(1, "workq", "1:ncpus=4", "pack")];
+    let m = mirror(snap(vec![queue("workq", 0, &[])], vec![node("n1", 4, "8gb")], jobs));
+    let resumes = |d: &Decisions| d.actions.iter().filter(|a| matches!(a, Action::Resume { .. })).count();
+    let d = cycle(&m, 0);
+    assert_eq!((resumes(&d), run_ids(&d)), (1, vec![]));
+    let d = crate::cycle_after_preemption(&m, 0, Some("1.svr"));
+    assert_eq!((resumes(&d), run_ids(&d)), (0, vec!["1.svr"]));
+}
+
 #[test]
 fn offline_and_down_nodes_are_skipped() {
     let mut nodes = vec![node("n1", 4, "8gb"), node("n2", 4, "8gb"), node("n3", 4, "8gb")];
