@@ -303,6 +303,61 @@ fn a_normal_job_preempts_the_jobs_over_a_queues_soft_limit_and_not_the_others() 
     c.run("qdel", &[&first, &second, &within, &other_queue, &normal]).ok();
 }
 
+/// pbs_release_limited_res_suspend.py and pbs_suspend_resume_accounting.py: with
+/// `restrict_res_to_release_on_suspend = ncpus` a job suspended for an express job gives
+/// back its cpus and keeps its memory (the express job fits in what is left), the job and
+/// its `z` record say what it released, and a resumption takes just that back.
+#[test]
+fn a_suspension_releases_only_the_resources_the_server_names() {
+    let c = Cluster::with_moms(1, 4);
+    c.qmgr("set node n1 resources_available.mem = 2gb");
+    eprintln!("MEM {:?}", c.node_attr("n1", "resources_available.mem"));
+    c.qmgr("create queue express queue_type=execution,Priority=200,enabled=True,started=True");
+    // Names must be resources; one named cannot be deleted.
+    let out = c.run("qmgr", &["-c", "set server restrict_res_to_release_on_suspend = \"ncpus,abc\""]);
+    assert_eq!(out.code, 187, "{out:?}");
+    assert!(out.stderr.contains("Unknown resource"), "{out:?}");
+    c.qmgr("create resource foo type=long");
+    c.qmgr("set server restrict_res_to_release_on_suspend = \"ncpus,foo\"");
+    let out = c.run("qmgr", &["-c", "delete resource foo"]);
+    assert!(out.stderr.contains("Resource busy on server"), "{out:?}");
+    c.qmgr("set server restrict_res_to_release_on_suspend = ncpus");
+
+    let low = running(&c, &["-l", "select=1:ncpus=4:mem=512mb", "--", "/bin/sleep", "300"]);
+    // As OpenPBS's, a busy node's total counts only what it holds: the express job asks
+    // no more memory than that.
+    let high = c.qsub(&["-q", "express", "-l", "select=1:ncpus=2:mem=512mb", "--", "/bin/sleep", "300"]);
+    c.wait_job_state(&high, "R", JOB_TIMEOUT);
+    assert_eq!(c.job_attr(&low, "job_state").as_deref(), Some("S"));
+    assert_eq!(c.job_attr(&low, "substate").as_deref(), Some("45"));
+    assert_eq!(c.job_attr(&low, "resources_released").as_deref(), Some("(n1:ncpus=4)"));
+    assert_eq!(c.job_attr(&low, "resource_released_list.ncpus").as_deref(), Some("4"));
+    assert_eq!(c.job_attr(&low, "resource_released_list.mem"), None);
+    // The node holds the suspended job's memory and the express job's cpus and memory.
+    assert_eq!(c.node_attr("n1", "resources_assigned.ncpus").as_deref(), Some("2"));
+    assert_eq!(c.node_attr("n1", "resources_assigned.mem").as_deref(), Some("1048576kb"));
+    assert_eq!(c.server_attr("resources_assigned.ncpus").as_deref(), Some("2"));
+    let acct = c.home().join("server_priv/accounting").join(chrono::Local::now().format("%Y%m%d").to_string());
+    pbs_e2e::wait_until("the z record", JOB_TIMEOUT, || {
+        std::fs::read_to_string(&acct).is_ok_and(|t| t.contains(&format!(";z;{low};")))
+    });
+    let text = std::fs::read_to_string(&acct).unwrap_or_default();
+    let z = text.lines().find(|l| l.contains(&format!(";z;{low};"))).unwrap_or_default();
+    assert!(z.contains(";resources_used.") && z.ends_with(" resources_released=(n1:ncpus=4)"), "{z}");
+    // The express job goes: the suspended job takes its cpus back and releases nothing.
+    c.run("qdel", &[&high]).ok();
+    c.wait_job_state(&low, "R", JOB_TIMEOUT);
+    assert_eq!(c.job_attr(&low, "resources_released"), None);
+    assert_eq!(c.job_attr(&low, "resource_released_list.ncpus"), None);
+    pbs_e2e::wait_until("the node's counts back", JOB_TIMEOUT, || {
+        c.node_attr("n1", "resources_assigned.ncpus").as_deref() == Some("4")
+            && c.node_attr("n1", "resources_assigned.mem").as_deref() == Some("524288kb")
+    });
+    c.run("qdel", &[&low]).ok();
+    c.wait_job_state(&low, "F", JOB_TIMEOUT);
+    assert_eq!(c.node_attr("n1", "resources_assigned.ncpus").as_deref(), Some("0"));
+}
+
 #[test]
 fn preemptive_sched_off_in_sched_config_preempts_nothing() {
     let c = Cluster::with_moms_and_sched_config(1, 1, Some("preemptive_sched: false ALL\n"));

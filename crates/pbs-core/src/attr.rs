@@ -300,6 +300,7 @@ pub static JOB_ATTRS: &[AttrDef] = &[
     def("run_version", T::Long, M, RO),
     run("topjob", T::Bool, U, MW),
     def("resources_released", T::Str, U, RO),
+    def("resource_released_list", T::Resources, U, RO),
     def("release_nodes_on_stageout", T::Bool, U, UW),
     def("tolerate_node_failures", T::Str, U, UW),
     def("Submit_Host", T::Str, U, RO),
@@ -378,6 +379,8 @@ pub static SERVER_ATTRS: &[AttrDef] = &[
     def("queued_jobs_threshold_res", T::Resources, U, MW),
     def("power_provisioning", T::Bool, M, RO),
     def("max_job_sequence_id", T::Long, U, MW),
+    // The resources a suspended job gives back (`job::released`); unset, all of them.
+    def("restrict_res_to_release_on_suspend", T::List, U, MW),
     // A job set's other members finish when one starts, instead of being held.
     def("job_set_finish_others", T::Bool, U, MW),
 ];

@@ -116,6 +116,25 @@ impl fmt::Display for ExecVnode {
 }
 
 impl ExecVnode {
+    /// What a suspension gives back when only the resources `kept` names are released
+    /// (`restrict_res_to_release_on_suspend`), as OpenPBS writes a job's
+    /// `resources_released`: each vnode part its own chunk with just those resources, and
+    /// `ncpus=0` where it has none, so that the chunk still names its vnode.
+    pub fn restricted(&self, kept: impl Fn(&str) -> bool) -> ExecVnode {
+        let chunks = self
+            .parts()
+            .map(|part| {
+                let mut resources: Vec<(String, String)> =
+                    part.resources.iter().filter(|(name, _)| kept(name)).cloned().collect();
+                if resources.is_empty() {
+                    resources.push(("ncpus".into(), "0".into()));
+                }
+                vec![VnodePart { vnode: part.vnode.clone(), resources }]
+            })
+            .collect();
+        ExecVnode { chunks }
+    }
+
     /// Every vnode part, chunk after chunk.
     pub fn parts(&self) -> impl Iterator<Item = &VnodePart> {
         self.chunks.iter().flatten()
@@ -161,6 +180,14 @@ impl ExecVnode {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn restricted_splits_parts_and_keeps_named_resources() {
+        let exec: ExecVnode = "(n1:ncpus=4:mem=524288kb)+(n2:ncpus=1:mem=1kb+n3:mem=2kb)".parse().unwrap();
+        assert_eq!(exec.restricted(|r| r == "ncpus").to_string(), "(n1:ncpus=4)+(n2:ncpus=1)+(n3:ncpus=0)");
+        assert_eq!(exec.restricted(|r| r == "mem").to_string(), "(n1:mem=524288kb)+(n2:mem=1kb)+(n3:mem=2kb)");
+    }
+
     use super::*;
 
     #[test]

@@ -426,6 +426,13 @@ fn resume_suspended(world: &mut World<'_>, ctx: &mut Ctx) {
     suspended.sort_by_key(|job| (job.view.stime, job.view.seq));
     for job in suspended {
         let Some(allocs) = job.allocs() else { continue };
+        let req = m.request(job.request);
+        // Suspended under `restrict_res_to_release_on_suspend`, it takes back only what
+        // it gave (the rest it still holds).
+        let (allocs, job_wide) = match job.released.as_deref() {
+            Some(released) => (released.allocs.as_slice(), released.job_wide.as_slice()),
+            None => (allocs, req.job_wide.as_slice()),
+        };
         let room = allocs.iter().all(|alloc| {
             let Some(node) = m.node(alloc.node) else { return false };
             world.free.get(alloc.node as usize).copied().unwrap_or(false)
@@ -434,21 +441,20 @@ fn resume_suspended(world: &mut World<'_>, ctx: &mut Ctx) {
                     avail == UNSET || world.assigned(alloc.node, id).saturating_add(amount) <= avail
                 })
         });
-        let req = m.request(job.request);
         // Its share of its queue's and the server's consumables must be free too, or a
         // job preempted for them would take them straight back.
         let no_avail = Vec::new();
         let queue_avail = m.queues.get(&job.view.queue).and_then(|q| q.info.as_ref()).map_or(&no_avail, |i| &i.avail);
         let queue_assigned = world.queue_assigned.get(job.view.queue.as_str()).map(Vec::as_slice).unwrap_or(&[]);
         let pools =
-            check_pool_resources(world, queue_avail, queue_assigned, &req.job_wide, Reason::InsufficientQueueResource)
+            check_pool_resources(world, queue_avail, queue_assigned, job_wide, Reason::InsufficientQueueResource)
                 .and_then(|()| {
                     let server_assigned = &world.server_assigned;
                     check_pool_resources(
                         world,
                         &m.server.avail,
                         server_assigned,
-                        &req.job_wide,
+                        job_wide,
                         Reason::InsufficientServerResource,
                     )
                 });
@@ -466,7 +472,7 @@ fn resume_suspended(world: &mut World<'_>, ctx: &mut Ctx) {
         };
         ctx.out.bookings.insert(job.view.id.clone(), booking);
         world.book_nodes(allocs, &exclusive);
-        world.add_sums(&job.view.queue, &req.job_wide, 1);
+        world.add_sums(&job.view.queue, job_wide, 1);
         world.count_run(&Counted::of(m, job), 1);
         ctx.out.considered.push(LogEvent::job("0080", &job.view.id, "Resuming job preempted by suspension"));
         ctx.out.runs.push(Action::Resume { job_id: job.view.id.clone() });

@@ -163,9 +163,38 @@ pub(crate) struct Job {
     /// Its `exec_vnode`, parsed (present exactly when the view has one): boxed, as most
     /// jobs are queued and carry none.
     pub(crate) exec: Option<Box<ExecAllocs>>,
+    /// A job suspended under `restrict_res_to_release_on_suspend`: what it gave back (the
+    /// rest it still holds).
+    pub(crate) released: Option<Box<Released>>,
+}
+
+/// What a suspension under `restrict_res_to_release_on_suspend` gave back: per vnode
+/// (`resources_released`) and job-wide (`resource_released_list`).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Released {
+    pub(crate) allocs: Vec<Alloc>,
+    pub(crate) job_wide: Vec<(ResId, i64)>,
 }
 
 impl Job {
+    /// A plain job of `view`: no array, set, alternatives or placement.
+    fn bare(view: SchedJob, (user, group, project): (u32, u32, u32), request: u32, key: Option<OrderKey>) -> Job {
+        Job {
+            view,
+            user,
+            group,
+            project,
+            request,
+            array: ArrayRole::None,
+            job_set: None,
+            key,
+            alternatives: None,
+            alternative: None,
+            exec: None,
+            released: None,
+        }
+    }
+
     /// Whom it counts for in run limits.
     pub(crate) fn who(&self) -> Who {
         Who { user: self.user, group: self.group, project: self.project }
@@ -240,6 +269,8 @@ pub(crate) struct ServerInfo {
     pub(crate) backfill_depth: Option<u32>,
     /// `eligible_time_enable`: the cycle decides jobs' `accrue_type` (`accrue.rs`).
     pub(crate) eligible_time_enable: bool,
+    /// `restrict_res_to_release_on_suspend`: the only resources a suspension gives back.
+    pub(crate) release_on_suspend: Option<Vec<ResId>>,
 }
 
 /// Where a run the scheduler decided goes, as its cycle placed it: what the mirror books
@@ -394,6 +425,7 @@ impl Mirror {
                 avail: vec![],
                 backfill_depth: None,
                 eligible_time_enable: false,
+                release_on_suspend: None,
             },
             sched_scheduling: None,
             preempt: pbs_core::preempt::Settings::default(),
@@ -633,9 +665,13 @@ impl Mirror {
             avail: Vec::new(),
             backfill_depth: None,
             eligible_time_enable: false,
+            release_on_suspend: None,
         };
         for (name, value) in attr_map(attrs) {
             match name {
+                "restrict_res_to_release_on_suspend" => {
+                    info.release_on_suspend = Some(value.split(',').filter_map(|r| self.res.get(r.trim())).collect());
+                }
                 "scheduling" => info.scheduling = truth(value).unwrap_or(true),
                 "eligible_time_enable" => info.eligible_time_enable = truth(value).unwrap_or(false),
                 "backfill_depth" => info.backfill_depth = value.trim().parse().ok(),
@@ -1001,6 +1037,9 @@ impl Mirror {
         for &slot in &running {
             self.count_running(slot, -1);
         }
+        for slot in 0..u32::try_from(self.jobs.len()).unwrap_or(u32::MAX) {
+            self.count_held(slot, -1);
+        }
         let mut views: Vec<(u32, SchedJob)> = Vec::new();
         for job in self.jobs.iter().flatten() {
             views.push((job.request, job.view.clone()));
@@ -1017,6 +1056,9 @@ impl Mirror {
         }
         for &slot in &running {
             self.count_running(slot, 1);
+        }
+        for slot in 0..u32::try_from(self.jobs.len()).unwrap_or(u32::MAX) {
+            self.count_held(slot, 1);
         }
     }
 
@@ -1109,6 +1151,41 @@ impl Mirror {
         add_amounts(&mut entry.assigned, &job_wide, sign);
     }
 
+    /// Adds (`sign` 1) or removes (-1) what a job suspended under
+    /// `restrict_res_to_release_on_suspend` still holds of the server's and its queue's
+    /// consumables: its job-wide amounts less what it gave back. It counts in no run limit.
+    fn count_held(&mut self, job_slot: u32, sign: i64) {
+        let Some(job) = self.jobs.get(job_slot as usize).and_then(Option::as_ref) else { return };
+        let Some(released) = job.released.as_deref() else { return };
+        let held: Vec<(ResId, i64)> = self.requests[job.request as usize]
+            .0
+            .job_wide
+            .iter()
+            .map(|&(id, n)| (id, n - released.job_wide.iter().find(|(r, _)| *r == id).map_or(0, |(_, m)| *m)))
+            .filter(|&(_, n)| n > 0)
+            .collect();
+        let queue = job.view.queue.clone();
+        add_amounts(&mut self.server_assigned, &held, sign);
+        add_amounts(&mut self.queues.entry(queue).or_default().assigned, &held, sign);
+    }
+
+    /// What a suspended job's view says its suspension gave back, when the server
+    /// restricted it.
+    fn parse_released(&mut self, view: &SchedJob) -> Option<Released> {
+        let text = view.attrs.iter().find(|a| a.name() == "resources_released")?.value().to_string();
+        let allocs = self.parse_exec(&text).allocs;
+        let job_wide = view
+            .attrs
+            .iter()
+            .filter_map(|a| {
+                let resource = a.name().strip_prefix("resource_released_list.")?;
+                let id = self.res.consumable(resource, a.value())?;
+                Some((id, parse_amount(self.res.kind(id), a.value())?))
+            })
+            .collect();
+        Some(Released { allocs, job_wide })
+    }
+
     /// Adds (`sign` 1) or removes (-1) a subjob from its array's `max_run_subjobs` count.
     fn count_array(&mut self, seq: u64, sign: i64) {
         let count = self.array_running.entry(seq).or_default();
@@ -1135,6 +1212,7 @@ impl Mirror {
         if self.jobs[slot as usize].as_ref().is_some_and(Job::running) {
             self.count_running(slot, -1);
         }
+        self.count_held(slot, -1);
         if let Some(seq) = self.jobs[slot as usize].as_ref().and_then(Job::array_slot) {
             self.count_array(seq, -1);
         }
@@ -1228,28 +1306,22 @@ impl Mirror {
                 .map(|(k, view)| {
                     let request = self.acquire_request(&view);
                     let alternative = u32::try_from(k).ok();
-                    let array = ArrayRole::None;
-                    Job {
-                        view,
-                        user,
-                        group,
-                        project,
-                        request,
-                        array,
-                        job_set: None,
-                        // The job's place: an alternative starves when its job does.
-                        key,
-                        alternatives: None,
-                        alternative,
-                        exec: None,
-                    }
+                    // The job's place: an alternative starves when its job does.
+                    Job { alternative, ..Job::bare(view, (user, group, project), request, key) }
                 })
                 .collect();
             alternatives.into_boxed_slice()
         });
         let job_set = crate::jobset::set_of(&view);
-        let job =
-            Job { view, user, group, project, request, array, job_set, key, alternatives, alternative: None, exec };
+        let released = (view.state == 'S').then(|| self.parse_released(&view)).flatten().map(Box::new);
+        let job = Job {
+            array,
+            job_set,
+            alternatives,
+            exec,
+            released,
+            ..Job::bare(view, (user, group, project), request, key)
+        };
         let array_slot = job.array_slot();
         if shows_estimate(&job.view) {
             self.estimated.insert(slot);
@@ -1259,6 +1331,7 @@ impl Mirror {
         if running {
             self.count_running(slot, 1);
         }
+        self.count_held(slot, 1);
         if let Some(seq) = array_slot {
             self.count_array(seq, 1);
         }

@@ -8,7 +8,8 @@ use pbs_core::preempt::{Class, Classes, Targets};
 use pbs_core::sharing::is_excl;
 
 use crate::limits::{RunCounts, RunLimits, soft_standing};
-use crate::mirror::{ArrayRole, Job, Mirror};
+use crate::mirror::{Alloc, ArrayRole, Job, Mirror};
+use crate::resources::ResId;
 use crate::world::{Counted, World};
 
 /// A job's preemption level: its `preempt_prio` rank, then (express jobs) its queue's
@@ -169,13 +170,27 @@ pub(crate) fn choose(
 }
 
 /// Gives back what a running job holds in a simulated world: its vnodes' resources, its
-/// share of its queue's and the server's consumables, and its run-limit counts.
+/// share of its queue's and the server's consumables, and its run-limit counts. Under
+/// `restrict_res_to_release_on_suspend` only the resources it names, as a suspension
+/// gives back (a victim the server requeues instead frees more than planned).
 fn release(world: &mut World<'_>, job: &Job) {
     let m = world.m;
     let Some(allocs) = job.allocs() else { return };
     let req = m.request(job.request);
     let exclusive = allocs.iter().any(|a| m.node(a.node).is_some_and(|node| is_excl(req.sharing, node.sharing)));
-    world.unbook_nodes(allocs, exclusive);
-    world.add_sums(&job.view.queue, &req.job_wide, -1);
+    match &m.server.release_on_suspend {
+        None => {
+            world.unbook_nodes(allocs, exclusive);
+            world.add_sums(&job.view.queue, &req.job_wide, -1);
+        }
+        Some(names) => {
+            let kept = |taken: &[(ResId, i64)]| -> Vec<(ResId, i64)> {
+                taken.iter().copied().filter(|(id, _)| names.contains(id)).collect()
+            };
+            let released: Vec<Alloc> = allocs.iter().map(|a| Alloc { node: a.node, taken: kept(&a.taken) }).collect();
+            world.unbook_nodes(&released, exclusive);
+            world.add_sums(&job.view.queue, &kept(&req.job_wide), -1);
+        }
+    }
     world.count_run(&Counted::of(m, job), -1);
 }

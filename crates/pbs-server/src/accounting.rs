@@ -81,7 +81,8 @@ pub fn run_ended(job: &Job, id: &str, end: RunEnd, eligible: Option<&str>, now: 
 }
 
 /// The `z` record of a job its mom has just suspended, as OpenPBS's
-/// `log_suspend_resume_record`: its `resources_used.*` so far, nothing else.
+/// `log_suspend_resume_record`: its `resources_used.*` so far, then, under
+/// `restrict_res_to_release_on_suspend`, what it gave back (`resources_released=`).
 pub fn suspended(job: &Job, id: &str) -> StoreOp {
     let mut text = String::new();
     for (resource, value) in job.attrs.resources(job_idx!("resources_used")) {
@@ -92,6 +93,12 @@ pub fn suspended(job: &Job, id: &str) -> StoreOp {
             let _ = write!(text, "resources_used.{resource}=");
             push_quoted(&mut text, value);
         }
+    }
+    if let Some(released) = job.attrs.get(job_idx!("resources_released"), None) {
+        if !text.is_empty() {
+            text.push(' ');
+        }
+        let _ = write!(text, "resources_released={released}");
     }
     op('z', id.to_string(), text)
 }

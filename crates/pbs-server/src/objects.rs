@@ -374,6 +374,13 @@ fn apply_attrs(
         {
             return Err(ReqError::attr(Pbse::BADATVAL, &attr.name));
         }
+        // OpenPBS's `action_check_res_to_release`: every name a defined resource.
+        if kind == ObjectKind::Server
+            && def.name == "restrict_res_to_release_on_suspend"
+            && canonical.split(',').any(|r| state.resources.get(r.trim()).is_none())
+        {
+            return Err(ReqError::attr(Pbse::UNKRESC, &attr.name));
+        }
         if kind == ObjectKind::Node && def.name == "state" {
             // Only the offline flag is the manager's to set; the rest comes from the mom.
             let words: Vec<&str> = canonical.split(',').map(str::trim).collect();
@@ -514,6 +521,11 @@ fn manage_resource(
                     state.jobs.values().any(|j| j.attrs.iter().any(|a| a.resource.as_deref() == Some(name.as_str())));
                 if in_use {
                     return Err(ReqError::new(Pbse::RESCBUSY));
+                }
+                // OpenPBS's own text for a resource the server releases on suspension.
+                let released = state.server_attr("restrict_res_to_release_on_suspend", None).unwrap_or_default();
+                if released.split(',').any(|r| r.trim() == name) {
+                    return Err(ReqError::with_message(Pbse::RESCBUSY, "Resource busy on server".to_string()));
                 }
                 state.resources.remove(name).map_err(|_| ReqError::new(Pbse::UNKRESC))?;
                 ops.push(StoreOp::DeleteObject { kind: "resource", name: name.clone() });

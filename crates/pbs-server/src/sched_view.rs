@@ -60,6 +60,13 @@ pub fn sched_job(state: &State, job: &Job) -> SchedJob {
         attrs.push(Attr::new("eligible_time", job.get("eligible_time", None).unwrap_or("0")));
         attrs.push(Attr::new("sample_starttime", job.accrue_since.to_string()));
     }
+    // A job suspended under `restrict_res_to_release_on_suspend`: what it gave back.
+    if let Some(released) = job.get("resources_released", None) {
+        attrs.push(Attr::new("resources_released", released));
+        for (r, v) in job.attrs.resources(job_idx!("resource_released_list")) {
+            attrs.push(Attr::new(format!("resource_released_list.{r}"), v));
+        }
+    }
     // A job's place among equal priorities is its submission unless qorder swapped it:
     // only then is `queue_rank` sent, so the common job costs nothing more.
     if let Some(rank) = job.get("queue_rank", None).filter(|rank| rank.parse::<u64>().ok() != Some(job.seq)) {

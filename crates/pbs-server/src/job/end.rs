@@ -80,8 +80,17 @@ fn release(state: &mut State, key: JobKey, now: i64) -> MomFrames {
     let job_id = job.id(&state.server_name);
     let suspended = job.state == JobState::Suspended;
     let Some(placement) = job.placement() else { return Vec::new() };
-    if !suspended {
+    // A suspended job holds nothing, or, under `restrict_res_to_release_on_suspend`,
+    // what its suspension did not give back: taken whole again, it is all released.
+    let partly = if suspended { crate::job::released::of(job) } else { None };
+    if let Some(released) = &partly {
+        crate::node::account_released(state, key, released.parts(), true, now);
+    }
+    if !suspended || partly.is_some() {
         crate::node::account(state, key, &job_id, &placement.exec, placement.exclusive, false, now);
+    }
+    if let Some(job) = state.job_mut(key) {
+        crate::job::released::clear(job);
     }
     state.starting.remove(&key);
     placement.exec.vnodes().into_iter().map(|v| (v.to_string(), ToMom::ForgetJob { job_id: job_id.clone() })).collect()
@@ -183,7 +192,15 @@ pub fn begin_end(state: &mut State, key: JobKey, reason: EndReason, now: i64) ->
         // A stopped session cannot act on SIGTERM: wake it first, and it holds its
         // resources again until it ends.
         frames.push((ms.clone(), ToMom::SignalJob { job_id: job_id.clone(), signal: "resume".into(), ask: 0 }));
-        crate::node::account(state, key, &job_id, &placement.exec, placement.exclusive, true, now);
+        match crate::job::released::of(job) {
+            Some(released) => {
+                crate::node::account_released(state, key, released.parts(), true, now);
+                if let Some(job) = state.job_mut(key) {
+                    crate::job::released::clear(job);
+                }
+            }
+            None => crate::node::account(state, key, &job_id, &placement.exec, placement.exclusive, true, now),
+        }
     }
     frames.push((ms, ToMom::KillJob { job_id: job_id.clone(), kill_delay: delay }));
     state.ending.insert(key, reason);

@@ -24,6 +24,7 @@ pub mod order;
 pub mod orselect;
 pub mod parts;
 pub mod preempt;
+pub mod released;
 pub mod running;
 pub mod runone;
 pub mod signal;

@@ -16,7 +16,7 @@ use crate::state::State;
 /// The built-in resources counted at server and queue level.
 const COUNTED_BUILTINS: [&str; 5] = ["ncpus", "mem", "vmem", "nodect", "mpiprocs"];
 
-fn counted(state: &State, resource: &str) -> bool {
+pub(crate) fn counted(state: &State, resource: &str) -> bool {
     COUNTED_BUILTINS.contains(&resource) || state.resources.get(resource).is_some_and(|d| d.flags.queue_assigned)
 }
 
@@ -52,6 +52,22 @@ pub fn account(state: &mut State, key: JobKey, hold: bool) {
         let smallest = assigned.units.entry(resource).or_insert(unit);
         *smallest = (*smallest).min(unit);
     }
+}
+
+/// Gives back (`hold = false`) or takes again part of what a job was charged: what its
+/// suspension released under `restrict_res_to_release_on_suspend`. A job not charged
+/// (holding nothing) changes nothing.
+pub fn account_part(state: &mut State, key: JobKey, amounts: &[(String, u64)], hold: bool) {
+    let Some((queue, charged)) = state.assigned.charged.get_mut(&key) else { return };
+    for (resource, n) in amounts {
+        match charged.iter_mut().find(|(r, _)| r == resource) {
+            Some((_, held)) => *held = if hold { held.saturating_add(*n) } else { held.saturating_sub(*n) },
+            None if hold => charged.push((resource.clone(), *n)),
+            None => {}
+        }
+    }
+    let queue = queue.clone();
+    state.assigned.change(&queue, amounts, hold);
 }
 
 /// Drops a deleted queue's counts (a queue with jobs cannot be deleted), so a new queue

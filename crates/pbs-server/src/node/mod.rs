@@ -171,6 +171,35 @@ pub fn account(
     now: i64,
 ) {
     crate::node::assigned::account(state, key, hold);
+    account_vnodes(state, key, (job_id, exec_vnode, exclusive), hold, now);
+}
+
+/// [`account`] of what a suspension under `restrict_res_to_release_on_suspend` gave back
+/// (`hold = false`) or a resumption takes again: only the released amounts, per vnode
+/// (`exec`) and job-wide on the server and the queue; the job leaves and rejoins the
+/// nodes' job lists as a whole suspension makes it.
+pub fn account_released(
+    state: &mut State,
+    key: JobKey,
+    (exec, job_wide): (&ExecVnode, &[(String, u64)]),
+    hold: bool,
+    now: i64,
+) {
+    let Some(job) = state.job(key) else { return };
+    let job_id = job.id(&state.server_name);
+    let exclusive = job.placement().is_some_and(|p| p.exclusive);
+    crate::node::assigned::account_part(state, key, job_wide, hold);
+    account_vnodes(state, key, (&job_id, exec, exclusive), hold, now);
+}
+
+/// The vnodes' side of [`account`]: `(job id, exec_vnode, exclusive)`.
+fn account_vnodes(
+    state: &mut State,
+    key: JobKey,
+    (job_id, exec_vnode, exclusive): (&str, &ExecVnode, bool),
+    hold: bool,
+    now: i64,
+) {
     let mut per_node: BTreeMap<String, Vec<(String, u64)>> = BTreeMap::new();
     for part in exec_vnode.parts() {
         let entry = per_node.entry(part.vnode.clone()).or_default();
