@@ -122,14 +122,23 @@ fn a_dependency_survives_a_server_restart() {
     let mut c = Cluster::with_moms(1, 4);
     let parent = submit(&c, &["-h"], "true\n");
     let child = submit(&c, &["-W", &format!("depend=afterok:{parent}")], "true\n");
+    // A `beforeok` entry and the wait it put on the job it names come back too.
+    let s = c.server_name().to_string();
+    let on = submit(&c, &["-W", "depend=on:1"], "true\n");
+    let before = submit(&c, &["-h", "-W", &format!("depend=beforeok:{on}")], "true\n");
     c.terminate();
     c.start_server();
     c.wait_node_state("n1", "free");
     assert_eq!(attr(&c, &child, "job_state").as_deref(), Some("H"));
-    c.run("qrls", &[&parent]).ok();
+    assert_eq!(attr(&c, &before, "depend"), Some(format!("beforeok:{on}@{s}")));
+    assert_eq!(attr(&c, &on, "depend"), Some(format!("afterok:{before}@{s}")));
+    assert_eq!(attr(&c, &on, "job_state").as_deref(), Some("H"));
+    c.run("qrls", &[&parent, &before]).ok();
     c.wait_job_state(&child, "F", JOB_TIMEOUT);
     assert_eq!(attr(&c, &child, "Exit_status").as_deref(), Some("0"));
     wait_until("the parent finished", JOB_TIMEOUT, || attr(&c, &parent, "job_state").as_deref() == Some("F"));
+    c.wait_job_state(&on, "F", JOB_TIMEOUT);
+    assert_eq!(attr(&c, &on, "Exit_status").as_deref(), Some("0"));
 }
 
 #[test]
@@ -281,6 +290,48 @@ fn before_kinds_name_a_job_that_waits_with_on() {
     let out = c.run_with_stdin("qsub", &["-W", &format!("depend=afterok:{middle},beforeok:{on3}")], "true\n", false);
     assert!(out.stderr.starts_with("qsub: Invalid Job Dependency (cycle: "), "{out:?}");
     assert_eq!(attr(&c, &on3, "depend"), Some(format!("on:1,beforeany:{middle}@{s}")));
+}
+
+/// qalter of the kinds that name other jobs, as at submission: `on:N` holds the job until
+/// N name it, `beforeok:` makes the job named wait on this one (its `on` one lower), with
+/// the same refusals, and `runone:` joins a group.
+#[test]
+fn qalter_sets_on_before_kinds_and_runone_as_qsub_does() {
+    let c = Cluster::with_moms(1, 4);
+    let s = c.server_name().to_string();
+    let waiter = submit(&c, &["-h"], "true\n");
+    c.run("qalter", &["-W", "depend=on:1", &waiter]).ok();
+    assert_eq!(attr(&c, &waiter, "depend").as_deref(), Some("on:1"));
+    assert_eq!(attr(&c, &waiter, "Hold_Types").as_deref(), Some("su"));
+    let first = submit(&c, &["-h"], "true\n");
+    c.run("qalter", &["-W", &format!("depend=beforeok:{waiter}"), &first]).ok();
+    assert_eq!(attr(&c, &first, "depend"), Some(format!("beforeok:{waiter}@{s}")));
+    assert_eq!(attr(&c, &waiter, "depend"), Some(format!("afterok:{first}@{s}")));
+    // Given again, the job named is not counted twice.
+    c.run("qalter", &["-W", &format!("depend=beforeok:{waiter}"), &first]).ok();
+    assert_eq!(attr(&c, &waiter, "depend"), Some(format!("afterok:{first}@{s}")));
+    // Refused as at submission: no `on` left on the job named, a cycle, a count that is
+    // not one.
+    let other = submit(&c, &["-h"], "true\n");
+    let out = c.run("qalter", &["-W", &format!("depend=before:{waiter}"), &other]);
+    assert_eq!((out.code, out.stderr.as_str()), (206, format!("qalter: Invalid Job Dependency {other}\n").as_str()));
+    let on = submit(&c, &["-h", "-W", "depend=on:1"], "true\n");
+    let child = submit(&c, &["-h", "-W", &format!("depend=afterok:{on}")], "true\n");
+    let out = c.run("qalter", &["-W", &format!("depend=beforeok:{on}"), &child]);
+    assert!(out.stderr.starts_with("qalter: Invalid Job Dependency (cycle: "), "{out:?}");
+    let out = c.run("qalter", &["-W", "depend=on:0", &other]);
+    assert_eq!(out.code, 166, "{out:?}");
+    // The job that names it runs and ends well: the waiter is released and runs.
+    c.run("qrls", &[&first, &waiter]).ok();
+    c.wait_job_state(&waiter, "F", JOB_TIMEOUT);
+    assert_eq!(attr(&c, &waiter, "Exit_status").as_deref(), Some("0"));
+    // runone: altered into a group of two, each names the other.
+    let a = submit(&c, &["-h"], "true\n");
+    let b = submit(&c, &["-h"], "true\n");
+    c.run("qalter", &["-W", &format!("depend=runone:{a}"), &b]).ok();
+    assert_eq!(attr(&c, &a, "depend"), Some(format!("runone:{b}@{s}")));
+    assert_eq!(attr(&c, &b, "depend"), Some(format!("runone:{a}@{s}")));
+    c.run("qdel", &[&a, &b, &other, &on, &child]).ok();
 }
 
 #[test]

@@ -84,14 +84,7 @@ pub fn check_new(state: &State, owner: &str, list: &str) -> Result<String, ReqEr
             *target = full;
             let is_before = before_to_after(dependency.kind).is_some();
             if is_before || dependency.kind == DependKind::Runone {
-                // The job named changes too: it must be the same owner's, and live.
-                let named = state.jobs.get(&parent).ok_or_else(|| ReqError::new(Pbse::UNKJOBID))?;
-                if named.state.is_history() {
-                    return Err(ReqError::new(Pbse::HISTDEPEND));
-                }
-                if named.owner() != owner {
-                    return Err(ReqError::new(Pbse::PERM));
-                }
+                named_job(state, parent, owner)?;
             }
             if dependency.kind == DependKind::Runone {
                 continue;
@@ -116,6 +109,19 @@ pub fn check_new(state: &State, owner: &str, list: &str) -> Result<String, ReqEr
         }
     }
     kept(parsed).map(|(_, text)| text)
+}
+
+/// A job a `before` kind or `runone` names, which changes too: it must be live and
+/// `owner`'s.
+fn named_job<'s>(state: &'s State, seq: u64, owner: &str) -> Result<&'s crate::state::Job, ReqError> {
+    let named = state.jobs.get(&seq).ok_or_else(|| ReqError::new(Pbse::UNKJOBID))?;
+    if named.state.is_history() {
+        return Err(ReqError::new(Pbse::HISTDEPEND));
+    }
+    if named.owner() != owner {
+        return Err(ReqError::new(Pbse::PERM));
+    }
+    Ok(named)
 }
 
 /// The list a job keeps, and its text: at most `MAX_TARGETS` targets, and no longer than the
@@ -254,6 +260,10 @@ pub struct AlterPlan {
     list: DependList,
     dropped: Vec<(u64, DependKind)>,
     added: Vec<(u64, DependKind)>,
+    /// Jobs a `before` kind newly names, and the wait each takes on this one.
+    named: Vec<(u64, DependKind)>,
+    /// A `runone` list given: the job joins the groups it names.
+    runone: bool,
 }
 
 /// Checks `qalter -W depend=LIST` on job `seq`: each kind named replaces the job's list of
@@ -261,12 +271,20 @@ pub struct AlterPlan {
 /// unknown job (as at submission), a job that finished without meeting it
 /// (`Finished job did not satisfy dependency`), and a wait that would close a cycle
 /// (OpenPBS accepts one and both jobs stay held for ever).
+///
+/// `on:N`, `runone` and the `before` kinds are checked as at submission ([`check_new`]):
+/// a job a `before` kind names waits on this one once the plan is applied (one named
+/// already stays as it was, as OpenPBS leaves a registration made), `on:N` makes the job
+/// wait for N more to name it, and `runone` joins it to the groups named.
 pub fn check_alter(state: &State, seq: u64, requested: &str) -> Result<AlterPlan, ReqError> {
     let requested =
         DependList::parse(requested, &state.server_name).map_err(|_| ReqError::attr(Pbse::BADATVAL, "depend"))?;
     let job = state.jobs.get(&seq).ok_or_else(|| ReqError::new(Pbse::UNKJOBID))?;
     let job_id = job.id(&state.server_name);
+    let owner = job.owner().to_string();
     let mut items = job.depend_list().map(|l| l.0.clone()).unwrap_or_default();
+    let already_named: Vec<(DependKind, String)> =
+        items.iter().flat_map(|i| i.targets.iter().map(|t| (i.kind, t.clone()))).collect();
     let mut dropped = Vec::new();
     items.retain(|item| {
         let replaced = requested.0.iter().any(|r| r.kind == item.kind);
@@ -276,8 +294,40 @@ pub fn check_alter(state: &State, seq: u64, requested: &str) -> Result<AlterPlan
         !replaced
     });
     let mut added = Vec::new();
+    let mut named = Vec::new();
+    let mut runone = false;
     let descendants = waiting_on(state, seq);
+    let mut ancestors = None;
     for mut item in requested.0 {
+        if item.kind == DependKind::On {
+            let count = item.targets.first().and_then(|n| n.parse::<u64>().ok());
+            if item.targets.len() != 1 || count.is_none_or(|n| n == 0) {
+                return Err(ReqError::attr(Pbse::BADATVAL, "depend"));
+            }
+            items.push(item);
+            continue;
+        }
+        if let Some(after) = before_to_after(item.kind).or((item.kind == DependKind::Runone).then_some(item.kind)) {
+            for target in &mut item.targets {
+                let (other, full) = resolve(state, target)?;
+                *target = full;
+                let other_job = named_job(state, other, &owner)?;
+                if item.kind == DependKind::Runone || already_named.contains(&(item.kind, target.clone())) {
+                    continue;
+                }
+                if other_job.depend_list().is_none_or(|l| on_count(l) == 0) {
+                    return Err(ReqError::new(Pbse::BADDEPEND));
+                }
+                if other == seq || ancestors.get_or_insert_with(|| reachable(state, &[seq])).contains(&other) {
+                    let other_id = target.split('@').next().unwrap_or(target);
+                    return Err(cycle(format!("{other_id} would wait on a job that waits on it")));
+                }
+                named.push((other, after));
+            }
+            runone |= item.kind == DependKind::Runone;
+            items.push(item);
+            continue;
+        }
         check_supported(item.kind)?;
         let mut kept = Vec::new();
         for target in &item.targets {
@@ -305,14 +355,15 @@ pub fn check_alter(state: &State, seq: u64, requested: &str) -> Result<AlterPlan
             items.push(item);
         }
     }
-    Ok(AlterPlan { list: kept(DependList(items))?.0, dropped, added })
+    Ok(AlterPlan { list: kept(DependList(items))?.0, dropped, added, named, runone })
 }
 
 /// Carries out a checked [`AlterPlan`] on job `seq`: the parents it no longer waits on
 /// forget it, the new ones learn of it, and the job is held for its dependencies or
-/// released from them. Only the job changes in the store: its write, and the scheduler's
-/// notice, are the caller's (qalter's `Altered` step).
-pub fn apply_alter(state: &mut State, seq: u64, plan: AlterPlan, now: i64) {
+/// released from them. Gives the writes of the other jobs it changes (those a `before`
+/// kind names, the members of a `runone` group it joins); the job's own write, and the
+/// scheduler's notice, are the caller's (qalter's `Altered` step).
+pub fn apply_alter(state: &mut State, seq: u64, plan: AlterPlan, now: i64) -> Vec<StoreOp> {
     for &(parent, kind) in &plan.dropped {
         unregister(state, parent, seq, kind);
     }
@@ -322,7 +373,17 @@ pub fn apply_alter(state: &mut State, seq: u64, plan: AlterPlan, now: i64) {
     for &(parent, kind) in &plan.added {
         register(state, parent, seq, kind);
     }
-    let waiting = state.jobs.get(&seq).and_then(|j| j.depend_list()).is_some_and(still_waiting);
+    let mut ops = Vec::new();
+    for &(named, kind) in &plan.named {
+        ops.extend(register_before(state, seq, named, kind));
+    }
+    let mut blocked = false;
+    if plan.runone {
+        let (group_ops, group_blocks) = crate::job::runone::joined(state, seq);
+        ops.extend(group_ops);
+        blocked = group_blocks;
+    }
+    let waiting = blocked || state.jobs.get(&seq).and_then(|j| j.depend_list()).is_some_and(still_waiting);
     if let Some(job) = state.jobs.get_mut(&seq) {
         if waiting {
             hold_for_dependencies(job);
@@ -330,6 +391,7 @@ pub fn apply_alter(state: &mut State, seq: u64, plan: AlterPlan, now: i64) {
             lift_system_hold(job, now);
         }
     }
+    ops
 }
 
 /// Enters a new job's list (already checked by [`check_new`]): each dependency already met

@@ -101,13 +101,14 @@ pub fn modify_jobs(state: &mut State, ctx: &Ctx<'_>, ids: &[String], attrs: &[At
         if matches!(job.state, JobState::Queued | JobState::Held | JobState::Waiting) {
             settle_queued_state(job, ctx.now);
         }
-        if let Some(plan) = depend {
-            crate::job::depend::apply_alter(state, seq, plan, ctx.now);
-        }
+        let others = match depend {
+            Some(plan) => crate::job::depend::apply_alter(state, seq, plan, ctx.now),
+            None => Vec::new(),
+        };
         if let Some(join) = job_set {
             crate::job::jobset::moved(state, seq, join, ctx.now);
         }
-        let mut out = Effects { to_moms: to_mom, ..Effects::default() };
+        let mut out = Effects { to_moms: to_mom, ops: others, ..Effects::default() };
         crate::job::parts::LIFE.step(state, JobKey::job(seq), Step::Altered, ctx.now, &mut out);
         // The `a` record names what the request set, which only the verb knows.
         let Some(job) = state.jobs.get(&seq) else {
