@@ -274,6 +274,26 @@ fn a_runjob_hook_refuses_a_run_and_the_job_stays_queued_with_its_message() {
     c.wait_job_state(&refused, "F", JOB_TIMEOUT);
 }
 
+/// What a runjob hook sets is made before the job runs, both for the scheduler's runs
+/// and for `qrun -H`, as OpenPBS applies it.
+#[test]
+fn a_runjob_hooks_change_is_made_before_the_run_also_under_qrun_h() {
+    let c = Cluster::with_moms(1, 2);
+    let set = "import pbs\ne = pbs.event()\n\
+               e.job.Resource_List[\"walltime\"] = pbs.duration(\"00:10:00\")\n";
+    install_hook(&c, "longer", "runjob", set);
+    let by_sched = c.run_with_stdin("qsub", &["-l", "walltime=00:01:00"], "sleep 30\n", false).ok().line().to_string();
+    c.wait_job_state(&by_sched, "R", JOB_TIMEOUT);
+    assert_eq!(c.job_attr(&by_sched, "Resource_List.walltime").as_deref(), Some("00:10:00"));
+    c.qmgr("set server scheduling = false");
+    let by_hand = c.run_with_stdin("qsub", &["-l", "walltime=00:01:00"], "sleep 30\n", false).ok().line().to_string();
+    let out = c.run("qrun", &["-H", "n1", &by_hand]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(c.job_attr(&by_hand, "job_state").as_deref(), Some("R"));
+    assert_eq!(c.job_attr(&by_hand, "Resource_List.walltime").as_deref(), Some("00:10:00"));
+    c.run("qdel", &[&by_sched, &by_hand]).ok();
+}
+
 #[test]
 fn a_periodic_hook_reads_and_alters_jobs_every_freq_seconds() {
     let c = Cluster::start();

@@ -369,11 +369,25 @@ pub(crate) fn handle(state: &mut State, ctx: &Ctx<'_>, id: u64, request: Request
         Request::ReleaseJob { ids, hold_types } => {
             per_id(crate::job::modify::hold_jobs(state, ctx, &ids, &hold_types, false))
         }
-        Request::RunJob { id: job_id, exec_vnode } => match crate::job::launch::qrun(state, ctx, &job_id, exec_vnode) {
-            Ok(crate::job::launch::Qrun::Run(effects)) => Handled::Apply(Reply::ok(id, ReplyBody::None), effects),
-            Ok(crate::job::launch::Qrun::AskScheduler(full_id)) => Handled::AskScheduler(full_id),
-            Err(e) => fail(e),
-        },
+        Request::RunJob { id: job_id, exec_vnode } => {
+            // A qrun -H's runjob hooks' changes, made just before the run as a scheduler's
+            // run's are.
+            let before_run = |state: &mut State, full_id: &str| {
+                let mut effects = crate::effects::Effects::default();
+                if !ctx.hook_attrs.is_empty() {
+                    crate::hooks::event::apply_hook_changes(state, full_id, ctx.hook_attrs, ctx.now, &mut effects)?;
+                }
+                Ok(effects)
+            };
+            match crate::job::launch::qrun(state, ctx, &job_id, exec_vnode, before_run) {
+                Ok(crate::job::launch::Qrun::Run(effects)) => Handled::Apply(Reply::ok(id, ReplyBody::None), effects),
+                Ok(crate::job::launch::Qrun::Refused(effects, e)) => {
+                    Handled::Apply(Reply::error(id, e.code.0, e.message), effects)
+                }
+                Ok(crate::job::launch::Qrun::AskScheduler(full_id)) => Handled::AskScheduler(full_id),
+                Err(e) => fail(e),
+            }
+        }
         Request::SelectJobs { mut criteria, history, subjobs, arrays_only } => {
             if let Err(e) = crate::privilege::check_criteria(state, ctx.privilege, &criteria) {
                 return fail(e);

@@ -3,7 +3,8 @@
 //! hooks of the scheduler's runs before its decisions are applied, all in the server's
 //! interpreters and never under the state lock (it is held only to copy out what the hooks
 //! read). A hook's changes are applied to the request, whose own checks then run on the
-//! result, with manager privilege for exactly what a hook set.
+//! result, with manager privilege for exactly what a hook set; a runjob hook's, to the job
+//! just before it runs.
 
 use std::sync::Arc;
 
@@ -141,14 +142,8 @@ pub async fn run_request_hooks(
             let mut attrs = event::attrs_of(&job);
             let seen = Seen { who: &requestor, id: job.id.clone(), job_o: None };
             run_hooks(server, (planned.event, &planned.runs), seen, &mut attrs, &mut changed).await?;
-            if !changed.is_empty() {
-                // What a runjob hook of a qrun -H sets is not applied: say so, never drop it
-                // silently.
-                return Err(ReqError::with_message(
-                    pbs_core::Pbse::HOOKERROR,
-                    format!("runjob hook changes to {} are not supported", changed.join(",")),
-                ));
-            }
+            // Applied to the job just before it runs, as a scheduler's run's are.
+            return Ok(set_by_hooks(&attrs, &changed));
         }
         _ => {}
     }

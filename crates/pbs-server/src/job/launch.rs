@@ -94,17 +94,21 @@ fn complete_exec(state: &State, select: &Select, exec: ExecVnode) -> ExecVnode {
 pub enum Qrun {
     /// `-H`: the job runs where asked, with these effects.
     Run(Effects),
+    /// `-H`: the run was refused once its runjob hooks' changes were made: those stay.
+    Refused(Effects, ReqError),
     /// No `-H`: the scheduler places the job (its full id).
     AskScheduler(String),
 }
 
 /// RunJob (qrun): operators and managers only; the job (or a subjob, `12[3]`, from its
-/// array's remaining indices) must be queued. With `-H` the job starts here and now.
+/// array's remaining indices) must be queued. With `-H` the job starts here and now, once
+/// `before_run` (its runjob hooks' changes, given the job's full id) has been made.
 pub fn qrun(
     state: &mut State,
     ctx: &crate::request::Ctx<'_>,
     job_id: &str,
     exec_vnode: Option<String>,
+    before_run: impl FnOnce(&mut State, &str) -> Result<Effects, ReqError>,
 ) -> Result<Qrun, ReqError> {
     if ctx.privilege < pbs_core::Privilege::Operator {
         return Err(ReqError::new(Pbse::PERM));
@@ -120,16 +124,22 @@ pub fn qrun(
     if !queued {
         return Err(ReqError::new(Pbse::BADSTATE));
     }
+    let full_id = match key.index {
+        Some(index) => pbs_core::JobId::subjob(key.seq, index, &state.server_name).to_string(),
+        None => state.job(key).map(|j| j.id(&state.server_name)).unwrap_or_default(),
+    };
     match exec_vnode {
         Some(exec_vnode) => {
-            let mut effects = run_job(state, key, &exec_vnode, ctx.now, None)?;
+            let mut effects = before_run(state, &full_id)?;
+            match run_job(state, key, &exec_vnode, ctx.now, None) {
+                Ok(more) => effects.merge(more),
+                Err(e) if effects.ops.is_empty() => return Err(e),
+                Err(e) => return Ok(Qrun::Refused(effects, e)),
+            }
             effects.merge(crate::job::array::settle(state, ctx.now, crate::job::parts::LIFE));
             Ok(Qrun::Run(effects))
         }
-        None => Ok(Qrun::AskScheduler(match key.index {
-            Some(index) => pbs_core::JobId::subjob(key.seq, index, &state.server_name).to_string(),
-            None => state.job(key).map(|j| j.id(&state.server_name)).unwrap_or_default(),
-        })),
+        None => Ok(Qrun::AskScheduler(full_id)),
     }
 }
 
