@@ -157,6 +157,26 @@ fn qdel_of_a_running_job_ends_it() {
     c.wait_node_state("n1", "free");
 }
 
+/// Jobs that ignore SIGTERM are killed `kill_delay` seconds after a qdel, all of them
+/// by the SIGKILL that falls due for each (the mom sends them in one pass).
+#[test]
+fn qdel_of_jobs_ignoring_sigterm_kills_them_after_kill_delay() {
+    let c = Cluster::with_moms(1, 3);
+    c.qmgr("set server kill_delay = 1");
+    let ids: Vec<String> = (0..3).map(|_| submit(&c, &[], "trap '' TERM\nsleep 300\n")).collect();
+    for id in &ids {
+        c.wait_job_state(id, "R", JOB_TIMEOUT);
+        wait_until("session id", JOB_TIMEOUT, || c.job_attr(id, "session_id").is_some());
+    }
+    let args: Vec<&str> = ids.iter().map(String::as_str).collect();
+    c.run("qdel", &args).ok();
+    for id in &ids {
+        c.wait_job_state(id, "F", JOB_TIMEOUT);
+        // The shell died of SIGKILL: 256 + 9.
+        assert_eq!(c.job_attr(id, "Exit_status").as_deref(), Some("265"), "{id}");
+    }
+}
+
 fn proc_state(pid: &str) -> Option<char> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     stat.rsplit(')').next()?.trim_start().chars().next()

@@ -921,7 +921,9 @@ impl Mom {
     }
 
     /// SIGTERM (and SIGCONT, so a stopped job receives it) now, SIGKILL after `delay`
-    /// seconds if the job still runs.
+    /// seconds if the job still runs. Both go through [`SessionSignals`]: jobs killed
+    /// together (a qdel of many, a requeue) have their SIGKILLs fall due together too, and
+    /// one pass over `/proc` sends them all.
     fn terminate(self: &Arc<Self>, job_id: &str, sid: i64, delay: u32) {
         self.session_signals.send(sid, &[libc::SIGTERM, libc::SIGCONT]);
         let mom = self.clone();
@@ -929,7 +931,7 @@ impl Mom {
         tokio::spawn(async move {
             tokio::time::sleep(Duration::from_secs(u64::from(delay))).await;
             if mom.running_session(&job_id) == Some(sid) {
-                let _ = tokio::task::spawn_blocking(move || shepherd::kill_session(sid, libc::SIGKILL)).await;
+                mom.session_signals.send(sid, &[libc::SIGKILL]);
             }
         });
     }
@@ -1117,7 +1119,7 @@ impl Mom {
                     log_job(&job_id, format_args!("{line}"));
                 }
                 if mom.running_session(&job_id) == Some(facts.session_id) {
-                    shepherd::kill_session(facts.session_id, libc::SIGKILL);
+                    mom.session_signals.send(facts.session_id, &[libc::SIGKILL]);
                 }
                 answer(&mom, job_id, Pbse(0));
             }
