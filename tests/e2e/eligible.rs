@@ -99,3 +99,21 @@ fn eligible_time_is_a_managers_to_set_and_only_while_enabled() {
     let seen = c.run_as_nobody("qstat", &["-f", &id]).ok().stdout;
     assert!(seen.contains("    eligible_time = 00:10:00\n") && !seen.contains("accrue_type"), "{seen}");
 }
+
+/// Hooks see a job's `accrue_type` (a number) and `eligible_time` (a duration) while the
+/// server keeps eligible time: a modifyjob hook writes them into the job's comment.
+#[test]
+fn hooks_see_accrue_type_and_eligible_time() {
+    let c = Cluster::start();
+    c.qmgr("set server eligible_time_enable = True");
+    let body = "import pbs\ne = pbs.event()\nj = e.job_o\n\
+                e.job.comment = \"%d %s %d\" % (j.accrue_type, j.eligible_time, int(j.eligible_time))\n";
+    let file = c.dir().join("seen.py");
+    std::fs::write(&file, body).expect("write hook");
+    c.qmgr("create hook seen event=modifyjob");
+    c.qmgr(&format!("import hook seen application/x-python default {}", file.display()));
+    // Held by its owner: ineligible (1), nothing accrued yet.
+    let held = c.run_as_nobody("qsub", &["-h", "--", "/bin/true"]).ok().line().to_string();
+    c.run_as_nobody("qalter", &["-N", "renamed", &held]).ok();
+    assert_eq!(c.job_attr(&held, "comment").as_deref(), Some("1 00:00:00 0"));
+}

@@ -584,6 +584,10 @@ fn place_for_qrun(m: &Mirror, job_id: &str, now: i64, may_preempt: bool) -> Deci
             if !(matches!(job.array, ArrayRole::Parent { .. }) && begun) {
                 note_comment(&mut out, &job.view.id, None, &failure.comment());
             }
+            // As OpenPBS's qrun, the job accrues by why it did not run, without the
+            // cumulative limits a cycle counts.
+            let accrue = m.server.eligible_time_enable.then(|| crate::accrue::of_reason(&failure.reason));
+            note_not_run(&mut out, job, None, accrue);
         }
     }
     out.into_decisions()

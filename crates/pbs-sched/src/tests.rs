@@ -1074,6 +1074,20 @@ fn qrun_on_a_full_node_preempts_a_normal_job_not_its_arrays_subjobs() {
     assert_eq!(qrun(&off, "10[2].svr", 0).preempt, None);
 }
 
+/// With eligible time kept, a qrun that cannot place its job sets the job's accrue type
+/// by why (resources: eligible), as OpenPBS's qrun does; unchanged, it is not sent.
+#[test]
+fn a_qrun_that_cannot_place_its_job_sets_its_accrue_type() {
+    let mut held_by_limit = job(1, "workq", "1:ncpus=64", "pack");
+    held_by_limit.attrs.push(Attr::new("accrue_type", "1"));
+    let mut s = snap(vec![queue("workq", 0, &[])], four_nodes(), vec![held_by_limit]);
+    s.server.push(Attr::new("eligible_time_enable", "True"));
+    let q = qrun(&mirror(s.clone()), "1.svr", 0);
+    assert_eq!(update_of(&q, "1.svr", "accrue_type"), Some("2"));
+    s.jobs[0].attrs = vec![Attr::new("accrue_type", "2")];
+    assert_eq!(update_of(&qrun(&mirror(s), "1.svr", 0), "1.svr", "accrue_type"), None);
+}
+
 #[test]
 fn qrun_of_a_subjob_that_does_not_fit_comments_on_a_queued_array_only() {
     let big = "1:ncpus=64";
