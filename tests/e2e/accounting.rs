@@ -18,16 +18,8 @@ fn today(c: &Cluster) -> PathBuf {
     c.home().join("server_priv/accounting").join(chrono::Local::now().format("%Y%m%d").to_string())
 }
 
-/// Every record about `id` as `(type, text)`, in file order.
 fn records(c: &Cluster, id: &str) -> Vec<(char, String)> {
-    let text = std::fs::read_to_string(today(c)).unwrap_or_default();
-    text.lines()
-        .filter_map(|line| {
-            let mut fields = line.splitn(4, ';');
-            let (_, kind, name, rest) = (fields.next()?, fields.next()?, fields.next()?, fields.next()?);
-            (name == id).then(|| (kind.chars().next().unwrap_or('?'), rest.to_string()))
-        })
-        .collect()
+    c.accounting_records(id)
 }
 
 fn kinds(records: &[(char, String)]) -> String {

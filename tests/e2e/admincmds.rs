@@ -120,17 +120,8 @@ fn qterm_stops_the_daemons_asked_and_a_quick_stop_leaves_running_jobs_to_their_m
     assert_eq!(c.job_attr(&job, "job_state").as_deref(), Some("Q"), "requeued before the stop");
     assert_eq!(c.job_attr(&job, "run_count").as_deref(), Some("1"));
     assert_eq!(c.job_attr(&fixed, "job_state").as_deref(), Some("F"), "aborted");
-    let day = chrono::Local::now().format("%Y%m%d").to_string();
-    let log = std::fs::read_to_string(c.home().join("server_priv/accounting").join(day)).unwrap_or_default();
-    let kinds: String = log
-        .lines()
-        .filter_map(|line| {
-            let mut fields = line.splitn(4, ';');
-            let (_, kind, id) = (fields.next()?, fields.next()?, fields.next()?);
-            (id == fixed).then(|| kind.to_string())
-        })
-        .collect();
-    assert_eq!(kinds, "QSAE", "{log}");
+    let log = c.accounting_log();
+    assert_eq!(c.accounting_kinds(&fixed), "QSAE", "{log}");
     assert!(log.contains(&format!(";A;{fixed};Aborted by PBS Server  on Server shutdown\n")), "{log}");
 }
 

@@ -5,7 +5,6 @@
 
 use std::io::Write;
 use std::os::unix::net::UnixStream;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use pbs_e2e::{Cluster, wait_until};
@@ -91,10 +90,6 @@ fn an_attribute_named_twice_or_respelled_is_refused_before_any_hook_runs() {
     assert_eq!(c.job_attr(&id, "Resource_List.walltime").as_deref(), Some("00:06:00"));
 }
 
-fn today(c: &Cluster) -> PathBuf {
-    c.home().join("server_priv/accounting").join(chrono::Local::now().format("%Y%m%d").to_string())
-}
-
 /// The `key=value` fields of a record's text as a reader that honours quotes reads them: a
 /// value that opens with `"` or `'` runs to the same quote.
 fn fields(text: &str) -> Vec<(String, String)> {
@@ -131,14 +126,7 @@ fn no_value_a_user_chose_reads_as_a_field_of_an_accounting_record() {
         &[("Hold_Types", "u"), ("Job_Name", forged_name), ("Account_Name", forged_account), ("project", "p\"q")],
     );
     let ReplyBody::JobId(id) = r.body else { panic!("no job id: {r:?}") };
-    let queued = || {
-        let text = std::fs::read_to_string(today(&c)).unwrap_or_default();
-        text.lines().find_map(|line| {
-            let mut parts = line.splitn(4, ';');
-            let (_, kind, name, rest) = (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
-            (kind == "Q" && name == id).then(|| rest.to_string())
-        })
-    };
+    let queued = || c.accounting_records(&id).into_iter().find_map(|(kind, rest)| (kind == 'Q').then_some(rest));
     wait_until("the Q record", Duration::from_secs(10), || queued().is_some());
     let text = queued().expect("Q record");
     let fields = fields(&text);
@@ -194,11 +182,8 @@ fn a_dependency_list_is_bounded_by_the_jobs_it_names() {
     let parents = c.job_attr(&parent, "depend").expect("the parent's before entry");
     assert!(parents.len() < 200, "{parents}");
     // Its Q record holds the list as kept, not as sent.
-    let today = today(&c);
-    wait_until("the Q record", Duration::from_secs(10), || {
-        std::fs::read_to_string(&today).unwrap_or_default().lines().any(|l| l.contains(&format!(";Q;{child};")))
-    });
-    let log = std::fs::read_to_string(&today).unwrap_or_default();
+    wait_until("the Q record", Duration::from_secs(10), || c.accounting_kinds(&child).contains('Q'));
+    let log = c.accounting_log();
     let record = log.lines().find(|l| l.contains(&format!(";Q;{child};"))).expect("record");
     assert!(record.len() < 1000, "{} bytes", record.len());
     // More than 4096 distinct jobs is refused, naming depend, by the server and by qsub.

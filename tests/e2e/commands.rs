@@ -380,11 +380,9 @@ fn qmove_moves_a_job_that_has_not_started_and_refuses_a_running_one() {
     assert_eq!(c.job_attr(&held, "queue").as_deref(), Some("q2"));
     assert_eq!(c.job_attr(&held, "job_state").as_deref(), Some("H"));
     // qmove_acct.txt: a second Q record, naming the new queue.
-    let day = chrono::Local::now().format("%Y%m%d").to_string();
-    let accounting = c.home().join("server_priv/accounting").join(day);
     wait_until("the move's Q record", Duration::from_secs(30), || {
-        let text = std::fs::read_to_string(&accounting).unwrap_or_default();
-        let queued: Vec<&str> = text.lines().filter(|l| l.contains(&format!(";Q;{held};"))).collect();
+        let records = c.accounting_records(&held);
+        let queued: Vec<&String> = records.iter().filter(|(kind, _)| *kind == 'Q').map(|(_, text)| text).collect();
         queued.len() == 2 && queued[1].contains(" queue=q2 ")
     });
     // qmove_unknown_queue.txt, then qmove_running.txt

@@ -145,20 +145,8 @@ fn a_job_its_mom_does_not_know_is_purged_when_deleted() {
     c.wait_job_state(&id, "F", JOB_TIMEOUT);
     assert_eq!(c.job_attr(&id, "substate").as_deref(), Some("91"), "terminated");
     wait_until("the purge logged", JOB_TIMEOUT, || c.server_stderr().contains("MOM claims no knowledge of the job"));
-    let day = chrono::Local::now().format("%Y%m%d").to_string();
-    let log = || std::fs::read_to_string(c.home().join("server_priv/accounting").join(&day)).unwrap_or_default();
-    let kinds = || -> String {
-        log()
-            .lines()
-            .filter_map(|line| {
-                let mut fields = line.splitn(4, ';');
-                let (_, kind, job) = (fields.next()?, fields.next()?, fields.next()?);
-                (job == id).then(|| kind.to_string())
-            })
-            .collect()
-    };
     // The file is written once the commit that made the records is done.
-    wait_until("its records written", JOB_TIMEOUT, || kinds() == "QSDE");
+    wait_until("its records written", JOB_TIMEOUT, || c.accounting_kinds(&id) == "QSDE");
     // The node is free again: nothing waits for the lost run.
     c.wait_node_state("lost", "free");
 }

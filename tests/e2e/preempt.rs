@@ -212,15 +212,11 @@ fn an_express_job_preempts_a_normal_job_by_suspension_which_resumes_after() {
     // and an `r` record, as OpenPBS's resume writes them.
     c.wait_job_state(&express, "F", JOB_TIMEOUT);
     c.wait_job_state(&normal, "R", JOB_TIMEOUT);
-    let acct = c.home().join("server_priv/accounting").join(chrono::Local::now().format("%Y%m%d").to_string());
-    pbs_e2e::wait_until("the z and r records", JOB_TIMEOUT, || {
-        std::fs::read_to_string(&acct).is_ok_and(|t| t.contains(&format!(";r;{normal};")))
-    });
-    let acct = std::fs::read_to_string(&acct).unwrap_or_default();
-    let z = acct.lines().find(|l| l.contains(&format!(";z;{normal};"))).expect("a z record");
-    let z_text = z.splitn(4, ';').nth(3).unwrap_or_default();
-    assert!(z_text.starts_with("resources_used.") && z_text.contains(" resources_used.walltime="), "{z}");
-    assert!(acct.contains(&format!(";r;{normal};\n")), "{acct}");
+    pbs_e2e::wait_until("the z and r records", JOB_TIMEOUT, || c.accounting_kinds(&normal).contains('r'));
+    let records = c.accounting_records(&normal);
+    let (_, z_text) = records.iter().find(|(kind, _)| *kind == 'z').expect("a z record");
+    assert!(z_text.starts_with("resources_used.") && z_text.contains(" resources_used.walltime="), "{z_text}");
+    assert!(records.contains(&('r', String::new())), "{records:?}");
     let comment = c.job_attr(&normal, "comment").unwrap_or_default();
     assert!(comment.starts_with("Job run at ") && comment.ends_with(" on (n1:ncpus=1)"), "{comment}");
     c.run("qdel", &[&normal]).ok();
@@ -337,13 +333,10 @@ fn a_suspension_releases_only_the_resources_the_server_names() {
     assert_eq!(c.node_attr("n1", "resources_assigned.ncpus").as_deref(), Some("2"));
     assert_eq!(c.node_attr("n1", "resources_assigned.mem").as_deref(), Some("1048576kb"));
     assert_eq!(c.server_attr("resources_assigned.ncpus").as_deref(), Some("2"));
-    let acct = c.home().join("server_priv/accounting").join(chrono::Local::now().format("%Y%m%d").to_string());
-    pbs_e2e::wait_until("the z record", JOB_TIMEOUT, || {
-        std::fs::read_to_string(&acct).is_ok_and(|t| t.contains(&format!(";z;{low};")))
-    });
-    let text = std::fs::read_to_string(&acct).unwrap_or_default();
-    let z = text.lines().find(|l| l.contains(&format!(";z;{low};"))).unwrap_or_default();
-    assert!(z.contains(";resources_used.") && z.ends_with(" resources_released=(n1:ncpus=4)"), "{z}");
+    pbs_e2e::wait_until("the z record", JOB_TIMEOUT, || c.accounting_kinds(&low).contains('z'));
+    let records = c.accounting_records(&low);
+    let (_, z) = records.iter().find(|(kind, _)| *kind == 'z').expect("a z record");
+    assert!(z.starts_with("resources_used.") && z.ends_with(" resources_released=(n1:ncpus=4)"), "{z}");
     // The express job goes: the suspended job takes its cpus back and releases nothing.
     c.run("qdel", &[&high]).ok();
     c.wait_job_state(&low, "R", JOB_TIMEOUT);
@@ -565,12 +558,10 @@ fn checkpointing_runs_the_moms_script_and_requeues_the_job_or_falls_through() {
         c.dir().join("mom-n1/mom_priv/checkpoint_abort.sh").display()
     ));
     c.wait_logged(&format!("{no_checkpoint};preemption method checkpoint failed for job (15029)"));
-    let acct = c.home().join("server_priv/accounting").join(chrono::Local::now().format("%Y%m%d").to_string());
     pbs_e2e::wait_until("the requeued job's R record", JOB_TIMEOUT, || {
-        std::fs::read_to_string(&acct).is_ok_and(|t| t.contains(&format!(";R;{no_checkpoint};")))
+        c.accounting_kinds(&no_checkpoint).contains('R')
     });
-    let acct = std::fs::read_to_string(acct).unwrap_or_default();
-    assert!(!acct.contains(&format!(";R;{id};")), "{acct}");
+    assert!(!c.accounting_kinds(&id).contains('R'), "{}", c.accounting_log());
 
     // A script that fails leaves the job running, and the next method is tried.
     c.run("qdel", &[&id, &no_checkpoint]).ok();

@@ -621,6 +621,30 @@ impl Cluster {
         }
     }
 
+    /// Today's accounting log (`server_priv/accounting/YYYYMMDD`), empty before it
+    /// exists. Records are written once the commit that made them is done: wait for them.
+    pub fn accounting_log(&self) -> String {
+        let day = chrono::Local::now().format("%Y%m%d").to_string();
+        std::fs::read_to_string(self.home().join("server_priv/accounting").join(day)).unwrap_or_default()
+    }
+
+    /// Every record about `id` in today's accounting log as `(type, text)`, in file order.
+    pub fn accounting_records(&self, id: &str) -> Vec<(char, String)> {
+        self.accounting_log()
+            .lines()
+            .filter_map(|line| {
+                let mut fields = line.splitn(4, ';');
+                let (_, kind, name, rest) = (fields.next()?, fields.next()?, fields.next()?, fields.next()?);
+                (name == id).then(|| (kind.chars().next().unwrap_or('?'), rest.to_string()))
+            })
+            .collect()
+    }
+
+    /// The types of the records about `id`, in order (`QSE`).
+    pub fn accounting_kinds(&self, id: &str) -> String {
+        self.accounting_records(id).iter().map(|(kind, _)| *kind).collect()
+    }
+
     /// Debug text of every daemon's stderr, for assertion messages.
     pub fn logs(&self) -> String {
         let mut out = format!("--- server\n{}\n--- sched\n{}\n", self.server_stderr(), self.sched_stderr());

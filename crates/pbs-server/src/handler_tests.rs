@@ -147,7 +147,12 @@ impl Fixture {
 
     /// A job submitted by alice, run on n1 with `qrun -H`, and confirmed started.
     fn running_job(&mut self) -> (JobKey, String) {
-        let id = self.submit(&alice(), &[]);
+        self.running_job_with(&[])
+    }
+
+    /// [`Fixture::running_job`] of a job submitted with `attrs`.
+    fn running_job_with(&mut self, attrs: &[(&str, &str)]) -> (JobKey, String) {
+        let id = self.submit(&alice(), attrs);
         let (reply, effects) = self.request(&root(), Request::RunJob { id: id.clone(), exec_vnode: Some("n1".into()) });
         assert_eq!(reply.code, 0, "{reply:?}");
         assert_eq!(effects.launches.len(), 1);
@@ -1236,10 +1241,7 @@ fn a_shutdown_is_an_operators_and_an_immediate_one_requeues_running_jobs_first()
 #[test]
 fn an_immediate_shutdown_aborts_a_job_that_is_not_rerunnable() {
     let mut f = fixture();
-    let id = f.submit(&alice(), &[("Rerunable", "False")]);
-    let (reply, _) = f.request(&root(), Request::RunJob { id: id.clone(), exec_vnode: Some("n1".into()) });
-    assert_eq!(reply.code, 0, "{reply:?}");
-    let _ = crate::job::end::job_started(&mut f.state, "n1", &id, 42, f.now);
+    let (_, id) = f.running_job_with(&[("Rerunable", "False")]);
     let stop = Request::Shutdown { manner: "immediate".into(), scheduler: true, moms: true };
     let (reply, effects) = f.request(&root(), stop);
     assert_eq!(reply.code, 0, "{reply:?}");
