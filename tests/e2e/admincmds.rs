@@ -172,6 +172,17 @@ fn qmsg_appends_to_a_running_jobs_files_as_its_owner_and_refuses_a_queued_job() 
 /// Runs printjob (a binary of the mom's package, beside the daemons) with `node`'s mom's
 /// pbs.conf, as root or as nobody.
 fn printjob(c: &Cluster, node: &str, args: &[&str], as_nobody: bool) -> (i32, String, String) {
+    printjob_with(&c.mom_conf_path(node), args, as_nobody)
+}
+
+/// The first lines printjob prints of job `id` in `state` and `substate`, created here.
+fn printjob_header(id: &str, state: &str, substate: &str) -> String {
+    let rule = "---------------------------------------------------";
+    format!("{rule}\njobid:\t{id}\n{rule}\nstate:\t\t{state}\nsubstate:\t{substate}\nsvrflgs:\t0x1 (1)\n")
+}
+
+/// printjob with the pbs.conf `conf`.
+fn printjob_with(conf: &std::path::Path, args: &[&str], as_nobody: bool) -> (i32, String, String) {
     let program = pbs_e2e::bin_dir().join("printjob");
     let mut command = if as_nobody {
         let mut command = std::process::Command::new("setpriv");
@@ -180,7 +191,7 @@ fn printjob(c: &Cluster, node: &str, args: &[&str], as_nobody: bool) -> (i32, St
     } else {
         std::process::Command::new(program)
     };
-    let out = command.args(args).env("PBS_CONF_FILE", c.mom_conf_path(node)).output().expect("printjob");
+    let out = command.args(args).env("PBS_CONF_FILE", conf).output().expect("printjob");
     let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
     (out.status.code().unwrap_or(-1), text(&out.stdout), text(&out.stderr))
 }
@@ -195,13 +206,7 @@ fn printjob_shows_the_moms_records_of_a_job_to_root_only() {
     // printjob_jobid.txt's layout, from the mom's records (printjob_mom_JB.txt).
     let (code, stdout, stderr) = printjob(&c, "n1", &[&job], false);
     assert_eq!((code, stderr.as_str()), (0, ""));
-    let rule = "---------------------------------------------------";
-    assert!(
-        stdout.starts_with(&format!(
-            "{rule}\njobid:\t{job}\n{rule}\nstate:\t\t0x4\nsubstate:\t0x2a (42)\nsvrflgs:\t0x1 (1)\n"
-        )),
-        "{stdout}"
-    );
+    assert!(stdout.starts_with(&printjob_header(&job, "0x4", "0x2a (42)")), "{stdout}");
     assert!(stdout.contains(&format!("\nsession_id = {session}\n")), "{stdout}");
     assert!(
         stdout.contains("\n--attributes--\n") && stdout.ends_with("job_state = R\nJob_Name = pj_run\n\n"),
@@ -224,4 +229,25 @@ fn printjob_shows_the_moms_records_of_a_job_to_root_only() {
     let usage = "Usage: printjob [-a] (jobid|file)\n       printjob -s jobid\n       printjob --version\n";
     assert_eq!(printjob(&c, "n1", &[], false), (1, String::new(), usage.to_string()));
     assert_eq!(printjob(&c, "n1", &[&job], true), (1, String::new(), "printjob must be run by root\n".to_string()));
+}
+
+/// On the server's host printjob shows the server's record of a job, one that never ran
+/// too (printjob_jobid.txt's layout), and `-s` its script.
+#[test]
+fn printjob_on_the_server_host_shows_the_servers_record_of_a_queued_job() {
+    let c = Cluster::start();
+    let held =
+        c.run_with_stdin("qsub", &["-h", "-N", "pj_held"], "echo from the script\n", true).ok().line().to_string();
+    let (code, stdout, stderr) = printjob_with(&c.conf_path(), &[&held], false);
+    assert_eq!((code, stderr.as_str()), (0, ""));
+    assert!(stdout.starts_with(&printjob_header(&held, "0x2", "0x14 (20)")), "{stdout}");
+    assert!(stdout.contains("\nqueue:\t\tworkq\nunion type exec:\n\texits\t0\n--attributes--\n"), "{stdout}");
+    assert!(stdout.contains("\nJob_Name = pj_held\n") && stdout.contains("\njob_state = H\n"), "{stdout}");
+    assert!(stdout.contains("\nHold_Types = u\n"), "{stdout}");
+    let (code, script, _) = printjob_with(&c.conf_path(), &["-s", &held], false);
+    assert_eq!(code, 0);
+    assert!(script.contains("echo from the script\n"), "{script}");
+    let unknown = format!("99999.{}", c.server_name());
+    let not_found = (1, String::new(), format!("Job {unknown} not found\n"));
+    assert_eq!(printjob_with(&c.conf_path(), &[&unknown], false), not_found);
 }
