@@ -123,7 +123,7 @@ fn a_suspended_job_survives_a_mom_restart_and_a_server_restart() {
 
 /// Takes the job's script out of the server's store, as a damaged database would.
 fn drop_script(c: &Cluster, id: &str) {
-    let db = rusqlite::Connection::open(c.home().join("server_priv").join("serverdb.sqlite")).unwrap();
+    let db = rusqlite::Connection::open(pbs_core::conf::server_store_file(&c.home())).unwrap();
     db.busy_timeout(Duration::from_secs(10)).unwrap();
     let changed =
         db.execute("UPDATE jobs SET script = NULL WHERE seq = ?1", [seq(id).parse::<i64>().unwrap()]).unwrap();
@@ -214,7 +214,7 @@ fn a_failed_commit_stops_the_server_and_a_restart_shows_only_what_was_acknowledg
     let mut c = Cluster::start();
     c.allow_root_jobs();
     let kept = c.client().submit(vec![Attr::new("Job_Name", "kept")], "true\n".into(), None).unwrap();
-    let db = rusqlite::Connection::open(c.home().join("server_priv").join("serverdb.sqlite")).unwrap();
+    let db = rusqlite::Connection::open(pbs_core::conf::server_store_file(&c.home())).unwrap();
     db.busy_timeout(Duration::from_secs(10)).unwrap();
     db.execute_batch("BEGIN EXCLUSIVE").unwrap();
     let refused = c.run_with_stdin("qsub", &["-N", "refused"], "true\n", false);

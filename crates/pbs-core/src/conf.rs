@@ -14,6 +14,12 @@ pub const DEFAULT_MANAGER_PORT: u16 = 15003;
 /// Default `PBS_HOME`.
 pub const DEFAULT_PBS_HOME: &str = "/var/spool/pbs";
 
+/// The server's store under `home` (its `PBS_HOME`): what pbs_server keeps its state in,
+/// and what printjob reads on the server's host.
+pub fn server_store_file(home: &std::path::Path) -> PathBuf {
+    home.join("server_priv").join("serverdb.sqlite")
+}
+
 /// Errors reading a pbs.conf text.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum ConfError {
@@ -103,6 +109,11 @@ impl PbsConf {
     /// The Unix socket local clients use to reach the server.
     pub fn server_socket(&self) -> PathBuf {
         self.home.join("server_sock")
+    }
+
+    /// The server's store, `PBS_HOME/server_priv/serverdb.sqlite` ([`server_store_file`]).
+    pub fn server_store_file(&self) -> PathBuf {
+        server_store_file(&self.home)
     }
 
     /// The server's master key, `PBS_HOME/server_priv/cluster_key`: it never leaves the

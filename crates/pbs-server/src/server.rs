@@ -162,7 +162,7 @@ impl Server {
             std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode))
                 .map_err(io_err(format!("setting permissions of {}", path.display())))?;
         }
-        let db_path = home.join("server_priv").join("serverdb.sqlite");
+        let db_path = pbs_core::conf::server_store_file(home);
         let accounting = config.accounting.then(|| crate::acctlog::dir_of(home));
         let (store, loaded) = Store::open(&db_path, accounting.as_deref())?;
         let n_jobs = loaded.jobs.len();
@@ -206,7 +206,7 @@ impl Server {
 
     /// The database file (for reading job scripts).
     pub fn db_path(&self) -> PathBuf {
-        self.config.home.join("server_priv").join("serverdb.sqlite")
+        pbs_core::conf::server_store_file(&self.config.home)
     }
 
     /// The request context of `who` against the current state.

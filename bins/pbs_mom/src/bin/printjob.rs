@@ -81,7 +81,7 @@ fn main() -> ExitCode {
     };
     let jobs_dir = pbs_mom::layout::Layout::new(&conf.home).jobs_dir();
     let server = conf.server.clone().unwrap_or_default();
-    let server_db = server_record::store_path(&conf.home);
+    let server_db = conf.server_store_file();
     for operand in &args.operands {
         let given = Path::new(operand);
         // As OpenPBS: what opens as a file is a records file (not allowed with -s), anything
@@ -144,12 +144,7 @@ fn script(records: &Path) -> String {
 /// its database, and printed in that printjob's layout.
 mod server_record {
     use std::fmt::Write as _;
-    use std::path::{Path, PathBuf};
-
-    /// Where the server keeps its store (`pbs_server`'s `server_priv/serverdb.sqlite`).
-    pub(crate) fn store_path(home: &Path) -> PathBuf {
-        home.join("server_priv").join("serverdb.sqlite")
-    }
+    use std::path::Path;
 
     /// A job as the server stores it.
     #[derive(Debug, Default, serde::Deserialize)]
