@@ -82,15 +82,11 @@ fn release(state: &mut State, key: JobKey, now: i64) -> MomFrames {
     let Some(placement) = job.placement() else { return Vec::new() };
     // A suspended job holds nothing, or, under `restrict_res_to_release_on_suspend`,
     // what its suspension did not give back: taken whole again, it is all released.
-    let partly = if suspended { crate::job::released::of(job) } else { None };
-    if let Some(released) = &partly {
-        crate::node::account_released(state, key, released.parts(), true, now);
-    }
-    if !suspended || partly.is_some() {
+    if !suspended || crate::job::released::holds_some(job) {
+        if suspended {
+            crate::job::released::take_back(state, key, &job_id, now);
+        }
         crate::node::account(state, key, &job_id, &placement.exec, placement.exclusive, false, now);
-    }
-    if let Some(job) = state.job_mut(key) {
-        crate::job::released::clear(job);
     }
     state.starting.remove(&key);
     placement.exec.vnodes().into_iter().map(|v| (v.to_string(), ToMom::ForgetJob { job_id: job_id.clone() })).collect()
@@ -185,22 +181,16 @@ pub fn begin_end(state: &mut State, key: JobKey, reason: EndReason, now: i64) ->
     let delay = kill_delay(state, job);
     let job_id = job.id(&state.server_name);
     let suspended = job.state == JobState::Suspended;
-    let Some(placement) = job.placement() else { return Effects::default() };
+    if job.placement().is_none() {
+        return Effects::default();
+    }
     let Some(ms) = job.mother_superior().map(str::to_string) else { return Effects::default() };
     let mut frames = Vec::new();
     if suspended {
         // A stopped session cannot act on SIGTERM: wake it first, and it holds its
         // resources again until it ends.
         frames.push((ms.clone(), ToMom::SignalJob { job_id: job_id.clone(), signal: "resume".into(), ask: 0 }));
-        match crate::job::released::of(job) {
-            Some(released) => {
-                crate::node::account_released(state, key, released.parts(), true, now);
-                if let Some(job) = state.job_mut(key) {
-                    crate::job::released::clear(job);
-                }
-            }
-            None => crate::node::account(state, key, &job_id, &placement.exec, placement.exclusive, true, now),
-        }
+        crate::job::released::take_back(state, key, &job_id, now);
     }
     frames.push((ms, ToMom::KillJob { job_id: job_id.clone(), kill_delay: delay }));
     state.ending.insert(key, reason);

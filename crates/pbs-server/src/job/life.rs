@@ -294,20 +294,12 @@ fn transition(state: &mut State, at: &At<'_>, script: Option<String>) -> Vec<Sto
             vec![job.put_op(None)]
         }
         Step::Suspended { .. } | Step::Resumed => {
-            let suspend = matches!(at.step, Step::Suspended { .. });
-            if let Some(placement) = state.job(key).and_then(|j| j.placement()) {
-                // Under `restrict_res_to_release_on_suspend`, only what it names goes back,
-                // and a resumption takes back just that.
-                let released = match suspend {
-                    true => crate::job::released::on_suspend(state, key, &placement.exec),
-                    false => state.job(key).and_then(crate::job::released::of),
-                };
-                match released {
-                    Some(released) => crate::node::account_released(state, key, released.parts(), !suspend, now),
-                    None => {
-                        crate::node::account(state, key, at.id, &placement.exec, placement.exclusive, !suspend, now)
-                    }
-                }
+            // Under `restrict_res_to_release_on_suspend`, only what it names goes back,
+            // and a resumption takes back just that.
+            if matches!(at.step, Step::Suspended { .. }) {
+                crate::job::released::give_back(state, key, at.id, now);
+            } else {
+                crate::job::released::take_back(state, key, at.id, now);
             }
             let Some(job) = state.job_mut(key) else { return Vec::new() };
             match at.step {
@@ -318,7 +310,6 @@ fn transition(state: &mut State, at: &At<'_>, script: Option<String>) -> Vec<Sto
                 _ => {
                     job.state = JobState::Running;
                     job.substate = Substate::RUNNING;
-                    crate::job::released::clear(job);
                     // OpenPBS's comment once a job runs again; a suspension leaves it alone.
                     if let Some(exec_vnode) = job.get("exec_vnode", None).map(str::to_string) {
                         job.attrs.set(job_idx!("comment"), None, crate::job::running::run_comment(&exec_vnode, now));

@@ -72,12 +72,7 @@ pub fn recover(state: &mut State, now: i64) -> Vec<StoreOp> {
     for key in suspended {
         crate::job::faults::note_suspended(state, key, true);
         // What a suspension under `restrict_res_to_release_on_suspend` kept is still held.
-        let Some(job) = state.job(key) else { continue };
-        if let (Some(released), Some(placement)) = (crate::job::released::of(job), job.placement()) {
-            let id = job.id(&state.server_name);
-            crate::node::account(state, key, &id, &placement.exec, placement.exclusive, true, now);
-            crate::node::account_released(state, key, released.parts(), false, now);
-        }
+        crate::job::released::recount(state, key, now);
     }
     let arrays: Vec<u64> = state.jobs.values().filter(|j| j.array && !j.state.is_history()).map(|j| j.seq).collect();
     // At a start nobody follows the steps yet: only the writes are kept.

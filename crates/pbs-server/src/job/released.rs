@@ -3,8 +3,8 @@
 //! and `resource_released_list`, job-wide) from its suspension to its resumption. Unset,
 //! a suspension gives back everything, and neither attribute is set.
 //!
-//! What a suspension released is what a resumption takes back, and what a suspended job
-//! still holds (`node::account_released`) goes when it ends.
+//! What a suspension gives back ([`give_back`]) is what a resumption takes back
+//! ([`take_back`]), and what a suspended job still holds goes when it ends.
 
 use pbs_core::{ExecVnode, Size};
 
@@ -14,17 +14,17 @@ use crate::state::{Job, State};
 
 /// What a suspension under the server's list gave back.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Released {
+struct Released {
     /// Per vnode (`resources_released`).
-    pub exec: ExecVnode,
+    exec: ExecVnode,
     /// Job-wide, what the server's and the queue's `resources_assigned` gave back
     /// (`resource_released_list`), each amount in bytes for sizes.
-    pub list: Vec<(String, u64)>,
+    list: Vec<(String, u64)>,
 }
 
 impl Released {
     /// Per vnode and job-wide, as `node::account_released` takes them.
-    pub fn parts(&self) -> (&ExecVnode, &[(String, u64)]) {
+    fn parts(&self) -> (&ExecVnode, &[(String, u64)]) {
         (&self.exec, &self.list)
     }
 }
@@ -41,7 +41,7 @@ fn restricted_to(state: &State) -> Option<Vec<String>> {
 /// The job-wide amounts are those of the vnodes' released resources that the server
 /// counts, then those of its `Resource_List` the list names (server and queue level
 /// consumables), as OpenPBS's `update_resources_rel`.
-pub fn on_suspend(state: &mut State, key: JobKey, exec: &ExecVnode) -> Option<Released> {
+fn on_suspend(state: &mut State, key: JobKey, exec: &ExecVnode) -> Option<Released> {
     let names = restricted_to(state)?;
     let released = exec.restricted(|resource| names.iter().any(|n| n == resource));
     let mut list: Vec<(String, u64)> = Vec::new();
@@ -91,7 +91,7 @@ fn show(state: &State, resource: &str, n: u64) -> String {
 }
 
 /// What the suspension of `job` gave back under the server's list, read from the job.
-pub fn of(job: &Job) -> Option<Released> {
+fn of(job: &Job) -> Option<Released> {
     let exec: ExecVnode = job.attrs.get(job_idx!("resources_released"), None)?.parse().ok()?;
     let list = job
         .attrs
@@ -102,7 +102,48 @@ pub fn of(job: &Job) -> Option<Released> {
 }
 
 /// The job runs again, or ends: nothing of it is released any more.
-pub fn clear(job: &mut Job) {
+fn clear(job: &mut Job) {
     job.attrs.unset(job_idx!("resources_released"), None);
     job.attrs.unset_all(job_idx!("resource_released_list"));
+}
+
+/// A suspension of `key` (`job_id`): its resources go back, all of them or, under the
+/// server's list, those it names ([`on_suspend`] records them on the job).
+pub fn give_back(state: &mut State, key: JobKey, job_id: &str, now: i64) {
+    let Some(placement) = state.job(key).and_then(Job::placement) else { return };
+    match on_suspend(state, key, &placement.exec) {
+        Some(released) => crate::node::account_released(state, key, released.parts(), false, now),
+        None => crate::node::account(state, key, job_id, &placement.exec, placement.exclusive, false, now),
+    }
+}
+
+/// A suspended job runs again (resumed, or woken to end): it takes back what its
+/// suspension gave, and nothing of it is released any more.
+pub fn take_back(state: &mut State, key: JobKey, job_id: &str, now: i64) {
+    let Some(job) = state.job(key) else { return };
+    let Some(placement) = job.placement() else { return };
+    match of(job) {
+        Some(released) => {
+            crate::node::account_released(state, key, released.parts(), true, now);
+            if let Some(job) = state.job_mut(key) {
+                clear(job);
+            }
+        }
+        None => crate::node::account(state, key, job_id, &placement.exec, placement.exclusive, true, now),
+    }
+}
+
+/// Whether suspended job `job` still holds resources: what its suspension under the
+/// server's list kept (without the list it gave back everything).
+pub fn holds_some(job: &Job) -> bool {
+    job.attrs.get(job_idx!("resources_released"), None).is_some()
+}
+
+/// At a restart, suspended job `key` holds again what its suspension kept.
+pub fn recount(state: &mut State, key: JobKey, now: i64) {
+    let Some(job) = state.job(key) else { return };
+    let (Some(released), Some(placement)) = (of(job), job.placement()) else { return };
+    let id = job.id(&state.server_name);
+    crate::node::account(state, key, &id, &placement.exec, placement.exclusive, true, now);
+    crate::node::account_released(state, key, released.parts(), false, now);
 }
