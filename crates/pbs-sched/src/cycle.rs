@@ -34,7 +34,7 @@ use crate::limits::{check_limits, soft_standing};
 use crate::mirror::{ArrayRole, Booking, Job, Mirror, QueueInfo, subjob_parent_id};
 use crate::place::{SetView, can_fit_set, find_nodes};
 use crate::reason::{Failure, Reason, Status};
-use crate::resources::{UNSET, amount_of, exec_amount, format_amount};
+use crate::resources::{ResId, UNSET, amount_of, exec_amount, format_amount};
 use crate::walltime::{JOB_INFINITY, planned_duration, shrink_range};
 use crate::world::{Alloc, Counted, World};
 
@@ -443,21 +443,8 @@ fn resume_suspended(world: &mut World<'_>, ctx: &mut Ctx) {
         });
         // Its share of its queue's and the server's consumables must be free too, or a
         // job preempted for them would take them straight back.
-        let no_avail = Vec::new();
-        let queue_avail = m.queues.get(&job.view.queue).and_then(|q| q.info.as_ref()).map_or(&no_avail, |i| &i.avail);
-        let queue_assigned = world.queue_assigned.get(job.view.queue.as_str()).map(Vec::as_slice).unwrap_or(&[]);
-        let pools =
-            check_pool_resources(world, queue_avail, queue_assigned, job_wide, Reason::InsufficientQueueResource)
-                .and_then(|()| {
-                    let server_assigned = &world.server_assigned;
-                    check_pool_resources(
-                        world,
-                        &m.server.avail,
-                        server_assigned,
-                        job_wide,
-                        Reason::InsufficientServerResource,
-                    )
-                });
+        let queue_avail = m.queues.get(&job.view.queue).and_then(|q| q.info.as_ref()).map_or(&[][..], |i| &i.avail);
+        let pools = check_pools(world, (&job.view.queue, queue_avail), job_wide);
         if !room || pools.is_err() {
             continue;
         }
@@ -569,14 +556,7 @@ fn place_for_qrun(m: &Mirror, job_id: &str, now: i64, may_preempt: bool) -> Deci
                 && for_want_of_room(&failure.reason)
             {
                 let fits = |sim: &World<'_>| evaluate(sim, job, &queue, None, true).is_ok();
-                let choice = crate::preempt::choose(&world, job, crate::preempt::QRUN, parent_seq, fits);
-                for id in &choice.escalating {
-                    out.considered.push(LogEvent::job("0100", id, crate::preempt::ESCALATES));
-                }
-                if let Some(jobs) = choice.jobs {
-                    let text = "Employing preemption to try and run high priority job.";
-                    out.considered.push(LogEvent::job("0080", &run_id, text));
-                    out.preempt = Some(Preemption { for_job: run_id, jobs });
+                if plan_preemption(&mut out, &world, (job, &run_id), (crate::preempt::QRUN, parent_seq), fits) {
                     return out.into_decisions();
                 }
             }
@@ -992,15 +972,7 @@ fn try_job(
                     let text = "No preemption set specified for the job: Job will not preempt";
                     ctx.out.considered.push(LogEvent::job("0400", run_id, text));
                 } else {
-                    let choice = crate::preempt::choose(world, job, high, None, fits);
-                    for id in &choice.escalating {
-                        ctx.out.considered.push(LogEvent::job("0100", id, crate::preempt::ESCALATES));
-                    }
-                    if let Some(jobs) = choice.jobs {
-                        let text = "Employing preemption to try and run high priority job.";
-                        ctx.out.considered.push(LogEvent::job("0080", run_id, text));
-                        ctx.out.preempt = Some(Preemption { for_job: run_id.to_string(), jobs });
-                    }
+                    plan_preemption(&mut ctx.out, world, (job, run_id), (high, None), fits);
                 }
             }
             if failure.status == Status::NotRun
@@ -1018,6 +990,28 @@ fn try_job(
             Tried::Failed
         }
     }
+}
+
+/// Asks [`crate::preempt::choose`] to make room for `job` (run as `run_id`) at level
+/// `high` (`kin`: its array, for a qrun): logs the candidates passed over by priority
+/// escalation and, when room can be made, OpenPBS's line, and records the preemption in
+/// `out`. Whether it did.
+fn plan_preemption(
+    out: &mut Out,
+    world: &World<'_>,
+    (job, run_id): (&Job, &str),
+    (high, kin): (crate::preempt::Level, Option<u64>),
+    fits: impl Fn(&World<'_>) -> bool,
+) -> bool {
+    let choice = crate::preempt::choose(world, job, high, kin, fits);
+    for id in &choice.escalating {
+        out.considered.push(LogEvent::job("0100", id, crate::preempt::ESCALATES));
+    }
+    let Some(jobs) = choice.jobs else { return false };
+    let text = "Employing preemption to try and run high priority job.";
+    out.considered.push(LogEvent::job("0080", run_id, text));
+    out.preempt = Some(Preemption { for_job: run_id.to_string(), jobs });
+    true
 }
 
 /// A job that would run if running jobs gave their resources back: their vnodes', or
@@ -1237,16 +1231,21 @@ fn evaluate(
             return Err(Failure::not_run(Reason::CrossDedTime));
         }
     }
-    let queue_assigned = world.queue_assigned.get(queue.name).map(Vec::as_slice).unwrap_or(&[]);
-    check_pool_resources(world, &queue.info.avail, queue_assigned, &req.job_wide, Reason::InsufficientQueueResource)?;
-    check_pool_resources(
-        world,
-        &m.server.avail,
-        &world.server_assigned,
-        &req.job_wide,
-        Reason::InsufficientServerResource,
-    )?;
+    check_pools(world, (queue.name, &queue.info.avail), &req.job_wide)?;
     find_nodes(world, req, &set.nodes)
+}
+
+/// `job_wide` against its queue's (`(name, resources_available)`) and then the server's
+/// `resources_available`, less what each has assigned in `world`.
+fn check_pools(
+    world: &World<'_>,
+    (queue, queue_avail): (&str, &[(ResId, i64)]),
+    job_wide: &[(ResId, i64)],
+) -> Result<(), Failure> {
+    let queue_assigned = world.queue_assigned.get(queue).map(Vec::as_slice).unwrap_or(&[]);
+    check_pool_resources(world, queue_avail, queue_assigned, job_wide, Reason::InsufficientQueueResource)?;
+    let server = &world.m.server.avail;
+    check_pool_resources(world, server, &world.server_assigned, job_wide, Reason::InsufficientServerResource)
 }
 
 /// The dedicated time window `now` is in, if any.
@@ -1308,9 +1307,9 @@ fn crosses_dedicated(m: &Mirror, now: i64, duration: i64) -> bool {
 /// Queue or server `resources_available` against the job's `Resource_List`.
 fn check_pool_resources(
     world: &World<'_>,
-    avail: &[(crate::resources::ResId, i64)],
+    avail: &[(ResId, i64)],
     assigned: &[i64],
-    wanted: &[(crate::resources::ResId, i64)],
+    wanted: &[(ResId, i64)],
     make: fn(String, String) -> Reason,
 ) -> Result<(), Failure> {
     for &(id, total) in avail {

@@ -466,28 +466,24 @@ impl Daemon {
         // Each waiting qrun: its request number, its job, and whether its preemption has
         // been answered (then it is placed once more, without preempting).
         let mut qruns: VecDeque<(u64, String, bool)> = VecDeque::new();
-        // A qrun whose answer waits for its preemption.
-        let mut qrun_preempting: Option<(u64, String)> = None;
         // The job a cycle's answered preemption was for: the next cycle tries it first.
         let mut preempted_for: Option<String> = None;
-        // The job of the PreemptJobs request in flight.
-        let mut asked_for: Option<String> = None;
-        // A cycle's preemption: sent once its decisions are applied, and no cycle runs
-        // until the server has answered it.
-        let mut to_preempt: Option<crate::cycle::Preemption> = None;
-        let mut preempting: Option<(u64, Instant)> = None;
+        // A cycle's (or a qrun's) preemption: sent once its decisions are applied, and no
+        // cycle runs until the server has answered it.
+        let mut to_preempt: Option<ToPreempt> = None;
+        let mut preempting: Option<Preempting> = None;
         loop {
             if in_flight.is_none() && preempting.is_none() {
-                if let Some(preemption) = to_preempt.take() {
+                if let Some(ToPreempt { preemption, qrun }) = to_preempt.take() {
                     let number = self.next_frame;
                     self.next_frame += 1;
                     info!(object_type = "Job", object_name = %preemption.for_job, jobs = preemption.jobs.len(), "Sending one PreemptJobs request");
-                    asked_for = Some(preemption.for_job);
                     let message = FromSched::PreemptJobs { number, ids: preemption.jobs };
                     if let Err(e) = conn.write(&message) {
                         return (End::Lost(e.to_string()), true);
                     }
-                    preempting = Some((number, Instant::now()));
+                    let for_job = preemption.for_job;
+                    preempting = Some(Preempting { number, sent: Instant::now(), for_job, qrun });
                 }
             }
             if in_flight.is_none() && preempting.is_none() {
@@ -501,8 +497,7 @@ impl Daemon {
                     log_events(&decisions);
                     if let Some(preemption) = decisions.preempt.take() {
                         // The qrun hears once the room is made and its job placed in it.
-                        to_preempt = Some(preemption);
-                        qrun_preempting = Some((qrun_id, job_id));
+                        to_preempt = Some(ToPreempt { preemption, qrun: Some((qrun_id, job_id)) });
                         continue;
                     }
                     Some(self.send(&mut conn, &mut mirror, decisions, Some(qrun_id)))
@@ -526,7 +521,7 @@ impl Daemon {
                     None => {}
                 }
             }
-            let timeout = match (in_flight.or(preempting), last_cycle) {
+            let timeout = match (in_flight.or(preempting.as_ref().map(|p| (p.number, p.sent))), last_cycle) {
                 (Some((_, sent)), _) => self.config.apply_timeout.saturating_sub(sent.elapsed()),
                 (None, _) if !qruns.is_empty() => Duration::ZERO,
                 (None, Some(last)) if mirror.scheduling() => {
@@ -555,12 +550,8 @@ impl Daemon {
                         return (End::Stopped, true);
                     }
                     ToSched::Preempted { number, results } => {
-                        if preempting.is_some_and(|(sent, _)| sent == number) {
-                            preempting = None;
-                            match qrun_preempting.take() {
-                                Some((qrun_id, job_id)) => qruns.push_front((qrun_id, job_id, true)),
-                                None => preempted_for = asked_for.take(),
-                            }
+                        if let Some(done) = preempting.take_if(|p| p.number == number) {
+                            done.answered(&mut qruns, &mut preempted_for);
                         }
                         for result in results {
                             let text = match result.method {
@@ -596,13 +587,9 @@ impl Daemon {
                 }
                 Ok(Event::Stop) | Err(RecvTimeoutError::Disconnected) => return (End::Stopped, true),
                 Err(RecvTimeoutError::Timeout) => {
-                    if preempting.is_some_and(|(_, sent)| sent.elapsed() >= self.config.apply_timeout) {
+                    if let Some(late) = preempting.take_if(|p| p.sent.elapsed() >= self.config.apply_timeout) {
                         warn!("The server did not answer the PreemptJobs request; going on without");
-                        preempting = None;
-                        match qrun_preempting.take() {
-                            Some((qrun_id, job_id)) => qruns.push_front((qrun_id, job_id, true)),
-                            None => preempted_for = asked_for.take(),
-                        }
+                        late.answered(&mut qruns, &mut preempted_for);
                     }
                     if in_flight.is_some_and(|(_, sent)| sent.elapsed() >= self.config.apply_timeout) {
                         warn!("The server did not confirm the last decisions; going on without");
@@ -617,7 +604,7 @@ impl Daemon {
         &mut self,
         conn: &mut Conn,
         mirror: &mut Mirror,
-        to_preempt: &mut Option<crate::cycle::Preemption>,
+        to_preempt: &mut Option<ToPreempt>,
         first: Option<String>,
     ) -> Result<(u64, bool), FrameError> {
         // The cycle markers are logged at OpenPBS's DEBUG event class (0080), which its
@@ -628,7 +615,7 @@ impl Daemon {
         let mut decisions = cycle_after_preemption(mirror, now, first.as_deref());
         log_events(&decisions);
         log_update_period(mirror, &decisions, now);
-        *to_preempt = decisions.preempt.take();
+        *to_preempt = decisions.preempt.take().map(|preemption| ToPreempt { preemption, qrun: None });
         for run in decisions.runs() {
             debug!(object_type = "Job", object_name = %run.job_id, "Job run on {}", run.exec_vnode);
         }
@@ -689,6 +676,33 @@ fn log_update_period(mirror: &mut Mirror, decisions: &Decisions, now: i64) {
 /// Logs what the cycle asked to log, each in its OpenPBS event class (`0080` DEBUG, e.g.
 /// `Job;12[].svr;Number of concurrent running subjobs limit reached`, `0040` SCHED...),
 /// written like the cycle markers: at `info` with the event code forced.
+/// A preemption to send: a cycle's, or a qrun's (its request number and job), whose
+/// answer waits for it.
+struct ToPreempt {
+    preemption: crate::cycle::Preemption,
+    qrun: Option<(u64, String)>,
+}
+
+/// The PreemptJobs request in flight: its number, when it went, the job it makes room for
+/// and the qrun that waits for it.
+struct Preempting {
+    number: u64,
+    sent: Instant,
+    for_job: String,
+    qrun: Option<(u64, String)>,
+}
+
+impl Preempting {
+    /// Answered (or given up on): a qrun's job is placed again, first and without
+    /// preempting; a cycle's is tried first in the next cycle.
+    fn answered(self, qruns: &mut VecDeque<(u64, String, bool)>, preempted_for: &mut Option<String>) {
+        match self.qrun {
+            Some((qrun_id, job_id)) => qruns.push_front((qrun_id, job_id, true)),
+            None => *preempted_for = Some(self.for_job),
+        }
+    }
+}
+
 fn log_events(decisions: &Decisions) {
     for line in &decisions.considered {
         info!(object_type = line.object_type, object_name = %line.object_name, event = line.event, "{}", line.message);

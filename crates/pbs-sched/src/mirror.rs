@@ -1380,14 +1380,27 @@ impl Mirror {
     pub fn over_soft_limits(&self, job_id: &str) -> Option<OverSoft> {
         let job = self.job_slot(job_id).and_then(|slot| self.job(slot)).filter(|j| j.running())?;
         let queue = self.queues.get(&job.view.queue)?;
+        Some(self.soft_standing_with(job, &queue.counts, &self.server_counts))
+    }
+
+    /// Where `job` stands against its queue's and the server's soft run limits when its
+    /// queue counts `queue_counts` and the server `server_counts` (the mirror's, or a
+    /// cycle's world's).
+    pub(crate) fn soft_standing_with(
+        &self,
+        job: &Job,
+        queue_counts: &RunCounts,
+        server_counts: &RunCounts,
+    ) -> OverSoft {
         let default = RunLimits::default();
-        let queue_limits = queue.info.as_ref().map_or(&default, |i| &i.limits);
-        Some(soft_standing(
-            (queue_limits, &queue.counts),
-            (&self.server.limits, &self.server_counts),
+        let queue_limits =
+            self.queues.get(&job.view.queue).and_then(|q| q.info.as_ref()).map_or(&default, |i| &i.limits);
+        soft_standing(
+            (queue_limits, queue_counts),
+            (&self.server.limits, server_counts),
             &self.entity(job),
             &self.request(job.request).job_wide,
-        ))
+        )
     }
 }
 

@@ -7,7 +7,7 @@
 use pbs_core::preempt::{Class, Classes, Targets};
 use pbs_core::sharing::is_excl;
 
-use crate::limits::{RunCounts, RunLimits, soft_standing};
+use crate::limits::RunCounts;
 use crate::mirror::{Alloc, ArrayRole, Job, Mirror};
 use crate::resources::ResId;
 use crate::world::{Counted, World};
@@ -33,16 +33,10 @@ pub(crate) fn level(world: &World<'_>, job: &Job, starving: bool) -> Level {
     if starving {
         classes.insert(Class::StarvingJobs);
     }
-    let queue_limits = queue_info.map(|i| &i.limits);
-    if queue_limits.is_some_and(|l| !l.soft.is_empty()) || !m.server.limits.soft.is_empty() {
-        let no_limits = RunLimits::default();
+    if queue_info.is_some_and(|i| !i.limits.soft.is_empty()) || !m.server.limits.soft.is_empty() {
         let no_counts = RunCounts::default();
-        let over = soft_standing(
-            (queue_limits.unwrap_or(&no_limits), world.queue_counts.get(job.view.queue.as_str()).unwrap_or(&no_counts)),
-            (&m.server.limits, &world.server_counts),
-            &m.entity(job),
-            &m.request(job.request).job_wide,
-        );
+        let queue_counts = world.queue_counts.get(job.view.queue.as_str()).unwrap_or(&no_counts);
+        let over = m.soft_standing_with(job, queue_counts, &world.server_counts);
         if over.queue {
             classes.insert(Class::QueueSoftlimits);
         }
