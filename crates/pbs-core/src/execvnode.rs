@@ -180,6 +180,7 @@ impl ExecVnode {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
 
     #[test]
     fn restricted_splits_parts_and_keeps_named_resources() {
@@ -187,8 +188,6 @@ mod tests {
         assert_eq!(exec.restricted(|r| r == "ncpus").to_string(), "(n1:ncpus=4)+(n2:ncpus=1)+(n3:ncpus=0)");
         assert_eq!(exec.restricted(|r| r == "mem").to_string(), "(n1:mem=524288kb)+(n2:mem=1kb)+(n3:mem=2kb)");
     }
-
-    use super::*;
 
     #[test]
     fn parses_and_prints_openpbs_forms() {
