@@ -124,6 +124,13 @@ impl DependList {
                 if too_many {
                     return Err(DependError::TooMany);
                 }
+                // As OpenPBS's server keeps one count per kind, a count named again
+                // replaces the earlier one in its place.
+                let kind = dependency.kind;
+                if let Some(earlier) = items.iter_mut().find(|d: &&mut Dependency| d.kind == kind) {
+                    earlier.targets = dependency.targets;
+                    continue;
+                }
             } else {
                 let kind = dependency.kind;
                 dependency.targets.retain(|t| seen.insert((kind, t.split('@').next().unwrap_or(t).to_string())));
@@ -181,6 +188,10 @@ fn parse_item(item: &str, server: &str) -> Result<Dependency, DependError> {
     let mut targets = Vec::with_capacity(tokens.len() - 1);
     for token in tokens.into_iter().skip(1) {
         if kind.takes_count() {
+            // A count is one word: `on:2:3` is no count.
+            if !targets.is_empty() {
+                return Err(DependError::Syntax);
+            }
             targets.push(token);
             continue;
         }
@@ -212,6 +223,8 @@ mod tests {
         assert_eq!(expand("afterok:12:13.o,before:4", "srv").as_deref(), Ok("afterok:12.srv:13.o,before:4.srv"));
         assert_eq!(expand("afterany:12[]", "srv").as_deref(), Ok("afterany:12[].srv"));
         assert_eq!(expand("on:2", "srv").as_deref(), Ok("on:2"));
+        assert_eq!(expand("on:2,afterok:12,on:3", "srv").as_deref(), Ok("on:3,afterok:12.srv"));
+        assert_eq!(expand("on:2:3", "srv"), Err(DependError::Syntax));
         assert_eq!(expand("afterany:7@other", "srv").as_deref(), Ok("afterany:7.other@other"));
         assert_eq!(expand("afterok:12[1]", "srv"), Err(DependError::Subjob));
         assert_eq!(expand("afterok:12[1-3]", "srv"), Err(DependError::Subjob));
