@@ -201,6 +201,68 @@ fn a_raising_begin_hook_with_fail_action_offline_vnodes_offlines_the_node_and_re
     assert_eq!(c.job_attr(&id, "Exit_status"), None, "{}", c.logs());
 }
 
+/// OpenPBS's test_fail_action_startup_hook, and its recovery: a raising exechost_startup
+/// hook offlines its node when its mom starts; mended, its next run (SIGHUP) clears that
+/// offline and its comment, and a manager's offline stays until `pbsnodes -r`.
+#[test]
+fn an_exechost_startup_hook_offlines_its_node_when_it_fails_and_clears_that_when_it_recovers() {
+    let mut c = Cluster::with_moms(1, 2);
+    let broken = "import pbs\nif pbs.event().type == pbs.EXECHOST_STARTUP:\n    raise ValueError(\"no scratch\")\n";
+    install_hook(
+        &c,
+        "startup",
+        "event=exechost_startup,fail_action=\"offline_vnodes,clear_vnodes_upon_recovery\"",
+        broken,
+    );
+    assert_eq!(
+        c.run("qmgr", &["-c", "list hook startup"])
+            .ok()
+            .stdout
+            .lines()
+            .find(|l| l.contains("fail_action"))
+            .map(str::trim),
+        Some("fail_action = offline_vnodes,clear_vnodes_upon_recovery")
+    );
+    mom_logged(&c, "n1", "execution hooks from the server: startup");
+    // Sent, not run: the event is a mom's start.
+    assert_eq!(c.node_attr("n1", "state").as_deref(), Some("free"));
+
+    c.kill_mom("n1");
+    c.start_mom("n1");
+    mom_logged(&c, "n1", "Node;n1;exechost_startup hook 'startup' encountered an exception, request rejected");
+    wait_until("n1 offline", LOG_TIMEOUT, || c.node_attr("n1", "state").as_deref() == Some("offline"));
+    assert_eq!(c.node_attr("n1", "comment").as_deref(), Some("offlined by hook 'startup' due to hook error"));
+    let id = submit(&c, &["-N", "waits"], "exit 0\n");
+    // A manager offlines it too: shown once, as OpenPBS shows both.
+    c.run("pbsnodes", &["-o", "n1"]).ok();
+    assert_eq!(c.node_attr("n1", "state").as_deref(), Some("offline"));
+    assert_eq!(c.job_attr(&id, "job_state").as_deref(), Some("Q"));
+
+    // Mended, the hook's next run clears its offline and comment; the manager's stays.
+    let file = c.dir().join("startup.py");
+    std::fs::write(&file, "import pbs\npbs.event().accept()\n").expect("write hook");
+    c.qmgr(&format!("import hook startup application/x-python default {}", file.display()));
+    mom_logged(&c, "n1", "execution hooks from the server: startup");
+    let pid = i32::try_from(c.mom_pid("n1").expect("the mom runs")).expect("a pid");
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGHUP).expect("SIGHUP");
+    server_logged(&c, "Node;n1;offline_by_mom cleared: its hooks recovered");
+    assert_eq!(c.node_attr("n1", "comment"), None);
+    assert_eq!(c.node_attr("n1", "state").as_deref(), Some("offline"), "the manager's offline stays");
+    assert_eq!(c.job_attr(&id, "job_state").as_deref(), Some("Q"));
+    c.run("pbsnodes", &["-r", "n1"]).ok();
+    c.wait_job_state(&id, "F", JOB_TIMEOUT);
+    assert_eq!(c.job_attr(&id, "Exit_status").as_deref(), Some("0"), "{}", c.logs());
+
+    // `pbsnodes -r` clears a hook's offline as it does a manager's.
+    std::fs::write(&file, broken).expect("write hook");
+    c.qmgr(&format!("import hook startup application/x-python default {}", file.display()));
+    mom_logged(&c, "n1", "execution hooks from the server: startup");
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGHUP).expect("SIGHUP");
+    wait_until("n1 offline again", LOG_TIMEOUT, || c.node_attr("n1", "state").as_deref() == Some("offline"));
+    c.run("pbsnodes", &["-r", "n1"]).ok();
+    c.wait_node_state("n1", "free");
+}
+
 #[test]
 fn hooks_that_call_scheduler_restart_cycle_ask_for_a_cycle_on_the_server_and_on_a_mom() {
     let c = Cluster::with_moms(1, 2);

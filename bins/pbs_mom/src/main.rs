@@ -65,6 +65,7 @@ fn run(args: Args) -> anyhow::Result<()> {
     runtime.block_on(async move {
         let mom = Mom::new(config.clone())?;
         let reloaded = mom.clone();
+        let hung_up = mom.clone();
         daemon::on_hangup(move || {
             // As OpenPBS's mom: the signal caught, a reset, the log reopened, the settings read again.
             tracing::info!(object_type = "n/a", object_name = "catch_hup", "caught signal {}", Signal::SIGHUP as i32);
@@ -79,9 +80,13 @@ fn run(args: Args) -> anyhow::Result<()> {
                 }
                 Err(e) => tracing::warn!("SIGHUP: keeping the current settings: {e:#}"),
             }
+            let mom = hung_up.clone();
+            tokio::spawn(async move { mom.exechost_startup().await });
         })?;
         let notes = mom.bind_notes()?;
         mom.recover();
+        // Before the server's first link, which then hears their outcome.
+        mom.exechost_startup().await;
         let listener = tokio::net::TcpListener::bind(config.listen)
             .await
             .with_context(|| format!("listening on {}", config.listen))?;

@@ -24,11 +24,15 @@ pub enum HookEvent {
     ExecjobEpilogue,
     /// On each node of a job, once it has ended there.
     ExecjobEnd,
+    /// On a mom when it starts and when it is sent SIGHUP, with no job: a failure may
+    /// offline its node (`offline_vnodes`), a later success clear that
+    /// (`clear_vnodes_upon_recovery`).
+    ExechostStartup,
 }
 
 impl HookEvent {
     /// Every event, in OpenPBS's order.
-    pub const ALL: [HookEvent; 8] = [
+    pub const ALL: [HookEvent; 9] = [
         HookEvent::QueueJob,
         HookEvent::ModifyJob,
         HookEvent::RunJob,
@@ -37,13 +41,18 @@ impl HookEvent {
         HookEvent::ExecjobPrologue,
         HookEvent::ExecjobEpilogue,
         HookEvent::ExecjobEnd,
+        HookEvent::ExechostStartup,
     ];
 
     /// Whether the event happens on the moms (the server sends such hooks to every mom).
     pub fn on_mom(self) -> bool {
         matches!(
             self,
-            HookEvent::ExecjobBegin | HookEvent::ExecjobPrologue | HookEvent::ExecjobEpilogue | HookEvent::ExecjobEnd
+            HookEvent::ExecjobBegin
+                | HookEvent::ExecjobPrologue
+                | HookEvent::ExecjobEpilogue
+                | HookEvent::ExecjobEnd
+                | HookEvent::ExechostStartup
         )
     }
 
@@ -65,6 +74,7 @@ impl HookEvent {
             HookEvent::ExecjobPrologue => "execjob_prologue",
             HookEvent::ExecjobEpilogue => "execjob_epilogue",
             HookEvent::ExecjobEnd => "execjob_end",
+            HookEvent::ExechostStartup => "exechost_startup",
         }
     }
 }
@@ -100,9 +110,12 @@ pub const USER_OWNER: &str = "pbsuser";
 
 /// `fail_action=none`: a failing hook fails its event and nothing more (the default).
 pub const FAIL_NONE: &str = "none";
-/// `fail_action=offline_vnodes`: the node where an execjob_begin or execjob_prologue hook
-/// failed is marked offline.
+/// `fail_action=offline_vnodes`: the node where an execjob_begin, execjob_prologue or
+/// exechost_startup hook failed is marked offline.
 pub const FAIL_OFFLINE_VNODES: &str = "offline_vnodes";
+/// `fail_action=clear_vnodes_upon_recovery`: once a mom's exechost_startup hooks run
+/// without an error, the offline a hook's failure set on its node is cleared.
+pub const FAIL_CLEAR_VNODES: &str = "clear_vnodes_upon_recovery";
 /// `fail_action=scheduler_restart_cycle`: the scheduler is asked for a new cycle when an
 /// execjob_begin or execjob_prologue hook failed.
 pub const FAIL_RESTART_CYCLE: &str = "scheduler_restart_cycle";
@@ -113,19 +126,39 @@ const FAIL_ACTION_VALUES: &str = "fail_action value of a hook must be \"none\" o
 /// Checks a hook's `fail_action` against its `events` after a request (OpenPBS's
 /// `set_hook_fail_action` with `strict`, and `mgr_hook_set`), whichever of the two the
 /// request set. When the request set `fail_action` (`fail_action_set`): `offline_vnodes`
-/// needs an execjob_begin or execjob_prologue event, `scheduler_restart_cycle` one of the
-/// same two, and `clear_vnodes_upon_recovery` an exechost_startup event, which this suite
-/// does not run, so it is always refused, with OpenPBS's texts (which name
-/// exechost_startup among the events). When it only changed the events so that none of
-/// those is left, the hook's `fail_action` goes back to `none` (`Some`).
+/// needs an execjob_begin, execjob_prologue or exechost_startup event,
+/// `scheduler_restart_cycle` an execjob_begin or execjob_prologue one, and
+/// `clear_vnodes_upon_recovery` an exechost_startup one, with OpenPBS's texts. When it only
+/// changed the events, what they no longer allow goes (`Some`, the new value): all of it,
+/// back to `none`, when none of the three is left (as OpenPBS's `mgr_hook_set`), and
+/// otherwise `scheduler_restart_cycle` or `clear_vnodes_upon_recovery` whose event went.
 pub fn check_fail_action(
     fail_action: &str,
     events: &[HookEvent],
     fail_action_set: bool,
-) -> Result<Option<&'static str>, HookValueError> {
-    let may_fail_over = events.iter().any(|e| matches!(e, HookEvent::ExecjobBegin | HookEvent::ExecjobPrologue));
+) -> Result<Option<String>, HookValueError> {
+    let has = |event: HookEvent| events.contains(&event);
+    let restarts = has(HookEvent::ExecjobBegin) || has(HookEvent::ExecjobPrologue);
+    let starts_up = has(HookEvent::ExechostStartup);
+    let may_fail_over = restarts || starts_up;
     if !fail_action_set {
-        return Ok((fail_action != FAIL_NONE && !may_fail_over).then_some(FAIL_NONE));
+        if fail_action == FAIL_NONE {
+            return Ok(None);
+        }
+        if !may_fail_over {
+            return Ok(Some(FAIL_NONE.to_string()));
+        }
+        let kept: Vec<&str> = fail_action
+            .split(',')
+            .map(str::trim)
+            .filter(|w| match *w {
+                FAIL_RESTART_CYCLE => restarts,
+                FAIL_CLEAR_VNODES => starts_up,
+                _ => true,
+            })
+            .collect();
+        let kept = if kept.is_empty() { FAIL_NONE.to_string() } else { kept.join(",") };
+        return Ok((kept != fail_action).then_some(kept));
     }
     for word in fail_action.split(',').map(str::trim) {
         let refused = |needs: &str| {
@@ -137,8 +170,8 @@ pub fn check_fail_action(
             FAIL_OFFLINE_VNODES if !may_fail_over => {
                 return refused("at least one of execjob_begin, exechost_startup, execjob_prologue");
             }
-            FAIL_RESTART_CYCLE if !may_fail_over => return refused("at least one of execjob_begin, execjob_prologue"),
-            "clear_vnodes_upon_recovery" => return refused("at least an exechost_startup value"),
+            FAIL_RESTART_CYCLE if !restarts => return refused("at least one of execjob_begin, execjob_prologue"),
+            FAIL_CLEAR_VNODES if !starts_up => return refused("at least an exechost_startup value"),
             _ => {}
         }
     }
@@ -239,7 +272,7 @@ pub fn normalize(name: &str, value: &str) -> Result<String, HookValueError> {
             let mut chosen = Vec::new();
             for word in value.split(',').map(str::trim) {
                 match word {
-                    "none" | "offline_vnodes" | "clear_vnodes_upon_recovery" | "scheduler_restart_cycle" => {
+                    FAIL_NONE | FAIL_OFFLINE_VNODES | FAIL_CLEAR_VNODES | FAIL_RESTART_CYCLE => {
                         if !chosen.contains(&word) {
                             chosen.push(word);
                         }
@@ -305,8 +338,23 @@ mod tests {
             "Can't set hook fail_action value to 'clear_vnodes_upon_recovery': hook event must contain at least an \
              exechost_startup value"
         );
+        assert_eq!(check_fail_action("clear_vnodes_upon_recovery,offline_vnodes", &[ExechostStartup], true), Ok(None));
+        assert_eq!(
+            check_fail_action("scheduler_restart_cycle", &[ExechostStartup], true).unwrap_err().0,
+            "Can't set hook fail_action value to 'scheduler_restart_cycle': hook event must contain at least one of \
+             execjob_begin, execjob_prologue"
+        );
         // Only the events changed: a fail_action they no longer allow goes, none stays.
-        assert_eq!(check_fail_action("offline_vnodes", &[ExecjobEnd], false), Ok(Some("none")));
+        assert_eq!(check_fail_action("offline_vnodes", &[ExecjobEnd], false), Ok(Some("none".into())));
+        assert_eq!(
+            check_fail_action("offline_vnodes,clear_vnodes_upon_recovery", &[ExecjobBegin], false),
+            Ok(Some("offline_vnodes".into()))
+        );
+        assert_eq!(
+            check_fail_action("scheduler_restart_cycle,offline_vnodes", &[ExechostStartup], false),
+            Ok(Some("offline_vnodes".into()))
+        );
+        assert_eq!(check_fail_action("clear_vnodes_upon_recovery", &[ExecjobBegin], false), Ok(Some("none".into())));
         assert_eq!(check_fail_action("offline_vnodes", &[ExecjobBegin], false), Ok(None));
         assert_eq!(check_fail_action("none", &[QueueJob], true), Ok(None));
         assert_eq!(check_fail_action("none", &[], false), Ok(None));

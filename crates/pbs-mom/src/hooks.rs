@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use pbs_core::hookattr::HookEvent;
-use pbs_core::hookattr::{FAIL_OFFLINE_VNODES, FAIL_RESTART_CYCLE, USER_OWNER};
+use pbs_core::hookattr::{FAIL_CLEAR_VNODES, FAIL_OFFLINE_VNODES, FAIL_RESTART_CYCLE, USER_OWNER};
 use pbs_hooks::{Defs, Event, HookRun, JobData, Owner, Pool, Requestor, RunError, Value};
 use pbs_proto::mom::{JobLaunch, MomHook, Usage};
 
@@ -38,6 +38,7 @@ struct Run {
     order: i64,
     offline_vnodes: bool,
     restart_cycle: bool,
+    clear_vnodes: bool,
     /// `user=pbsuser`: runs as the job's owner at the events that allow it.
     as_owner: bool,
 }
@@ -55,8 +56,27 @@ impl Run {
             order: hook.order,
             offline_vnodes: hook.fail_action.split(',').any(|a| a.trim() == FAIL_OFFLINE_VNODES),
             restart_cycle: hook.fail_action.split(',').any(|a| a.trim() == FAIL_RESTART_CYCLE),
+            clear_vnodes: hook.fail_action.split(',').any(|a| a.trim() == FAIL_CLEAR_VNODES),
             as_owner: hook.user == USER_OWNER,
         }
+    }
+}
+
+/// What running the hooks of one event came to.
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    /// Their verdict.
+    pub verdict: Verdict,
+    /// The hooks that asked for a new scheduling cycle
+    /// (`pbs.server().scheduler_restart_cycle()`), in the order they ran.
+    pub restart_cycle: Vec<String>,
+    /// One of the hooks that ran has `fail_action=clear_vnodes_upon_recovery`.
+    pub clear_vnodes: bool,
+}
+
+impl Default for Outcome {
+    fn default() -> Self {
+        Outcome { verdict: Verdict::Accept, restart_cycle: Vec::new(), clear_vnodes: false }
     }
 }
 
@@ -207,23 +227,31 @@ impl MomHooks {
 
     /// Runs the hooks of `event` for job `job_id`, in order, until one does not accept. A
     /// `user=pbsuser` hook runs as the job's owner where `event` allows it; an owner that
-    /// cannot be resolved here fails the hook as an exception would. Gives the verdict and
-    /// the hooks that asked for a new scheduling cycle
-    /// (`pbs.server().scheduler_restart_cycle()`), in the order they ran.
-    pub async fn run(&self, event: HookEvent, job_id: &str, job: HookJob) -> (Verdict, Vec<String>) {
-        let mut restart_cycle = Vec::new();
-        let verdict = self.run_asking(event, job_id, job, &mut restart_cycle).await;
-        (verdict, restart_cycle)
+    /// cannot be resolved here fails the hook as an exception would.
+    pub async fn run(&self, event: HookEvent, job_id: &str, job: HookJob) -> Outcome {
+        let mut outcome = Outcome::default();
+        outcome.verdict = self.run_asking(event, Some((job_id, job)), &mut outcome).await;
+        outcome
     }
 
-    async fn run_asking(
-        &self,
-        event: HookEvent,
-        job_id: &str,
-        job: HookJob,
-        restart_cycle: &mut Vec<String>,
-    ) -> Verdict {
-        let HookJob { data: job, owner: launch_owner } = job;
+    /// Runs the exechost_startup hooks, which see this mom's vnode and no job.
+    pub async fn run_startup(&self) -> Outcome {
+        let mut outcome = Outcome::default();
+        outcome.verdict = self.run_asking(HookEvent::ExechostStartup, None, &mut outcome).await;
+        outcome
+    }
+
+    async fn run_asking(&self, event: HookEvent, job: Option<(&str, HookJob)>, outcome: &mut Outcome) -> Verdict {
+        // What the hooks' log lines name: the job, or at a host event this node.
+        let (object_type, object_name) = match &job {
+            Some((job_id, _)) => ("Job", job_id.to_string()),
+            None => ("Node", self.node.clone()),
+        };
+        let (job, launch_owner) = match job {
+            Some((_, HookJob { data, owner })) => (Some(data), Some(owner)),
+            None => (None, None),
+        };
+        let job_id = object_name.as_str();
         let mut owner: Option<Result<Owner, String>> = None;
         let runs = self.runs_of(event);
         if runs.is_empty() {
@@ -235,11 +263,9 @@ impl MomHooks {
         let vnodes: BTreeMap<String, BTreeMap<String, String>> = [(self.node.clone(), vnode)].into_iter().collect();
         let mom = Requestor { user: "pbs_mom".to_string(), host: self.host.clone() };
         for run in runs {
-            let hook_event = Event {
-                job: Some(job.clone()),
-                vnodes: Some(vnodes.clone()),
-                ..Event::new(&run.hook, event.name(), &mom)
-            };
+            outcome.clear_vnodes |= run.clear_vnodes;
+            let hook_event =
+                Event { job: job.clone(), vnodes: Some(vnodes.clone()), ..Event::new(&run.hook, event.name(), &mom) };
             let as_owner = run.as_owner && event.runs_as_owner();
             let failed = |alarm: bool| {
                 let text = if alarm {
@@ -247,7 +273,7 @@ impl MomHooks {
                 } else {
                     format!("{event} hook '{}' encountered an exception, request rejected", run.hook.name)
                 };
-                tracing::info!(event = "0008", object_type = "Job", object_name = job_id, "{text}");
+                tracing::info!(event = "0008", object_type, object_name = job_id, "{text}");
                 // Run as the job's owner, the hook's process is the owner's to stop or
                 // kill: its failure fails this job's event, never the node for everyone.
                 if as_owner && run.offline_vnodes {
@@ -266,12 +292,15 @@ impl MomHooks {
             };
             let run_as = if as_owner {
                 if owner.is_none() {
-                    owner = Some(resolve_owner(&launch_owner).await);
+                    owner = Some(match &launch_owner {
+                        Some(launch) => resolve_owner(launch).await,
+                        None => Err("hook cannot run as the job's owner: no job".to_string()),
+                    });
                 }
                 match &owner {
                     Some(Ok(owner)) => Some(owner),
                     Some(Err(why)) => {
-                        tracing::info!(event = "0008", object_type = "Job", object_name = job_id, "{why}");
+                        tracing::info!(event = "0008", object_type, object_name = job_id, "{why}");
                         return failed(false);
                     }
                     None => return failed(false),
@@ -309,7 +338,7 @@ impl MomHooks {
                 }
             }
             if answer.restart_cycle {
-                restart_cycle.push(run.hook.name.clone());
+                outcome.restart_cycle.push(run.hook.name.clone());
             }
             if answer.alarm {
                 return failed(true);
@@ -332,7 +361,7 @@ impl MomHooks {
                     run.hook.name
                 );
                 if let Some(message) = &answer.reject_message {
-                    tracing::info!(event = "0008", object_type = "Job", object_name = job_id, "{message}");
+                    tracing::info!(event = "0008", object_type, object_name = job_id, "{message}");
                 }
                 return Verdict::Reject;
             }

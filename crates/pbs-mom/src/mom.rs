@@ -169,6 +169,8 @@ struct State {
     /// is committed, so a qalter right after the run decision can overtake it. Applied
     /// when the launch arrives; at most [`EARLY_LIMITS_MAX`] kept.
     early_limits: HashMap<String, (u32, Limits)>,
+    /// What the exechost_startup hooks' outcome means for the node, for the next link.
+    startup_report: Option<FromMom>,
 }
 
 /// Most limits kept for jobs not (yet) here.
@@ -445,6 +447,9 @@ impl Mom {
         state.next_link += 1;
         let id = state.next_link;
         let _ = tx.try_send(self.node_status(&state));
+        if let Some(report) = state.startup_report.take() {
+            let _ = tx.try_send(report);
+        }
         let overflow = Arc::new(tokio::sync::Notify::new());
         state.link = Some(Link { id, tx, overflow: overflow.clone(), _close: close });
         (id, overflow)
@@ -595,11 +600,37 @@ impl Mom {
     /// Runs the hooks of `event` for `job_id` and tells the server of those that asked for
     /// a new scheduling cycle; gives their verdict.
     async fn run_hooks(&self, event: HookEvent, job_id: &str, job: hooks::HookJob) -> Verdict {
-        let (verdict, restart_cycle) = self.hooks.run(event, job_id, job).await;
-        for hook in restart_cycle {
+        let outcome = self.hooks.run(event, job_id, job).await;
+        for hook in outcome.restart_cycle {
             self.lock().emit(FromMom::RestartCycleByHook { hook, failed: false });
         }
-        verdict
+        outcome.verdict
+    }
+
+    /// Runs the exechost_startup hooks (at start and at SIGHUP, as OpenPBS's mom) and
+    /// tells the server what their outcome means for this node: offline by its mom when
+    /// one with `fail_action=offline_vnodes` failed, that offline cleared when none failed
+    /// and one that ran has `clear_vnodes_upon_recovery`. Without a link the word waits for
+    /// the next one, which takes it once: a later link (a restarted server) does not undo a
+    /// manager's `pbsnodes -r`.
+    pub async fn exechost_startup(&self) {
+        if !self.hooks.any(HookEvent::ExechostStartup) {
+            return;
+        }
+        let outcome = self.hooks.run_startup().await;
+        let report = match outcome.verdict {
+            Verdict::Error { hook, offline: true, .. } => Some(FromMom::OfflineByHook { hook }),
+            Verdict::Error { .. } => None,
+            Verdict::Accept | Verdict::Reject => outcome.clear_vnodes.then_some(FromMom::OfflineByHookCleared),
+        };
+        let mut state = self.lock();
+        if let Some(report) = report {
+            if state.link.is_some() {
+                state.emit(report);
+            } else {
+                state.startup_report = Some(report);
+            }
+        }
     }
 
     /// Runs the job's execjob_begin hooks, and on the mother superior its

@@ -315,12 +315,16 @@ pub enum FromMom {
     /// Answer to [`ToMom::Ping`].
     Pong,
     /// A hook whose `fail_action` includes `offline_vnodes` raised or ran past its alarm
-    /// at an execjob_begin or execjob_prologue event here: the server marks this node
-    /// offline, as OpenPBS does.
+    /// at an execjob_begin, execjob_prologue or exechost_startup event here: the server
+    /// marks this node offline by its mom, as OpenPBS does.
     OfflineByHook {
         /// The hook's name.
         hook: String,
     },
+    /// This mom's exechost_startup hooks ran without an error, and one of those that ran
+    /// has `fail_action=clear_vnodes_upon_recovery`: the server clears the offline an
+    /// earlier hook failure set on this node (OpenPBS's `offline_vnodes=0`).
+    OfflineByHookCleared,
     /// A hook asked for a new scheduling cycle: it called
     /// `pbs.server().scheduler_restart_cycle()`, or (`failed`) its `fail_action` includes
     /// `scheduler_restart_cycle` and it raised or ran past its alarm at an execjob_begin or

@@ -924,6 +924,48 @@ fn execution_hook_changes_reach_the_moms_that_are_up_and_a_linking_mom_gets_the_
     );
 }
 
+/// A hook's offline (`offline_by_mom`) and a manager's are kept apart, as OpenPBS's state
+/// bits: shown as one `offline`, a mom's recovery clears its own with its comment and
+/// leaves the manager's, and clearing offline (`pbsnodes -r`) clears both.
+#[test]
+fn a_moms_recovery_clears_the_offline_its_hook_set_and_not_a_managers() {
+    use pbs_proto::mom::FromMom;
+    let mut f = fixture();
+    let node = |f: &Fixture| f.state.nodes.iter().find(|n| n.name == "n1").cloned().expect("n1");
+    let stored = |f: &Fixture| node(f).attrs.get_named(pbs_core::ObjectKind::Node, "state", None).map(str::to_string);
+    let comment =
+        |f: &Fixture| node(f).attrs.get_named(pbs_core::ObjectKind::Node, "comment", None).map(str::to_string);
+    let set_state = |f: &mut Fixture, op: pbs_proto::MgrOp, value: &str| {
+        let attrs = vec![pbs_proto::MgrAttr { name: "state".into(), op, value: value.into() }];
+        let request = Request::Manager {
+            command: pbs_proto::MgrCommand::Set,
+            object: pbs_proto::MgrObject::Node,
+            names: vec!["n1".into()],
+            attrs,
+        };
+        let (reply, _) = f.request(&local_root(), request);
+        assert_eq!(reply.code, 0, "{reply:?}");
+    };
+    // Nothing to clear: nothing written.
+    let effects = crate::mom_report::apply(&mut f.state, "n1", FromMom::OfflineByHookCleared, f.now);
+    assert!(writes(&effects).is_empty());
+
+    crate::mom_report::apply(&mut f.state, "n1", FromMom::OfflineByHook { hook: "s".into() }, f.now);
+    assert_eq!(stored(&f).as_deref(), Some("offline_by_mom"));
+    assert!(crate::node::is_offline(&node(&f)));
+    set_state(&mut f, pbs_proto::MgrOp::Incr, "offline");
+    assert_eq!(stored(&f).as_deref(), Some("offline,offline_by_mom"));
+    let effects = crate::mom_report::apply(&mut f.state, "n1", FromMom::OfflineByHookCleared, f.now);
+    assert_eq!(writes(&effects), ["PutObject"]);
+    assert_eq!(stored(&f).as_deref(), Some("offline"), "the manager's offline stays");
+    assert_eq!(comment(&f), None, "the hook's comment goes");
+
+    crate::mom_report::apply(&mut f.state, "n1", FromMom::OfflineByHook { hook: "s".into() }, f.now);
+    set_state(&mut f, pbs_proto::MgrOp::Decr, "offline");
+    assert_eq!(stored(&f), None, "pbsnodes -r clears both");
+    assert!(!crate::node::is_offline(&node(&f)));
+}
+
 #[test]
 fn fail_action_is_checked_against_the_events_and_a_restart_cycle_failure_asks_for_a_cycle() {
     use pbs_proto::MgrCommand;

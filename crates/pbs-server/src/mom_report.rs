@@ -53,6 +53,7 @@ pub fn apply(state: &mut State, node: &str, report: FromMom, now: i64) -> Effect
         }
         FromMom::UnknownJob { job_id } => crate::job::end::unknown_to_its_mom(state, node, &job_id, now),
         FromMom::OfflineByHook { hook } => offline_by_hook(state, node, &hook),
+        FromMom::OfflineByHookCleared => offline_by_hook_cleared(state, node),
         FromMom::RestartCycleByHook { hook, failed } => {
             // OpenPBS's texts (node_manager.c), under its mom's name.
             crate::hooks::event::restart_cycle(state, ("Node", node), failed.then_some(hook.as_str()));
@@ -79,16 +80,49 @@ const JOB_EXEC_FAILHOOK_RERUN: i32 = -16;
 const JOB_EXEC_HOOKERROR: i32 = -22;
 
 /// A hook with `fail_action=offline_vnodes` failed on `node`'s mom: the node is marked
-/// offline with OpenPBS's comment, as a manager's `pbsnodes -o` would, until one clears it.
+/// offline by its mom (OpenPBS's `offline_by_mom`, shown as `offline`) with OpenPBS's
+/// comment, until a manager clears it (`pbsnodes -r`) or the mom's exechost_startup hooks
+/// recover (`clear_vnodes_upon_recovery`).
 fn offline_by_hook(state: &mut State, node: &str, hook: &str) -> Effects {
-    let Some(index) = state.nodes.iter().position(|n| n.name == node) else { return Effects::default() };
     let comment = crate::hooks::mom::offline_comment(hook);
+    tracing::warn!(object_type = "Node", object_name = node, "{comment}");
+    set_offline_by_mom(state, node, true, Some(&comment))
+}
+
+/// `node`'s mom ran its exechost_startup hooks without an error and one of them has
+/// `fail_action=clear_vnodes_upon_recovery`: the offline a hook set goes, with its comment
+/// (as OpenPBS's `clear_node_offline_by_mom`); a manager's offline stays.
+fn offline_by_hook_cleared(state: &mut State, node: &str) -> Effects {
+    let offlined = state.nodes.iter().any(|n| n.name == node && crate::node::has_state(n, crate::node::OFFLINE_BY_MOM));
+    if !offlined {
+        return Effects::default();
+    }
+    tracing::info!(object_type = "Node", object_name = node, "offline_by_mom cleared: its hooks recovered");
+    set_offline_by_mom(state, node, false, None)
+}
+
+/// Sets or clears `offline_by_mom` in `node`'s stored state, keeping a manager's offline,
+/// and sets (or, with `None`, unsets) its comment.
+fn set_offline_by_mom(state: &mut State, node: &str, offline: bool, comment: Option<&str>) -> Effects {
+    let Some(index) = state.nodes.iter().position(|n| n.name == node) else { return Effects::default() };
     let state_idx = const { ObjectKind::Node.index_of("state") };
     let comment_idx = const { ObjectKind::Node.index_of("comment") };
     let Some(named) = state.nodes.get_mut(index) else { return Effects::default() };
-    named.attrs.set(state_idx, None, "offline");
-    named.attrs.set(comment_idx, None, comment.as_str());
-    tracing::warn!(object_type = "Node", object_name = node, "{comment}");
+    let by_manager = crate::node::has_state(named, crate::node::OFFLINE);
+    match (by_manager, offline) {
+        (true, true) => named.attrs.set(state_idx, None, "offline,offline_by_mom"),
+        (true, false) => named.attrs.set(state_idx, None, crate::node::OFFLINE),
+        (false, true) => named.attrs.set(state_idx, None, crate::node::OFFLINE_BY_MOM),
+        (false, false) => {
+            named.attrs.unset(state_idx, None);
+        }
+    }
+    match comment {
+        Some(comment) => named.attrs.set(comment_idx, None, comment),
+        None => {
+            named.attrs.unset(comment_idx, None);
+        }
+    }
     state.changes.nodes.insert(node.to_string());
     state.changes.objects = true;
     Effects::ops(vec![state.named_op(ObjectKind::Node, index)])

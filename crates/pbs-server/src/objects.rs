@@ -387,15 +387,25 @@ fn apply_attrs(
             if words.iter().any(|w| !matches!(*w, "offline" | "free")) {
                 return Err(ReqError::attr(Pbse::BADATVAL, &attr.name));
             }
+            // What was stored: the manager's offline and a hook's (`offline_by_mom`).
+            let stored: Vec<String> =
+                list.get(index, None).map(|s| s.split(',').map(|w| w.trim().to_string()).collect()).unwrap_or_default();
+            let by_mom = stored.iter().any(|w| w == crate::node::OFFLINE_BY_MOM);
             let offline = match attr.op {
                 MgrOp::Set => words.contains(&"offline"),
-                MgrOp::Incr => words.contains(&"offline") || list.get(index, None).is_some(),
-                MgrOp::Decr => !words.contains(&"offline") && list.get(index, None).is_some(),
+                MgrOp::Incr => words.contains(&"offline") || stored.iter().any(|w| w == crate::node::OFFLINE),
+                MgrOp::Decr => !words.contains(&"offline") && stored.iter().any(|w| w == crate::node::OFFLINE),
             };
-            if offline {
-                list.set(index, None, "offline");
-            } else {
-                list.unset(index, None);
+            // As OpenPBS's: clearing offline (`pbsnodes -r`) clears a hook's too, and a
+            // set replaces the whole state; adding offline keeps a hook's.
+            let by_mom = by_mom && attr.op == MgrOp::Incr;
+            match (offline, by_mom) {
+                (true, true) => list.set(index, None, "offline,offline_by_mom"),
+                (true, false) => list.set(index, None, crate::node::OFFLINE),
+                (false, true) => list.set(index, None, crate::node::OFFLINE_BY_MOM),
+                (false, false) => {
+                    list.unset(index, None);
+                }
             }
             continue;
         }

@@ -25,9 +25,21 @@ pub fn consumable(state: &State, resource: &str) -> bool {
     state.resources.get(resource).is_some_and(|d| d.flags.consumable)
 }
 
-/// Whether the stored `state` of a node holds the offline flag.
+/// The stored `state` word of a node a manager offlined (`pbsnodes -o`).
+pub const OFFLINE: &str = "offline";
+/// The stored `state` word of a node a hook's failure on its mom offlined: OpenPBS's
+/// `offline_by_mom`, shown as `offline` too, but cleared on its own by a mom's recovery
+/// (`clear_vnodes_upon_recovery`) while a manager's offline stays.
+pub const OFFLINE_BY_MOM: &str = "offline_by_mom";
+
+/// Whether the stored `state` of a node holds `word`.
+pub fn has_state(node: &Named, word: &str) -> bool {
+    node.attrs.get_named(ObjectKind::Node, "state", None).is_some_and(|s| s.split(',').any(|f| f.trim() == word))
+}
+
+/// Whether the stored `state` of a node holds either offline flag.
 pub fn is_offline(node: &Named) -> bool {
-    node.attrs.get_named(ObjectKind::Node, "state", None).is_some_and(|s| s.split(',').any(|f| f.trim() == "offline"))
+    has_state(node, OFFLINE) || has_state(node, OFFLINE_BY_MOM)
 }
 
 /// Effective `resources_available` of a node: what a manager set wins over what the mom
