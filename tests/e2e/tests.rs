@@ -25,6 +25,7 @@ mod jobsets;
 mod keys;
 mod limits;
 mod links;
+mod mail;
 mod mom_answers;
 mod mom_hooks;
 mod mom_privilege;

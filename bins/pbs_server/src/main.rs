@@ -81,6 +81,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         cluster_key: Some(cluster_key),
         python: conf.raw.get("PBS_PYTHON").map(PathBuf::from),
         accounting: !args.no_accounting,
+        mail_host: conf.raw.get("PBS_MAIL_HOST_NAME").filter(|h| !h.is_empty()).cloned(),
     };
     let tcp_addr = args.listen.unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], conf.batch_port)));
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the runtime")?;

@@ -25,7 +25,10 @@ pub fn check_job_value(base: &str, value: &str) -> Result<(), Pbse> {
         "Execution_Time" | "umask" | "interactive" | "block" | "reserve_start" | "reserve_end" => is_long(value),
         "run_count" => is_long(value) && !value.trim().starts_with('-'),
         "group_list" | "User_List" => check_at_list(value, true, false),
-        "Mail_Users" => check_at_list(value, false, false),
+        // A mailer would read an address starting with `-` as an option.
+        "Mail_Users" => {
+            check_at_list(value, false, false) && !value.split(',').any(|a| a.trim_start().starts_with('-'))
+        }
         "Shell_Path_List" => check_at_list(value, true, true),
         "Hold_Types" => check_hold(value),
         "Join_Path" => matches!(value, "oe" | "eo" | "n"),
@@ -347,6 +350,14 @@ pub fn option_attribute(command: Command, letter: char) -> Option<&'static str> 
 mod tests {
     use super::*;
     use crate::ObjectKind;
+
+    #[test]
+    fn mail_users_that_look_like_mailer_options_are_refused() {
+        assert!(check_job_value("Mail_Users", "alice,bob@h").is_ok());
+        for bad in ["-oQ/tmp", "alice, -f", "-oQ/tmp x", "a b"] {
+            assert_eq!(check_job_value("Mail_Users", bad), Err(Pbse::BADATVAL), "{bad:?}");
+        }
+    }
 
     #[test]
     fn holds_keeps_mail_checkpoints() {

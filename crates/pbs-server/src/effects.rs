@@ -101,6 +101,31 @@ pub struct Effects {
     pub periodic_hooks: Vec<HookRun>,
     /// The steps of jobs' lives this change made, in the order they were taken.
     pub steps: Vec<JobStep>,
+    /// Mails to their owners about the jobs' steps, handed to the mailer once `ops` are
+    /// committed (`job::mail`, `crate::mailer`).
+    pub mails: Vec<Mail>,
+}
+
+/// A mail about a job, as its step decided it (`job::mail`): the mailer resolves its
+/// recipients and runs the host's mailer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Mail {
+    /// The job's full id.
+    pub job_id: String,
+    /// The user it runs as (`euser`), whose mails per minute are bounded.
+    pub user: String,
+    /// `Job_Owner` (`user@host`): the recipient when `mail_users` is unset.
+    pub owner: String,
+    /// `Mail_Users` as the job has it.
+    pub mail_users: Option<String>,
+    /// The server's `mailer`.
+    pub mailer: String,
+    /// The server's `mail_from`.
+    pub from: String,
+    /// The `Subject:` header.
+    pub subject: String,
+    /// The body, from `PBS Job Id:` on.
+    pub body: String,
 }
 
 impl Effects {
@@ -116,11 +141,12 @@ impl Effects {
         self.launches.extend(other.launches);
         self.periodic_hooks.extend(other.periodic_hooks);
         self.steps.extend(other.steps);
+        self.mails.extend(other.mails);
     }
 
     /// Whether there is nothing to do.
     pub fn is_empty(&self) -> bool {
-        self.ops.is_empty() && !self.has_mom_work() && self.periodic_hooks.is_empty()
+        self.ops.is_empty() && !self.has_mom_work() && self.periodic_hooks.is_empty() && self.mails.is_empty()
     }
 
     /// Whether anything goes to a mom.

@@ -33,6 +33,7 @@ pub mod identity;
 pub mod job;
 pub mod jobkey;
 pub mod launch_owner;
+pub mod mailer;
 pub use pbs_log as logging;
 pub mod mom_report;
 pub mod momlink;

@@ -36,6 +36,8 @@ pub struct ServerConfig {
     pub python: Option<PathBuf>,
     /// Whether the accounting log is written (`server_priv/accounting`).
     pub accounting: bool,
+    /// pbs.conf's `PBS_MAIL_HOST_NAME`: the host of mail addresses that name none.
+    pub mail_host: Option<String>,
 }
 
 /// Errors starting the server.
@@ -85,6 +87,8 @@ pub struct Server {
     pub hooks: pbs_hooks::Pool,
     /// Woken when qterm has marked the state stopping (`State::stopping`): `run` stops.
     pub stop: tokio::sync::Notify,
+    /// Where committed mails go (`crate::mailer`).
+    pub mailer: crate::mailer::Mailer,
 }
 
 /// How many hook interpreters the server keeps: events beyond this wait for one.
@@ -192,6 +196,7 @@ impl Server {
             hooks.warm();
         }
         let shared = Shared { state, links: Links::default(), outbox: Outbox::default() };
+        let config_mail_host = config.mail_host.clone();
         Ok(Server {
             config,
             state: Mutex::new(shared),
@@ -201,6 +206,7 @@ impl Server {
             frame_budget: pbs_proto::budget::ByteBudget::new(MAX_BYTES_IN_FLIGHT_PER_UID),
             stop: tokio::sync::Notify::new(),
             hooks,
+            mailer: crate::mailer::Mailer::start(config_mail_host, crate::mailer::Limits::default()),
         })
     }
 
@@ -226,8 +232,9 @@ impl Server {
     pub fn apply_effects(self: &Arc<Self>, shared: &mut Shared, effects: Effects) -> Applied {
         // The scheduler is the steps' follower: it hears of the runs they end.
         crate::sched_view::note(&mut shared.state, &effects);
-        let Effects { ops, to_moms, launches, periodic_hooks, steps: _ } = effects;
+        let Effects { ops, to_moms, launches, periodic_hooks, steps: _, mails } = effects;
         let ack = (!ops.is_empty()).then(|| self.store.commit(ops));
+        let ack = self.mail_once_committed(ack, mails);
         crate::sched_view::flush(&mut shared.state, &mut shared.links);
         for run in periodic_hooks {
             self.run_periodic_hook(run);
@@ -260,6 +267,29 @@ impl Server {
             server.deliver(&mut shared, due);
         });
         Applied::Delivery(waiter)
+    }
+
+    /// Hands `mails` to the mailer once the commit `ack` waits for is done (at once when
+    /// there is none), so no mail tells of a change that was not kept; gives the ack to
+    /// wait on in its place.
+    fn mail_once_committed(&self, ack: Option<CommitAck>, mails: Vec<crate::effects::Mail>) -> Option<CommitAck> {
+        if mails.is_empty() {
+            return ack;
+        }
+        let Some(ack) = ack else {
+            self.mailer.send(mails);
+            return None;
+        };
+        let (tx, rx) = oneshot::channel();
+        let mailer = self.mailer.clone();
+        tokio::spawn(async move {
+            let committed = ack.await.unwrap_or(Err(CommitError::WriterGone));
+            if committed.is_ok() {
+                mailer.send(mails);
+            }
+            let _ = tx.send(committed);
+        });
+        Some(rx)
     }
 
     /// Brings the hook interpreters' attribute and resource types up to date with the
@@ -424,6 +454,7 @@ mod tests {
         commits: Receiver<(Vec<StoreOp>, Ack)>,
         sched: mpsc::Receiver<ToSched>,
         mom: mpsc::Receiver<ToMom>,
+        mails: mpsc::Receiver<crate::effects::Mail>,
     }
 
     fn recording() -> Recording {
@@ -434,6 +465,7 @@ mod tests {
         links.sched = Some(sched_tx);
         let (mom_tx, mom) = mpsc::channel(16);
         links.moms.insert("n1".into(), mom_tx);
+        let (mailer, mails) = crate::mailer::Mailer::recording(16);
         let config = ServerConfig {
             server_name: "svr".into(),
             host: "host".into(),
@@ -442,6 +474,7 @@ mod tests {
             cluster_key: None,
             python: None,
             accounting: false,
+            mail_host: None,
         };
         let server = Server {
             config,
@@ -452,8 +485,9 @@ mod tests {
             frame_budget: pbs_proto::budget::ByteBudget::new(MAX_BYTES_IN_FLIGHT_PER_UID),
             stop: tokio::sync::Notify::new(),
             hooks: pbs_hooks::Pool::new("/nonexistent/runner.py".into(), None, 1, "test"),
+            mailer,
         };
-        Recording { server: Arc::new(server), commits, sched, mom }
+        Recording { server: Arc::new(server), commits, sched, mom, mails }
     }
 
     /// A change to job `seq`: its write, its mom's frame, and a mark for the scheduler.
@@ -495,7 +529,7 @@ mod tests {
 
     #[tokio::test]
     async fn the_commit_is_queued_and_the_scheduler_told_before_any_mom_hears_and_the_reply_waits_for_both() {
-        let Recording { server, commits, mut sched, mut mom } = recording();
+        let Recording { server, commits, mut sched, mut mom, .. } = recording();
         let applied = tokio::spawn(change(&server, 7).done());
 
         // Under the lock already: the writes are queued and the scheduler has its changes.
@@ -511,6 +545,45 @@ mod tests {
         ack.send(Ok(())).expect("the test holds the waiter");
         applied.await.expect("no panic").expect("committed");
         assert_eq!(forgotten(&mut mom), ["7.svr"], "the reply went out before its frames");
+    }
+
+    fn mail(seq: u64) -> crate::effects::Mail {
+        crate::effects::Mail {
+            job_id: format!("{seq}.svr"),
+            user: "alice".into(),
+            owner: "alice@host".into(),
+            mail_users: None,
+            mailer: "/bin/true".into(),
+            from: "adm".into(),
+            subject: format!("PBS JOB {seq}.svr"),
+            body: String::new(),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_mail_goes_to_the_mailer_only_once_its_change_is_committed() {
+        let Recording { server, commits, mut mails, .. } = recording();
+        let apply = |seq: u64| {
+            let mut shared = server.lock();
+            let mut effects = Effects::ops(vec![StoreOp::DeleteJob { seq }]);
+            effects.mails.push(mail(seq));
+            tokio::spawn(server.apply_effects(&mut shared, effects).done())
+        };
+        let kept = apply(1);
+        let (_, ack) = commits.try_recv().expect("queued");
+        settle().await;
+        assert!(mails.try_recv().is_err(), "a mail told of a change not yet on disk");
+        assert!(!kept.is_finished());
+        ack.send(Ok(())).expect("waiter");
+        kept.await.expect("no panic").expect("committed");
+        assert_eq!(mails.try_recv().map(|m| m.job_id).as_deref(), Ok("1.svr"));
+
+        let lost = apply(2);
+        let (_, ack) = commits.try_recv().expect("queued");
+        ack.send(Err(CommitError::Database("disk full".into()))).expect("waiter");
+        assert!(lost.await.expect("no panic").is_err());
+        settle().await;
+        assert!(mails.try_recv().is_err(), "a mail told of a change that was not kept");
     }
 
     #[tokio::test]
@@ -532,7 +605,7 @@ mod tests {
 
     #[tokio::test]
     async fn the_scheduler_hears_of_every_job_a_commit_writes_without_a_mark() {
-        let Recording { server, commits: _commits, mut sched, mom: _mom } = recording();
+        let Recording { server, commits: _commits, mut sched, mom: _mom, .. } = recording();
         let applied = {
             let mut shared = server.lock();
             let who = crate::identity::Identity::daemon("host");

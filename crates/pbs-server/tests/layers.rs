@@ -18,8 +18,8 @@ use file_graph::{code, rust_files};
 /// The layers, lowest first. Add a new module to the layer it belongs to; moving one up
 /// to make this test pass is a design decision, to be explained in its commit.
 const LAYERS: &[(&str, &[&str])] = &[
-    // Plain data and the store: nothing here knows of requests.
-    ("foundation", &["error", "attrlist", "identity", "store", "acctlog", "jobkey", "effects"]),
+    // Plain data, the store and the mailer: nothing here knows of requests.
+    ("foundation", &["error", "attrlist", "identity", "store", "acctlog", "mailer", "jobkey", "effects"]),
     ("state", &["state"]),
     // What every handler shares: who asks, what an id names, value and permission rules.
     ("request", &["request", "acl", "privilege", "holds", "size_limits", "criteria", "launch_owner"]),

@@ -80,6 +80,14 @@ pub fn materialize(state: &mut State, seq: u64, index: u64, now: i64) -> Result<
     Ok(())
 }
 
+/// Whether the start of one of array `seq`'s subjobs, taken now, is the array's begin (its
+/// first subjob's start since it was queued): asked by a part ahead of this one in the
+/// table, before the start marks the array for [`settle`], which makes it begun.
+pub fn begins_with(state: &State, seq: u64) -> bool {
+    state.jobs.get(&seq).is_some_and(|parent| parent.state == JobState::Queued)
+        && !state.arrays_to_refresh.contains(&seq)
+}
+
 /// Refreshes each array whose subjobs started since the last call, once however many
 /// started: a cycle that starts a thousand subjobs writes their array once.
 pub fn settle(state: &mut State, now: i64, life: Life<'_>) -> Effects {

@@ -15,6 +15,7 @@ pub mod jobset;
 pub mod launch;
 pub mod life;
 pub mod limits;
+pub mod mail;
 pub mod message;
 pub mod modify;
 pub mod moving;

@@ -1,7 +1,8 @@
 //! The parts of a job's life (`job::life`), listed once, in the order their writes go into
 //! a commit: a run's accounting record before the job's own write and before what its
 //! end means for other jobs (a job's `E` before its children are released), the OR-ed
-//! request put back before a requeued job's write, then the arrays, the dependencies,
+//! request put back before a requeued job's write, the owner's mail (which writes nothing,
+//! and asks whether a subjob's start begins its array before the arrays' part marks it), then the arrays, the dependencies,
 //! runone groups and job sets, deferred start and entity limits, eligible time once every
 //! job the step writes is written, and the scheduler's notice last. A new feature that
 //! follows jobs is a part here, never a call from a verb.
@@ -12,6 +13,7 @@ use crate::job::life::{Life, Part};
 pub const PARTS: &[&dyn Part] = &[
     &crate::job::accounts::Part,
     &crate::job::orselect::Part,
+    &crate::job::mail::Part,
     &crate::job::array::Part,
     &crate::job::depend::Part,
     &crate::job::runone::Part,
