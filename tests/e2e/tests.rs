@@ -35,5 +35,6 @@ mod preempt;
 mod protocol;
 mod runlimits;
 mod soft_walltime;
+mod staging;
 mod torque;
 mod update_period;

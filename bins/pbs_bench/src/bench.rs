@@ -36,6 +36,8 @@ pub(crate) struct Bench {
     pub(crate) daemons: Vec<Child>,
     /// The server writes no accounting log (`--no-accounting`), to measure what it costs.
     pub(crate) no_accounting: bool,
+    /// Jobs ask for mail at their start, end and abort (`-m abe`).
+    pub(crate) mail: bool,
 }
 
 impl Bench {
@@ -48,7 +50,16 @@ impl Bench {
             dir.path().join("home").display()
         );
         std::fs::write(dir.path().join("pbs.conf"), conf)?;
-        Ok(Bench { dir, bins, server: None, host, figures: Vec::new(), daemons: Vec::new(), no_accounting: false })
+        Ok(Bench {
+            dir,
+            bins,
+            server: None,
+            host,
+            figures: Vec::new(),
+            daemons: Vec::new(),
+            no_accounting: false,
+            mail: false,
+        })
     }
 
     pub(crate) fn conf(&self) -> PathBuf {
@@ -147,12 +158,14 @@ impl Bench {
         let mut threads = Vec::new();
         for t in 0..clients {
             let mut client = self.client()?;
+            let mail = self.mail;
             threads.push(std::thread::spawn(move || -> Result<()> {
                 for i in 0..per_client {
-                    let attrs = vec![
+                    let mut attrs = vec![
                         Attr::new("Job_Name", format!("b{t}_{i}")),
                         Attr::new("Resource_List.walltime", "01:00:00"),
                     ];
+                    attrs.extend(mail_points(mail));
                     client.submit(attrs, "#!/bin/sh\nsleep 1\n".into(), None)?;
                 }
                 Ok(())
@@ -453,12 +466,13 @@ impl Bench {
         }
     }
 
-    pub(crate) fn tiny_job(client: &mut Client) -> Result<String> {
-        let attrs = vec![
+    pub(crate) fn tiny_job(client: &mut Client, mail: bool) -> Result<String> {
+        let mut attrs = vec![
             Attr::new("executable", "<jsdl-hpcpa:Executable>/bin/true</jsdl-hpcpa:Executable>"),
             Attr::new("Output_Path", "localhost:/dev/null"),
             Attr::new("Error_Path", "localhost:/dev/null"),
         ];
+        attrs.extend(mail_points(mail));
         Ok(client.submit(attrs, String::new(), None)?)
     }
 
@@ -482,7 +496,7 @@ impl Bench {
         let mut times = Vec::new();
         for _ in 0..runs {
             let started = Instant::now();
-            let id = Bench::tiny_job(&mut client)?;
+            let id = Bench::tiny_job(&mut client, self.mail)?;
             Bench::wait_finished(&mut client, &id, started)?;
             times.push(started.elapsed());
         }
@@ -496,7 +510,7 @@ impl Bench {
         let started = Instant::now();
         let mut ids = Vec::with_capacity(jobs);
         for _ in 0..jobs {
-            ids.push(Bench::tiny_job(&mut client)?);
+            ids.push(Bench::tiny_job(&mut client, self.mail)?);
         }
         loop {
             let reply = client.status_jobs(ids.clone(), vec![], vec!["job_state".into()], true, false)?;
@@ -509,6 +523,50 @@ impl Bench {
             }
             std::thread::sleep(Duration::from_millis(5));
         }
+    }
+}
+
+/// `-m abe` when `mail`.
+fn mail_points(mail: bool) -> Option<Attr> {
+    mail.then(|| Attr::new("Mail_Points", "abe"))
+}
+
+impl Bench {
+    /// Makes the server's `mailer` a stand-in that keeps each mail in a file of its own
+    /// under `mails/` (as a site's sendmail queues it) and turns mail on for the jobs
+    /// submitted from now on.
+    pub(crate) fn mail_to_stand_in(&mut self) -> Result<()> {
+        let dir = self.dir.path().join("mails");
+        std::fs::create_dir_all(&dir)?;
+        let script = self.dir.path().join("mailer.sh");
+        std::fs::write(&script, format!("#!/bin/sh\nexec cat > \"$(mktemp {}/mail.XXXXXX)\"\n", dir.display()))?;
+        std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755))?;
+        let attr = MgrAttr { name: "mailer".into(), op: MgrOp::Set, value: script.display().to_string() };
+        self.client()?.manager(MgrCommand::Set, MgrObject::Server, vec![], vec![attr])?;
+        self.mail = true;
+        Ok(())
+    }
+
+    /// Runs `measure` (a rate) `rounds` times with mail off and on in turn, starting with
+    /// each in turn; gives the mean rates without and with it.
+    pub(crate) fn paired(
+        &mut self,
+        rounds: usize,
+        mut measure: impl FnMut(&Bench) -> Result<f64>,
+    ) -> Result<(f64, f64)> {
+        let (mut without, mut with) = (0.0, 0.0);
+        for round in 0..rounds {
+            for mail in [round % 2 == 1, round % 2 == 0] {
+                self.mail = mail;
+                *if mail { &mut with } else { &mut without } += measure(self)?;
+            }
+        }
+        Ok((without / rounds as f64, with / rounds as f64))
+    }
+
+    /// How many mails the stand-in mailer has kept.
+    pub(crate) fn mails_kept(&self) -> usize {
+        std::fs::read_dir(self.dir.path().join("mails")).map(|d| d.count()).unwrap_or(0)
     }
 }
 

@@ -44,6 +44,24 @@ pub(crate) fn execution_figures(smoke: bool, bins: &Bins, figures: &mut Vec<Figu
         Some(">= 200"),
         format!("{tiny_jobs} x /bin/true, first submit to last finished"),
     );
+    // The same with `-m abe` and a stand-in mailer, in rounds alternating with plain ones:
+    // every start and end decides a mail, which the mailer sends or its limits drop.
+    bench.mail_to_stand_in()?;
+    let rounds = 3;
+    let (plain, mailed) = bench.paired(rounds, |bench| bench.throughput(tiny_jobs))?;
+    bench.record(
+        "tiny_jobs_4_moms_mail",
+        Some(mailed),
+        "jobs/s",
+        Some(">= 0.9x tiny_jobs_4_moms"),
+        format!(
+            "{rounds} rounds of {tiny_jobs} x /bin/true with -m abe and without in turn: {mailed:.0} vs {plain:.0} jobs/s, \
+             {:.2}x without; {} mails sent, the rest over the limit of mails a user gets a minute",
+            mailed / plain,
+            bench.mails_kept()
+        ),
+    );
+    bench.mail = false;
     // The same jobs with one trivial execjob_begin hook on every mom, in the same run: each
     // start waits for a round trip to a warm interpreter.
     let mut client = bench.client()?;

@@ -23,6 +23,16 @@ pub(crate) fn server_figures(sizes: &Sizes, bins: &Bins, figures: &mut Vec<Figur
     bench.record("submit_rate_1_client", Some(rate1), "jobs/s", None, format!("{per_client} durable submissions"));
     let rate16 = bench.submit_burst(16, per_client)?;
     bench.record("submit_rate_16_clients", Some(rate16), "jobs/s", Some(">= 20000"), format!("16 x {per_client}"));
+    // The same with `-m abe` and a stand-in mailer, in rounds alternating with plain ones.
+    bench.mail_to_stand_in()?;
+    let rounds = 3;
+    let (plain, mailed) = bench.paired(rounds, |bench| bench.submit_burst(16, per_client))?;
+    let note = format!(
+        "{rounds} rounds of 16 x {per_client} with -m abe and without in turn: {mailed:.0} vs {plain:.0} jobs/s, {:.2}x without",
+        mailed / plain
+    );
+    bench.record("submit_rate_16_clients_mail", Some(mailed), "jobs/s", Some(">= 0.9x submit_rate_16_clients"), note);
+    bench.mail = false;
 
     let one = bench.qsub_loops(1, loop_jobs);
     // Which build of the commands ran matters to these two figures (docs/architecture.md).

@@ -182,16 +182,7 @@ pub fn check_at_list(list: &str, unique_hosts: bool, absolute: bool) -> bool {
 
 /// `stagein`/`stageout`: `local@host:remote[,...]`.
 pub fn check_stage_list(list: &str) -> bool {
-    !list.is_empty()
-        && list.split(',').all(|item| {
-            let Some((local, remote)) = item.trim().split_once('@') else {
-                return false;
-            };
-            let Some((host, path)) = remote.split_once(':') else {
-                return false;
-            };
-            !local.is_empty() && !host.is_empty() && !path.is_empty()
-        })
+    crate::stage::parse(list).is_some()
 }
 
 /// `chk_Jrange`, the `array_indices_submitted` of a submission: `X-Y[:Z]` with `X < Y`

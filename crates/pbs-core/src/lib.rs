@@ -29,6 +29,7 @@ pub mod resource;
 pub mod select;
 pub mod sharing;
 pub mod size;
+pub mod stage;
 pub mod state;
 pub mod variables;
 pub mod walltime;

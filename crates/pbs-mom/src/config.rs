@@ -39,6 +39,9 @@ pub struct MomConfig {
     /// (PBSE_BADSTATE), as a mom whose job cannot be stopped refuses it. For tests of
     /// what a refused suspension leads to; no site sets it.
     pub refuse_suspend: bool,
+    /// The remote copy program of file staging (`PBS_SCP`, else `PBS_RCP`, else
+    /// `/usr/bin/scp`).
+    pub scp: PathBuf,
 }
 
 impl MomConfig {
@@ -75,6 +78,7 @@ impl MomConfig {
             python: conf.raw.get("PBS_PYTHON").filter(|v| !v.trim().is_empty()).map(PathBuf::from),
             server_name: conf.server.clone().unwrap_or_default(),
             refuse_suspend: conf.raw.get("PBS_MOM_TEST_REFUSE_SUSPEND").is_some_and(|v| v.trim() == "1"),
+            scp: crate::stage::remote_copy(&conf.raw),
             home,
         })
     }

@@ -23,3 +23,7 @@ pub const JOB_EXEC_KILL_MEM: i32 = -27;
 pub const JOB_EXEC_KILL_CPUT: i32 = -28;
 /// Killed for exceeding walltime (`JOB_EXEC_KILL_WALLTIME`).
 pub const JOB_EXEC_KILL_WALLTIME: i32 = -29;
+/// The stage-in of the job's files failed before its shell started (this suite's: OpenPBS's
+/// server stages in before it sends the job, here its mom does it at the start). The
+/// server makes the job wait, as OpenPBS does after a failed stage-in.
+pub const JOB_EXEC_STAGEIN_FAILED: i32 = -31;

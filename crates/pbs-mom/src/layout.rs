@@ -50,6 +50,12 @@ pub struct Spec {
     /// ([`crate::adopt`]); empty in records of older moms.
     #[serde(default)]
     pub shepherd_secret: String,
+    /// The names of this host, for staging: a file on one of them is copied with `cp`.
+    #[serde(default)]
+    pub own_hosts: Vec<String>,
+    /// The remote copy program of staging (`PBS_SCP`, else `PBS_RCP`).
+    #[serde(default)]
+    pub scp: Option<PathBuf>,
 }
 
 /// The shepherd's record of a started job.
@@ -83,6 +89,9 @@ pub struct Status {
     pub maxrss_kb: u64,
     /// Why PBS ended it, for the mom's log (empty for a normal end).
     pub message: String,
+    /// A stage-in or stage-out that failed, and what the copies said.
+    #[serde(default)]
+    pub stage_failed: Option<(pbs_proto::mom::StageDirection, String)>,
 }
 
 impl Status {
@@ -97,6 +106,7 @@ impl Status {
             cput_ms: 0,
             maxrss_kb: 0,
             message,
+            stage_failed: None,
         }
     }
 }
@@ -263,6 +273,11 @@ impl Layout {
         self.home.join("aux")
     }
 
+    /// `PBS_HOME/undelivered`: where a stage-out that failed leaves its files.
+    pub fn undelivered_dir(&self) -> PathBuf {
+        undelivered_dir(&self.home)
+    }
+
     /// Creates the directories a mom needs, with the modes jobs rely on.
     pub fn create_dirs(&self) -> io::Result<()> {
         for dir in [self.priv_dir(), self.jobs_dir()] {
@@ -271,8 +286,20 @@ impl Layout {
         }
         std::fs::DirBuilder::new().recursive(true).mode(0o755).create(self.aux_dir())?;
         std::fs::DirBuilder::new().recursive(true).mode(0o755).create(self.log_dir())?;
+        // As OpenPBS's: every owner moves their own files in, none can touch another's.
+        let undelivered = self.undelivered_dir();
+        std::fs::DirBuilder::new().recursive(true).mode(UNDELIVERED_MODE).create(&undelivered)?;
+        std::fs::set_permissions(&undelivered, std::fs::Permissions::from_mode(UNDELIVERED_MODE))?;
         Ok(())
     }
+}
+
+/// The mode of `undelivered`: world-writable and sticky, as `/tmp`.
+pub const UNDELIVERED_MODE: u32 = 0o1777;
+
+/// `PBS_HOME/undelivered`.
+pub fn undelivered_dir(home: &Path) -> PathBuf {
+    home.join("undelivered")
 }
 
 /// `PBS_HOME/aux/<jobid>`.

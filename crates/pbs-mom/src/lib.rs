@@ -37,6 +37,7 @@ pub mod records;
 pub mod session_signals;
 pub mod shepherd;
 pub mod signals;
+pub mod stage;
 
 pub use config::{DEFAULT_SAMPLE_PERIOD, MomConfig, host_name};
 pub use error::MomError;

@@ -579,6 +579,8 @@ impl Mom {
             mom_port: cfg.job_mom_port,
             notify_socket: self.layout.notify_socket(),
             shepherd_secret: secret,
+            own_hosts: vec![cfg.host.clone(), cfg.node_name.clone()],
+            scp: Some(cfg.scp.clone()),
         };
         // A leftover of an earlier run of this id is replaced.
         if let Err(e) = records::create(&path, &spec) {
@@ -832,14 +834,20 @@ impl Mom {
             job.phase = Phase::Ended(result);
             let session_id = job.session_id;
             // Recorded before it is reported, and under the lock so a new link's
+            // What staging said goes first, so the server has it when it hears the end.
             // NodeStatus never runs ahead of the JobEnded queued here: once the server
             // has the end it may forget the job and run the same id again, and this
             // record must not land in that run's file. One short append to a local file.
             let recorded = records::append(&job.records, &result);
-            if epilogue && session_id > 0 {
+            let deferred = epilogue && session_id > 0;
+            if deferred {
                 job.ending = true;
                 after = Some(announce);
-            } else {
+            }
+            if let Some((direction, message)) = status.stage_failed.clone() {
+                state.emit(FromMom::StageFailed { job_id: job_id.to_string(), direction, message });
+            }
+            if !deferred {
                 if announce {
                     state.emit(FromMom::JobStarted { job_id: job_id.to_string(), session_id });
                 }

@@ -153,6 +153,8 @@ mod tests {
             mom_port: 15002,
             notify_socket: PathBuf::from("/x"),
             shepherd_secret: String::new(),
+            own_hosts: Vec::new(),
+            scp: None,
         }
     }
 

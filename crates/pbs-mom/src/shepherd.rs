@@ -122,12 +122,78 @@ fn shepherd(spec: &Spec, records: &Path) -> Status {
         Ok(p) => p,
         Err((code, message)) => return failed(code, message),
     };
-    let status = run_job(spec, records, &prepared.plan);
+    let status = staged_run(spec, records, &prepared.plan);
     if let Some(dir) = &prepared.tmpdir {
         let _ = std::fs::remove_dir_all(dir);
     }
     let _ = std::fs::remove_file(&prepared.nodefile);
     status
+}
+
+/// The job's run between its stage-in and its stage-out, both as its owner: a stage-in
+/// that fails ends it before it starts; a stage-out that fails is written to its error
+/// file and told with its status.
+fn staged_run(spec: &Spec, records: &Path, plan: &ChildPlan) -> Status {
+    let launch = &spec.launch;
+    let scp = spec.scp.clone().unwrap_or_else(|| PathBuf::from("/usr/bin/scp"));
+    let user = plan.user.to_string_lossy();
+    let stager = crate::stage::Stager {
+        user: &user,
+        uid: plan.uid,
+        gid: plan.gid,
+        home: &plan.home,
+        own_hosts: &spec.own_hosts,
+        scp: &scp,
+    };
+    if let Some(list) = launch.stagein.as_deref().filter(|l| !l.trim().is_empty())
+        && let Err(why) = stager.stage_in(list)
+    {
+        let mut status = failed(crate::exit_codes::JOB_EXEC_STAGEIN_FAILED, why.clone());
+        status.stage_failed = Some((pbs_proto::mom::StageDirection::In, bounded(why)));
+        return status;
+    }
+    let mut status = run_job(spec, records, plan);
+    if let Some(list) = launch.stageout.as_deref().filter(|l| !l.trim().is_empty())
+        && status.exit_status != crate::exit_codes::JOB_EXEC_FAILUID
+        && let Err(why) = stager.stage_out(list, &layout::undelivered_dir(&spec.home))
+    {
+        append_to_error_file(plan, &why);
+        status.stage_failed = Some((pbs_proto::mom::StageDirection::Out, bounded(why)));
+    }
+    status
+}
+
+/// `text` cut to what a report may carry.
+fn bounded(mut text: String) -> String {
+    if text.len() > pbs_proto::mom::MAX_STAGE_MESSAGE {
+        let mut end = pbs_proto::mom::MAX_STAGE_MESSAGE;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+    }
+    text
+}
+
+/// Appends `text` to the job's error file (its output file when joined), opened as its
+/// owner in a child: OpenPBS's mom says there what it could not deliver.
+fn append_to_error_file(plan: &ChildPlan, text: &str) {
+    let path = match plan.join {
+        Join::IntoOutput => &plan.stdout,
+        _ => &plan.stderr,
+    };
+    let mut command = std::process::Command::new("/bin/sh");
+    command.args(["-c", "cat >> \"$1\"", "sh"]).arg(path).stdin(std::process::Stdio::piped());
+    if nix::unistd::geteuid().is_root() {
+        use std::os::unix::process::CommandExt;
+        command.uid(plan.uid.as_raw()).gid(plan.gid.as_raw());
+    }
+    if let Ok(mut child) = command.spawn() {
+        if let Some(mut stdin) = child.stdin.take() {
+            let _ = stdin.write_all(format!("{text}\n").as_bytes());
+        }
+        let _ = child.wait();
+    }
 }
 
 /// Looks up the owner and makes the script, node file and TMPDIR.
@@ -330,6 +396,7 @@ fn run_job(spec: &Spec, records: &Path, plan: &ChildPlan) -> Status {
         cput_ms: tv_ms(rusage.ru_utime) + tv_ms(rusage.ru_stime),
         maxrss_kb: rusage.ru_maxrss.max(0) as u64,
         message: message.lock().map(|m| m.clone()).unwrap_or_default(),
+        stage_failed: None,
     }
 }
 

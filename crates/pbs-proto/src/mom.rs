@@ -202,6 +202,12 @@ pub struct JobLaunch {
     pub account: Option<String>,
     /// `run_count` including this run.
     pub run_count: u32,
+    /// `stagein`: files the mom copies, as the owner, before the job's shell starts.
+    #[serde(default)]
+    pub stagein: Option<String>,
+    /// `stageout`: files it copies after the job ends.
+    #[serde(default)]
+    pub stageout: Option<String>,
 }
 
 /// Resource usage a mom samples from /proc (`resources_used.*`).
@@ -221,6 +227,19 @@ pub struct Usage {
     /// CPU use over the last sample, percent of one CPU.
     pub cpupercent: u32,
 }
+
+/// Which way files were staged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StageDirection {
+    /// `stagein`, before the job's shell starts.
+    In,
+    /// `stageout`, after the job ended.
+    Out,
+}
+
+/// The longest text of a [`FromMom::StageFailed`].
+pub const MAX_STAGE_MESSAGE: usize = 4096;
 
 /// A job a mom holds, as listed in [`FromMom::NodeStatus`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -314,6 +333,16 @@ pub enum FromMom {
     },
     /// Answer to [`ToMom::Ping`].
     Pong,
+    /// Staging a job's files failed here (`message`: what failed, one line a file, at most
+    /// [`MAX_STAGE_MESSAGE`] bytes); sent before the job's [`FromMom::JobEnded`].
+    StageFailed {
+        /// Full job id.
+        job_id: String,
+        /// Which way.
+        direction: StageDirection,
+        /// What the copies said.
+        message: String,
+    },
     /// A hook whose `fail_action` includes `offline_vnodes` raised or ran past its alarm
     /// at an execjob_begin, execjob_prologue or exechost_startup event here: the server
     /// marks this node offline by its mom, as OpenPBS does.

@@ -107,9 +107,14 @@ async fn run(mut rx: mpsc::Receiver<Mail>, mail_host: Option<String>, limits: Li
     let slots = Arc::new(Semaphore::new(limits.concurrent.max(1)));
     let mut counts = Counts::new(limits);
     while let Some(mail) = rx.recv().await {
-        if let Err(over) = counts.admit(&mail.job_id, &mail.user, Instant::now()) {
-            tracing::warn!(object_type = "Job", object_name = mail.job_id.as_str(), "mail not sent: {over}");
-            continue;
+        match counts.admit(&mail.job_id, &mail.user, Instant::now()) {
+            Ok(()) => {}
+            // Said once per job or user and window: a flood of mails is not a flood of lines.
+            Err(Some(over)) => {
+                tracing::warn!(object_type = "Job", object_name = mail.job_id.as_str(), "mail not sent: {over}");
+                continue;
+            }
+            Err(None) => continue,
         }
         let to = recipients(&mail, mail_host.as_deref());
         if to.is_empty() {
@@ -131,10 +136,10 @@ async fn run(mut rx: mpsc::Receiver<Mail>, mail_host: Option<String>, limits: Li
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
 pub enum Over {
     /// The job had its mails for the window.
-    #[error("more than {0} mails for this job in a minute")]
+    #[error("more than {0} mails for this job in a minute: its others this minute are dropped")]
     Job(u32),
     /// Its user had.
-    #[error("more than {0} mails for user {1} in a minute")]
+    #[error("more than {0} mails for user {1} in a minute: their others this minute are dropped")]
     User(u32, String),
 }
 
@@ -153,22 +158,28 @@ impl Counts {
         Counts { limits, since: None, jobs: HashMap::new(), users: HashMap::new() }
     }
 
-    fn admit(&mut self, job: &str, user: &str, now: Instant) -> Result<(), Over> {
+    /// Counts a mail of `job` for `user` at `now`: `Err(Some)` the first time a limit
+    /// refuses one in this window (to be logged), `Err(None)` after.
+    fn admit(&mut self, job: &str, user: &str, now: Instant) -> Result<(), Option<Over>> {
         if self.since.is_none_or(|since| now.duration_since(since) >= self.limits.window) {
             self.since = Some(now);
             self.jobs.clear();
             self.users.clear();
         }
-        let job_count = self.jobs.get(job).copied().unwrap_or(0);
-        if job_count >= self.limits.per_job {
-            return Err(Over::Job(self.limits.per_job));
-        }
-        let user_count = self.users.get(user).copied().unwrap_or(0);
-        if user_count >= self.limits.per_user {
-            return Err(Over::User(self.limits.per_user, user.to_string()));
-        }
-        self.jobs.insert(job.to_string(), job_count + 1);
-        self.users.insert(user.to_string(), user_count + 1);
+        // A count one past the limit marks the refusal as said.
+        let refuse = |count: &mut u32, limit: u32, over: Over| -> Result<(), Option<Over>> {
+            if *count < limit {
+                return Ok(());
+            }
+            let first = *count == limit;
+            *count = limit + 1;
+            Err(first.then_some(over))
+        };
+        let (per_job, per_user) = (self.limits.per_job, self.limits.per_user);
+        refuse(self.jobs.entry(job.to_string()).or_insert(0), per_job, Over::Job(per_job))?;
+        refuse(self.users.entry(user.to_string()).or_insert(0), per_user, Over::User(per_user, user.to_string()))?;
+        *self.jobs.entry(job.to_string()).or_insert(0) += 1;
+        *self.users.entry(user.to_string()).or_insert(0) += 1;
         Ok(())
     }
 }
@@ -356,9 +367,12 @@ mod tests {
         let t0 = Instant::now();
         assert!(counts.admit("1.s", "alice", t0).is_ok());
         assert!(counts.admit("1.s", "alice", t0).is_ok());
-        assert_eq!(counts.admit("1.s", "alice", t0), Err(Over::Job(2)));
+        assert_eq!(counts.admit("1.s", "alice", t0), Err(Some(Over::Job(2))));
+        // Said once: the next refusal is silent.
+        assert_eq!(counts.admit("1.s", "alice", t0), Err(None));
         assert!(counts.admit("2.s", "alice", t0).is_ok());
-        assert_eq!(counts.admit("3.s", "alice", t0), Err(Over::User(3, "alice".into())));
+        assert_eq!(counts.admit("3.s", "alice", t0), Err(Some(Over::User(3, "alice".into()))));
+        assert_eq!(counts.admit("4.s", "alice", t0), Err(None));
         assert!(counts.admit("3.s", "bob", t0).is_ok());
         // A new window forgets the counts.
         assert!(counts.admit("1.s", "alice", t0 + Duration::from_secs(61)).is_ok());

@@ -51,6 +51,9 @@ pub fn apply(state: &mut State, node: &str, report: FromMom, now: i64) -> Effect
             }
             crate::job::end::job_ended(state, node, &job_id, exit_status, &usage, now)
         }
+        FromMom::StageFailed { job_id, direction, message } => {
+            crate::job::stage::failed(state, node, &job_id, direction, &message)
+        }
         FromMom::UnknownJob { job_id } => crate::job::end::unknown_to_its_mom(state, node, &job_id, now),
         FromMom::OfflineByHook { hook } => offline_by_hook(state, node, &hook),
         FromMom::OfflineByHookCleared => offline_by_hook_cleared(state, node),

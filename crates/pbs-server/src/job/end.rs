@@ -8,8 +8,8 @@ use pbs_proto::mom::{ToMom, Usage};
 use crate::effects::{Effects, MomFrames};
 use crate::job::life::Step;
 use crate::job::parts::LIFE;
-use crate::job::running::SUBSTATE_PRERUN;
-use crate::jobkey::{JobKey, key_of};
+use crate::job::running::{SUBSTATE_PRERUN, running_on};
+use crate::jobkey::JobKey;
 use crate::state::{EndReason, Job, State};
 
 /// Text of a Usage as `resources_used` values.
@@ -32,16 +32,6 @@ fn set_usage(state: &mut State, key: JobKey, usage: &Usage) {
             job.attrs.set(job_idx!("resources_used"), Some(resource), value);
         }
     }
-}
-
-/// The job `job_id` whose mother superior is `node`, if it is running there.
-fn running_on(state: &State, node: &str, job_id: &str) -> Option<JobKey> {
-    let key = key_of(job_id)?;
-    let job = state.job(key)?;
-    if !matches!(job.state, JobState::Running | JobState::Suspended | JobState::Exiting) {
-        return None;
-    }
-    (job.mother_superior() == Some(node)).then_some(key)
 }
 
 /// The mom says the job's shell is running.
@@ -159,6 +149,10 @@ pub fn job_ended(state: &mut State, node: &str, job_id: &str, exit_status: i32, 
         requeue_run(state, key, true, now)
     } else if requeued {
         set_usage(state, key, usage);
+        requeue(state, key, now)
+    } else if exit_status == crate::job::stage::JOB_EXEC_STAGEIN_FAILED && key.index.is_none() {
+        // Its files never arrived: it waits and is tried again, as OpenPBS's does.
+        crate::job::stage::wait_to_retry(state, key, now);
         requeue(state, key, now)
     } else {
         finish(state, key, Some(exit_status), Some(usage), reason == Some(EndReason::Delete), now)

@@ -287,6 +287,8 @@ fn launches(state: &State, key: JobKey, select: &Select, exec: &ExecVnode, run_c
         array_id: job.get("array_id", None).map(str::to_string),
         account: job.get("Account_Name", None).map(str::to_string),
         run_count,
+        stagein: job.get("stagein", None).map(str::to_string),
+        stageout: job.get("stageout", None).map(str::to_string),
     };
     exec.vnodes()
         .into_iter()

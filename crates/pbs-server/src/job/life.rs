@@ -348,6 +348,11 @@ fn transition(state: &mut State, at: &At<'_>, script: Option<String>) -> Vec<Sto
             if job.get("Hold_Types", None).is_some_and(|h| h != "n") {
                 job.state = JobState::Held;
                 job.substate = Substate::HELD;
+            } else if job.get("Execution_Time", None).and_then(|t| t.parse::<i64>().ok()).is_some_and(|t| t > now) {
+                // As OpenPBS's `svr_evaljobstate`: an execution time ahead (a failed
+                // stage-in's retry, `qalter -a` while it ran) makes it wait.
+                job.state = JobState::Waiting;
+                job.substate = JobState::Waiting.default_substate();
             } else {
                 job.state = JobState::Queued;
                 job.substate = Substate::QUEUED;

@@ -24,6 +24,8 @@ pub enum Point {
     Begin,
     /// `e`: it ended.
     End,
+    /// A stage-in failed (OpenPBS's `MAIL_STAGEIN`), mailed only when forced.
+    StageIn,
     /// Another event, mailed only when forced (OpenPBS's `MAIL_OTHER`), with no standard
     /// message.
     Other,
@@ -35,6 +37,7 @@ impl Point {
             Point::Abort => 'a',
             Point::Begin => 'b',
             Point::End => 'e',
+            Point::StageIn => 's',
             Point::Other => 'o',
         }
     }
@@ -45,6 +48,9 @@ impl Point {
             Point::Abort => "Aborted by PBS Server ",
             Point::Begin => "Begun execution",
             Point::End => "Execution terminated",
+            Point::StageIn => {
+                "File stage in failed, see below.\nJob will be retried later, please investigate and correct problem."
+            }
             Point::Other => "",
         }
     }
@@ -166,6 +172,14 @@ pub fn deleted_by_other(state: &State, key: crate::jobkey::JobKey, requester: &s
     let id = job.id(&state.server_name);
     let text = format!("Job to be deleted at request of {}", crate::mailer::printable(requester));
     push(state, job, &id, Point::Other, Force::Yes, Some(text), out);
+}
+
+/// A mail about job `key` whatever its mail points (OpenPBS's `MAIL_FORCE`), from a report
+/// that is not a step (a mom's staging that failed).
+pub fn forced(state: &State, key: crate::jobkey::JobKey, point: Point, text: String, out: &mut Effects) {
+    let Some(job) = state.job(key) else { return };
+    let id = job.id(&state.server_name);
+    push(state, job, &id, point, Force::Yes, Some(text), out);
 }
 
 /// Whether mail points `points` ask for `point`: unset means `a` only, as OpenPBS; a

@@ -29,5 +29,6 @@ pub mod released;
 pub mod running;
 pub mod runone;
 pub mod signal;
+pub mod stage;
 pub mod status;
 pub mod submit;

@@ -2,7 +2,10 @@
 //! and the time its comments write (a run's placement and mother superior are
 //! `state::Job`'s).
 
-use pbs_core::Substate;
+use pbs_core::{JobState, Substate};
+
+use crate::jobkey::{JobKey, key_of};
+use crate::state::State;
 
 /// `substate` of a job sent to its mom but not yet confirmed running (PRERUN).
 pub const SUBSTATE_PRERUN: Substate = Substate(41);
@@ -19,4 +22,14 @@ pub(crate) fn comment_time(now: i64) -> String {
 /// OpenPBS's comment of a job that runs (or runs again after a suspension).
 pub(crate) fn run_comment(exec_vnode: &str, now: i64) -> String {
     format!("Job run at {} on {exec_vnode}", comment_time(now))
+}
+
+/// The job `job_id` whose mother superior is `node`, if it is running there.
+pub fn running_on(state: &State, node: &str, job_id: &str) -> Option<JobKey> {
+    let key = key_of(job_id)?;
+    let job = state.job(key)?;
+    if !matches!(job.state, JobState::Running | JobState::Suspended | JobState::Exiting) {
+        return None;
+    }
+    (job.mother_superior() == Some(node)).then_some(key)
 }
