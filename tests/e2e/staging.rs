@@ -139,3 +139,58 @@ fn malformed_staging_lists_are_refused_as_openpbs_refuses_them() {
         assert!(out.stderr.starts_with("qsub: illegal -W value"), "{bad}: {out:?}");
     }
 }
+
+#[test]
+fn files_of_another_host_go_through_the_remote_copy_program_as_the_owner_in_the_staging_substates() {
+    let mut c = Cluster::with_moms(1, 1);
+    let shared = c.shared_dir();
+    // A stand-in for scp: records how it was called and who ran it, then copies the paths.
+    let log = shared.join("scp.log");
+    let scp = c.dir().join("fake-scp");
+    std::fs::write(
+        &scp,
+        format!(
+            "#!/bin/sh\necho \"$(id -u) $*\" >> {log}\nfrom=$5; to=$6\n\
+             case \"$to\" in *:*) gate={gates}/out;; *) gate={gates}/in;; esac\n\
+             while [ ! -e $gate ]; do sleep 0.01; done\n\
+             exec cp -r -- \"${{from#*:}}\" \"${{to#*:}}\"\n",
+            log = path(&log),
+            gates = path(&shared),
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&scp, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let conf = c.mom_conf_path("n1");
+    let mut text = std::fs::read_to_string(&conf).unwrap();
+    text.push_str(&format!("PBS_SCP={}\n", path(&scp)));
+    std::fs::write(&conf, text).unwrap();
+    c.kill_mom("n1");
+    c.start_mom("n1");
+    c.wait_node_state("n1", "free");
+    std::fs::write(shared.join("far.dat"), "far away\n").unwrap();
+    let (local_in, local_out) = (shared.join("near.dat"), shared.join("back.dat"));
+    let stagein = format!("stagein={}@login9.example:{}", path(&local_in), path(&shared.join("far.dat")));
+    let stageout = format!("stageout={}@login9.example:{}", path(&local_in), path(&local_out));
+    let id = submit_as_nobody(&c, &["-W", &stagein, "-W", &stageout], "true\n");
+    // While its files come, it runs in substate 15; while they go, it exits in 51.
+    let shows = |state: &str, substate: &str| {
+        c.job_attr(&id, "job_state").as_deref() == Some(state)
+            && c.job_attr(&id, "substate").as_deref() == Some(substate)
+    };
+    wait_until("R 15 while staging in", JOB_TIMEOUT, || shows("R", "15"));
+    std::fs::write(shared.join("in"), "").unwrap();
+    wait_until("E 51 while staging out", JOB_TIMEOUT, || shows("E", "51"));
+    std::fs::write(shared.join("out"), "").unwrap();
+    c.wait_job_state(&id, "F", JOB_TIMEOUT);
+    assert_eq!(std::fs::read_to_string(&local_out).unwrap(), "far away\n");
+    assert_eq!(
+        std::fs::read_to_string(&log).unwrap(),
+        format!(
+            "{NOBODY} -B -r -p -- login9.example:{} {}\n{NOBODY} -B -r -p -- {} login9.example:{}\n",
+            path(&shared.join("far.dat")),
+            path(&local_in),
+            path(&local_in),
+            path(&local_out)
+        )
+    );
+}

@@ -125,6 +125,8 @@ impl Substate {
     pub const HELD: Substate = Substate(20);
     /// 30: waiting for execution time.
     pub const WAITING: Substate = Substate(30);
+    /// 15: running, its files staging in first (`JOB_SUBSTATE_STAGEGO`).
+    pub const STAGEGO: Substate = Substate(15);
     /// 42: running.
     pub const RUNNING: Substate = Substate(42);
     /// 43: suspended by a signal.
@@ -133,6 +135,8 @@ impl Substate {
     pub const SCHSUSP: Substate = Substate(45);
     /// 50: exiting.
     pub const EXITING: Substate = Substate(50);
+    /// 51: exiting, its files staging out (`JOB_SUBSTATE_STAGEOUT`).
+    pub const STAGEOUT: Substate = Substate(51);
     /// 91: terminated (deleted) before it ran.
     pub const TERMINATED: Substate = Substate(91);
     /// 92: finished.

@@ -131,6 +131,13 @@ pub enum Note {
         /// The start record.
         started: Started,
     },
+    /// The job's files stage in (before its shell) or out (after it).
+    Staging {
+        /// Full job id.
+        job_id: String,
+        /// Which way.
+        direction: pbs_proto::mom::StageDirection,
+    },
     /// The job has ended (or could not start).
     Ended {
         /// Full job id.

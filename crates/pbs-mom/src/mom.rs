@@ -930,7 +930,21 @@ impl Mom {
     pub fn on_note(self: &Arc<Self>, note: Note) {
         match note {
             Note::Started { job_id, started } => self.started(&job_id, started),
+            Note::Staging { job_id, direction } => self.staging(job_id, direction),
             Note::Ended { job_id, status } => self.finish(&job_id, status),
+        }
+    }
+
+    /// A shepherd stages the job's files: the server shows it (a note lost while the mom
+    /// was down only costs that).
+    fn staging(&self, job_id: String, direction: pbs_proto::mom::StageDirection) {
+        let state = self.lock();
+        let live = state
+            .jobs
+            .get(&job_id)
+            .is_some_and(|j| !j.forgotten && matches!(j.phase, Phase::Starting | Phase::Running));
+        if live {
+            state.emit(FromMom::Staging { job_id, direction });
         }
     }
 

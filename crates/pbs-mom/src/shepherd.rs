@@ -145,8 +145,12 @@ fn staged_run(spec: &Spec, records: &Path, plan: &ChildPlan) -> Status {
         own_hosts: &spec.own_hosts,
         scp: &scp,
     };
+    let staging = |direction| notify(&spec.notify_socket, &Note::Staging { job_id: launch.job_id.clone(), direction });
     if let Some(list) = launch.stagein.as_deref().filter(|l| !l.trim().is_empty())
-        && let Err(why) = stager.stage_in(list)
+        && let Err(why) = {
+            staging(pbs_proto::mom::StageDirection::In);
+            stager.stage_in(list)
+        }
     {
         let mut status = failed(crate::exit_codes::JOB_EXEC_STAGEIN_FAILED, why.clone());
         status.stage_failed = Some((pbs_proto::mom::StageDirection::In, bounded(why)));
@@ -155,7 +159,10 @@ fn staged_run(spec: &Spec, records: &Path, plan: &ChildPlan) -> Status {
     let mut status = run_job(spec, records, plan);
     if let Some(list) = launch.stageout.as_deref().filter(|l| !l.trim().is_empty())
         && status.exit_status != crate::exit_codes::JOB_EXEC_FAILUID
-        && let Err(why) = stager.stage_out(list, &layout::undelivered_dir(&spec.home))
+        && let Err(why) = {
+            staging(pbs_proto::mom::StageDirection::Out);
+            stager.stage_out(list, &layout::undelivered_dir(&spec.home))
+        }
     {
         append_to_error_file(plan, &why);
         status.stage_failed = Some((pbs_proto::mom::StageDirection::Out, bounded(why)));

@@ -333,6 +333,14 @@ pub enum FromMom {
     },
     /// Answer to [`ToMom::Ping`].
     Pong,
+    /// A job's files stage in (its shell has not started) or out (it has ended): the
+    /// server shows substate 15 (`R`) or 51 (`E`), as OpenPBS does while it stages.
+    Staging {
+        /// Full job id.
+        job_id: String,
+        /// Which way.
+        direction: StageDirection,
+    },
     /// Staging a job's files failed here (`message`: what failed, one line a file, at most
     /// [`MAX_STAGE_MESSAGE`] bytes); sent before the job's [`FromMom::JobEnded`].
     StageFailed {

@@ -172,8 +172,18 @@ fn from_mom() -> impl Strategy<Value = FromMom> {
             code,
             ask
         }),
+        (text(), any::<bool>()).prop_map(|(job_id, out)| FromMom::Staging { job_id, direction: direction(out) }),
+        (text(), any::<bool>(), text()).prop_map(|(job_id, out, message)| FromMom::StageFailed {
+            job_id,
+            direction: direction(out),
+            message
+        }),
         Just(FromMom::Pong),
     ]
+}
+
+fn direction(out: bool) -> pbs_proto::mom::StageDirection {
+    if out { pbs_proto::mom::StageDirection::Out } else { pbs_proto::mom::StageDirection::In }
 }
 
 fn to_mom() -> impl Strategy<Value = ToMom> {

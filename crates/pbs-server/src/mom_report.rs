@@ -51,6 +51,7 @@ pub fn apply(state: &mut State, node: &str, report: FromMom, now: i64) -> Effect
             }
             crate::job::end::job_ended(state, node, &job_id, exit_status, &usage, now)
         }
+        FromMom::Staging { job_id, direction } => crate::job::stage::staging(state, node, &job_id, direction),
         FromMom::StageFailed { job_id, direction, message } => {
             crate::job::stage::failed(state, node, &job_id, direction, &message)
         }

@@ -287,7 +287,8 @@ fn transition(state: &mut State, at: &At<'_>, script: Option<String>) -> Vec<Sto
         Step::Confirmed { session_id } => {
             state.starting.remove(&key);
             let Some(job) = state.job_mut(key) else { return Vec::new() };
-            if job.substate == crate::job::running::SUBSTATE_PRERUN {
+            // Confirmed after its start (41) or its stage-in (15).
+            if job.substate == crate::job::running::SUBSTATE_PRERUN || job.substate == Substate::STAGEGO {
                 job.substate = Substate::RUNNING;
             }
             job.attrs.set(job_idx!("session_id"), None, session_id.to_string());

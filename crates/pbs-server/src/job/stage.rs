@@ -4,6 +4,7 @@
 //! `post_stagein` does; a failed stage-out leaves its files in the mom's `undelivered`.
 //! Either is said in the job's comment and mailed to its owner whatever the mail points.
 
+use pbs_core::{JobState, Substate};
 use pbs_proto::mom::StageDirection;
 
 use crate::effects::Effects;
@@ -29,6 +30,22 @@ pub fn wait_to_retry(state: &mut State, key: JobKey, now: i64) {
             job.attrs.set(job_idx!("Execution_Time"), None, (now + STAGEFAIL_WAIT).to_string());
         }
     }
+}
+
+/// The mom of `node` stages job `job_id`'s files: in, before its shell starts, it shows
+/// `R` with substate 15; out, after it ended, `E` with substate 51, as OpenPBS shows them.
+pub fn staging(state: &mut State, node: &str, job_id: &str, direction: StageDirection) -> Effects {
+    let Some(key) = crate::job::running::running_on(state, node, job_id) else { return Effects::default() };
+    let Some(job) = state.job_mut(key) else { return Effects::default() };
+    match direction {
+        StageDirection::In if job.substate == crate::job::running::SUBSTATE_PRERUN => job.substate = Substate::STAGEGO,
+        StageDirection::Out if job.state == JobState::Running => {
+            job.state = JobState::Exiting;
+            job.substate = Substate::STAGEOUT;
+        }
+        _ => return Effects::default(),
+    }
+    Effects::ops(vec![job.put_op(None)])
 }
 
 /// The mom of `node` says staging job `job_id`'s files failed: its comment says so, and
