@@ -73,6 +73,7 @@ fn a_stage_in_that_fails_makes_the_job_wait_and_tells_its_owner() {
         let before = chrono::Utc::now().timestamp();
         let id = submit_as_nobody(&c, &["-m", "n", "-W", &stagein], "true\n");
         c.wait_job_state(&id, "W", JOB_TIMEOUT);
+        assert_eq!(c.job_attr(&id, "substate").as_deref(), Some("37"));
         let comment = c.job_attr(&id, "comment").unwrap_or_default();
         assert!(comment.starts_with("File stage in failed: Unable to copy file"), "{comment}");
         assert!(comment.contains(said), "{comment}");

@@ -127,6 +127,8 @@ impl Substate {
     pub const WAITING: Substate = Substate(30);
     /// 15: running, its files staging in first (`JOB_SUBSTATE_STAGEGO`).
     pub const STAGEGO: Substate = Substate(15);
+    /// 37: waiting after its stage-in failed (`JOB_SUBSTATE_STAGEFAIL`).
+    pub const STAGEFAIL: Substate = Substate(37);
     /// 42: running.
     pub const RUNNING: Substate = Substate(42);
     /// 43: suspended by a signal.

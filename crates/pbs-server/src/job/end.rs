@@ -153,7 +153,9 @@ pub fn job_ended(state: &mut State, node: &str, job_id: &str, exit_status: i32, 
     } else if exit_status == crate::job::stage::JOB_EXEC_STAGEIN_FAILED && key.index.is_none() {
         // Its files never arrived: it waits and is tried again, as OpenPBS's does.
         crate::job::stage::wait_to_retry(state, key, now);
-        requeue(state, key, now)
+        let mut effects = requeue(state, key, now);
+        effects.ops.extend(crate::job::stage::mark_stage_failed(state, key));
+        effects
     } else {
         finish(state, key, Some(exit_status), Some(usage), reason == Some(EndReason::Delete), now)
     };

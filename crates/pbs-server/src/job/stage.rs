@@ -32,6 +32,17 @@ pub fn wait_to_retry(state: &mut State, key: JobKey, now: i64) {
     }
 }
 
+/// A job its failed stage-in made wait shows OpenPBS's substate 37 (`STAGEFAIL`): its
+/// write again, after the step's, once the requeue made it wait.
+pub fn mark_stage_failed(state: &mut State, key: JobKey) -> Option<crate::store::StoreOp> {
+    let job = state.job_mut(key)?;
+    if job.state != JobState::Waiting {
+        return None;
+    }
+    job.substate = Substate::STAGEFAIL;
+    Some(job.put_op(None))
+}
+
 /// The mom of `node` stages job `job_id`'s files: in, before its shell starts, it shows
 /// `R` with substate 15; out, after it ended, `E` with substate 51, as OpenPBS shows them.
 pub fn staging(state: &mut State, node: &str, job_id: &str, direction: StageDirection) -> Effects {
