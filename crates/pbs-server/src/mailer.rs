@@ -68,6 +68,8 @@ impl Default for Limits {
 #[derive(Clone, Debug)]
 pub struct Mailer {
     tx: mpsc::Sender<Mail>,
+    /// Mails dropped at the queue so far: the first and every thousandth are logged.
+    dropped: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl Mailer {
@@ -76,25 +78,31 @@ impl Mailer {
     pub fn start(mail_host: Option<String>, limits: Limits) -> Mailer {
         let (tx, rx) = mpsc::channel(limits.queue.max(1));
         tokio::spawn(run(rx, mail_host, limits));
-        Mailer { tx }
+        Mailer { tx, dropped: Arc::default() }
     }
 
     /// A mailer that sends nothing: what it is handed waits in the receiver (tests).
     pub fn recording(queue: usize) -> (Mailer, mpsc::Receiver<Mail>) {
         let (tx, rx) = mpsc::channel(queue.max(1));
-        (Mailer { tx }, rx)
+        (Mailer { tx, dropped: Arc::default() }, rx)
     }
 
     /// Queues committed mails; those that do not fit are dropped and logged. Never waits.
     pub fn send(&self, mails: Vec<Mail>) {
         for mail in mails {
-            if let Err(mpsc::error::TrySendError::Full(mail) | mpsc::error::TrySendError::Closed(mail)) =
-                self.tx.try_send(mail)
-            {
+            let why = match self.tx.try_send(mail) {
+                Ok(()) => continue,
+                Err(mpsc::error::TrySendError::Full(mail)) => (mail, "too many mails waiting for the mailer"),
+                Err(mpsc::error::TrySendError::Closed(mail)) => (mail, "the mailer is not running"),
+            };
+            let dropped = self.dropped.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+            if dropped % 1000 == 1 {
+                let job = why.0.job_id.as_str();
                 tracing::warn!(
                     object_type = "Job",
-                    object_name = mail.job_id.as_str(),
-                    "mail not sent: too many mails waiting for the mailer"
+                    object_name = job,
+                    "mail not sent: {} ({dropped} dropped so far)",
+                    why.1
                 );
             }
         }
@@ -376,6 +384,15 @@ mod tests {
         assert!(counts.admit("3.s", "bob", t0).is_ok());
         // A new window forgets the counts.
         assert!(counts.admit("1.s", "alice", t0 + Duration::from_secs(61)).is_ok());
+    }
+
+    #[tokio::test]
+    async fn a_full_queue_drops_mails_and_never_waits() {
+        let (mailer, mut rx) = Mailer::recording(2);
+        mailer.send((0..5).map(|_| mail(None)).collect());
+        assert!(rx.try_recv().is_ok() && rx.try_recv().is_ok());
+        assert!(rx.try_recv().is_err(), "only what fits is kept");
+        assert_eq!(mailer.dropped.load(std::sync::atomic::Ordering::Relaxed), 3);
     }
 
     #[tokio::test]
