@@ -7,6 +7,7 @@ mod admincmds;
 mod arrays;
 mod audit;
 mod authz;
+mod block;
 mod bounds;
 mod commands;
 mod condsel;

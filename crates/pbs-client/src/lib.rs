@@ -294,6 +294,15 @@ impl Client {
         }
     }
 
+    /// Waits until job `id` has left the live set (`qsub -W block=true`): its exit status,
+    /// and why it left when it did not end on its own (empty when it ended).
+    pub fn wait_job(&mut self, id: &str) -> Result<(i32, String)> {
+        match self.request(Request::WaitJob { id: id.to_string() })?.body {
+            ReplyBody::JobDone { exit_status, message } => Ok((exit_status, message)),
+            _ => Err(ClientError::Protocol),
+        }
+    }
+
     /// Status of jobs.
     pub fn status_jobs(
         &mut self,

@@ -308,6 +308,14 @@ pub enum Request {
         /// `-E` (the default): to the job's stderr.
         stderr: bool,
     },
+    /// Wait until a job has left the live set (`qsub -W block=true`). Reply:
+    /// [`ReplyBody::JobDone`] once it ended (its exit status) or was deleted or aborted
+    /// (why, which qsub prints); at once for a job already finished. Only its owner, an
+    /// operator or a manager may wait for a job.
+    WaitJob {
+        /// The job.
+        id: String,
+    },
 }
 
 /// The id list of a per-id request, borrowed as the request is.
@@ -340,7 +348,8 @@ macro_rules! per_job_ids {
             // Two ids, each answered by the request's one outcome, as OpenPBS's qorder.
             | Request::OrderJob { .. }
             | Request::Shutdown { .. }
-            | Request::MessageJob { .. } => None,
+            | Request::MessageJob { .. }
+            | Request::WaitJob { .. } => None,
         }
     };
 }
@@ -387,6 +396,8 @@ impl Request {
             Request::OrderJob { .. } => 50,
             Request::Shutdown { .. } => 17,
             Request::MessageJob { .. } => 10,
+            // OpenPBS's server connects back to qsub's port instead (`check_block`).
+            Request::WaitJob { .. } => 0,
             // qmgr's import and export are Manager requests in OpenPBS.
             Request::ImportHook { .. } | Request::ExportHook { .. } => 9,
         }
@@ -559,6 +570,13 @@ pub enum ReplyBody {
     Text(String),
     /// Each job of a PreemptJobs request with how it was preempted.
     Preempted(Vec<Preempted>),
+    /// A job waited for (`WaitJob`) has left the live set.
+    JobDone {
+        /// Its exit status (what qsub exits with when `message` is empty).
+        exit_status: i32,
+        /// Why it left without ending, empty when it ended (qsub prints it and exits 3).
+        message: String,
+    },
 }
 
 /// How one job of a PreemptJobs request was preempted: `S` (suspended), `C`

@@ -112,6 +112,7 @@ fn request() -> impl Strategy<Value = Request> {
             stdout,
             stderr
         }),
+        text().prop_map(|id| Request::WaitJob { id }),
         (text(), any::<bool>(), any::<bool>()).prop_map(|(manner, scheduler, moms)| Request::Shutdown {
             manner,
             scheduler,

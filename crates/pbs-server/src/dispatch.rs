@@ -73,6 +73,8 @@ pub(crate) enum Handled {
     AskMom(crate::job::message::MessageAsk),
     /// A PreemptJobs list, run through its rounds outside the lock.
     Preempt(Vec<String>),
+    /// A WaitJob whose job has not left yet.
+    AwaitJob(oneshot::Receiver<crate::job::block::Done>),
 }
 
 /// A qsig waiting for its moms: the ids as the request gave them (for the answer's
@@ -139,6 +141,13 @@ pub async fn dispatch(server: &Arc<Server>, who: &Identity, id: u64, mut request
         Locked::Preempt(ids) => {
             let results = crate::preemptwait::preempt(server, &ids).await;
             return Response::Reply(Reply::ok(id, ReplyBody::Preempted(results)));
+        }
+        Locked::AwaitJob(done) => {
+            // As long as the job takes: the connection is the waiter's own.
+            return Response::Reply(match done.await {
+                Ok((exit_status, message)) => Reply::ok(id, ReplyBody::JobDone { exit_status, message }),
+                Err(_) => Reply::error(id, Pbse::SYSTEM.0, format!("{}the job's end was not seen", Pbse::SYSTEM)),
+            });
         }
         Locked::AwaitScheduler { ask, answered } => {
             let _ = tokio::time::timeout(QRUN_TIMEOUT, answered).await;
@@ -245,6 +254,8 @@ enum Locked {
     AwaitMoms { ask: u64, answered: oneshot::Receiver<()>, asking: AskingMoms, applied: Applied },
     /// Waiting for one mom's answer (qmsg), which is the reply.
     AwaitMom { ask: u64, answered: oneshot::Receiver<()>, applied: Applied },
+    /// Waiting for a job to leave (`qsub -W block=true`).
+    AwaitJob(oneshot::Receiver<crate::job::block::Done>),
 }
 
 /// The part of a request under the state lock: checks, the handler, and the start of its
@@ -299,6 +310,7 @@ fn handle_locked(
             Locked::AwaitMom { ask, answered, applied }
         }
         Handled::Preempt(ids) => Locked::Preempt(ids),
+        Handled::AwaitJob(done) => Locked::AwaitJob(done),
         Handled::AskScheduler(full_id) => match crate::sched_view::ask_scheduler(&mut shared.links, full_id) {
             Ok((ask, answered)) => Locked::AwaitScheduler { ask, answered },
             Err(e) => Locked::Respond(Response::Reply(Reply::error(id, e.code.0, e.message))),
@@ -353,6 +365,13 @@ pub(crate) fn handle(state: &mut State, ctx: &Ctx<'_>, id: u64, request: Request
                 Err(e) => fail(e),
             }
         }
+        Request::WaitJob { id: job_id } => match crate::job::block::wait(state, ctx, &job_id) {
+            Ok(crate::job::block::Wait::Now((exit_status, message))) => {
+                Handled::Apply(Reply::ok(id, ReplyBody::JobDone { exit_status, message }), Effects::default())
+            }
+            Ok(crate::job::block::Wait::Later(done)) => Handled::AwaitJob(done),
+            Err(e) => fail(e),
+        },
         Request::MessageJob { id: job_id, text, stdout, stderr } => {
             match crate::job::message::message_job(state, ctx, &job_id, &text, stdout, stderr) {
                 Ok(asking) => Handled::AskMom(asking),

@@ -104,6 +104,22 @@ pub struct Effects {
     /// Mails to their owners about the jobs' steps, handed to the mailer once `ops` are
     /// committed (`job::mail`, `crate::mailer`).
     pub mails: Vec<Mail>,
+    /// Jobs that left with connections waiting for them (`job::block`): their exit status
+    /// and why, answered once `ops` are committed.
+    pub waits_done: Vec<WaitDone>,
+}
+
+/// A job that left while a qsub waits (or will ask) for it (`job::block`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WaitDone {
+    /// The job.
+    pub key: JobKey,
+    /// Its owner (`euser`), who alone may take a kept answer.
+    pub owner: String,
+    /// Its exit status.
+    pub exit_status: i32,
+    /// Why it left without ending; empty when it ended.
+    pub message: String,
 }
 
 /// A mail about a job, as its step decided it (`job::mail`): the mailer resolves its
@@ -142,11 +158,16 @@ impl Effects {
         self.periodic_hooks.extend(other.periodic_hooks);
         self.steps.extend(other.steps);
         self.mails.extend(other.mails);
+        self.waits_done.extend(other.waits_done);
     }
 
     /// Whether there is nothing to do.
     pub fn is_empty(&self) -> bool {
-        self.ops.is_empty() && !self.has_mom_work() && self.periodic_hooks.is_empty() && self.mails.is_empty()
+        self.ops.is_empty()
+            && !self.has_mom_work()
+            && self.periodic_hooks.is_empty()
+            && self.mails.is_empty()
+            && self.waits_done.is_empty()
     }
 
     /// Whether anything goes to a mom.

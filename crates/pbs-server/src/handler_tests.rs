@@ -1360,6 +1360,36 @@ fn a_subjob_requeued_while_its_array_is_held_waits_for_the_release() {
     assert_eq!(reply.code, 0, "released, it runs again: {reply:?}");
 }
 
+/// `qsub -W block=true`: only the owner (or an operator) may wait for a job; the wait is
+/// answered by the step that ends the job, here a qdel that says who asked, and only once
+/// the change is applied (the answer travels in the effects).
+#[test]
+fn a_wait_for_a_job_is_its_owners_and_is_answered_when_the_job_leaves() {
+    let mut f = fixture();
+    let id = f.submit(&alice(), &[("Hold_Types", "u")]);
+    let wait = |f: &mut Fixture, who: &Identity| {
+        let privilege = who.privilege(f.state.server_attr("managers", None), f.state.server_attr("operators", None));
+        let ctx = Ctx { who, privilege, now: f.now, groups: &[], hook_attrs: &[] };
+        handle(&mut f.state, &ctx, 1, Request::WaitJob { id: id.clone() })
+    };
+    match wait(&mut f, &bob()) {
+        Handled::Apply(reply, _) => assert_eq!(reply.code, Pbse::PERM.0, "{reply:?}"),
+        _ => panic!("bob may not wait for alice's job"),
+    }
+    let Handled::AwaitJob(mut done) = wait(&mut f, &alice()) else { panic!("alice waits") };
+    let (reply, effects) =
+        f.request(&root(), Request::DeleteJob { ids: ids(&[&id]), force: false, purge_history: false });
+    assert_eq!(reply.code, 0, "{reply:?}");
+    assert!(done.try_recv().is_err(), "no answer before the change is applied");
+    crate::job::block::answer(&mut f.state, effects.waits_done);
+    assert_eq!(done.try_recv().ok(), Some((0, "Job to be deleted at request of root@host".to_string())));
+    // Finished (kept in history): answered at once with its exit status.
+    match wait(&mut f, &alice()) {
+        Handled::Apply(reply, _) => assert!(matches!(reply.body, ReplyBody::JobDone { .. }), "{reply:?}"),
+        _ => panic!("a finished job is answered at once"),
+    }
+}
+
 /// The kind of a request, by an exhaustive match: a new kind does not build until it is
 /// named here, and then [`every_request_kind_has_a_handler_test`] wants a test of it.
 fn kind_of(request: &Request) -> &'static str {
@@ -1388,6 +1418,7 @@ fn kind_of(request: &Request) -> &'static str {
         Request::OrderJob { .. } => "OrderJob",
         Request::Shutdown { .. } => "Shutdown",
         Request::MessageJob { .. } => "MessageJob",
+        Request::WaitJob { .. } => "WaitJob",
     }
 }
 
@@ -1422,6 +1453,7 @@ fn every_request_kind_has_a_handler_test() {
         Request::OrderJob { first: String::new(), second: String::new() },
         Request::Shutdown { manner: String::new(), scheduler: false, moms: false },
         Request::MessageJob { id: String::new(), text: String::new(), stdout: false, stderr: false },
+        Request::WaitJob { id: String::new() },
         Request::Manager {
             command: pbs_proto::MgrCommand::Set,
             object: pbs_proto::MgrObject::Server,

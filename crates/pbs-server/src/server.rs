@@ -232,9 +232,9 @@ impl Server {
     pub fn apply_effects(self: &Arc<Self>, shared: &mut Shared, effects: Effects) -> Applied {
         // The scheduler is the steps' follower: it hears of the runs they end.
         crate::sched_view::note(&mut shared.state, &effects);
-        let Effects { ops, to_moms, launches, periodic_hooks, steps: _, mails } = effects;
+        let Effects { ops, to_moms, launches, periodic_hooks, steps: _, mails, waits_done } = effects;
         let ack = (!ops.is_empty()).then(|| self.store.commit(ops));
-        let ack = self.mail_once_committed(ack, mails);
+        let ack = self.once_committed(shared, ack, mails, waits_done);
         crate::sched_view::flush(&mut shared.state, &mut shared.links);
         for run in periodic_hooks {
             self.run_periodic_hook(run);
@@ -269,23 +269,34 @@ impl Server {
         Applied::Delivery(waiter)
     }
 
-    /// Hands `mails` to the mailer once the commit `ack` waits for is done (at once when
-    /// there is none), so no mail tells of a change that was not kept; gives the ack to
-    /// wait on in its place.
-    fn mail_once_committed(&self, ack: Option<CommitAck>, mails: Vec<crate::effects::Mail>) -> Option<CommitAck> {
-        if mails.is_empty() {
+    /// Hands `mails` to the mailer and answers the connections waiting for the jobs of
+    /// `waits_done` once the commit `ack` waits for is done (at once when there is none),
+    /// so no mail or answer tells of a change that was not kept; gives the ack to wait on
+    /// in its place.
+    fn once_committed(
+        self: &Arc<Self>,
+        shared: &mut Shared,
+        ack: Option<CommitAck>,
+        mails: Vec<crate::effects::Mail>,
+        waits_done: Vec<crate::effects::WaitDone>,
+    ) -> Option<CommitAck> {
+        if mails.is_empty() && waits_done.is_empty() {
             return ack;
         }
         let Some(ack) = ack else {
             self.mailer.send(mails);
+            crate::job::block::answer(&mut shared.state, waits_done);
             return None;
         };
         let (tx, rx) = oneshot::channel();
-        let mailer = self.mailer.clone();
+        let server = self.clone();
         tokio::spawn(async move {
             let committed = ack.await.unwrap_or(Err(CommitError::WriterGone));
             if committed.is_ok() {
-                mailer.send(mails);
+                server.mailer.send(mails);
+                if !waits_done.is_empty() {
+                    crate::job::block::answer(&mut server.lock().state, waits_done);
+                }
             }
             let _ = tx.send(committed);
         });

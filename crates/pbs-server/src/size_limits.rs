@@ -95,6 +95,7 @@ pub fn check_request(request: &Request) -> Result<(), ReqError> {
         | Request::OrderJob { .. }
         | Request::Shutdown { .. }
         | Request::MessageJob { .. }
+        | Request::WaitJob { .. }
         | Request::RunJob { .. } => 0,
         // Any length the frame carries: each id costs one lookup and one line of the
         // answer, and only running jobs (each once) cost more (`job::preempt::begin`).

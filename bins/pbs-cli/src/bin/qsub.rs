@@ -565,6 +565,8 @@ struct Submission {
     script: String,
     destination: Option<String>,
     quiet: bool,
+    /// `-W block=true`: wait for the job to leave and exit with its status.
+    block: bool,
 }
 
 /// The command line applied, the source known: the job waits for its script.
@@ -587,9 +589,6 @@ fn start(argv: &[String], inputs: &Inputs<'_>) -> Result<Started, Failure> {
     }
     if job.interactive {
         return Err(Failure::new("qsub: interactive jobs are not supported", 1));
-    }
-    if job.block {
-        return Err(Failure::new("qsub: block jobs are not supported", 1));
     }
     let submit_arguments = (!args_only.is_empty()).then(|| args_only.join(" "));
     Ok(Started { job, source, submit_arguments })
@@ -655,7 +654,14 @@ fn finish(started: Started, script_text: String, inputs: &Inputs<'_>) -> Result<
     attrs.push(Attr::new("Variable_List", variables));
     let attrs = verify(attrs, inputs)?;
     let destination = (!job.destination.is_empty()).then(|| job.destination.clone());
-    Ok(Submission { attrs: jobopts::last_wins(attrs), specs: job.specs, script, destination, quiet: job.quiet })
+    Ok(Submission {
+        attrs: jobopts::last_wins(attrs),
+        specs: job.specs,
+        script,
+        destination,
+        quiet: job.quiet,
+        block: job.block,
+    })
 }
 
 /// The script run for `-- program args`: the program with its arguments, quoted for sh.
@@ -780,7 +786,7 @@ fn run(argv: &[String]) -> Result<ExitCode, Failure> {
     };
     let started = start(argv, &inputs)?;
     let script_text = read_script(&started.source)?;
-    let submission = finish(started, script_text, &inputs)?;
+    let mut submission = finish(started, script_text, &inputs)?;
     // pbs_cli::connect would read pbs.conf a second time.
     let mut client = match pbs_client::Client::connect(&conf) {
         Ok(client) => client,
@@ -794,15 +800,90 @@ fn run(argv: &[String]) -> Result<ExitCode, Failure> {
     if !submission.specs.is_empty() {
         return Ok(submit_set(&mut client, submission));
     }
-    client.last_request();
+    if submission.block {
+        // Marks the job as waited for, so its end is kept for this qsub even when the
+        // job leaves before the wait is asked (`job::block` in the server).
+        submission.attrs.push(Attr::new("block", "1"));
+    } else {
+        client.last_request();
+    }
     match client.submit(submission.attrs, submission.script, submission.destination) {
         Ok(id) => {
             if !submission.quiet {
                 println!("{id}");
             }
+            if submission.block {
+                return Ok(block(client, id, &conf));
+            }
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => Ok(pbs_cli::exit_code(report_refusal(&e))),
+    }
+}
+
+/// `-W block=true`: waits on the submission's connection for job `id` to leave, and exits
+/// as OpenPBS's qsub does: with the job's exit status, or 3 after printing why it left
+/// when it did not end (`qsub: <id> Job to be deleted at request of ...`). SIGHUP, SIGINT,
+/// SIGQUIT or SIGTERM while it waits deletes the job and exits 2.
+fn block(client: pbs_client::Client, id: String, conf: &pbs_core::conf::PbsConf) -> ExitCode {
+    use std::io::Write;
+
+    use nix::sys::signal::{SigSet, Signal};
+    let mut signals = SigSet::empty();
+    for signal in [Signal::SIGHUP, Signal::SIGINT, Signal::SIGQUIT, Signal::SIGTERM] {
+        signals.add(signal);
+    }
+    // Blocked here and in the waiting thread, which inherits the mask: only `wait` below
+    // takes them.
+    if signals.thread_block().is_err() {
+        eprintln!("qsub: unable to catch signals");
+        return ExitCode::from(1);
+    }
+    // Once a signal is taken, the deletion it makes must not end qsub with the wait's answer.
+    static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    let waited = id.clone();
+    std::thread::spawn(move || {
+        let mut client = client;
+        client.last_request();
+        let answer = client.wait_job(&waited);
+        if INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
+            return;
+        }
+        let code = match answer {
+            Ok((exit_status, message)) if message.is_empty() => exit_status,
+            Ok((_, message)) => {
+                eprintln!("qsub: {waited} {message}");
+                3
+            }
+            Err(e) => {
+                eprintln!("qsub: Bad Request Protocol, {e}");
+                3
+            }
+        };
+        let _ = std::io::stdout().flush();
+        // The status as OpenPBS's qsub exits with it (the low byte, as exit(2) keeps).
+        std::process::exit(code);
+    });
+    let Ok(signal) = signals.wait() else { return ExitCode::from(1) };
+    INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
+    eprintln!("qsub: wait for job {id} interrupted by signal {}", signal as i32);
+    println!("Job {id} is being deleted");
+    let _ = std::io::stdout().flush();
+    match pbs_client::Client::connect(conf) {
+        Ok(mut client) => {
+            client.last_request();
+            let _ = client.per_id(pbs_proto::Request::DeleteJob { ids: vec![id], force: false, purge_history: false });
+            ExitCode::from(2)
+        }
+        Err(e) => {
+            let server = conf.server.clone().unwrap_or_else(pbs_cli::local_host_name);
+            let errno = match e {
+                pbs_client::ClientError::Connect { errno, .. } => errno,
+                other => other.pbse().0 as i32,
+            };
+            eprintln!("qsub: cannot connect to server {server} (errno={errno})");
+            ExitCode::from(1)
+        }
     }
 }
 

@@ -62,6 +62,7 @@ fn delete_one(
     if !job.state.is_history() && state.ending.get(&key) != Some(&crate::state::EndReason::Delete) {
         let mut effects = Effects::ops(vec![record]);
         crate::job::mail::deleted_by_other(state, key, &ctx.who.user_at_host(), &mut effects);
+        crate::job::block::deleted(state, key, &ctx.who.user_at_host(), &mut effects);
         effects.merge(delete_live(state, ctx, key, force, purge_history)?);
         return Ok(effects);
     }

@@ -4,6 +4,7 @@
 pub mod accounts;
 pub mod altrun;
 pub mod array;
+pub mod block;
 pub mod deferred;
 pub mod delete;
 pub mod depend;

@@ -20,6 +20,7 @@ pub const PARTS: &[&dyn Part] = &[
     &crate::job::jobset::Part,
     &crate::job::deferred::Part,
     &crate::job::limits::Part,
+    &crate::job::block::Part,
     &crate::job::eligible::Part,
     &crate::job::notice::Part,
 ];

@@ -54,7 +54,8 @@ pub fn canonicalize(request: &mut Request) -> Result<(), ReqError> {
         | Request::PreemptJobs { .. }
         | Request::OrderJob { .. }
         | Request::Shutdown { .. }
-        | Request::MessageJob { .. } => Ok(()),
+        | Request::MessageJob { .. }
+        | Request::WaitJob { .. } => Ok(()),
     }
 }
 

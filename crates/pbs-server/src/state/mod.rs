@@ -6,6 +6,7 @@
 
 pub mod accrual;
 pub mod assigned;
+pub mod block_waits;
 pub mod depends;
 pub mod entity_usage;
 pub mod job_sets;
@@ -232,6 +233,8 @@ pub struct State {
     pub starting: HashSet<JobKey>,
     /// Arrays whose subjobs started in the batch being applied (see `job::array::settle`).
     pub arrays_to_refresh: BTreeSet<u64>,
+    /// Connections waiting for jobs to leave, and answers kept (`qsub -W block=true`).
+    pub block_waits: block_waits::BlockWaits,
     /// Set by qterm: the server is stopping, and how (see `shutdown`).
     pub stopping: Option<Stopping>,
     /// Queued-job entity limits and the usage they are checked against.
@@ -501,6 +504,7 @@ impl State {
             ending: HashMap::new(),
             starting: HashSet::new(),
             arrays_to_refresh: BTreeSet::new(),
+            block_waits: Default::default(),
             stopping: None,
             entity_limits: Default::default(),
             faults: Default::default(),
