@@ -3,24 +3,16 @@
 //! 3; a signal to it deletes the job and exits 2, as OpenPBS's qsub does.
 
 use std::io::{BufRead, BufReader, Read};
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::time::Duration;
 
-use pbs_e2e::{Cluster, command_dir, wait_until};
+use pbs_e2e::{Cluster, wait_until};
 
 const JOB_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Starts `qsub args` as root, reads the id it prints first, and gives both.
 fn blocking_qsub(c: &Cluster, args: &[&str]) -> (Child, String) {
-    let mut child = Command::new(command_dir().join("qsub"))
-        .args(args)
-        .env("PBS_CONF_FILE", c.conf_path())
-        .current_dir(c.dir())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = c.spawn("qsub", args);
     let mut line = String::new();
     BufReader::new(child.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
     (child, line.trim().to_string())

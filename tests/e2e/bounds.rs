@@ -3,10 +3,9 @@
 //! requests have size limits with a PBSE reply.
 
 use std::io::Read;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use pbs_e2e::{Cluster, Out, command_dir};
+use pbs_e2e::{Cluster, Out};
 
 /// Longer than any of these requests takes on a loaded machine, far shorter than walking
 /// ten billion indices.
@@ -18,15 +17,7 @@ fn seq(id: &str) -> &str {
 
 /// Runs a command as root and fails the test if it has not exited within `DEADLINE`.
 fn run_within(c: &Cluster, name: &str, args: &[&str]) -> Out {
-    let mut child = Command::new(command_dir().join(name))
-        .args(args)
-        .env("PBS_CONF_FILE", c.conf_path())
-        .current_dir(c.dir())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn command");
+    let mut child = c.spawn(name, args);
     let started = Instant::now();
     let status = loop {
         if let Some(status) = child.try_wait().expect("wait for command") {

@@ -323,6 +323,16 @@ impl Cluster {
         command
     }
 
+    /// Starts a command as root with its output piped, for a test that watches it run.
+    pub fn spawn(&self, name: &str, args: &[&str]) -> std::process::Child {
+        self.command(name, args, false)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn command")
+    }
+
     /// Runs a command as root.
     pub fn run(&self, name: &str, args: &[&str]) -> Out {
         self.run_with_stdin(name, args, "", false)
