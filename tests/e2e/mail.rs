@@ -202,3 +202,34 @@ fn a_mailer_that_hangs_does_not_slow_jobs_down() {
     c.wait_job_state(&id, "F", JOB_TIMEOUT);
     assert_eq!(std::fs::read_to_string(&started).unwrap().lines().count(), 4, "still four mailers at once");
 }
+
+#[test]
+fn pbs_confs_mail_host_name_is_the_host_of_addresses_that_name_none() {
+    let mut c = Cluster::start();
+    let dir = recording_mailer(&c);
+    c.terminate();
+    let mut conf = std::fs::read_to_string(c.conf_path()).unwrap();
+    conf.push_str("PBS_MAIL_HOST_NAME=mail.example\n");
+    std::fs::write(c.conf_path(), conf).unwrap();
+    c.start_server();
+    // The owner's host is replaced; in -M, a name without a host gets it, one with a host
+    // keeps its own. A qdel by root mails nobody's jobs whatever their mail points.
+    let owned = c.run_as_nobody("qsub", &["-h", "--", "/bin/true"]).ok().line().to_string();
+    let listed =
+        c.run_as_nobody("qsub", &["-h", "-M", "alice,bob@elsewhere", "--", "/bin/true"]).ok().line().to_string();
+    c.run("qdel", &[&owned, &listed]).ok();
+    let to_owner = wait_mails(&c, &dir, &owned, 1);
+    assert!(
+        to_owner[0].starts_with("ARG -f\nARG adm\nARG nobody@mail.example\nTo: nobody@mail.example\n"),
+        "{}",
+        to_owner[0]
+    );
+    let to_list = wait_mails(&c, &dir, &listed, 1);
+    assert!(
+        to_list[0].starts_with(
+            "ARG -f\nARG adm\nARG alice@mail.example\nARG bob@elsewhere\nTo: alice@mail.example bob@elsewhere\n"
+        ),
+        "{}",
+        to_list[0]
+    );
+}
