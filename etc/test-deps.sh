@@ -7,7 +7,10 @@ set -eu
 
 missing=""
 command -v setpriv >/dev/null 2>&1 || missing="$missing util-linux"
-{ command -v munged >/dev/null 2>&1 && command -v mungekey >/dev/null 2>&1; } || missing="$missing munge"
+# munged and mungekey are in /usr/sbin, which an ordinary user's PATH may lack.
+{ [ -x /usr/sbin/munged ] || command -v munged >/dev/null 2>&1; } \
+    && { [ -x /usr/sbin/mungekey ] || command -v mungekey >/dev/null 2>&1; } \
+    || missing="$missing munge"
 
 [ -z "$missing" ] && exit 0
 if ! command -v apt-get >/dev/null 2>&1; then

@@ -8,6 +8,12 @@ use std::time::{Duration, Instant};
 
 use pbs_munge::{Code, Munge, MungeError};
 
+/// A program of Debian's munge package, from /usr/sbin when `PATH` lacks it.
+fn sbin(name: &str) -> PathBuf {
+    let path = Path::new("/usr/sbin").join(name);
+    if path.exists() { path } else { PathBuf::from(name) }
+}
+
 /// A munged of its own, stopped when dropped.
 struct Munged {
     dir: tempfile::TempDir,
@@ -28,13 +34,15 @@ impl Munged {
                 std::fs::copy(key, &key_file).unwrap();
             }
             None => {
-                let made =
-                    Command::new("mungekey").arg("--create").arg(format!("--keyfile={}", key_file.display())).status();
+                let made = Command::new(sbin("mungekey"))
+                    .arg("--create")
+                    .arg(format!("--keyfile={}", key_file.display()))
+                    .status();
                 assert!(made.is_ok_and(|s| s.success()), "mungekey failed: is munge installed? run etc/test-deps.sh");
             }
         }
         let path = |name: &str| dir.path().join(name).display().to_string();
-        let started = Command::new("munged")
+        let started = Command::new(sbin("munged"))
             .args(["--force", "--socket", &path("sock"), "--key-file", &path("key"), "--pid-file", &path("pid")])
             .args(["--log-file", &path("log"), "--seed-file", &path("seed")])
             .status();
@@ -58,7 +66,7 @@ impl Munged {
 
 impl Drop for Munged {
     fn drop(&mut self) {
-        let _ = Command::new("munged").arg("--stop").arg("--socket").arg(self.socket()).status();
+        let _ = Command::new(sbin("munged")).arg("--stop").arg("--socket").arg(self.socket()).status();
     }
 }
 
