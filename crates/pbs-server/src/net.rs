@@ -301,6 +301,7 @@ const KNOWN_KINDS: &[&str] = &[
     "OrderJob",
     "Shutdown",
     "MessageJob",
+    "WaitJob",
 ];
 
 async fn dispatch<S>(server: &Arc<Server>, who: &Identity, frame: RequestFrame, conn: &mut Conn<S>) -> bool
