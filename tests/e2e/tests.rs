@@ -34,6 +34,7 @@ mod nodes_cli;
 mod orselect;
 mod preempt;
 mod protocol;
+mod remote;
 mod runlimits;
 mod soft_walltime;
 mod staging;

@@ -273,6 +273,11 @@ pub fn try_connect() -> Result<(PbsConf, Client), ConnectFailure> {
     match Client::connect(&conf) {
         Ok(client) => Ok((conf, client)),
         Err(ClientError::Connect { errno, .. }) => Err(ConnectFailure::NoServer { server: server_name(&conf), errno }),
+        // OpenPBS prints why MUNGE failed, then that the server could not be reached.
+        Err(ClientError::Auth(why)) => {
+            eprintln!("{why}");
+            Err(ConnectFailure::NoServer { server: server_name(&conf), errno: pbs_core::Pbse::SYSTEM.0 as i32 })
+        }
         Err(e) => Err(ConnectFailure::Client(e)),
     }
 }

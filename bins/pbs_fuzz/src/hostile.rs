@@ -551,7 +551,7 @@ impl Gen {
 
     pub(crate) fn hello(&mut self, role: Role) -> Hello {
         let version = if self.rng.chance(90) { PROTOCOL_VERSION } else { self.rng.next() as u32 };
-        Hello { version, role, noise: self.noise() }
+        Hello { version, role, noise: self.noise(), auth: None }
     }
 
     pub(crate) fn role(&mut self) -> Role {

@@ -82,6 +82,11 @@ fn run(args: Args) -> anyhow::Result<()> {
         python: conf.raw.get("PBS_PYTHON").map(PathBuf::from),
         accounting: !args.no_accounting,
         mail_host: conf.raw.get("PBS_MAIL_HOST_NAME").filter(|h| !h.is_empty()).cloned(),
+        auth_methods: conf.raw.get("PBS_SUPPORTED_AUTH_METHODS").map_or_else(
+            || vec!["munge".to_string()],
+            |list| list.split(',').map(|m| m.trim().to_ascii_lowercase()).filter(|m| !m.is_empty()).collect(),
+        ),
+        munge_socket: conf.raw.get("PBS_MUNGE_SOCKET").map_or_else(|| pbs_munge::DEFAULT_SOCKET.into(), Into::into),
     };
     let tcp_addr = args.listen.unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], conf.batch_port)));
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the runtime")?;

@@ -2,11 +2,14 @@
 //!
 //! It is blocking on purpose: a command sends one or two requests and exits, so a plain
 //! socket beats starting an async runtime. Clients use the server's Unix socket, where the
-//! server learns who they are from the kernel (daemons link over TCP through
-//! `pbs_proto::link`, not through this client).
+//! server learns who they are from the kernel; off the server's host, or with
+//! `PBS_AUTH_METHOD=munge`, they connect over TCP with an unkeyed link and prove their uid
+//! with a MUNGE credential bound to it, and check the server's own (daemons link over TCP
+//! through `pbs_proto::link` with their keys, not through this client).
 
 use std::io::{self, BufReader, BufWriter, Read, Write};
 use std::net::Shutdown;
+use std::net::TcpStream;
 use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
@@ -52,6 +55,10 @@ pub enum ClientError {
     /// The server answered with a reply that does not fit the request.
     #[error("Batch protocol error")]
     Protocol,
+    /// This host's munged could not vouch for us, or the server's proof failed: OpenPBS's
+    /// text, which commands print before `cannot connect to server` (errno 15010).
+    #[error("{0}")]
+    Auth(String),
 }
 
 impl ClientError {
@@ -61,6 +68,7 @@ impl ClientError {
             ClientError::Server { code, .. } | ClientError::Refused { code, .. } => *code,
             ClientError::Connect { .. } => Pbse::NOSERVER,
             ClientError::Frame(_) | ClientError::Protocol => Pbse::PROTOCOL,
+            ClientError::Auth(_) => Pbse::SYSTEM,
         }
     }
 }
@@ -71,24 +79,28 @@ pub type Result<T> = std::result::Result<T, ClientError>;
 /// The socket of a connection.
 enum Socket {
     Unix(UnixStream),
+    Tcp(TcpStream),
 }
 
 impl Socket {
     fn shutdown_write(&self) -> io::Result<()> {
         match self {
             Socket::Unix(s) => s.shutdown(Shutdown::Write),
+            Socket::Tcp(s) => s.shutdown(Shutdown::Write),
         }
     }
 
     fn set_nonblocking(&self) -> io::Result<()> {
         match self {
             Socket::Unix(s) => s.set_nonblocking(true),
+            Socket::Tcp(s) => s.set_nonblocking(true),
         }
     }
 
     fn fd(&self) -> BorrowedFd<'_> {
         match self {
             Socket::Unix(s) => s.as_fd(),
+            Socket::Tcp(s) => s.as_fd(),
         }
     }
 
@@ -138,6 +150,7 @@ impl Read for Half {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         self.until_ready(nix::poll::PollFlags::POLLIN, |socket| match socket {
             Socket::Unix(s) => (&*s).read(buf),
+            Socket::Tcp(s) => (&*s).read(buf),
         })
     }
 }
@@ -146,6 +159,7 @@ impl Write for Half {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         self.until_ready(nix::poll::PollFlags::POLLOUT, |socket| match socket {
             Socket::Unix(s) => (&*s).write(buf),
+            Socket::Tcp(s) => (&*s).write(buf),
         })
     }
 
@@ -166,6 +180,8 @@ pub struct Client {
     welcome_pending: bool,
     /// Set by [`Client::last_request`]: shut the sending side after the next request.
     closing: bool,
+    /// On TCP: the link's two halves; every frame after the handshake is sealed.
+    link: Option<(pbs_proto::link::Sealer, pbs_proto::link::Opener)>,
 }
 
 /// The status of some objects plus the names that failed.
@@ -178,11 +194,88 @@ pub struct StatusReply {
 }
 
 impl Client {
-    /// Connects to the server named by pbs.conf over its local Unix socket.
+    /// Connects to the server named by pbs.conf: over its local Unix socket when this is
+    /// its host (the socket is there) and `PBS_AUTH_METHOD` does not say otherwise, else
+    /// over TCP proving who we are with MUNGE. A method other than `munge` is refused as
+    /// OpenPBS refuses an unsupported one (errno 15029): `resvport`, which trusts a
+    /// reserved port, proves nothing where anyone may be root on some host.
     pub fn connect(conf: &PbsConf) -> Result<Client> {
         let path = conf.server_socket();
         let server = conf.server.clone().unwrap_or_else(|| path.display().to_string());
-        Client::connect_unix(&path, &server)
+        let method = conf.raw.get("PBS_AUTH_METHOD").map(|m| m.trim().to_ascii_lowercase());
+        match method.as_deref() {
+            None | Some("") if path.exists() => Client::connect_unix(&path, &server),
+            None | Some("") | Some("munge") => {
+                let socket = conf.raw.get("PBS_MUNGE_SOCKET").map_or(pbs_munge::DEFAULT_SOCKET, String::as_str);
+                let host = conf.server.clone().unwrap_or_else(|| "localhost".to_string());
+                Client::connect_munge(&host, conf.batch_port, &pbs_munge::Munge::new(socket), &[0])
+            }
+            Some(_) => Err(ClientError::Connect { server, errno: Pbse::NOSUP.0 as i32 }),
+        }
+    }
+
+    /// Connects over TCP to `host:port`, proving our uid with a credential from `munge`
+    /// and checking the server's: made with the same key, by one of `service_uids`, for
+    /// this very connection.
+    pub fn connect_munge(host: &str, port: u16, munge: &pbs_munge::Munge, service_uids: &[u32]) -> Result<Client> {
+        use pbs_proto::link::{PRE_AUTH_FRAME_LEN, UnkeyedInitiation, munge_payload, read_sealed, write_sealed};
+        let no_server =
+            |e: io::Error| ClientError::Connect { server: host.to_string(), errno: e.raw_os_error().unwrap_or(0) };
+        let stream = TcpStream::connect((host, port)).map_err(no_server)?;
+        let _ = stream.set_nodelay(true);
+        let (initiation, first) = UnkeyedInitiation::start().map_err(|_| ClientError::Protocol)?;
+        let socket = Socket::Tcp(stream);
+        socket.set_nonblocking().map_err(|e| ClientError::Frame(e.into()))?;
+        let mut client = Client::new(socket);
+        let hello = Hello {
+            version: pbs_proto::PROTOCOL_VERSION,
+            role: Role::Client,
+            noise: Some(pbs_proto::auth::hex(&first)),
+            auth: Some("munge".into()),
+        };
+        write_frame(&mut client.writer, &hello)?;
+        let answer = match read_frame(&mut client.reader, PRE_AUTH_FRAME_LEN)?.ok_or(ClientError::Protocol)? {
+            HelloReply::Handshake { noise } => pbs_proto::auth::unhex(&noise).ok_or(ClientError::Protocol)?,
+            HelloReply::Refused { code, message } => return Err(ClientError::Refused { code: Pbse(code), message }),
+            HelloReply::Welcome { .. } => return Err(ClientError::Protocol),
+        };
+        let (keys, hash) = initiation.finish(&answer).map_err(|_| ClientError::Protocol)?;
+        let (mut sealer, mut opener) = keys.split();
+        let credential = munge.encode(&munge_payload("client", &hash)).map_err(|e| {
+            ClientError::Auth(format!("MUNGE user-authentication on encode failed with `{}`", e.code().text()))
+        })?;
+        let sealed = |e: pbs_proto::link::LinkError| ClientError::Frame(e.into());
+        write_sealed(&mut client.writer, &mut sealer, &pbs_proto::messages::AuthProof { credential })
+            .map_err(sealed)?;
+        #[derive(serde::Deserialize)]
+        #[serde(untagged)]
+        enum Answer {
+            Proof(pbs_proto::messages::AuthProof),
+            Reply(HelloReply),
+        }
+        let theirs = match read_sealed::<Answer>(&mut client.reader, &mut opener, PRE_AUTH_FRAME_LEN).map_err(sealed)? {
+            Some(Answer::Proof(proof)) => proof,
+            Some(Answer::Reply(HelloReply::Refused { code, message })) => {
+                return Err(ClientError::Refused { code: Pbse(code), message });
+            }
+            _ => return Err(ClientError::Protocol),
+        };
+        let decoded = munge.decode(&theirs.credential).map_err(|e| {
+            ClientError::Auth(format!("MUNGE user-authentication on decode failed with `{}`", e.code().text()))
+        })?;
+        if decoded.payload != munge_payload("server", &hash) || !service_uids.contains(&decoded.uid) {
+            return Err(ClientError::Auth("the server's credentials do not match".to_string()));
+        }
+        let welcome: HelloReply = read_sealed(&mut client.reader, &mut opener, MAX_REPLY_FRAME_LEN)
+            .map_err(sealed)?
+            .ok_or(ClientError::Protocol)?;
+        match welcome {
+            HelloReply::Welcome { server_name, .. } => client.server_name = server_name,
+            HelloReply::Refused { code, message } => return Err(ClientError::Refused { code: Pbse(code), message }),
+            HelloReply::Handshake { .. } => return Err(ClientError::Protocol),
+        }
+        client.link = Some((sealer, opener));
+        Ok(client)
     }
 
     /// Connects over a Unix socket at `path`; `server` names it in error messages.
@@ -209,6 +302,7 @@ impl Client {
             next_id: 1,
             welcome_pending: false,
             closing: false,
+            link: None,
         }
     }
 
@@ -252,7 +346,11 @@ impl Client {
     pub fn request(&mut self, request: Request) -> Result<Reply> {
         let id = self.next_id;
         self.next_id += 1;
-        write_frame(&mut self.writer, &RequestFrame { id, request })?;
+        match &mut self.link {
+            Some((sealer, _)) => pbs_proto::link::write_sealed(&mut self.writer, sealer, &RequestFrame { id, request })
+                .map_err(|e| ClientError::Frame(e.into()))?,
+            None => write_frame(&mut self.writer, &RequestFrame { id, request })?,
+        }
         if self.closing {
             // Only an optimisation for the server: if it fails, the reply still comes.
             let _ = self.socket.shutdown_write();
@@ -260,7 +358,12 @@ impl Client {
         self.finish_handshake()?;
         let mut whole: Option<Reply> = None;
         loop {
-            let part: Reply = read_frame(&mut self.reader, MAX_REPLY_FRAME_LEN)?.ok_or(ClientError::Protocol)?;
+            let part: Reply = match &mut self.link {
+                Some((_, opener)) => pbs_proto::link::read_sealed(&mut self.reader, opener, MAX_REPLY_FRAME_LEN)
+                    .map_err(|e| ClientError::Frame(e.into()))?,
+                None => read_frame(&mut self.reader, MAX_REPLY_FRAME_LEN)?,
+            }
+            .ok_or(ClientError::Protocol)?;
             if part.id != id {
                 return Err(ClientError::Protocol);
             }

@@ -3,70 +3,27 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::time::{Duration, Instant};
 
+use pbs_munge::private::PrivateMunged;
 use pbs_munge::{Code, Munge, MungeError};
 
-/// A program of Debian's munge package, from /usr/sbin when `PATH` lacks it.
-fn sbin(name: &str) -> PathBuf {
-    let path = Path::new("/usr/sbin").join(name);
-    if path.exists() { path } else { PathBuf::from(name) }
-}
-
-/// A munged of its own, stopped when dropped.
-struct Munged {
-    dir: tempfile::TempDir,
-}
+struct Munged(PrivateMunged);
 
 impl Munged {
     fn start() -> Munged {
-        Munged::start_with_key(None)
+        Munged(PrivateMunged::start().unwrap())
     }
 
-    /// Starts munged with the key at `key`, or a new one.
     fn start_with_key(key: Option<&Path>) -> Munged {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-        let key_file = dir.path().join("key");
-        match key {
-            Some(key) => {
-                std::fs::copy(key, &key_file).unwrap();
-            }
-            None => {
-                let made = Command::new(sbin("mungekey"))
-                    .arg("--create")
-                    .arg(format!("--keyfile={}", key_file.display()))
-                    .status();
-                assert!(made.is_ok_and(|s| s.success()), "mungekey failed: is munge installed? run etc/test-deps.sh");
-            }
-        }
-        let path = |name: &str| dir.path().join(name).display().to_string();
-        let started = Command::new(sbin("munged"))
-            .args(["--force", "--socket", &path("sock"), "--key-file", &path("key"), "--pid-file", &path("pid")])
-            .args(["--log-file", &path("log"), "--seed-file", &path("seed")])
-            .status();
-        assert!(started.is_ok_and(|s| s.success()), "munged did not start: is munge installed? run etc/test-deps.sh");
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while !dir.path().join("sock").exists() {
-            assert!(Instant::now() < deadline, "munged's socket never appeared");
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        Munged { dir }
+        Munged(PrivateMunged::start_with_key(key).unwrap())
     }
 
     fn socket(&self) -> PathBuf {
-        self.dir.path().join("sock")
+        self.0.socket()
     }
 
     fn key(&self) -> PathBuf {
-        self.dir.path().join("key")
-    }
-}
-
-impl Drop for Munged {
-    fn drop(&mut self) {
-        let _ = Command::new(sbin("munged")).arg("--stop").arg("--socket").arg(self.socket()).status();
+        self.0.key()
     }
 }
 

@@ -34,6 +34,10 @@ use crate::messages::{Hello, HelloReply, PROTOCOL_VERSION, Role};
 /// pre-shared key mixed in before the first message, so the very first message already
 /// fails for a peer without it.
 const NOISE_PARAMS: &str = "Noise_NNpsk0_25519_ChaChaPoly_BLAKE2s";
+/// A command's link, which holds no cluster key: ephemeral keys only, for the link's
+/// secrecy; who each end is gets proven after it by a MUNGE credential each way that names
+/// the handshake's hash, so neither proof is good on another connection.
+const UNKEYED_PARAMS: &str = "Noise_NN_25519_ChaChaPoly_BLAKE2s";
 /// Largest Noise message.
 const NOISE_MAX: usize = 65_535;
 /// Authentication tag per Noise message.
@@ -161,6 +165,58 @@ pub fn respond(key: &[u8], peer: &Role, me: &Role, first: &[u8]) -> Result<(Vec<
     let len = state.write_message(&[], &mut answer).map_err(LinkError::Proof)?;
     answer.truncate(len);
     Ok((answer, LinkKeys::from_handshake(state)?))
+}
+
+fn unkeyed_state(as_initiator: bool) -> Result<snow::HandshakeState, LinkError> {
+    let params = UNKEYED_PARAMS.parse().map_err(LinkError::Proof)?;
+    let prologue = prologue(&Role::Client, &Role::Server);
+    let builder = snow::Builder::new(params).prologue(&prologue).map_err(LinkError::Proof)?;
+    if as_initiator { builder.build_initiator() } else { builder.build_responder() }.map_err(LinkError::Proof)
+}
+
+/// A command's side of an unkeyed link ([`UNKEYED_PARAMS`]), between its first message
+/// and the server's answer.
+pub struct UnkeyedInitiation {
+    state: snow::HandshakeState,
+}
+
+impl UnkeyedInitiation {
+    /// Starts the handshake; returns the first message to send.
+    pub fn start() -> Result<(UnkeyedInitiation, Vec<u8>), LinkError> {
+        let mut state = unkeyed_state(true)?;
+        let mut message = vec![0u8; 256];
+        let len = state.write_message(&[], &mut message).map_err(LinkError::Proof)?;
+        message.truncate(len);
+        Ok((UnkeyedInitiation { state }, message))
+    }
+
+    /// Reads the server's answer: the link's keys and the handshake's hash, which the
+    /// proofs of both ends must name.
+    pub fn finish(mut self, answer: &[u8]) -> Result<(LinkKeys, Vec<u8>), LinkError> {
+        let mut payload = vec![0u8; answer.len()];
+        self.state.read_message(answer, &mut payload).map_err(LinkError::Proof)?;
+        let hash = self.state.get_handshake_hash().to_vec();
+        Ok((LinkKeys::from_handshake(self.state)?, hash))
+    }
+}
+
+/// The server's side of an unkeyed link: the answer to send, the link's keys and the
+/// handshake's hash.
+pub fn respond_unkeyed(first: &[u8]) -> Result<(Vec<u8>, LinkKeys, Vec<u8>), LinkError> {
+    let mut state = unkeyed_state(false)?;
+    let mut payload = vec![0u8; first.len()];
+    state.read_message(first, &mut payload).map_err(LinkError::Proof)?;
+    let mut answer = vec![0u8; 256];
+    let len = state.write_message(&[], &mut answer).map_err(LinkError::Proof)?;
+    answer.truncate(len);
+    let hash = state.get_handshake_hash().to_vec();
+    Ok((answer, LinkKeys::from_handshake(state)?, hash))
+}
+
+/// What a MUNGE credential proving one end of an unkeyed link carries: who it is
+/// (`client` or `server`) and the handshake's hash, so it is good on this link only.
+pub fn munge_payload(end: &str, hash: &[u8]) -> Vec<u8> {
+    format!("pbs-rs {end} {}", hex(hash)).into_bytes()
 }
 
 /// The keys of an established link, to be split into its two directions.
@@ -319,6 +375,12 @@ impl LinkCodec {
         self.inner.set_max_frame_length(sealed_len(max_frame_len));
     }
 
+    /// A sealed link's frames may from now on carry up to `max_frame_len` plain bytes
+    /// (a command's link, once its peer proved who it is).
+    pub fn set_max_frame_len(&mut self, max_frame_len: usize) {
+        self.inner.set_max_frame_length(sealed_len(max_frame_len));
+    }
+
     /// Whether frames are sealed.
     pub fn is_sealed(&self) -> bool {
         self.opener.is_some()
@@ -377,7 +439,8 @@ where
     Ok(())
 }
 
-async fn recv<S, T>(conn: &mut LinkConn<S>) -> Result<T, LinkError>
+/// Reads one message of a handshake, within [`HANDSHAKE_TIMEOUT`].
+pub async fn recv<S, T>(conn: &mut LinkConn<S>) -> Result<T, LinkError>
 where
     S: AsyncRead + AsyncWrite + Unpin,
     T: DeserializeOwned,
@@ -394,7 +457,7 @@ where
 /// message, and the handshake waiting for the answer.
 pub fn hello(key: &[u8], me: &Role, peer: &Role) -> Result<(Hello, Initiation), LinkError> {
     let (initiation, first) = Initiation::start(key, me, peer)?;
-    Ok((Hello { version: PROTOCOL_VERSION, role: me.clone(), noise: Some(hex(&first)) }, initiation))
+    Ok((Hello { version: PROTOCOL_VERSION, role: me.clone(), noise: Some(hex(&first)), auth: None }, initiation))
 }
 
 /// Reads the answer to a Hello sent by [`hello`]: a refusal, or the handshake's second

@@ -59,12 +59,25 @@ pub struct Hello {
     /// On TCP: the first message of the link's handshake, hex ([`crate::link`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub noise: Option<String>,
+    /// A command on TCP: how it proves who it is (`munge`), over an unkeyed link
+    /// ([`crate::link::UnkeyedInitiation`]); daemons, which hold a key, send none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth: Option<String>,
+}
+
+/// A MUNGE credential proving one end of an unkeyed link, sealed, after the handshake:
+/// the command's first, then the server's ([`crate::link::munge_payload`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuthProof {
+    /// The credential.
+    pub credential: String,
 }
 
 impl Hello {
     /// The Hello of a command on the Unix socket, where the kernel names the peer.
     pub fn local(role: Role) -> Hello {
-        Hello { version: PROTOCOL_VERSION, role, noise: None }
+        Hello { version: PROTOCOL_VERSION, role, noise: None, auth: None }
     }
 }
 

@@ -287,7 +287,7 @@ proptest! {
 
     #[test]
     fn handshake_frames_read_back(version in any::<u32>(), role in role(), proof in text()) {
-        let hello = Hello { version, role, noise: Some(proof.clone()) };
+        let hello = Hello { version, role, noise: Some(proof.clone()), auth: None };
         let back: Hello = read_frame(&mut Cursor::new(encode_frame(&hello).unwrap()), MAX).unwrap().unwrap();
         prop_assert_eq!(back, hello);
         let answer = HelloReply::Handshake { noise: proof };

@@ -572,8 +572,14 @@ mod tests {
         let (mut state, _) = State::from_loaded(Default::default(), "srv", "host", "/tmp");
         set(&mut state, "max_queued", None, "[u:PBS_GENERIC=100]");
         set(&mut state, "queued_jobs_threshold_res", Some("ncpus"), "[p:PBS_GENERIC=100]");
-        let who =
-            Identity { user: "alice".into(), group: "staff".into(), uid: 1000, host: "host".into(), daemon: false };
+        let who = Identity {
+            user: "alice".into(),
+            group: "staff".into(),
+            uid: 1000,
+            host: "host".into(),
+            daemon: false,
+            remote: false,
+        };
         let ctx = Ctx { who: &who, privilege: Privilege::User, now: 1_000, groups: &[], hook_attrs: &[] };
         let mut ids = Vec::new();
         for attrs in [

@@ -28,7 +28,14 @@ fn root() -> Identity {
 }
 
 fn alice() -> Identity {
-    Identity { user: "alice".into(), group: "users".into(), uid: 1000, host: "host".into(), daemon: false }
+    Identity {
+        user: "alice".into(),
+        group: "users".into(),
+        uid: 1000,
+        host: "host".into(),
+        daemon: false,
+        remote: false,
+    }
 }
 
 fn fixture() -> Fixture {
@@ -845,7 +852,7 @@ fn a_job_being_deleted_is_not_requeued_when_its_mom_is_lost() {
 
 /// Root on the server's host, as the kernel names a local peer (not a daemon).
 fn local_root() -> Identity {
-    Identity { user: "root".into(), group: "root".into(), uid: 0, host: "host".into(), daemon: false }
+    Identity { user: "root".into(), group: "root".into(), uid: 0, host: "host".into(), daemon: false, remote: false }
 }
 
 /// qmgr's `COMMAND hook NAME attr=value,...`.
@@ -1225,7 +1232,7 @@ fn a_move_takes_a_waiting_job_to_another_queue_and_refuses_a_running_one() {
 }
 
 fn bob() -> Identity {
-    Identity { user: "bob".into(), group: "users".into(), uid: 1001, host: "host".into(), daemon: false }
+    Identity { user: "bob".into(), group: "users".into(), uid: 1001, host: "host".into(), daemon: false, remote: false }
 }
 
 /// qorder: the owner of both jobs swaps their `queue_rank` (the scheduler's view then

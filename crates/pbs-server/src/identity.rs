@@ -20,13 +20,16 @@ pub struct Identity {
     pub host: String,
     /// Set for authenticated daemons (scheduler, moms): they act with manager rights.
     pub daemon: bool,
+    /// A command on another host, proven by MUNGE: its uid 0 is no root here, and it is a
+    /// manager or an operator only as the lists name `user@host`.
+    pub remote: bool,
 }
 
 impl Identity {
     /// Looks a local peer up by uid; an unknown uid gets its number as its name.
     pub fn from_uid(uid: u32, gid: u32, host: &str) -> Identity {
         let (user, group) = lookup_names(uid, gid);
-        Identity { user, group, uid, host: host.to_string(), daemon: false }
+        Identity { user, group, uid, host: host.to_string(), daemon: false, remote: false }
     }
 
     /// [`Identity::from_uid`] through a cache of the names of recent peers: looking them up
@@ -47,19 +50,26 @@ impl Identity {
                     (user, group) => {
                         let user = user.unwrap_or_else(|| uid.to_string());
                         let group = group.unwrap_or_else(|| gid.to_string());
-                        return Identity { user, group, uid, host: host.to_string(), daemon: false };
+                        return Identity { user, group, uid, host: host.to_string(), daemon: false, remote: false };
                     }
                 };
                 NAMES.insert((uid, gid), names.clone());
                 names
             }
         };
-        Identity { user, group, uid, host: host.to_string(), daemon: false }
+        Identity { user, group, uid, host: host.to_string(), daemon: false, remote: false }
     }
 
     /// A daemon authenticated with the cluster key.
     pub fn daemon(host: &str) -> Identity {
-        Identity { user: "root".into(), group: "root".into(), uid: 0, host: host.to_string(), daemon: true }
+        Identity {
+            user: "root".into(),
+            group: "root".into(),
+            uid: 0,
+            host: host.to_string(),
+            daemon: true,
+            remote: false,
+        }
     }
 
     /// `user@host`, the form of `Job_Owner` and of ACL entries.
@@ -70,7 +80,7 @@ impl Identity {
     /// The privilege of this identity given the server's `managers` and `operators` lists
     /// (comma-separated `user@host` entries where host may be `*`).
     pub fn privilege(&self, managers: Option<&str>, operators: Option<&str>) -> Privilege {
-        if self.uid == 0 || self.daemon {
+        if (self.uid == 0 && !self.remote) || self.daemon {
             return Privilege::Manager;
         }
         if managers.is_some_and(|list| acl_matches(list, &self.user, &self.host)) {
@@ -161,7 +171,14 @@ mod tests {
     use super::*;
 
     fn who(user: &str, uid: u32) -> Identity {
-        Identity { user: user.into(), group: "g".into(), uid, host: "h1.example.com".into(), daemon: false }
+        Identity {
+            user: user.into(),
+            group: "g".into(),
+            uid,
+            host: "h1.example.com".into(),
+            daemon: false,
+            remote: false,
+        }
     }
 
     #[test]

@@ -42,6 +42,7 @@ pub mod node;
 pub mod objects;
 pub mod preemptwait;
 pub mod privilege;
+pub mod remote;
 pub mod request;
 pub mod run;
 pub mod sched_view;

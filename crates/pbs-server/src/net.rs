@@ -124,8 +124,14 @@ where
             let mut conn = Framed::new(stream, LinkCodec::unauthenticated());
             let handshake = async {
                 let hello = read_hello(&mut conn, Some(&addr)).await?;
-                match authenticate_daemon(&server, &mut conn, &hello).await {
-                    Ok(()) => Some(hello),
+                let who = match hello.auth {
+                    Some(_) => crate::remote::authenticate(&server, &mut conn, &hello, &addr).await,
+                    None => authenticate_daemon(&server, &mut conn, &hello)
+                        .await
+                        .map(|()| Identity::daemon(&server.config.host)),
+                };
+                match who {
+                    Ok(who) => Some((hello, who)),
                     Err((code, why)) => {
                         tracing::warn!(object_type = "Server", "Refused TCP peer {addr}: {why}");
                         let _ = send(&mut conn, &HelloReply::Refused { code: code.0, message: code.to_string() }).await;
@@ -133,8 +139,8 @@ where
                     }
                 }
             };
-            let hello = match entry.unless_evicted(handshake).await {
-                Some(Some(hello)) => hello,
+            let (hello, who) = match entry.unless_evicted(handshake).await {
+                Some(Some(welcomed)) => welcomed,
                 Some(None) => return,
                 None => {
                     tracing::debug!(object_type = "Server", "Closed TCP peer {addr}: evicted in its handshake");
@@ -151,7 +157,7 @@ where
                     return;
                 }
             };
-            (conn, hello, Identity::daemon(&server.config.host), addr, Some(slot))
+            (conn, hello, who, addr, Some(slot))
         }
     };
     if !matches!(hello.role, Role::Client) && !who.daemon && who.uid != 0 {

@@ -38,6 +38,11 @@ pub struct ServerConfig {
     pub accounting: bool,
     /// pbs.conf's `PBS_MAIL_HOST_NAME`: the host of mail addresses that name none.
     pub mail_host: Option<String>,
+    /// How commands on other hosts may prove who they are (`PBS_SUPPORTED_AUTH_METHODS`,
+    /// lowercased; `munge` only is known).
+    pub auth_methods: Vec<String>,
+    /// The socket of this host's munged (`PBS_MUNGE_SOCKET`, else munge's own default).
+    pub munge_socket: std::path::PathBuf,
 }
 
 /// Errors starting the server.
@@ -486,6 +491,8 @@ mod tests {
             python: None,
             accounting: false,
             mail_host: None,
+            auth_methods: vec!["munge".into()],
+            munge_socket: pbs_munge::DEFAULT_SOCKET.into(),
         };
         let server = Server {
             config,

@@ -44,7 +44,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     // Every client request, through one match.
     ("dispatch", &["dispatch", "hookwait", "preemptwait"]),
     // Sockets, links and timers: they move bytes and own no rules.
-    ("transport", &["net", "momlink", "schedlink", "admission", "run", "cluster_key"]),
+    ("transport", &["net", "remote", "momlink", "schedlink", "admission", "run", "cluster_key"]),
 ];
 
 /// Crate-root names that are not modules of this crate.

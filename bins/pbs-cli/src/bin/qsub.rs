@@ -795,6 +795,12 @@ fn run(argv: &[String]) -> Result<ExitCode, Failure> {
             let text = format!("qsub: cannot connect to server {server} (errno={errno})");
             return Err(Failure::new(text, (Pbse::NOSERVER.0 & 0xff) as u8));
         }
+        Err(pbs_client::ClientError::Auth(why)) => {
+            eprintln!("{why}");
+            let server = conf.server.clone().unwrap_or_else(pbs_cli::local_host_name);
+            let text = format!("qsub: cannot connect to server {server} (errno={})", Pbse::SYSTEM.0);
+            return Err(Failure::new(text, (Pbse::NOSERVER.0 & 0xff) as u8));
+        }
         Err(e) => return Err(Failure::new(format!("qsub: {e}"), (e.pbse().0 & 0xff) as u8)),
     };
     if !submission.specs.is_empty() {

@@ -29,7 +29,7 @@ fn hook_error(message: String) -> ReqError {
 
 /// Refuses anyone but root on this host (daemons included): OpenPBS's text and code.
 pub fn check_admin(state: &State, ctx: &Ctx<'_>) -> Result<(), ReqError> {
-    if ctx.who.uid == 0 && !ctx.who.daemon {
+    if ctx.who.uid == 0 && !ctx.who.daemon && !ctx.who.remote {
         return Ok(());
     }
     Err(hook_error(format!(

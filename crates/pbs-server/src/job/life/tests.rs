@@ -52,7 +52,14 @@ impl Part for Recording<'_> {
 }
 
 fn submit(state: &mut State, attrs: &[(&str, &str)]) -> JobKey {
-    let who = Identity { user: "alice".into(), group: "staff".into(), uid: 1000, host: "host".into(), daemon: false };
+    let who = Identity {
+        user: "alice".into(),
+        group: "staff".into(),
+        uid: 1000,
+        host: "host".into(),
+        daemon: false,
+        remote: false,
+    };
     let ctx = Ctx { who: &who, privilege: Privilege::User, now: 1_000, groups: &[], hook_attrs: &[] };
     let attrs: Vec<Attr> = attrs.iter().map(|(n, v)| Attr::new(*n, *v)).collect();
     let (id, _) = crate::job::submit::queue_job(state, &ctx, &attrs, "true\n".into(), None).expect("submitted");
@@ -199,7 +206,14 @@ impl Part for Refusing {
 fn a_proposed_step_is_checked_by_each_part_in_order_until_one_refuses() {
     let (mut state, _) = State::from_loaded(Default::default(), "svr", "host", "/nonexistent");
     state.server.set(pbs_core::attr::ObjectKind::Server.index_of("max_queued"), None, "[u:PBS_GENERIC=1]");
-    let who = Identity { user: "alice".into(), group: "staff".into(), uid: 1000, host: "host".into(), daemon: false };
+    let who = Identity {
+        user: "alice".into(),
+        group: "staff".into(),
+        uid: 1000,
+        host: "host".into(),
+        daemon: false,
+        remote: false,
+    };
     let ctx = Ctx { who: &who, privilege: Privilege::User, now: 1_000, groups: &[], hook_attrs: &[] };
     let (calls, checks) = (Calls::default(), Checks::default());
     let recording: Vec<Recording<'_>> =
