@@ -117,3 +117,40 @@ fn another_key_a_stopped_munged_and_other_methods_are_refused() {
         assert_eq!(out.stderr, "qstat: cannot connect to server localhost (errno=15029)\n", "{method}: {out:?}");
     }
 }
+
+/// A credential made for another link (or with no binding at all) is refused: a peer that
+/// captured one cannot use it on a connection of its own.
+#[test]
+fn a_credential_not_made_for_this_link_is_refused() {
+    use pbs_proto::link::{UnkeyedInitiation, munge_payload, read_sealed, write_sealed};
+    use pbs_proto::messages::AuthProof;
+    use pbs_proto::{Hello, HelloReply, PROTOCOL_VERSION, Role};
+    let munged = PrivateMunged::start().unwrap();
+    let c = cluster(&munged);
+    let munge = munged.client();
+    // Each try: a handshake, then a credential whose payload `payload` makes of the hash.
+    let attempt = |payload: &dyn Fn(&[u8]) -> Vec<u8>| -> HelloReply {
+        let mut stream = std::net::TcpStream::connect(("127.0.0.1", c.port())).unwrap();
+        let (initiation, first) = UnkeyedInitiation::start().unwrap();
+        let hello = Hello {
+            version: PROTOCOL_VERSION,
+            role: Role::Client,
+            noise: Some(pbs_proto::auth::hex(&first)),
+            auth: Some("munge".into()),
+        };
+        pbs_proto::write_frame(&mut stream, &hello).unwrap();
+        let HelloReply::Handshake { noise } = pbs_proto::read_frame(&mut stream, 4096).unwrap().unwrap() else {
+            panic!("no handshake")
+        };
+        let (keys, hash) = initiation.finish(&pbs_proto::auth::unhex(&noise).unwrap()).unwrap();
+        let (mut sealer, mut opener) = keys.split();
+        let credential = munge.encode(&payload(&hash)).unwrap();
+        write_sealed(&mut stream, &mut sealer, &AuthProof { credential }).unwrap();
+        read_sealed::<HelloReply>(&mut stream, &mut opener, 4096).unwrap().unwrap()
+    };
+    let other_link = attempt(&|hash: &[u8]| munge_payload("client", &hash.iter().map(|b| b ^ 1).collect::<Vec<_>>()));
+    assert!(matches!(other_link, HelloReply::Refused { code: 15019, .. }), "{other_link:?}");
+    let as_server = attempt(&|hash: &[u8]| munge_payload("server", hash));
+    assert!(matches!(as_server, HelloReply::Refused { code: 15019, .. }), "{as_server:?}");
+    c.wait_logged("the credential was not made for this connection");
+}
