@@ -38,17 +38,31 @@ pub(crate) struct Bench {
     pub(crate) no_accounting: bool,
     /// Jobs ask for mail at their start, end and abort (`-m abe`).
     pub(crate) mail: bool,
+    /// The server's TCP port.
+    pub(crate) port: u16,
+    /// A munged of the bench's own, which the server decodes with, when it started.
+    pub(crate) munged: Option<pbs_munge::private::PrivateMunged>,
+    /// Clients connect over TCP and prove themselves with MUNGE, as off the server's host.
+    pub(crate) remote: bool,
 }
 
 impl Bench {
     pub(crate) fn new(bins: Bins) -> Result<Bench> {
+        Bench::with_munged(bins, None)
+    }
+
+    /// A bench whose server decodes MUNGE credentials with `munged`.
+    pub(crate) fn with_munged(bins: Bins, munged: Option<pbs_munge::private::PrivateMunged>) -> Result<Bench> {
         let dir = tempfile::Builder::new().prefix("pbs-bench-").tempdir()?;
         let host = nix_hostname();
         let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
-        let conf = format!(
+        let mut conf = format!(
             "PBS_SERVER={host}\nPBS_HOME={}\nPBS_BATCH_SERVICE_PORT={port}\n",
             dir.path().join("home").display()
         );
+        if let Some(munged) = &munged {
+            conf.push_str(&format!("PBS_MUNGE_SOCKET={}\n", munged.socket().display()));
+        }
         std::fs::write(dir.path().join("pbs.conf"), conf)?;
         Ok(Bench {
             dir,
@@ -59,6 +73,9 @@ impl Bench {
             daemons: Vec::new(),
             no_accounting: false,
             mail: false,
+            port,
+            munged,
+            remote: false,
         })
     }
 
@@ -71,7 +88,10 @@ impl Bench {
     }
 
     pub(crate) fn client(&self) -> Result<Client> {
-        Ok(Client::connect_unix(&self.socket(), &self.host)?)
+        match (&self.munged, self.remote) {
+            (Some(munged), true) => Ok(Client::connect_munge("127.0.0.1", self.port, &munged.client(), &[0])?),
+            _ => Ok(Client::connect_unix(&self.socket(), &self.host)?),
+        }
     }
 
     /// Starts the server and returns how long it took to answer a request.

@@ -11,7 +11,10 @@ pub(crate) fn server_figures(sizes: &Sizes, bins: &Bins, figures: &mut Vec<Figur
     let bins = bins.clone();
     let (per_client, small, large, loop_jobs) =
         if sizes.smoke { (100, 500, 1000, 50) } else { (sizes.jobs_per_client, sizes.small, sizes.large, 1000) };
-    let mut bench = Bench::new(bins.clone())?;
+    // A munged of the bench's own for the remote figures; without one they say why.
+    let munged = pbs_munge::private::PrivateMunged::start();
+    let munge_failure = munged.as_ref().err().map(|e| e.to_string());
+    let mut bench = Bench::with_munged(bins.clone(), munged.ok())?;
     bench.figures = std::mem::take(figures);
     bench.start_server()?;
     {
@@ -33,6 +36,30 @@ pub(crate) fn server_figures(sizes: &Sizes, bins: &Bins, figures: &mut Vec<Figur
     );
     bench.record("submit_rate_16_clients_mail", Some(mailed), "jobs/s", Some(">= 0.9x submit_rate_16_clients"), note);
     bench.mail = false;
+
+    // The same over TCP, each client proving itself with MUNGE as off the server's host.
+    match munge_failure {
+        None => {
+            bench.remote = true;
+            let remote1 = bench.submit_burst(1, per_client)?;
+            let note = format!("{per_client} durable submissions over munge; {:.2}x the local rate", remote1 / rate1);
+            bench.record("submit_rate_1_client_munge", Some(remote1), "jobs/s", None, note);
+            let remote16 = bench.submit_burst(16, per_client)?;
+            let note = format!("16 x {per_client} over munge; {:.2}x the local rate", remote16 / rate16);
+            bench.record(
+                "submit_rate_16_clients_munge",
+                Some(remote16),
+                "jobs/s",
+                Some(">= 0.7x submit_rate_16_clients"),
+                note,
+            );
+            bench.remote = false;
+        }
+        Some(why) => {
+            bench.record("submit_rate_1_client_munge", None, "jobs/s", None, why.clone());
+            bench.record("submit_rate_16_clients_munge", None, "jobs/s", Some(">= 0.7x submit_rate_16_clients"), why);
+        }
+    }
 
     let one = bench.qsub_loops(1, loop_jobs);
     // Which build of the commands ran matters to these two figures (docs/architecture.md).
