@@ -110,6 +110,17 @@ fn another_key_a_stopped_munged_and_other_methods_are_refused() {
         "MUNGE user-authentication on encode failed with `Socket communication error`\nqstat: cannot connect to server localhost (errno=15010)\n",
         "{out:?}"
     );
+    // A server whose credential comes from a user this host does not list as a service
+    // user is not trusted.
+    let conf = login_conf(&c, &munged.socket(), "munge");
+    let mut text = std::fs::read_to_string(&conf).unwrap();
+    text.push_str("PBS_AUTH_SERVICE_USERS=daemon\n");
+    std::fs::write(&conf, text).unwrap();
+    let out = run(&conf, "qstat", &[], true);
+    assert_eq!(
+        out.stderr, "the server's credentials do not match\nqstat: cannot connect to server localhost (errno=15010)\n",
+        "{out:?}"
+    );
     // resvport, or a list, is not offered.
     for method in ["resvport", "resvport,munge"] {
         let conf = login_conf(&c, &munged.socket(), method);

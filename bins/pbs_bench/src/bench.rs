@@ -281,7 +281,12 @@ impl Bench {
         let mut times = Vec::new();
         for _ in 0..runs {
             let started = Instant::now();
-            let status = Command::new(self.bins.commands.join(name))
+            let mut command = Command::new(self.bins.commands.join(name));
+            if self.remote {
+                // As a command off the server's host: over TCP, proving itself with munge.
+                command.env("PBS_AUTH_METHOD", "munge");
+            }
+            let status = command
                 .args(args)
                 .env("PBS_CONF_FILE", self.conf())
                 .stdout(Stdio::null())

@@ -109,7 +109,7 @@ pub(crate) fn server_figures(sizes: &Sizes, bins: &Bins, figures: &mut Vec<Figur
     let kept = std::mem::take(&mut bench.figures);
     drop(bench);
     let bench_bins = bins.clone();
-    let mut bench = Bench::new(bins)?;
+    let mut bench = Bench::with_munged(bins, pbs_munge::private::PrivateMunged::start().ok())?;
     bench.figures = kept;
     bench.start_server()?;
     let attr = MgrAttr { name: "acl_roots".into(), op: MgrOp::Set, value: "root".into() };
@@ -131,6 +131,22 @@ pub(crate) fn server_figures(sizes: &Sizes, bins: &Bins, figures: &mut Vec<Figur
         let note = single.as_ref().err().map(|e| e.to_string()).unwrap_or_else(|| format!("one of {n} jobs"));
         let target = (label == "large").then_some("< 5");
         bench.record(&format!("qstat_f_one_of_{label}"), single.ok().map(ms), "ms", target, note);
+        if label == "small" {
+            // The same from another host's point of view: TCP, the link, two munge proofs.
+            bench.remote = bench.munged.is_some();
+            let remote = if bench.remote {
+                bench.time_command("qstat", &["-f", &id], 5)
+            } else {
+                Err(anyhow::anyhow!("no munged"))
+            };
+            bench.remote = false;
+            let note = remote
+                .as_ref()
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_else(|| format!("qstat -f of one of {n} jobs over munge"));
+            bench.record("qstat_one_remote", remote.ok().map(ms), "ms", None, note);
+        }
     }
 
     let n = bench.count_jobs()?;

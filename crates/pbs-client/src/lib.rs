@@ -184,6 +184,19 @@ pub struct Client {
     link: Option<(pbs_proto::link::Sealer, pbs_proto::link::Opener)>,
 }
 
+/// The uids a server's credential may come from: `PBS_AUTH_SERVICE_USERS` (a comma list of
+/// user names, as OpenPBS reads it; default `root`) as this host's password database
+/// numbers them. A name unknown here counts for nothing.
+fn service_uids(conf: &PbsConf) -> Vec<u32> {
+    let list = conf.raw.get("PBS_AUTH_SERVICE_USERS").map_or("root", String::as_str);
+    list.split(',')
+        .map(str::trim)
+        .filter(|name| !name.is_empty())
+        .filter_map(|name| nix::unistd::User::from_name(name).ok().flatten())
+        .map(|user| user.uid.as_raw())
+        .collect()
+}
+
 /// The status of some objects plus the names that failed.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct StatusReply {
@@ -208,7 +221,7 @@ impl Client {
             None | Some("") | Some("munge") => {
                 let socket = conf.raw.get("PBS_MUNGE_SOCKET").map_or(pbs_munge::DEFAULT_SOCKET, String::as_str);
                 let host = conf.server.clone().unwrap_or_else(|| "localhost".to_string());
-                Client::connect_munge(&host, conf.batch_port, &pbs_munge::Munge::new(socket), &[0])
+                Client::connect_munge(&host, conf.batch_port, &pbs_munge::Munge::new(socket), &service_uids(conf))
             }
             Some(_) => Err(ClientError::Connect { server, errno: Pbse::NOSUP.0 as i32 }),
         }
