@@ -15,6 +15,7 @@ mod script;
 use std::io::{IsTerminal, Read};
 use std::process::ExitCode;
 
+use nix::sys::signal::{SigSet, Signal};
 use pbs_cli::jobopts::{self, OptionStep, PlainOptions, Scan, VerifyEnv};
 use pbs_core::{Pbse, jobattr};
 use pbs_proto::Attr;
@@ -806,6 +807,8 @@ fn run(argv: &[String]) -> Result<ExitCode, Failure> {
     if !submission.specs.is_empty() {
         return Ok(submit_set(&mut client, submission));
     }
+    // Taken before the id is printed, so a signal sent once it shows is never missed.
+    let signals = if submission.block { Some(block_signals()?) } else { None };
     if submission.block {
         // Marks the job as waited for, so its end is kept for this qsub even when the
         // job leaves before the wait is asked (`job::block` in the server).
@@ -818,8 +821,8 @@ fn run(argv: &[String]) -> Result<ExitCode, Failure> {
             if !submission.quiet {
                 println!("{id}");
             }
-            if submission.block {
-                return Ok(block(client, id, &conf));
+            if let Some(signals) = signals {
+                return Ok(block(client, id, &conf, signals));
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -827,24 +830,24 @@ fn run(argv: &[String]) -> Result<ExitCode, Failure> {
     }
 }
 
-/// `-W block=true`: waits on the submission's connection for job `id` to leave, and exits
-/// as OpenPBS's qsub does: with the job's exit status, or 3 after printing why it left
-/// when it did not end (`qsub: <id> Job to be deleted at request of ...`). SIGHUP, SIGINT,
-/// SIGQUIT or SIGTERM while it waits deletes the job and exits 2.
-fn block(client: pbs_client::Client, id: String, conf: &pbs_core::conf::PbsConf) -> ExitCode {
-    use std::io::Write;
-
-    use nix::sys::signal::{SigSet, Signal};
+/// Blocks SIGHUP, SIGINT, SIGQUIT and SIGTERM for [`block`], which takes them with
+/// `sigwait`: blocked here, before the submission, and in the waiting thread, which
+/// inherits the mask.
+fn block_signals() -> Result<SigSet, Failure> {
     let mut signals = SigSet::empty();
     for signal in [Signal::SIGHUP, Signal::SIGINT, Signal::SIGQUIT, Signal::SIGTERM] {
         signals.add(signal);
     }
-    // Blocked here and in the waiting thread, which inherits the mask: only `wait` below
-    // takes them.
-    if signals.thread_block().is_err() {
-        eprintln!("qsub: unable to catch signals");
-        return ExitCode::from(1);
-    }
+    signals.thread_block().map_err(|_| Failure::new("qsub: unable to catch signals", 1))?;
+    Ok(signals)
+}
+
+/// `-W block=true`: waits on the submission's connection for job `id` to leave, and exits
+/// as OpenPBS's qsub does: with the job's exit status, or 3 after printing why it left
+/// when it did not end (`qsub: <id> Job to be deleted at request of ...`). SIGHUP, SIGINT,
+/// SIGQUIT or SIGTERM while it waits deletes the job and exits 2.
+fn block(client: pbs_client::Client, id: String, conf: &pbs_core::conf::PbsConf, signals: SigSet) -> ExitCode {
+    use std::io::Write;
     // Once a signal is taken, the deletion it makes must not end qsub with the wait's answer.
     static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
     let waited = id.clone();
