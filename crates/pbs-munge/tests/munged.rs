@@ -2,34 +2,12 @@
 //! a temporary directory (munged is installed by `etc/test-deps.sh`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::{Path, PathBuf};
-
 use pbs_munge::private::PrivateMunged;
 use pbs_munge::{Code, Munge, MungeError};
 
-struct Munged(PrivateMunged);
-
-impl Munged {
-    fn start() -> Munged {
-        Munged(PrivateMunged::start().unwrap())
-    }
-
-    fn start_with_key(key: Option<&Path>) -> Munged {
-        Munged(PrivateMunged::start_with_key(key).unwrap())
-    }
-
-    fn socket(&self) -> PathBuf {
-        self.0.socket()
-    }
-
-    fn key(&self) -> PathBuf {
-        self.0.key()
-    }
-}
-
 #[test]
 fn a_credential_carries_its_makers_ids_and_payload_and_decodes_once() {
-    let munged = Munged::start();
+    let munged = PrivateMunged::start().unwrap();
     let munge = Munge::new(munged.socket());
     let credential = munge.encode(b"root:root").unwrap();
     assert!(credential.starts_with("MUNGE:"), "{credential}");
@@ -46,7 +24,7 @@ fn a_credential_carries_its_makers_ids_and_payload_and_decodes_once() {
 
 #[test]
 fn the_uid_is_the_callers_as_the_kernel_tells_munged() {
-    let munged = Munged::start();
+    let munged = PrivateMunged::start().unwrap();
     let socket = munged.socket();
     // This thread alone becomes nobody: SO_PEERCRED reports the connecting thread's ids.
     let credential = std::thread::spawn(move || {
@@ -64,13 +42,13 @@ fn the_uid_is_the_callers_as_the_kernel_tells_munged() {
 
 #[test]
 fn a_credential_of_another_key_is_invalid_and_a_stopped_munged_is_said() {
-    let one = Munged::start();
-    let other = Munged::start();
+    let one = PrivateMunged::start().unwrap();
+    let other = PrivateMunged::start().unwrap();
     let credential = Munge::new(one.socket()).encode(b"x").unwrap();
     let err = Munge::new(other.socket()).decode(&credential).unwrap_err();
     assert_eq!(err.code(), Code::CRED_INVALID, "{err}");
     // The same key decodes it.
-    let twin = Munged::start_with_key(Some(&one.key()));
+    let twin = PrivateMunged::start_with_key(Some(&one.key())).unwrap();
     assert_eq!(Munge::new(twin.socket()).decode(&credential).unwrap().payload, b"x");
     let socket = one.socket();
     drop(one);
@@ -81,7 +59,7 @@ fn a_credential_of_another_key_is_invalid_and_a_stopped_munged_is_said() {
 
 #[test]
 fn garbage_and_oversized_credentials_are_refused_without_reaching_far() {
-    let munged = Munged::start();
+    let munged = PrivateMunged::start().unwrap();
     let munge = Munge::new(munged.socket());
     let err = munge.decode("MUNGE:not a credential:").unwrap_err();
     assert!(matches!(err, MungeError::Refused { .. }), "{err}");
